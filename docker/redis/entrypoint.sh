@@ -1,0 +1,47 @@
+#!/bin/bash
+# Runs one Redis server or Sentinel in the foreground.
+#   REDIS_ROLE      master | replica | sentinel (default master)
+#   REDIS_HOST      this node's host name on the cluster network (announced to peers)
+#   REDIS_MASTER    the initial master's host name (replica, sentinel)
+#   REDIS_PERSIST   none | aof (default none: a restart loses every key, as in the Redlock spec)
+#   SENTINEL_QUORUM, SENTINEL_DOWN_MS, SENTINEL_FAILOVER_MS
+set -euo pipefail
+role="${REDIS_ROLE:-master}"
+host="${REDIS_HOST:-$(hostname)}"
+data=/data
+[ -f "$data/.lockbench-wipe" ] && rm -rf "${data:?}"/* "$data/.lockbench-wipe"
+mkdir -p "$data"
+echo "lockbench-entrypoint: starting redis role=$role host=$host"
+wait_for() { for _ in $(seq 1 120); do getent hosts "$1" >/dev/null && return 0; sleep 0.5; done; }
+if [ "$role" = sentinel ]; then
+  conf="$data/sentinel.conf"
+  if [ ! -f "$conf" ]; then
+    wait_for "${REDIS_MASTER:?REDIS_MASTER is required for a sentinel}"
+    cat > "$conf" <<CFG
+port 26379
+protected-mode no
+dir $data
+sentinel resolve-hostnames yes
+sentinel announce-hostnames yes
+sentinel announce-ip $host
+sentinel monitor mymaster $REDIS_MASTER 6379 ${SENTINEL_QUORUM:-2}
+sentinel down-after-milliseconds mymaster ${SENTINEL_DOWN_MS:-1000}
+sentinel failover-timeout mymaster ${SENTINEL_FAILOVER_MS:-5000}
+sentinel parallel-syncs mymaster 1
+CFG
+  fi
+  exec redis-sentinel "$conf"
+fi
+persist=(--save "" --appendonly no)
+if [ "${REDIS_PERSIST:-none}" = aof ]; then
+  persist=(--save "" --appendonly yes --appendfsync always)
+fi
+args=(--port 6379 --bind 0.0.0.0 --protected-mode no --dir "$data" "${persist[@]}"
+      --replica-announce-ip "$host" --daemonize no)
+if [ "$role" = replica ]; then
+  wait_for "${REDIS_MASTER:?REDIS_MASTER is required for a replica}"
+  # After a failover Sentinel rewrites the config of the node it reconfigures; a restarted
+  # node starts as a replica of the initial master and is redirected by Sentinel.
+  args+=(--replicaof "$REDIS_MASTER" 6379)
+fi
+exec redis-server "${args[@]}"

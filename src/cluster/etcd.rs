@@ -1,0 +1,105 @@
+//! etcd cluster: members `etcd1..etcdN`; ready when every member reports the same leader.
+
+use std::collections::BTreeMap;
+
+use etcd_client::{Client, ConnectOptions};
+
+use super::node::{NodeRole, NodeSpec, container_hostname};
+use super::{Cluster, ClusterError, NodeState, PROBE_TIMEOUT};
+
+pub(crate) const CLIENT_PORT: u16 = 2379;
+
+pub(crate) fn node_specs(run_id: &str, size: usize) -> Vec<NodeSpec> {
+    let cluster: Vec<String> = (1..=size)
+        .map(|i| {
+            let host = container_hostname(run_id, &format!("etcd{i}"));
+            format!("{host}=http://{host}:2380")
+        })
+        .collect();
+    (1..=size)
+        .map(|i| {
+            let name = format!("etcd{i}");
+            NodeSpec {
+                env: vec![
+                    ("LB_ETCD_NAME".into(), container_hostname(run_id, &name)),
+                    ("LB_ETCD_CLUSTER".into(), cluster.join(",")),
+                ],
+                name,
+                role: NodeRole::Server,
+                port: CLIENT_PORT,
+            }
+        })
+        .collect()
+}
+
+/// A client bound to exactly one member (so `status()` asks that member), with deadlines.
+pub async fn client_for(endpoint: &str) -> Result<Client, String> {
+    let opts = ConnectOptions::new()
+        .with_connect_timeout(PROBE_TIMEOUT)
+        .with_timeout(PROBE_TIMEOUT);
+    tokio::time::timeout(
+        PROBE_TIMEOUT,
+        Client::connect([format!("http://{endpoint}")], Some(opts)),
+    )
+    .await
+    .map_err(|_| format!("connect to {endpoint} timed out"))?
+    .map_err(|e| e.to_string())
+}
+
+/// Each running member's view: (node name, Ok((its member id, the leader id it reports))).
+async fn views(cluster: &Cluster) -> Vec<(String, Result<(u64, u64), String>)> {
+    let mut out = Vec::new();
+    for n in cluster.servers() {
+        if n.state() != NodeState::Running {
+            continue;
+        }
+        let view = async {
+            let mut c = client_for(&n.endpoint()).await?;
+            let st = tokio::time::timeout(PROBE_TIMEOUT, c.status())
+                .await
+                .map_err(|_| "status timed out".to_string())?
+                .map_err(|e| e.to_string())?;
+            let member = st.header().map(|h| h.member_id()).unwrap_or(0);
+            Ok::<_, String>((member, st.leader()))
+        }
+        .await;
+        out.push((n.name().to_string(), view));
+    }
+    out
+}
+
+pub(crate) async fn ready(cluster: &Cluster) -> Result<(), String> {
+    let views = views(cluster).await;
+    let expected = cluster.servers().count();
+    let leaders: Vec<u64> = views
+        .iter()
+        .filter_map(|(_, v)| v.as_ref().ok().map(|v| v.1))
+        .collect();
+    if leaders.len() == expected && leaders[0] != 0 && leaders.iter().all(|&l| l == leaders[0]) {
+        Ok(())
+    } else {
+        Err(format!("etcd views (member, leader): {views:?}"))
+    }
+}
+
+/// The leader most responding members agree on (a majority of the cluster), as a node name.
+pub(crate) async fn leader(cluster: &Cluster) -> Result<Option<String>, ClusterError> {
+    let views = views(cluster).await;
+    let members: BTreeMap<u64, String> = views
+        .iter()
+        .filter_map(|(n, v)| v.as_ref().ok().map(|v| (v.0, n.clone())))
+        .collect();
+    let mut votes: BTreeMap<u64, usize> = BTreeMap::new();
+    for (_, v) in &views {
+        if let Ok((_, l)) = v
+            && *l != 0
+        {
+            *votes.entry(*l).or_default() += 1;
+        }
+    }
+    let majority = cluster.servers().count() / 2 + 1;
+    Ok(votes
+        .into_iter()
+        .find(|&(_, c)| c >= majority)
+        .and_then(|(id, _)| members.get(&id).cloned()))
+}

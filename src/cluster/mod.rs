@@ -1,0 +1,343 @@
+//! Real clusters on testcontainers: one provider per system (`zookeeper`, `etcd`, `redis`,
+//! `redlock`), each on its own Docker network labelled with the run id, plus the fault primitives
+//! the chaos schedules use: kill/restart, pause/resume, partition/heal, and logs.
+//!
+//! A [`Cluster`] removes its containers and network when torn down or dropped (also on panic,
+//! by unwinding); `lockbench clean` removes anything a killed process left behind.
+
+mod etcd;
+mod node;
+mod partition;
+mod redis;
+mod redlock;
+mod zookeeper;
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use testcontainers::bollard::Docker;
+use testcontainers::bollard::models::NetworkCreateRequest;
+
+pub use node::{DataOnRestart, Node, NodeInfo, NodeRole, NodeState};
+
+use crate::docker::{self, DockerError, RUN_LABEL, with_deadline};
+use crate::system::System;
+
+/// Deadline for one probe of a node (a 4-letter word, a status call, a PING).
+pub const PROBE_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Cluster start-up, inspection and fault errors, each saying what to do.
+#[derive(Debug, thiserror::Error)]
+pub enum ClusterError {
+    #[error(transparent)]
+    Docker(#[from] DockerError),
+    #[error(transparent)]
+    Image(#[from] crate::image::ImageError),
+    #[error(transparent)]
+    System(#[from] crate::system::SystemError),
+    #[error("could not start node {node}: {error}")]
+    Start { node: String, error: String },
+    #[error("{what} did not finish within {after:?}")]
+    Timeout { what: String, after: Duration },
+    #[error(
+        "the cluster did not become ready within {after:?}: {last}. See the node logs (`Cluster::logs`)"
+    )]
+    NotReady { after: Duration, last: String },
+    #[error("no node named '{node}': the nodes are {known}")]
+    UnknownNode { node: String, known: String },
+    #[error("node {node} is {state:?}, but this needs it {wanted}")]
+    BadState {
+        node: String,
+        state: NodeState,
+        wanted: &'static str,
+    },
+    #[error("bad partition: {0}")]
+    BadPartition(String),
+    #[error("fault on node {node} failed: {error}")]
+    Fault { node: String, error: String },
+    #[error("probe of {node} failed: {error}")]
+    Probe { node: String, error: String },
+}
+
+/// How to start a cluster; `Default` gives each system's standard shape.
+#[derive(Debug, Clone, Default)]
+pub struct ClusterOptions {
+    /// Number of server nodes (Redis: master plus replicas); `None` for the system's default.
+    pub size: Option<usize>,
+    /// Redis and Redlock: append-only file with fsync always, so a restarted node keeps its keys.
+    pub redis_persistence: bool,
+    /// How long to wait for readiness; `None` for 120 s.
+    pub ready_timeout: Option<Duration>,
+}
+
+/// A started cluster of one system.
+pub struct Cluster {
+    pub(crate) system: System,
+    pub(crate) run_id: String,
+    pub(crate) network: String,
+    pub(crate) nodes: Vec<Node>,
+    pub(crate) docker: Docker,
+    pub(crate) started_in: Duration,
+    torn_down: bool,
+}
+
+/// The cluster as printed by `lockbench up` and stored with results.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct ClusterInfo {
+    pub system: System,
+    pub run_id: String,
+    pub network: String,
+    pub endpoints: Vec<String>,
+    pub sentinel_endpoints: Vec<String>,
+    pub leader: Option<String>,
+    pub start_seconds: f64,
+    pub nodes: Vec<NodeInfo>,
+}
+
+impl Cluster {
+    /// Starts a cluster of `system` and waits until it is ready: ZooKeeper has exactly one leader,
+    /// every etcd member reports the same leader, Sentinel names the Redis master, every Redlock
+    /// master answers PING. Whatever was started is removed again if this fails.
+    pub async fn start(system: System, opts: ClusterOptions) -> Result<Cluster, ClusterError> {
+        Self::start_with_run_id(system, opts, &docker::new_run_id()).await
+    }
+
+    /// [`Cluster::start`] under a given run id (the label value every container gets).
+    pub async fn start_with_run_id(
+        system: System,
+        opts: ClusterOptions,
+        run_id: &str,
+    ) -> Result<Cluster, ClusterError> {
+        let started = Instant::now();
+        let size = system.validate_size(opts.size.unwrap_or(system.default_size()))?;
+        let image = crate::image::require(system.image_kind()).await?;
+        let docker = docker::connect().await?;
+        let network = format!("lb-{run_id}-{}", system.name());
+        let labels = HashMap::from([(RUN_LABEL.to_string(), run_id.to_string())]);
+        with_deadline(docker.create_network(NetworkCreateRequest {
+            name: network.clone(),
+            driver: Some("bridge".to_string()),
+            labels: Some(labels),
+            ..Default::default()
+        }))
+        .await?;
+        let mut cluster = Cluster {
+            system,
+            run_id: run_id.to_string(),
+            network,
+            nodes: Vec::new(),
+            docker,
+            started_in: Duration::ZERO,
+            torn_down: false,
+        };
+        let specs = match system {
+            System::Zookeeper => zookeeper::node_specs(run_id, size),
+            System::Etcd => etcd::node_specs(run_id, size),
+            System::Redis => redis::node_specs(run_id, size, opts.redis_persistence),
+            System::Redlock => redlock::node_specs(size, opts.redis_persistence),
+        };
+        // Start in order (a Redis master before its replicas and Sentinels); entrypoints wait for
+        // their peers' names to resolve, so the readiness wait below covers the rest.
+        for spec in specs {
+            let n = node::start(&image, run_id, &cluster.network, spec).await?;
+            cluster.nodes.push(n);
+        }
+        cluster
+            .wait_ready(opts.ready_timeout.unwrap_or(Duration::from_secs(120)))
+            .await?;
+        cluster.started_in = started.elapsed();
+        Ok(cluster)
+    }
+
+    /// Polls readiness (as defined for [`Cluster::start`]) until it holds or `timeout` passes.
+    pub async fn wait_ready(&self, timeout: Duration) -> Result<(), ClusterError> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let res = match self.system {
+                System::Zookeeper => zookeeper::ready(self).await,
+                System::Etcd => etcd::ready(self).await,
+                System::Redis => redis::ready(self).await,
+                System::Redlock => redlock::ready(self).await,
+            };
+            match res {
+                Ok(()) => return Ok(()),
+                Err(last) if Instant::now() >= deadline => {
+                    return Err(ClusterError::NotReady {
+                        after: timeout,
+                        last,
+                    });
+                }
+                Err(_) => tokio::time::sleep(Duration::from_millis(200)).await,
+            }
+        }
+    }
+
+    /// The current leader's node name: the ZooKeeper leader, the etcd leader, the master
+    /// Sentinel names; `None` for Redlock (no leader) or when no single leader is seen now.
+    pub async fn leader(&self) -> Result<Option<String>, ClusterError> {
+        match self.system {
+            System::Zookeeper => zookeeper::leader(self).await,
+            System::Etcd => etcd::leader(self).await,
+            System::Redis => redis::leader(self).await,
+            System::Redlock => Ok(None),
+        }
+    }
+
+    /// Waits until a leader other than `old` is seen, returning it and how long it took.
+    pub async fn wait_new_leader(
+        &self,
+        old: &str,
+        timeout: Duration,
+    ) -> Result<(String, Duration), ClusterError> {
+        let start = Instant::now();
+        loop {
+            if let Ok(Some(l)) = self.leader().await
+                && l != old
+            {
+                return Ok((l, start.elapsed()));
+            }
+            if start.elapsed() >= timeout {
+                return Err(ClusterError::Timeout {
+                    what: format!("election of a leader other than {old}"),
+                    after: timeout,
+                });
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    /// The system this cluster runs.
+    pub fn system(&self) -> System {
+        self.system
+    }
+    /// The run id every container and the network are labelled with.
+    pub fn run_id(&self) -> &str {
+        &self.run_id
+    }
+    /// The Docker network the nodes share.
+    pub fn network(&self) -> &str {
+        &self.network
+    }
+    /// How long start-up took, readiness included.
+    pub fn start_duration(&self) -> Duration {
+        self.started_in
+    }
+    /// Every node, servers first, in start order.
+    pub fn nodes(&self) -> &[Node] {
+        &self.nodes
+    }
+    /// The node with this short name.
+    pub fn node(&self, name: &str) -> Result<&Node, ClusterError> {
+        self.nodes
+            .iter()
+            .find(|n| n.name == name)
+            .ok_or_else(|| ClusterError::UnknownNode {
+                node: name.to_string(),
+                known: self
+                    .nodes
+                    .iter()
+                    .map(|n| n.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            })
+    }
+    /// The server nodes (no Sentinels).
+    pub fn servers(&self) -> impl Iterator<Item = &Node> {
+        self.nodes.iter().filter(|n| n.role == NodeRole::Server)
+    }
+    /// `127.0.0.1:<port>` of every server's client port.
+    pub fn endpoints(&self) -> Vec<String> {
+        self.servers().map(|n| n.endpoint()).collect()
+    }
+    /// `127.0.0.1:<port>` of every Sentinel (Redis only).
+    pub fn sentinel_endpoints(&self) -> Vec<String> {
+        self.nodes
+            .iter()
+            .filter(|n| n.role == NodeRole::Sentinel)
+            .map(|n| n.endpoint())
+            .collect()
+    }
+    /// Maps a node's in-network host name (as Sentinel or etcd report it) to its node.
+    pub fn node_by_hostname(&self, hostname: &str) -> Option<&Node> {
+        self.nodes.iter().find(|n| n.hostname == hostname)
+    }
+
+    /// A snapshot for printing and for results.
+    pub async fn info(&self) -> ClusterInfo {
+        let mut nodes = Vec::new();
+        for n in &self.nodes {
+            nodes.push(n.info(&self.docker, &self.network).await);
+        }
+        ClusterInfo {
+            system: self.system,
+            run_id: self.run_id.clone(),
+            network: self.network.clone(),
+            endpoints: self.endpoints(),
+            sentinel_endpoints: self.sentinel_endpoints(),
+            leader: self.leader().await.ok().flatten(),
+            start_seconds: self.started_in.as_secs_f64(),
+            nodes,
+        }
+    }
+
+    /// Kills a node with SIGKILL.
+    pub async fn kill(&self, node: &str) -> Result<(), ClusterError> {
+        self.node(node)?.kill(&self.docker).await
+    }
+    /// Starts a killed node again, keeping or wiping its data directory.
+    pub async fn restart(&self, node: &str, data: DataOnRestart) -> Result<(), ClusterError> {
+        self.node(node)?.restart(&self.docker, data).await
+    }
+    /// Freezes a node (docker pause).
+    pub async fn pause(&self, node: &str) -> Result<(), ClusterError> {
+        self.node(node)?.pause().await
+    }
+    /// Thaws a paused node.
+    pub async fn resume(&self, node: &str) -> Result<(), ClusterError> {
+        self.node(node)?.resume().await
+    }
+    /// What the node printed so far.
+    pub async fn logs(&self, node: &str) -> Result<String, ClusterError> {
+        self.node(node)?.logs().await
+    }
+
+    /// Removes every container and the network, and says what it removed.
+    pub async fn teardown(mut self) -> Result<docker::Removed, ClusterError> {
+        self.torn_down = true;
+        let nodes = std::mem::take(&mut self.nodes);
+        let mut removed_nodes = Vec::new();
+        for n in nodes {
+            // `rm` removes the container now; a paused one is thawed first so it can die.
+            if n.state() == NodeState::Paused {
+                let _ = n.container.unpause().await;
+            }
+            if n.container.rm().await.is_ok() {
+                removed_nodes.push(n.hostname);
+            }
+        }
+        let mut removed = docker::remove_labelled(&self.docker, Some(&self.run_id)).await?;
+        removed_nodes.append(&mut removed.containers);
+        removed.containers = removed_nodes;
+        Ok(removed)
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        if self.torn_down {
+            return;
+        }
+        // Removal by label on a thread of its own works with or without a runtime, and also
+        // covers containers whose handles testcontainers could not drop cleanly.
+        if let Err(e) = docker::remove_labelled_blocking(&self.run_id) {
+            eprintln!(
+                "lockbench: could not remove cluster {}: {e}. Run `lockbench clean` to remove it.",
+                self.run_id
+            );
+        }
+        // The handles now point at removed containers; forget them rather than remove twice.
+        for n in std::mem::take(&mut self.nodes) {
+            std::mem::forget(n.container);
+        }
+    }
+}

@@ -1,0 +1,438 @@
+//! One server container: how it is started (testcontainers, its own network, a host port on
+//! 127.0.0.1 only, NET_ADMIN for iptables) and the per-node fault primitives.
+
+use std::sync::Mutex;
+use std::time::Duration;
+
+use testcontainers::bollard::Docker;
+use testcontainers::bollard::query_parameters::{
+    InspectContainerOptions, KillContainerOptionsBuilder, UploadToContainerOptionsBuilder,
+};
+use testcontainers::core::{CmdWaitFor, ExecCommand, IntoContainerPort, WaitFor};
+use testcontainers::runners::AsyncRunner;
+use testcontainers::{ContainerAsync, GenericImage, ImageExt};
+
+use super::ClusterError;
+use crate::docker::{self, NODE_LABEL, RUN_LABEL, with_deadline};
+
+/// What a node does in its cluster.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NodeRole {
+    /// A server that holds data and serves lock requests.
+    Server,
+    /// A Redis Sentinel: monitors the servers and promotes a replica on failure.
+    Sentinel,
+}
+
+/// Whether a node is up, killed or frozen, as the fault primitives left it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NodeState {
+    Running,
+    Killed,
+    Paused,
+}
+
+/// What to do with a node's data directory when it is restarted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum DataOnRestart {
+    /// Keep it, as a crashed server finds its disk again.
+    #[default]
+    Keep,
+    /// Empty it first, as a replaced machine (or a Redis without persistence) would be.
+    Wipe,
+}
+
+/// How to start one node.
+#[derive(Debug, Clone)]
+pub(crate) struct NodeSpec {
+    pub name: String,
+    pub role: NodeRole,
+    pub port: u16,
+    pub env: Vec<(String, String)>,
+}
+
+/// A running (or killed, or paused) server container of a cluster.
+pub struct Node {
+    pub(crate) name: String,
+    pub(crate) role: NodeRole,
+    pub(crate) hostname: String,
+    pub(crate) port: u16,
+    pub(crate) host_port: u16,
+    pub(crate) state: Mutex<NodeState>,
+    /// Set when a heal could not reach the node because it was paused; applied on resume.
+    pub(crate) heal_pending: Mutex<bool>,
+    pub(crate) container: ContainerAsync<GenericImage>,
+}
+
+/// A node as shown to users (`lockbench up`) and stored with results.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct NodeInfo {
+    pub name: String,
+    pub role: NodeRole,
+    pub state: NodeState,
+    pub container_id: String,
+    pub hostname: String,
+    pub network_ip: Option<String>,
+    pub endpoint: String,
+}
+
+const START_TIMEOUT: Duration = Duration::from_secs(90);
+const EXEC_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// The host-side container name (also its DNS name on the cluster network).
+pub(crate) fn container_hostname(run_id: &str, node: &str) -> String {
+    format!("lb-{run_id}-{node}")
+}
+
+pub(crate) async fn start(
+    image: &str,
+    run_id: &str,
+    network: &str,
+    spec: NodeSpec,
+) -> Result<Node, ClusterError> {
+    let (repo, tag) = crate::image::ImageRef {
+        name: image.to_string(),
+        overridden: false,
+    }
+    .repo_and_tag();
+    let hostname = container_hostname(run_id, &spec.name);
+    let mut last_err = None;
+    // The free port is probed, then bound by the engine: retry if another process took it.
+    for _ in 0..3 {
+        let host_port = docker::free_local_port().map_err(|e| ClusterError::Start {
+            node: spec.name.clone(),
+            error: format!("no free port on 127.0.0.1: {e}"),
+        })?;
+        let mut req = GenericImage::new(repo.clone(), tag.clone())
+            .with_wait_for(WaitFor::message_on_stdout("lockbench-entrypoint: starting"))
+            .with_network(network)
+            .with_container_name(hostname.clone())
+            .with_hostname(hostname.clone())
+            .with_label(RUN_LABEL, run_id)
+            .with_label(NODE_LABEL, spec.name.clone())
+            .with_cap_add("NET_ADMIN")
+            .with_mapped_port(host_port, spec.port.tcp())
+            .with_startup_timeout(START_TIMEOUT)
+            .with_host_config_modifier(|hc| {
+                // Publish on loopback only: nothing outside this machine may reach the servers.
+                if let Some(bindings) = hc.port_bindings.as_mut() {
+                    for list in bindings.values_mut().flatten() {
+                        for b in list.iter_mut() {
+                            b.host_ip = Some("127.0.0.1".to_string());
+                        }
+                    }
+                }
+            });
+        for (k, v) in &spec.env {
+            req = req.with_env_var(k.clone(), v.clone());
+        }
+        match req.start().await {
+            Ok(container) => {
+                return Ok(Node {
+                    name: spec.name,
+                    role: spec.role,
+                    hostname,
+                    port: spec.port,
+                    host_port,
+                    state: Mutex::new(NodeState::Running),
+                    heal_pending: Mutex::new(false),
+                    container,
+                });
+            }
+            Err(e) => {
+                let msg = e.to_string();
+                let retry = msg.contains("port is already allocated")
+                    || msg.contains("address already in use");
+                last_err = Some(msg);
+                if !retry {
+                    break;
+                }
+                // A failed start may leave a created container behind under our name.
+                if let Ok(d) = docker::connect().await {
+                    let _ = d
+                        .remove_container(
+                            &hostname,
+                            Some(testcontainers::bollard::query_parameters::RemoveContainerOptionsBuilder::new().force(true).build()),
+                        )
+                        .await;
+                }
+            }
+        }
+    }
+    Err(ClusterError::Start {
+        node: spec.name,
+        error: last_err.unwrap_or_default(),
+    })
+}
+
+impl Node {
+    /// The short name (`zk1`, `etcd2`, `sentinel1`, ...).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+    /// What the node does.
+    pub fn role(&self) -> NodeRole {
+        self.role
+    }
+    /// Its DNS name on the cluster network.
+    pub fn hostname(&self) -> &str {
+        &self.hostname
+    }
+    /// `127.0.0.1:<port>`: where clients on this machine reach the node's client port.
+    pub fn endpoint(&self) -> String {
+        format!("127.0.0.1:{}", self.host_port)
+    }
+    /// The port inside the container that the endpoint leads to.
+    pub fn container_port(&self) -> u16 {
+        self.port
+    }
+    /// The container id.
+    pub fn container_id(&self) -> &str {
+        self.container.id()
+    }
+    /// Up, killed or paused, as the fault primitives left it.
+    pub fn state(&self) -> NodeState {
+        *self.state.lock().expect("node state lock")
+    }
+    pub(crate) fn set_state(&self, s: NodeState) {
+        *self.state.lock().expect("node state lock") = s;
+    }
+
+    /// The node's current address on the cluster network (it can change across a restart).
+    pub async fn network_ip(
+        &self,
+        docker: &Docker,
+        network: &str,
+    ) -> Result<Option<String>, ClusterError> {
+        let info = with_deadline(
+            docker.inspect_container(self.container.id(), None::<InspectContainerOptions>),
+        )
+        .await?;
+        Ok(info
+            .network_settings
+            .and_then(|n| n.networks)
+            .and_then(|mut m| m.remove(network))
+            .and_then(|n| n.ip_address)
+            .filter(|ip| !ip.is_empty()))
+    }
+
+    pub(crate) async fn info(&self, docker: &Docker, network: &str) -> NodeInfo {
+        NodeInfo {
+            name: self.name.clone(),
+            role: self.role,
+            state: self.state(),
+            container_id: self.container.id().to_string(),
+            hostname: self.hostname.clone(),
+            network_ip: self.network_ip(docker, network).await.ok().flatten(),
+            endpoint: self.endpoint(),
+        }
+    }
+
+    /// SIGKILL: the process dies at once, with no chance to hand anything over.
+    pub(crate) async fn kill(&self, docker: &Docker) -> Result<(), ClusterError> {
+        if self.state() == NodeState::Paused {
+            self.resume_container().await?;
+        }
+        let opts = KillContainerOptionsBuilder::new().signal("SIGKILL").build();
+        with_deadline(docker.kill_container(self.container.id(), Some(opts))).await?;
+        // Wait until the engine reports it stopped, so a restart cannot race the kill.
+        for _ in 0..100 {
+            if !self.container.is_running().await.unwrap_or(false) {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        self.set_state(NodeState::Killed);
+        Ok(())
+    }
+
+    /// Starts a killed node again; with [`DataOnRestart::Wipe`] its data directory is emptied.
+    pub(crate) async fn restart(
+        &self,
+        docker: &Docker,
+        data: DataOnRestart,
+    ) -> Result<(), ClusterError> {
+        if self.state() != NodeState::Killed {
+            return Err(ClusterError::BadState {
+                node: self.name.clone(),
+                state: self.state(),
+                wanted: "killed",
+            });
+        }
+        if data == DataOnRestart::Wipe {
+            // The entrypoint empties /data when it finds this marker.
+            let tar = wipe_marker_tar();
+            let opts = UploadToContainerOptionsBuilder::new().path("/data").build();
+            with_deadline(docker.upload_to_container(
+                self.container.id(),
+                Some(opts),
+                testcontainers::bollard::body_full(tar.into()),
+            ))
+            .await?;
+        }
+        tokio::time::timeout(START_TIMEOUT, self.container.start())
+            .await
+            .map_err(|_| ClusterError::Timeout {
+                what: format!("restart of {}", self.name),
+                after: START_TIMEOUT,
+            })?
+            .map_err(|e| ClusterError::Start {
+                node: self.name.clone(),
+                error: e.to_string(),
+            })?;
+        self.set_state(NodeState::Running);
+        Ok(())
+    }
+
+    /// Freezes every process of the node (docker pause): it keeps its sockets but answers nothing.
+    pub(crate) async fn pause(&self) -> Result<(), ClusterError> {
+        self.expect_state(NodeState::Running, "running")?;
+        tokio::time::timeout(EXEC_TIMEOUT, self.container.pause())
+            .await
+            .map_err(|_| ClusterError::Timeout {
+                what: format!("pause of {}", self.name),
+                after: EXEC_TIMEOUT,
+            })?
+            .map_err(|e| ClusterError::Fault {
+                node: self.name.clone(),
+                error: e.to_string(),
+            })?;
+        self.set_state(NodeState::Paused);
+        Ok(())
+    }
+
+    /// Thaws a paused node, applying a heal that arrived while it was frozen.
+    pub(crate) async fn resume(&self) -> Result<(), ClusterError> {
+        self.expect_state(NodeState::Paused, "paused")?;
+        self.resume_container().await?;
+        let pending = std::mem::take(&mut *self.heal_pending.lock().expect("heal lock"));
+        if pending {
+            self.exec_script(super::partition::HEAL_SCRIPT).await?;
+        }
+        Ok(())
+    }
+
+    async fn resume_container(&self) -> Result<(), ClusterError> {
+        tokio::time::timeout(EXEC_TIMEOUT, self.container.unpause())
+            .await
+            .map_err(|_| ClusterError::Timeout {
+                what: format!("resume of {}", self.name),
+                after: EXEC_TIMEOUT,
+            })?
+            .map_err(|e| ClusterError::Fault {
+                node: self.name.clone(),
+                error: e.to_string(),
+            })?;
+        self.set_state(NodeState::Running);
+        Ok(())
+    }
+
+    fn expect_state(&self, want: NodeState, wanted: &'static str) -> Result<(), ClusterError> {
+        let state = self.state();
+        if state == want {
+            Ok(())
+        } else {
+            Err(ClusterError::BadState {
+                node: self.name.clone(),
+                state,
+                wanted,
+            })
+        }
+    }
+
+    /// Runs a bash script inside the node and returns its stdout; a non-zero exit is an error.
+    pub async fn exec_script(&self, script: &str) -> Result<String, ClusterError> {
+        let cmd =
+            ExecCommand::new(["bash", "-c", script]).with_cmd_ready_condition(CmdWaitFor::exit());
+        let run = async {
+            let mut res = self.container.exec(cmd).await?;
+            let out = res.stdout_to_vec().await?;
+            let err = res.stderr_to_vec().await?;
+            let code = res.exit_code().await?;
+            Ok::<_, testcontainers::TestcontainersError>((code, out, err))
+        };
+        let (code, out, err) = tokio::time::timeout(EXEC_TIMEOUT, run)
+            .await
+            .map_err(|_| ClusterError::Timeout {
+                what: format!("exec in {}", self.name),
+                after: EXEC_TIMEOUT,
+            })?
+            .map_err(|e| ClusterError::Fault {
+                node: self.name.clone(),
+                error: e.to_string(),
+            })?;
+        if code.unwrap_or(0) != 0 {
+            return Err(ClusterError::Fault {
+                node: self.name.clone(),
+                error: format!(
+                    "script exited with {code:?}: {}{}",
+                    String::from_utf8_lossy(&out),
+                    String::from_utf8_lossy(&err)
+                ),
+            });
+        }
+        Ok(String::from_utf8_lossy(&out).to_string())
+    }
+
+    /// Everything the node printed so far (stdout, then stderr).
+    pub async fn logs(&self) -> Result<String, ClusterError> {
+        let run = async {
+            let out = self.container.stdout_to_vec().await?;
+            let err = self.container.stderr_to_vec().await?;
+            Ok::<_, testcontainers::TestcontainersError>((out, err))
+        };
+        let (out, err) = tokio::time::timeout(EXEC_TIMEOUT, run)
+            .await
+            .map_err(|_| ClusterError::Timeout {
+                what: format!("logs of {}", self.name),
+                after: EXEC_TIMEOUT,
+            })?
+            .map_err(|e| ClusterError::Fault {
+                node: self.name.clone(),
+                error: e.to_string(),
+            })?;
+        let mut s = String::from_utf8_lossy(&out).to_string();
+        s.push_str(&String::from_utf8_lossy(&err));
+        Ok(s)
+    }
+}
+
+/// A tar archive holding one empty file, `.lockbench-wipe`.
+fn wipe_marker_tar() -> Vec<u8> {
+    let mut header = [0u8; 512];
+    let name = b".lockbench-wipe";
+    header[..name.len()].copy_from_slice(name);
+    header[100..107].copy_from_slice(b"0000644");
+    header[108..115].copy_from_slice(b"0000000");
+    header[116..123].copy_from_slice(b"0000000");
+    header[124..135].copy_from_slice(b"00000000000");
+    header[136..147].copy_from_slice(b"00000000000");
+    header[156] = b'0';
+    header[257..263].copy_from_slice(b"ustar\0");
+    header[263..265].copy_from_slice(b"00");
+    header[148..156].copy_from_slice(b"        ");
+    let sum: u32 = header.iter().map(|&b| b as u32).sum();
+    let chk = format!("{sum:06o}\0 ");
+    header[148..156].copy_from_slice(chk.as_bytes());
+    let mut tar = header.to_vec();
+    tar.extend_from_slice(&[0u8; 1024]);
+    tar
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wipe_marker_is_a_valid_ustar_block() {
+        let t = wipe_marker_tar();
+        assert_eq!(t.len(), 1536);
+        let mut h = t[..512].to_vec();
+        let stored = u32::from_str_radix(std::str::from_utf8(&h[148..154]).unwrap(), 8).unwrap();
+        h[148..156].copy_from_slice(b"        ");
+        assert_eq!(stored, h.iter().map(|&b| b as u32).sum::<u32>());
+        assert!(t.starts_with(b".lockbench-wipe\0"));
+    }
+}

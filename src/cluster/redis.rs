@@ -1,0 +1,219 @@
+//! Redis with Sentinel: `redis1` starts as master, `redis2..` replicate it, and `sentinel1..3`
+//! monitor it (quorum 2, 1 s down-after), all by host name so a restarted node is recognised.
+//! Ready when every Sentinel names the same master, sees the others and all replicas, and that
+//! master reports every replica connected.
+
+use std::collections::HashMap;
+
+use super::node::{NodeRole, NodeSpec, container_hostname};
+use super::{Cluster, ClusterError, NodeState, PROBE_TIMEOUT};
+
+pub(crate) const CLIENT_PORT: u16 = 6379;
+pub(crate) const SENTINEL_PORT: u16 = 26379;
+/// The name Sentinel monitors the master under.
+pub const MASTER_NAME: &str = "mymaster";
+const SENTINELS: usize = 3;
+
+pub(crate) fn node_specs(run_id: &str, size: usize, persist: bool) -> Vec<NodeSpec> {
+    let master = container_hostname(run_id, "redis1");
+    let mut specs = Vec::new();
+    for i in 1..=size {
+        let name = format!("redis{i}");
+        let role = if i == 1 { "master" } else { "replica" };
+        specs.push(NodeSpec {
+            env: vec![
+                ("REDIS_ROLE".into(), role.into()),
+                ("REDIS_HOST".into(), container_hostname(run_id, &name)),
+                ("REDIS_MASTER".into(), master.clone()),
+                (
+                    "REDIS_PERSIST".into(),
+                    if persist { "aof" } else { "none" }.into(),
+                ),
+            ],
+            name,
+            role: NodeRole::Server,
+            port: CLIENT_PORT,
+        });
+    }
+    for i in 1..=SENTINELS {
+        let name = format!("sentinel{i}");
+        specs.push(NodeSpec {
+            env: vec![
+                ("REDIS_ROLE".into(), "sentinel".into()),
+                ("REDIS_HOST".into(), container_hostname(run_id, &name)),
+                ("REDIS_MASTER".into(), master.clone()),
+                ("SENTINEL_QUORUM".into(), "2".into()),
+            ],
+            name,
+            role: NodeRole::Sentinel,
+            port: SENTINEL_PORT,
+        });
+    }
+    specs
+}
+
+/// Runs one command on `endpoint` (`127.0.0.1:port`) with a connect and response deadline.
+pub async fn command(endpoint: &str, cmd: &redis::Cmd) -> Result<redis::Value, String> {
+    let client = redis::Client::open(format!("redis://{endpoint}/")).map_err(|e| e.to_string())?;
+    let cfg = redis::AsyncConnectionConfig::new()
+        .set_connection_timeout(Some(PROBE_TIMEOUT))
+        .set_response_timeout(Some(PROBE_TIMEOUT));
+    let run = async {
+        let mut con = client
+            .get_multiplexed_async_connection_with_config(&cfg)
+            .await
+            .map_err(|e| e.to_string())?;
+        cmd.query_async::<redis::Value>(&mut con)
+            .await
+            .map_err(|e| e.to_string())
+    };
+    tokio::time::timeout(PROBE_TIMEOUT * 2, run)
+        .await
+        .map_err(|_| format!("{endpoint} did not answer within {:?}", PROBE_TIMEOUT * 2))?
+}
+
+fn as_strings(v: &redis::Value) -> Vec<String> {
+    match v {
+        redis::Value::Array(items) => items
+            .iter()
+            .map(|i| redis::from_redis_value_ref::<String>(i).unwrap_or_default())
+            .collect(),
+        redis::Value::Map(kv) => kv
+            .iter()
+            .flat_map(|(k, v)| {
+                [
+                    redis::from_redis_value_ref::<String>(k).unwrap_or_default(),
+                    redis::from_redis_value_ref::<String>(v).unwrap_or_default(),
+                ]
+            })
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// Parses `INFO replication`-style `key:value` lines.
+pub(crate) fn parse_info(info: &str) -> HashMap<String, String> {
+    info.lines()
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
+        .collect()
+}
+
+/// The master host name each running Sentinel reports.
+async fn sentinel_masters(cluster: &Cluster) -> Vec<(String, Result<String, String>)> {
+    let mut out = Vec::new();
+    for s in cluster
+        .nodes()
+        .iter()
+        .filter(|n| n.role() == NodeRole::Sentinel)
+    {
+        if s.state() != NodeState::Running {
+            continue;
+        }
+        let mut cmd = redis::cmd("SENTINEL");
+        cmd.arg("get-master-addr-by-name").arg(MASTER_NAME);
+        let r = command(&s.endpoint(), &cmd).await.and_then(|v| {
+            as_strings(&v)
+                .into_iter()
+                .next()
+                .ok_or_else(|| format!("no master known: {v:?}"))
+        });
+        out.push((s.name().to_string(), r));
+    }
+    out
+}
+
+pub(crate) async fn ready(cluster: &Cluster) -> Result<(), String> {
+    let masters = sentinel_masters(cluster).await;
+    let hosts: Vec<&String> = masters
+        .iter()
+        .filter_map(|(_, m)| m.as_ref().ok())
+        .collect();
+    if hosts.len() != SENTINELS || hosts.iter().any(|h| *h != hosts[0]) {
+        return Err(format!("sentinels disagree or did not answer: {masters:?}"));
+    }
+    let replicas = cluster.servers().count() - 1;
+    for s in cluster
+        .nodes()
+        .iter()
+        .filter(|n| n.role() == NodeRole::Sentinel)
+    {
+        let mut cmd = redis::cmd("SENTINEL");
+        cmd.arg("MASTER").arg(MASTER_NAME);
+        let kv = as_strings(&command(&s.endpoint(), &cmd).await?);
+        let field = |k: &str| {
+            kv.chunks(2)
+                .find(|c| c[0] == k)
+                .map(|c| c[1].clone())
+                .unwrap_or_default()
+        };
+        if field("num-other-sentinels") != (SENTINELS - 1).to_string()
+            || field("num-slaves") != replicas.to_string()
+        {
+            return Err(format!(
+                "{} sees {} other sentinels and {} replicas",
+                s.name(),
+                field("num-other-sentinels"),
+                field("num-slaves")
+            ));
+        }
+    }
+    let master = cluster
+        .node_by_hostname(hosts[0])
+        .ok_or_else(|| format!("sentinel names unknown master {}", hosts[0]))?;
+    let mut cmd = redis::cmd("INFO");
+    cmd.arg("replication");
+    let info = command(&master.endpoint(), &cmd).await?;
+    let info = parse_info(&redis::from_redis_value_ref::<String>(&info).unwrap_or_default());
+    if info.get("role").map(String::as_str) == Some("master")
+        && info.get("connected_slaves") == Some(&replicas.to_string())
+    {
+        Ok(())
+    } else {
+        Err(format!("master {} reports {info:?}", master.name()))
+    }
+}
+
+/// The master named by a majority of the Sentinels.
+pub(crate) async fn leader(cluster: &Cluster) -> Result<Option<String>, ClusterError> {
+    let mut votes: HashMap<String, usize> = HashMap::new();
+    for (_, m) in sentinel_masters(cluster).await {
+        if let Ok(h) = m {
+            *votes.entry(h).or_default() += 1;
+        }
+    }
+    Ok(votes
+        .into_iter()
+        .find(|&(_, c)| c > SENTINELS / 2)
+        .and_then(|(h, _)| cluster.node_by_hostname(&h).map(|n| n.name().to_string())))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn info_lines_become_fields() {
+        let m = parse_info("# Replication\r\nrole:master\r\nconnected_slaves:2\r\n");
+        assert_eq!(m["role"], "master");
+        assert_eq!(m["connected_slaves"], "2");
+    }
+
+    #[test]
+    fn master_first_then_replicas_then_sentinels() {
+        let specs = node_specs("r", 3, false);
+        let names: Vec<&str> = specs.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "redis1",
+                "redis2",
+                "redis3",
+                "sentinel1",
+                "sentinel2",
+                "sentinel3"
+            ]
+        );
+        assert_eq!(specs[1].env[0].1, "replica");
+    }
+}
