@@ -10,6 +10,7 @@ pub mod cluster;
 pub mod docker;
 pub mod doctor;
 pub mod image;
+pub mod recipe;
 pub mod system;
 
 pub use cluster::{Cluster, ClusterOptions};

@@ -1,0 +1,276 @@
+//! Lock recipes: how a client takes and gives back a lock on each system, under the two waiting
+//! strategies the suite compares (and etcd's server-side lock as a third).
+//!
+//! One recipe value is one client: one ZooKeeper session, one etcd lease, one Redis connection
+//! set. Contention is many recipe values on the same key. Both strategies of a system live side
+//! by side in that system's file, so the difference is visible in one place.
+
+use std::any::Any;
+use std::fmt;
+use std::str::FromStr;
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+use crate::system::System;
+
+/// How a waiter learns it may try again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Strategy {
+    /// Every waiter is woken by every release (or change) and races again: up to N-1 wake-ups
+    /// per release, of which one wins.
+    Herd,
+    /// Waiters queue in FIFO order and each watches only the one ahead of it: a release wakes
+    /// exactly one waiter, which then holds the lock.
+    Predecessor,
+    /// etcd only: the server-side `Lock`/`Unlock` RPC (the v3lock service).
+    Native,
+}
+
+/// The two strategies every system offers.
+pub const BOTH_STRATEGIES: [Strategy; 2] = [Strategy::Herd, Strategy::Predecessor];
+
+impl Strategy {
+    /// The name used in files, flags and result folders.
+    pub fn name(self) -> &'static str {
+        match self {
+            Strategy::Herd => "herd",
+            Strategy::Predecessor => "predecessor",
+            Strategy::Native => "native",
+        }
+    }
+}
+
+impl fmt::Display for Strategy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Strategy {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "herd" => Ok(Strategy::Herd),
+            "predecessor" => Ok(Strategy::Predecessor),
+            "native" => Ok(Strategy::Native),
+            _ => Err(format!(
+                "unknown strategy '{s}': valid strategies are herd, predecessor, native (etcd only)"
+            )),
+        }
+    }
+}
+
+/// Tells a holder that its lock may no longer be its own (session expired, lease revoked or not
+/// renewed in time, connection lost while holding). Cheap to clone; once lost, stays lost.
+#[derive(Debug, Clone)]
+pub struct LostSignal(tokio::sync::watch::Receiver<bool>);
+
+/// The sending half of a [`LostSignal`], kept by the recipe's background tasks.
+#[derive(Debug, Clone)]
+pub struct LostTrigger(std::sync::Arc<tokio::sync::watch::Sender<bool>>);
+
+impl LostSignal {
+    /// A fresh signal and its trigger.
+    pub fn new() -> (LostTrigger, LostSignal) {
+        let (tx, rx) = tokio::sync::watch::channel(false);
+        (LostTrigger(std::sync::Arc::new(tx)), LostSignal(rx))
+    }
+    /// True once the lease is known lost.
+    pub fn is_lost(&self) -> bool {
+        *self.0.borrow()
+    }
+    /// Resolves when the lease is lost (never, if it is released first and the trigger dropped).
+    pub async fn wait(&mut self) {
+        if self.0.wait_for(|lost| *lost).await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    }
+}
+
+impl LostTrigger {
+    /// Marks the lease lost; every clone of the signal sees it.
+    pub fn fire(&self) {
+        self.0.send_replace(true);
+    }
+}
+
+/// A held lock.
+pub struct Lease {
+    /// The lock's key, as passed to `acquire`.
+    pub key: String,
+    /// Fencing token: grows with every grant of this key (zxid, create revision, INCR counter).
+    pub token: u64,
+    /// When `acquire` saw the grant.
+    pub acquired_at: Instant,
+    /// How long the lock outlives a silent holder (lease TTL or session timeout).
+    pub ttl: Duration,
+    /// Notifications received while waiting, useful or not: the herd, counted.
+    pub wakeups: u64,
+    /// Server round trips the acquisition took.
+    pub requests: u64,
+    /// Predecessor strategies: the position the waiter took in the queue (sequence number, create
+    /// revision, ticket), so grant order can be checked against queue order. `None` for herd.
+    pub queue_position: Option<u64>,
+    /// Fires when the lock is known lost while held.
+    pub lost: LostSignal,
+    /// Recipe-specific state needed to release (node path, key and lease id, owner value, ...).
+    pub(crate) handle: Box<dyn Any + Send + Sync>,
+}
+
+impl fmt::Debug for Lease {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Lease")
+            .field("key", &self.key)
+            .field("token", &self.token)
+            .field("ttl", &self.ttl)
+            .field("wakeups", &self.wakeups)
+            .field("requests", &self.requests)
+            .field("queue_position", &self.queue_position)
+            .field("lost", &self.lost.is_lost())
+            .finish()
+    }
+}
+
+/// Why a lock operation did not succeed.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum LockError {
+    /// The deadline passed; nothing this attempt created is left on the server.
+    #[error("timed out acquiring '{key}' after {waited:?}")]
+    Timeout { key: String, waited: Duration },
+    /// The lease was lost before the operation (release of an expired lock, session expired).
+    #[error("lease on '{key}' was lost: {why}")]
+    Lost { key: String, why: String },
+    /// This system does not offer this strategy.
+    #[error("{system} has no '{strategy}' strategy: valid strategies for it are {valid}")]
+    Unsupported {
+        system: System,
+        strategy: Strategy,
+        valid: String,
+    },
+    /// The outcome is unknown: a connection dropped or a request timed out mid-flight.
+    #[error("connection problem: {0}")]
+    Connection(String),
+    /// The server refused the request.
+    #[error("server error: {0}")]
+    Server(String),
+}
+
+impl LockError {
+    /// True when the server may or may not have applied the operation (Jepsen's `info`).
+    pub fn is_indeterminate(&self) -> bool {
+        matches!(self, LockError::Connection(_))
+    }
+}
+
+/// Timing parameters shared by every recipe; none of them is a constant in the recipes.
+#[derive(Debug, Clone)]
+pub struct RecipeConfig {
+    /// Lease TTL (etcd, Redis, Redlock) or session timeout (ZooKeeper).
+    pub ttl: Duration,
+    /// Keep the lock alive while held (etcd keep-alive, Redis watchdog at ttl/3). ZooKeeper
+    /// sessions always heartbeat.
+    pub renew: bool,
+    /// Deadline for one request to one server.
+    pub request_timeout: Duration,
+    /// Namespace for every key this client touches, so runs and cells never collide.
+    pub prefix: String,
+    /// Upper bound between two checks of a herd waiter that heard nothing (guards against a lost
+    /// notification; not the wake-up path).
+    pub fallback_poll: Duration,
+}
+
+impl Default for RecipeConfig {
+    fn default() -> Self {
+        RecipeConfig {
+            ttl: Duration::from_secs(10),
+            renew: true,
+            request_timeout: Duration::from_secs(2),
+            prefix: "/lockbench".to_string(),
+            fallback_poll: Duration::from_millis(500),
+        }
+    }
+}
+
+/// A lock client for one system.
+///
+/// Contract: at most one holder per key at a time while leases are honoured; a release by a
+/// non-owner (a stale lease) never removes another client's lock; an acquire that fails or times
+/// out leaves nothing behind on the server.
+pub trait Recipe: Send + Sync + 'static {
+    /// The system this client talks to.
+    fn system(&self) -> System;
+
+    /// The strategies this recipe implements.
+    fn strategies(&self) -> &'static [Strategy];
+
+    /// Waits for the lock on `key` under `strategy` until `deadline`; on success the lease
+    /// carries the fencing token and the wake-up and request counts it took.
+    fn acquire(
+        &self,
+        key: &str,
+        strategy: Strategy,
+        deadline: Instant,
+    ) -> impl std::future::Future<Output = Result<Lease, LockError>> + Send;
+
+    /// Gives the lock back. Releasing a lease that was lost (expired and maybe re-granted) does
+    /// not touch the current holder's lock and returns [`LockError::Lost`] or `Ok`.
+    fn release(
+        &self,
+        lease: Lease,
+    ) -> impl std::future::Future<Output = Result<(), LockError>> + Send;
+
+    /// Drops every connection and background task without releasing anything, as a crashed
+    /// process would: locks it held stay until their TTL or session timeout ends them.
+    fn crash(self) -> impl std::future::Future<Output = ()> + Send;
+}
+
+/// Checks that `strategy` is one of `recipe`'s, with the error users see.
+pub fn check_strategy(
+    system: System,
+    offered: &[Strategy],
+    strategy: Strategy,
+) -> Result<(), LockError> {
+    if offered.contains(&strategy) {
+        Ok(())
+    } else {
+        Err(LockError::Unsupported {
+            system,
+            strategy,
+            valid: offered
+                .iter()
+                .map(|s| s.name())
+                .collect::<Vec<_>>()
+                .join(", "),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strategies_parse_and_reject_unknown() {
+        assert_eq!("Herd".parse::<Strategy>(), Ok(Strategy::Herd));
+        assert!(
+            "fair"
+                .parse::<Strategy>()
+                .unwrap_err()
+                .contains("herd, predecessor")
+        );
+        let e = check_strategy(System::Redis, &BOTH_STRATEGIES, Strategy::Native).unwrap_err();
+        assert!(e.to_string().contains("herd, predecessor"));
+    }
+
+    #[tokio::test]
+    async fn lost_signal_fires_for_every_clone() {
+        let (trigger, mut sig) = LostSignal::new();
+        let other = sig.clone();
+        assert!(!sig.is_lost());
+        trigger.fire();
+        sig.wait().await;
+        assert!(other.is_lost());
+    }
+}

@@ -1,0 +1,145 @@
+//! The contention harness the recipe tests share: N clients take the same lock M times each,
+//! increment a register non-atomically inside the critical section, and record every hold.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use lockbench::recipe::{Recipe, Strategy};
+use rand::Rng;
+
+/// One critical section as the holder saw it.
+#[derive(Debug, Clone)]
+pub struct Hold {
+    pub client: usize,
+    pub token: u64,
+    pub queue_position: Option<u64>,
+    pub acquired: Instant,
+    pub released: Instant,
+    pub wakeups: u64,
+    pub requests: u64,
+    pub acquire_latency: Duration,
+}
+
+/// What a contention run produced.
+#[derive(Debug)]
+pub struct Outcome {
+    pub holds: Vec<Hold>,
+    pub register: u64,
+    pub errors: Vec<String>,
+    pub elapsed: Duration,
+}
+
+impl Outcome {
+    /// Pairs of holds whose intervals overlap (sorted by acquisition).
+    pub fn overlaps(&self) -> Vec<(Hold, Hold)> {
+        let mut h = self.holds.clone();
+        h.sort_by_key(|x| x.acquired);
+        h.windows(2)
+            .filter(|w| w[1].acquired < w[0].released)
+            .map(|w| (w[0].clone(), w[1].clone()))
+            .collect()
+    }
+    pub fn mean_wakeups(&self) -> f64 {
+        self.holds.iter().map(|h| h.wakeups as f64).sum::<f64>() / self.holds.len().max(1) as f64
+    }
+    pub fn mean_requests(&self) -> f64 {
+        self.holds.iter().map(|h| h.requests as f64).sum::<f64>() / self.holds.len().max(1) as f64
+    }
+    /// Holds whose queue position is below that of the hold granted before them (FIFO broken).
+    pub fn fifo_violations(&self) -> usize {
+        let mut h = self.holds.clone();
+        h.sort_by_key(|x| x.acquired);
+        h.windows(2)
+            .filter(|w| match (w[0].queue_position, w[1].queue_position) {
+                (Some(a), Some(b)) => b < a,
+                _ => false,
+            })
+            .count()
+    }
+    /// Fencing tokens must grow with every grant.
+    pub fn token_regressions(&self) -> usize {
+        let mut h = self.holds.clone();
+        h.sort_by_key(|x| x.acquired);
+        h.windows(2).filter(|w| w[1].token <= w[0].token).count()
+    }
+    pub fn throughput(&self) -> f64 {
+        self.holds.len() as f64 / self.elapsed.as_secs_f64()
+    }
+    pub fn latency_percentile(&self, q: f64) -> Duration {
+        let mut l: Vec<Duration> = self.holds.iter().map(|h| h.acquire_latency).collect();
+        l.sort();
+        if l.is_empty() {
+            return Duration::ZERO;
+        }
+        l[((l.len() - 1) as f64 * q).round() as usize]
+    }
+    pub fn summary(&self, label: &str) -> String {
+        format!(
+            "{label}: {} acquisitions in {:.2} s = {:.1}/s, p50 {:?}, p99 {:?}, wakeups/acq {:.2}, requests/acq {:.2}, errors {}",
+            self.holds.len(),
+            self.elapsed.as_secs_f64(),
+            self.throughput(),
+            self.latency_percentile(0.5),
+            self.latency_percentile(0.99),
+            self.mean_wakeups(),
+            self.mean_requests(),
+            self.errors.len()
+        )
+    }
+}
+
+/// Runs `clients.len()` clients, each acquiring `key` `per_client` times and holding 1-5 ms.
+pub async fn contend<R: Recipe>(clients: Vec<R>, key: &str, strategy: Strategy, per_client: usize) -> Outcome {
+    let register = Arc::new(AtomicU64::new(0));
+    let started = Instant::now();
+    let mut tasks = Vec::new();
+    for (i, r) in clients.into_iter().enumerate() {
+        let register = register.clone();
+        let key = key.to_string();
+        tasks.push(tokio::spawn(async move {
+            let mut holds = Vec::new();
+            let mut errors = Vec::new();
+            for _ in 0..per_client {
+                let t0 = Instant::now();
+                match r.acquire(&key, strategy, t0 + Duration::from_secs(60)).await {
+                    Ok(lease) => {
+                        let acquired = Instant::now();
+                        // Non-atomic read-modify-write: only mutual exclusion keeps it exact.
+                        let v = register.load(Ordering::SeqCst);
+                        tokio::task::yield_now().await;
+                        let hold_ms = rand::rng().random_range(1..=5);
+                        tokio::time::sleep(Duration::from_millis(hold_ms)).await;
+                        register.store(v + 1, Ordering::SeqCst);
+                        let released = Instant::now();
+                        let hold = Hold {
+                            client: i,
+                            token: lease.token,
+                            queue_position: lease.queue_position,
+                            acquired,
+                            released,
+                            wakeups: lease.wakeups,
+                            requests: lease.requests,
+                            acquire_latency: acquired - t0,
+                        };
+                        if let Err(e) = r.release(lease).await {
+                            errors.push(format!("release: {e}"));
+                        }
+                        holds.push(hold);
+                    }
+                    Err(e) => errors.push(format!("acquire: {e}")),
+                }
+            }
+            r.crash().await;
+            (holds, errors)
+        }));
+    }
+    let mut holds = Vec::new();
+    let mut errors = Vec::new();
+    for t in tasks {
+        let (h, e) = t.await.expect("client task panicked");
+        holds.extend(h);
+        errors.extend(e);
+    }
+    Outcome { holds, register: register.load(Ordering::SeqCst), errors, elapsed: started.elapsed() }
+}
