@@ -315,7 +315,18 @@ impl Cluster {
                 removed_nodes.push(n.hostname);
             }
         }
-        let mut removed = docker::remove_labelled(&self.docker, Some(&self.run_id)).await?;
+        // A removal still in progress makes the engine answer 409 for a moment: retry briefly.
+        let mut attempt = 0;
+        let mut removed = loop {
+            match docker::remove_labelled(&self.docker, Some(&self.run_id)).await {
+                Ok(r) => break r,
+                Err(e) if attempt >= 10 => return Err(e.into()),
+                Err(_) => {
+                    attempt += 1;
+                    tokio::time::sleep(Duration::from_millis(300)).await;
+                }
+            }
+        };
         removed_nodes.append(&mut removed.containers);
         removed.containers = removed_nodes;
         Ok(removed)

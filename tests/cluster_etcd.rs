@@ -1,0 +1,136 @@
+//! etcd cluster on real containers: readiness, a write and read through etcd-client, leader
+//! failover, a 1|2 partition (majority writes, the isolated member cannot), heal and catch-up.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use etcd_client::{Client, ConnectOptions, GetOptions};
+use lockbench::System;
+
+async fn client(endpoints: &[String]) -> Client {
+    let opts = ConnectOptions::new()
+        .with_connect_timeout(Duration::from_secs(2))
+        .with_timeout(Duration::from_secs(3));
+    let urls: Vec<String> = endpoints.iter().map(|e| format!("http://{e}")).collect();
+    Client::connect(urls, Some(opts))
+        .await
+        .expect("connect to etcd")
+}
+
+async fn put_with_deadline(
+    c: &mut Client,
+    key: &str,
+    value: &str,
+    limit: Duration,
+) -> Result<(), String> {
+    match tokio::time::timeout(limit, c.put(key, value, None)).await {
+        Ok(Ok(_)) => Ok(()),
+        Ok(Err(e)) => Err(e.to_string()),
+        Err(_) => Err(format!("no answer within {limit:?}")),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cluster_serves_fails_over_partitions_and_tears_down() {
+    let cluster = common::start(System::Etcd, Some(3)).await;
+    let mut c = client(&cluster.endpoints()).await;
+    c.put("probe", "hello", None).await.expect("put");
+    let got = c.get("probe", None).await.expect("get");
+    assert_eq!(got.kvs()[0].value(), b"hello");
+
+    // Kill the leader: a new one is elected and a write succeeds again.
+    let leader = cluster.leader().await.unwrap().expect("leader");
+    let killed_at = Instant::now();
+    cluster.kill(&leader).await.unwrap();
+    let (new_leader, elected_in) = cluster
+        .wait_new_leader(&leader, Duration::from_secs(30))
+        .await
+        .unwrap();
+    let survivors: Vec<String> = cluster
+        .servers()
+        .filter(|n| n.name() != leader)
+        .map(|n| n.endpoint())
+        .collect();
+    let mut s = client(&survivors).await;
+    let mut ok = false;
+    while killed_at.elapsed() < Duration::from_secs(30) {
+        if put_with_deadline(&mut s, "after-failover", "1", Duration::from_secs(2))
+            .await
+            .is_ok()
+        {
+            ok = true;
+            break;
+        }
+    }
+    assert!(ok, "no write succeeded after the leader was killed");
+    eprintln!(
+        "etcd: leader {leader} killed; {new_leader} leads after {:.2} s; writes ok after {:.2} s",
+        elected_in.as_secs_f64(),
+        killed_at.elapsed().as_secs_f64()
+    );
+    cluster
+        .restart(&leader, lockbench::cluster::DataOnRestart::Keep)
+        .await
+        .unwrap();
+    cluster
+        .wait_ready(Duration::from_secs(60))
+        .await
+        .expect("member rejoins with its data");
+
+    // Partition 1|2: isolate one member.
+    let names: Vec<String> = cluster.servers().map(|n| n.name().to_string()).collect();
+    let isolated = names[0].clone();
+    let majority: Vec<String> = names[1..].to_vec();
+    cluster
+        .partition(&[vec![isolated.clone()], majority.clone()])
+        .await
+        .unwrap();
+    let iso_ep = cluster.node(&isolated).unwrap().endpoint();
+    let maj_eps: Vec<String> = majority
+        .iter()
+        .map(|n| cluster.node(n).unwrap().endpoint())
+        .collect();
+
+    let mut m = client(&maj_eps).await;
+    let mut majority_ok = false;
+    let t = Instant::now();
+    while t.elapsed() < Duration::from_secs(20) {
+        if put_with_deadline(&mut m, "split", "majority", Duration::from_secs(2))
+            .await
+            .is_ok()
+        {
+            majority_ok = true;
+            break;
+        }
+    }
+    assert!(majority_ok, "the majority side could not write");
+    let mut iso = client(&[iso_ep.clone()]).await;
+    let res = put_with_deadline(&mut iso, "split", "isolated", Duration::from_secs(5)).await;
+    assert!(res.is_err(), "the isolated member accepted a write");
+
+    // Heal: the isolated member catches up (a local, serializable read there sees the value).
+    cluster.heal().await.unwrap();
+    let t = Instant::now();
+    let mut caught_up = false;
+    while t.elapsed() < Duration::from_secs(30) {
+        let r = tokio::time::timeout(
+            Duration::from_secs(2),
+            iso.get("split", Some(GetOptions::new().with_serializable())),
+        )
+        .await;
+        if let Ok(Ok(r)) = r
+            && r.kvs().first().map(|kv| kv.value()) == Some(b"majority".as_slice())
+        {
+            caught_up = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert!(caught_up, "the isolated member did not catch up after heal");
+    eprintln!(
+        "etcd: isolated member caught up {:.2} s after heal",
+        t.elapsed().as_secs_f64()
+    );
+    common::teardown_and_assert_gone(cluster).await;
+}

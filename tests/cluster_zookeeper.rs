@@ -1,0 +1,146 @@
+//! ZooKeeper ensemble on real containers: readiness, a write and read through zookeeper-client,
+//! leader failover, an even (2|2) split that leaves no quorum, and clean teardown.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use lockbench::System;
+
+async fn zk_connect(
+    endpoints: &[String],
+) -> Result<zookeeper_client::Client, zookeeper_client::Error> {
+    zookeeper_client::Client::connector()
+        .with_session_timeout(Duration::from_secs(6))
+        .with_connection_timeout(Duration::from_secs(2))
+        .connect(&endpoints.join(","))
+        .await
+}
+
+/// Retries a write until it succeeds or `limit` passes; returns how long it took.
+async fn write_until_ok(endpoints: &[String], path: &str, limit: Duration) -> Duration {
+    let start = Instant::now();
+    let opts =
+        zookeeper_client::CreateMode::Persistent.with_acls(zookeeper_client::Acls::anyone_all());
+    loop {
+        let attempt = async {
+            let c = zk_connect(endpoints).await.map_err(|e| e.to_string())?;
+            c.create(path, b"after-failover", &opts)
+                .await
+                .map_err(|e| e.to_string())
+        };
+        match tokio::time::timeout(Duration::from_secs(5), attempt).await {
+            Ok(Ok(_)) => return start.elapsed(),
+            Ok(Err(e)) if start.elapsed() > limit => panic!("write never succeeded: {e}"),
+            Err(_) if start.elapsed() > limit => panic!("write never succeeded: timed out"),
+            _ => tokio::time::sleep(Duration::from_millis(200)).await,
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ensemble_serves_fails_over_and_tears_down() {
+    let cluster = common::start(System::Zookeeper, Some(3)).await;
+    let endpoints = cluster.endpoints();
+    assert_eq!(endpoints.len(), 3);
+    assert!(endpoints.iter().all(|e| e.starts_with("127.0.0.1:")));
+
+    // Exactly one leader, and a value written through the client reads back.
+    let leader = cluster
+        .leader()
+        .await
+        .unwrap()
+        .expect("a leader after readiness");
+    let client = zk_connect(&endpoints).await.expect("connect");
+    let opts =
+        zookeeper_client::CreateMode::Persistent.with_acls(zookeeper_client::Acls::anyone_all());
+    client
+        .create("/lockbench-probe", b"hello", &opts)
+        .await
+        .expect("create");
+    let (data, _) = client.get_data("/lockbench-probe").await.expect("get");
+    assert_eq!(data, b"hello");
+    drop(client);
+
+    // Kill the leader: another node is elected and writes succeed again.
+    let killed_at = Instant::now();
+    cluster.kill(&leader).await.unwrap();
+    let (new_leader, elected_in) = cluster
+        .wait_new_leader(&leader, Duration::from_secs(30))
+        .await
+        .unwrap();
+    assert_ne!(new_leader, leader);
+    let survivors: Vec<String> = cluster
+        .servers()
+        .filter(|n| n.name() != leader)
+        .map(|n| n.endpoint())
+        .collect();
+    write_until_ok(&survivors, "/after-failover", Duration::from_secs(30)).await;
+    eprintln!(
+        "zookeeper: leader {leader} killed; {new_leader} leads after {:.2} s; writes ok after {:.2} s",
+        elected_in.as_secs_f64(),
+        killed_at.elapsed().as_secs_f64()
+    );
+
+    // The old leader comes back with its data and follows.
+    cluster
+        .restart(&leader, lockbench::cluster::DataOnRestart::Keep)
+        .await
+        .unwrap();
+    cluster
+        .wait_ready(Duration::from_secs(60))
+        .await
+        .expect("ensemble whole again");
+    let logs = cluster.logs(&leader).await.unwrap();
+    assert!(
+        logs.contains("lockbench-entrypoint: starting zookeeper"),
+        "logs: {logs}"
+    );
+
+    common::teardown_and_assert_gone(cluster).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn even_split_of_four_leaves_no_quorum_until_healed() {
+    let cluster = common::start(System::Zookeeper, Some(4)).await;
+    let names: Vec<String> = cluster.servers().map(|n| n.name().to_string()).collect();
+    let groups = vec![names[..2].to_vec(), names[2..].to_vec()];
+    cluster.partition(&groups).await.unwrap();
+
+    // With 2|2 neither side has 3 of 4 votes: no node may serve writes.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut leaderless = false;
+    while Instant::now() < deadline {
+        if cluster.leader().await.unwrap().is_none() {
+            leaderless = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    assert!(
+        leaderless,
+        "a leader survived a 2|2 split of a 4-node ensemble"
+    );
+    let opts =
+        zookeeper_client::CreateMode::Persistent.with_acls(zookeeper_client::Acls::anyone_all());
+    let attempt = async {
+        let c = zk_connect(&cluster.endpoints()[..1])
+            .await
+            .map_err(|e| e.to_string())?;
+        c.create("/split-write", b"x", &opts)
+            .await
+            .map_err(|e| e.to_string())
+    };
+    let res = tokio::time::timeout(Duration::from_secs(8), attempt).await;
+    assert!(
+        !matches!(res, Ok(Ok(_))),
+        "a write succeeded without quorum: {res:?}"
+    );
+
+    cluster.heal().await.unwrap();
+    cluster
+        .wait_ready(Duration::from_secs(60))
+        .await
+        .expect("one leader after heal");
+    common::teardown_and_assert_gone(cluster).await;
+}
