@@ -105,7 +105,7 @@ async fn cluster_serves_fails_over_partitions_and_tears_down() {
         }
     }
     assert!(majority_ok, "the majority side could not write");
-    let mut iso = client(&[iso_ep.clone()]).await;
+    let mut iso = client(std::slice::from_ref(&iso_ep)).await;
     let res = put_with_deadline(&mut iso, "split", "isolated", Duration::from_secs(5)).await;
     assert!(res.is_err(), "the isolated member accepted a write");
 

@@ -7,6 +7,10 @@ use lockbench::{Cluster, ClusterOptions, System};
 
 /// Starts a cluster, failing the test with the error (and the fix it names) if it cannot.
 pub async fn start(system: System, size: Option<usize>) -> Cluster {
+    // Images are built on first use, as for `lockbench up` and `lockbench run`.
+    lockbench::image::ensure(&[system.image_kind()], &|l| eprintln!("{l}"))
+        .await
+        .unwrap_or_else(|e| panic!("could not build the {system} image: {e}"));
     match Cluster::start(
         system,
         ClusterOptions {
