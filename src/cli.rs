@@ -14,6 +14,9 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Run the comparison: every system × strategy × workload × clients cell, results on disk.
+    /// With no arguments: hot-lock on all four systems under both strategies.
+    Run(RunArgs),
     /// Build the server images that are missing or out of date (no registry needed).
     Images,
     /// Check the Docker engine and the images, and say how to fix what is missing.
@@ -31,4 +34,30 @@ pub enum Command {
     },
     /// Remove every container and network any lockbench run left behind.
     Clean,
+}
+
+/// Arguments of `lockbench run`.
+#[derive(Debug, clap::Args)]
+pub struct RunArgs {
+    /// Systems to run, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "zookeeper,etcd,redis,redlock")]
+    pub systems: Vec<System>,
+    /// Strategies, comma-separated (herd, predecessor, native on etcd); default: the workload's.
+    #[arg(long, value_delimiter = ',')]
+    pub strategies: Option<Vec<crate::recipe::Strategy>>,
+    /// Workload files (repeatable); default: the built-in hot-lock workload.
+    #[arg(long = "workload")]
+    pub workloads: Vec<std::path::PathBuf>,
+    /// Client counts, comma-separated; default: the workload's.
+    #[arg(long, value_delimiter = ',')]
+    pub clients: Option<Vec<u32>>,
+    /// Length of each cell (e.g. 30s); default: the workload's.
+    #[arg(long, value_parser = humantime::parse_duration)]
+    pub duration: Option<std::time::Duration>,
+    /// Seed for every random choice; default: the workload's.
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Folder under which the run's folder is made (default: results/).
+    #[arg(long)]
+    pub out: Option<std::path::PathBuf>,
 }

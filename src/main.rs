@@ -32,6 +32,7 @@ fn main() -> ExitCode {
 
 async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
+        Command::Run(args) => run_comparison(args).await,
         Command::Images => {
             let reports =
                 image::ensure(&system::ALL_IMAGES, &|line| eprintln!("lockbench: {line}")).await?;
@@ -100,4 +101,36 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
     }
+}
+
+/// The built-in default workload (the file in workloads/, embedded so the binary runs anywhere).
+const DEFAULT_WORKLOAD: &str = include_str!("../workloads/hot-lock.toml");
+
+async fn run_comparison(args: lockbench::cli::RunArgs) -> anyhow::Result<ExitCode> {
+    use lockbench::plan::{Overrides, Plan};
+    use lockbench::spec::Workload;
+    // Everything is validated before any container starts.
+    let workloads = if args.workloads.is_empty() {
+        vec![Workload::from_str(DEFAULT_WORKLOAD, "hot-lock")?]
+    } else {
+        args.workloads.iter().map(|p| Workload::from_file(p)).collect::<Result<Vec<_>, _>>()?
+    };
+    let ov = Overrides { strategies: args.strategies, clients: args.clients, duration: args.duration, seed: args.seed };
+    let run_id = docker::new_run_id();
+    let plan = Plan::expand(&run_id, &args.systems, &workloads, &ov)?;
+    for s in &plan.skipped {
+        eprintln!("lockbench: skipped {s}");
+    }
+    docker::connect().await?;
+    let name = workloads.iter().map(|w| w.name.as_str()).collect::<Vec<_>>().join("+");
+    let folder = lockbench::runner::RunFolder::create(args.out.as_deref(), &name)?;
+    eprintln!("lockbench: {} cells; results in {}", plan.cells.len(), folder.path().display());
+    let outcome = lockbench::runner::run(plan, folder, &|l| eprintln!("lockbench: {l}")).await?;
+    println!("{}", lockbench::report::markdown::comparison_table(&outcome.summaries));
+    println!("results: {}", outcome.folder.display());
+    if outcome.interrupted {
+        eprintln!("lockbench: interrupted; not run: {}", outcome.not_run.join(", "));
+        return Ok(ExitCode::from(130));
+    }
+    Ok(ExitCode::SUCCESS)
 }

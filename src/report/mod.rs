@@ -1,0 +1,3 @@
+//! Reporters: turn cell summaries into files people read.
+
+pub mod markdown;

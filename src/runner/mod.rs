@@ -1,0 +1,154 @@
+//! `lockbench run`: expands the plan, starts each system's cluster once, runs its cells one after
+//! another (fresh key prefix per cell), and writes every cell's folder as soon as it finishes.
+
+mod client;
+mod output;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use tokio::sync::Barrier;
+
+use crate::cluster::{Cluster, ClusterOptions};
+use crate::history::Recorder;
+use crate::plan::{Cell, Plan};
+use crate::recipe::{AnyRecipe, Recipe, RecipeConfig};
+use crate::stats::{self, CellInfo, CellSummary};
+
+pub use output::RunFolder;
+
+/// What a finished (or interrupted) run produced.
+#[derive(Debug)]
+pub struct RunOutcome {
+    pub folder: PathBuf,
+    pub summaries: Vec<CellSummary>,
+    pub not_run: Vec<String>,
+    pub interrupted: bool,
+}
+
+/// Runs every cell of `plan`, writing results under `folder`. Ctrl-C stops after removing the
+/// cluster in use; finished cells are kept and the rest listed as not run.
+pub async fn run(plan: Plan, folder: RunFolder, log: &(dyn Fn(&str) + Sync)) -> anyhow::Result<RunOutcome> {
+    folder.write_plan(&plan)?;
+    let mut summaries = Vec::new();
+    let total = plan.cells.len();
+    let mut done = 0usize;
+    let mut interrupted = false;
+    let ctrl_c = tokio::signal::ctrl_c();
+    tokio::pin!(ctrl_c);
+    for (system, cells) in plan.by_system() {
+        let work = async {
+            crate::image::ensure(&[system.image_kind()], &|l| log(l)).await?;
+            log(&format!("starting {system} cluster"));
+            let cluster = Cluster::start_with_run_id(system, ClusterOptions::default(), &plan.run_id)
+                .await
+                .with_context(|| format!("starting the {system} cluster"))?;
+            log(&format!("{system} ready in {:.1} s", cluster.start_duration().as_secs_f64()));
+            folder.write_cluster(&cluster.info().await)?;
+            let mut out = Vec::new();
+            for cell in cells {
+                log(&format!("[{}/{total}] {}", done + out.len() + 1, cell.id()));
+                let summary = run_cell(&cluster, &plan, cell, &folder).await?;
+                log(&format!(
+                    "    {:.1} acquisitions/s, p50 {:.2} ms, p99 {:.2} ms, wakeups/acq {}, timeouts {}, errors {}",
+                    summary.throughput_per_s,
+                    summary.acquire_latency_us.p50 as f64 / 1000.0,
+                    summary.acquire_latency_us.p99 as f64 / 1000.0,
+                    summary.wakeups_per_acquisition.map_or("-".to_string(), |w| format!("{w:.2}")),
+                    summary.timeouts,
+                    summary.errors.values().sum::<u64>()
+                ));
+                folder.append_summary(&summary)?;
+                out.push(summary);
+            }
+            let removed = cluster.teardown().await?;
+            log(&format!("{system} removed ({} containers)", removed.containers.len()));
+            Ok::<_, anyhow::Error>(out)
+        };
+        tokio::select! {
+            r = work => {
+                let out = r?;
+                done += out.len();
+                summaries.extend(out);
+            }
+            _ = &mut ctrl_c => {
+                // Dropping `work` drops the cluster, whose Drop removes its containers.
+                interrupted = true;
+                break;
+            }
+        }
+    }
+    let finished: std::collections::BTreeSet<String> = summaries.iter().map(output::summary_id).collect();
+    let not_run: Vec<String> = plan.cells.iter().map(|c| c.id()).filter(|id| !finished.contains(id)).collect();
+    folder.write_run_summary(&summaries, &not_run, interrupted)?;
+    Ok(RunOutcome { folder: folder.path().to_path_buf(), summaries, not_run, interrupted })
+}
+
+async fn run_cell(cluster: &Cluster, plan: &Plan, cell: &Cell, folder: &RunFolder) -> anyhow::Result<CellSummary> {
+    let dir = folder.cell_dir(cell)?;
+    let wl = &cell.workload;
+    let config = RecipeConfig {
+        ttl: wl.lease_ttl,
+        renew: wl.renew,
+        prefix: format!("/lockbench/{}/{}", plan.run_id, cell.id()),
+        ..RecipeConfig::default()
+    };
+    let mut clients = Vec::new();
+    for _ in 0..wl.clients {
+        clients.push(
+            AnyRecipe::connect(cluster, config.clone())
+                .await
+                .with_context(|| format!("connecting a {} client", cluster.system()))?,
+        );
+    }
+    let recorder = Recorder::create(&dir.join("history.jsonl"))?;
+    let shared = Arc::new(client::CellShared {
+        workload: wl.clone(),
+        strategy: cell.strategy,
+        history: recorder.handle(),
+        started: recorder.clock().instant_at(0),
+        granted: AtomicU64::new(0),
+        barrier: wl.stampede.map(|_| Barrier::new(wl.clients as usize)),
+    });
+    let mut tasks = Vec::new();
+    for (i, c) in clients.into_iter().enumerate() {
+        tasks.push(tokio::spawn(client::drive(c, i as u32, shared.clone())));
+    }
+    // A client that hangs past its own deadlines must not hang the run.
+    let grace = wl.acquire_timeout + wl.lease_ttl + Duration::from_secs(10);
+    let limit = match wl.stop {
+        crate::spec::Stop::Duration(d) => Some(d + grace),
+        crate::spec::Stop::Acquisitions(_) => None,
+    };
+    let started = Instant::now();
+    for t in tasks {
+        let remaining = limit.map(|l| l.saturating_sub(started.elapsed()));
+        let joined = match remaining {
+            Some(r) => tokio::time::timeout(r, t).await.ok(),
+            None => Some(t.await),
+        };
+        if let Some(Ok(recipe)) = joined {
+            recipe.crash().await;
+        }
+    }
+    let end_us = shared.history.now_us();
+    drop(shared);
+    recorder.finish().await?;
+    let events = crate::history::read_history(&dir.join("history.jsonl"))?;
+    let analysis = stats::analyze(
+        &events,
+        &CellInfo {
+            system: cell.system,
+            strategy: cell.strategy,
+            workload: wl.name.clone(),
+            clients: wl.clients,
+            warmup: wl.warmup,
+            end_us: Some(end_us),
+        },
+    );
+    folder.write_cell(cell, &analysis)?;
+    Ok(analysis.summary)
+}
