@@ -53,6 +53,8 @@ pub enum ImageError {
     Timeout { command: String, timeout: Duration },
     #[error(transparent)]
     Io(#[from] std::io::Error),
+    #[error(transparent)]
+    Docker(#[from] crate::docker::DockerError),
 }
 
 struct Embedded {
@@ -165,7 +167,11 @@ pub async fn state(kind: ImageKind) -> Result<ImageState, ImageError> {
                 Ok(ImageState::Stale { found: label })
             }
         }
-        Err(ImageError::Failed { .. }) => Ok(ImageState::Missing),
+        Err(ImageError::Failed { output, .. })
+            if output.to_lowercase().contains("no such image") =>
+        {
+            Ok(ImageState::Missing)
+        }
         Err(e) => Err(e),
     }
 }
@@ -205,6 +211,11 @@ pub async fn ensure(
     kinds: &[ImageKind],
     log: &dyn Fn(&str),
 ) -> Result<Vec<BuildReport>, ImageError> {
+    // Concurrent callers in one process (parallel tests) wait for one build instead of racing.
+    static BUILD_LOCK: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+    let _guard = BUILD_LOCK.lock().await;
+    // Without an engine every image looks missing: say so instead of starting a build.
+    crate::docker::connect().await?;
     let mut reports = Vec::new();
     let mut base: Option<String> = None;
     for &kind in kinds {

@@ -68,7 +68,10 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             if let Some(s) = size {
                 system.validate_size(s)?;
             }
-            image::ensure(&[system.image_kind()], &|line| eprintln!("lockbench: {line}")).await?;
+            image::ensure(&[system.image_kind()], &|line| {
+                eprintln!("lockbench: {line}")
+            })
+            .await?;
             let run_id = docker::new_run_id();
             eprintln!("lockbench: starting {system} (run {run_id}); Ctrl-C stops and removes it");
             let start = Cluster::start_with_run_id(system, opts, &run_id);
