@@ -27,8 +27,8 @@ const BUILD_TIMEOUT: Duration = Duration::from_secs(1200);
 /// Image build and lookup problems, each with its fix.
 #[derive(Debug, thiserror::Error)]
 pub enum ImageError {
-    #[error("image {image} is missing. Run `lockbench images` to build it{hint}")]
-    Missing { image: String, hint: String },
+    #[error("image {image} is missing: {fix}")]
+    Missing { image: String, fix: String },
     #[error(
         "image {image} was built from older Dockerfiles (hash {found}, expected {expected}): run `lockbench images`"
     )]
@@ -140,6 +140,20 @@ fn split_repo_tag(name: &str) -> (String, String) {
     }
 }
 
+/// How to get a missing image: build ours, or pull the one the user named.
+pub fn missing_fix(kind: ImageKind, image: &ImageRef) -> String {
+    if image.overridden {
+        format!(
+            "it is named by {} (or --{}-image), so lockbench does not build it: `docker pull {}`, or drop the override",
+            override_var(kind),
+            kind.name(),
+            image.name
+        )
+    } else {
+        "run `lockbench images` to build it".to_string()
+    }
+}
+
 /// What the engine holds for one image.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "snake_case", tag = "state")]
@@ -182,11 +196,7 @@ pub async fn require(kind: ImageKind) -> Result<String, ImageError> {
     match state(kind).await? {
         ImageState::Current => Ok(image.name),
         ImageState::Missing => Err(ImageError::Missing {
-            hint: if image.overridden {
-                format!(" (or pull it: {} overrides the name)", override_var(kind))
-            } else {
-                String::new()
-            },
+            fix: missing_fix(kind, &image),
             image: image.name,
         }),
         ImageState::Stale { found } => Err(ImageError::Stale {
@@ -232,10 +242,7 @@ pub async fn ensure(
         }
         if image.overridden {
             return Err(ImageError::Missing {
-                hint: format!(
-                    ". It is named by {}, so lockbench will not build it: pull it, or unset the variable",
-                    override_var(kind)
-                ),
+                fix: missing_fix(kind, &image),
                 image: image.name,
             });
         }

@@ -11,6 +11,10 @@ use lockbench::{docker, doctor, image, system};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    for (var, image) in cli.image_overrides() {
+        // SAFETY: no other thread exists yet; the runtime starts below.
+        unsafe { std::env::set_var(var, image) };
+    }
     let rt = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -96,9 +100,9 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             );
             Ok(ExitCode::SUCCESS)
         }
-        Command::Clean => {
+        Command::Clean { run_id } => {
             let d = docker::connect().await?;
-            let removed = docker::remove_labelled(&d, None).await?;
+            let removed = docker::remove_labelled(&d, run_id.as_deref()).await?;
             println!("{}", serde_json::to_string_pretty(&removed)?);
             Ok(ExitCode::SUCCESS)
         }
