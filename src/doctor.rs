@@ -48,14 +48,18 @@ pub async fn diagnose() -> Vec<Finding> {
             Ok(ImageState::Missing) => (
                 false,
                 format!("{} missing", name.name),
-                Some("lockbench images".to_string()),
+                Some(image::missing_fix(kind, &name)),
             ),
             Ok(ImageState::Stale { found }) => (
                 false,
                 format!("{} built from older Dockerfiles ({found})", name.name),
                 Some("lockbench images".to_string()),
             ),
-            Err(e) => (false, e.to_string(), Some("lockbench images".to_string())),
+            Err(e) => (
+                false,
+                e.to_string(),
+                Some("check `docker info`, then `lockbench images`".to_string()),
+            ),
         };
         out.push(Finding {
             what: format!("image {kind}"),

@@ -27,8 +27,8 @@ const BUILD_TIMEOUT: Duration = Duration::from_secs(1200);
 /// Image build and lookup problems, each with its fix.
 #[derive(Debug, thiserror::Error)]
 pub enum ImageError {
-    #[error("image {image} is missing. Run `lockbench images` to build it{hint}")]
-    Missing { image: String, hint: String },
+    #[error("image {image} is missing: {fix}")]
+    Missing { image: String, fix: String },
     #[error(
         "image {image} was built from older Dockerfiles (hash {found}, expected {expected}): run `lockbench images`"
     )]
@@ -53,6 +53,8 @@ pub enum ImageError {
     Timeout { command: String, timeout: Duration },
     #[error(transparent)]
     Io(#[from] std::io::Error),
+    #[error(transparent)]
+    Docker(#[from] crate::docker::DockerError),
 }
 
 struct Embedded {
@@ -138,6 +140,20 @@ fn split_repo_tag(name: &str) -> (String, String) {
     }
 }
 
+/// How to get a missing image: build ours, or pull the one the user named.
+pub fn missing_fix(kind: ImageKind, image: &ImageRef) -> String {
+    if image.overridden {
+        format!(
+            "it is named by {} (or --{}-image), so lockbench does not build it: `docker pull {}`, or drop the override",
+            override_var(kind),
+            kind.name(),
+            image.name
+        )
+    } else {
+        "run `lockbench images` to build it".to_string()
+    }
+}
+
 /// What the engine holds for one image.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "snake_case", tag = "state")]
@@ -165,7 +181,11 @@ pub async fn state(kind: ImageKind) -> Result<ImageState, ImageError> {
                 Ok(ImageState::Stale { found: label })
             }
         }
-        Err(ImageError::Failed { .. }) => Ok(ImageState::Missing),
+        Err(ImageError::Failed { output, .. })
+            if output.to_lowercase().contains("no such image") =>
+        {
+            Ok(ImageState::Missing)
+        }
         Err(e) => Err(e),
     }
 }
@@ -176,11 +196,7 @@ pub async fn require(kind: ImageKind) -> Result<String, ImageError> {
     match state(kind).await? {
         ImageState::Current => Ok(image.name),
         ImageState::Missing => Err(ImageError::Missing {
-            hint: if image.overridden {
-                format!(" (or pull it: {} overrides the name)", override_var(kind))
-            } else {
-                String::new()
-            },
+            fix: missing_fix(kind, &image),
             image: image.name,
         }),
         ImageState::Stale { found } => Err(ImageError::Stale {
@@ -205,6 +221,11 @@ pub async fn ensure(
     kinds: &[ImageKind],
     log: &dyn Fn(&str),
 ) -> Result<Vec<BuildReport>, ImageError> {
+    // Concurrent callers in one process (parallel tests) wait for one build instead of racing.
+    static BUILD_LOCK: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+    let _guard = BUILD_LOCK.lock().await;
+    // Without an engine every image looks missing: say so instead of starting a build.
+    crate::docker::connect().await?;
     let mut reports = Vec::new();
     let mut base: Option<String> = None;
     for &kind in kinds {
@@ -221,10 +242,7 @@ pub async fn ensure(
         }
         if image.overridden {
             return Err(ImageError::Missing {
-                hint: format!(
-                    ". It is named by {}, so lockbench will not build it: pull it, or unset the variable",
-                    override_var(kind)
-                ),
+                fix: missing_fix(kind, &image),
                 image: image.name,
             });
         }

@@ -11,6 +11,10 @@ use lockbench::{docker, doctor, image, system};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    for (var, image) in cli.image_overrides() {
+        // SAFETY: no other thread exists yet; the runtime starts below.
+        unsafe { std::env::set_var(var, image) };
+    }
     let rt = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -69,7 +73,10 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             if let Some(s) = size {
                 system.validate_size(s)?;
             }
-            image::ensure(&[system.image_kind()], &|line| eprintln!("lockbench: {line}")).await?;
+            image::ensure(&[system.image_kind()], &|line| {
+                eprintln!("lockbench: {line}")
+            })
+            .await?;
             let run_id = docker::new_run_id();
             eprintln!("lockbench: starting {system} (run {run_id}); Ctrl-C stops and removes it");
             let start = Cluster::start_with_run_id(system, opts, &run_id);
@@ -94,9 +101,9 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             );
             Ok(ExitCode::SUCCESS)
         }
-        Command::Clean => {
+        Command::Clean { run_id } => {
             let d = docker::connect().await?;
-            let removed = docker::remove_labelled(&d, None).await?;
+            let removed = docker::remove_labelled(&d, run_id.as_deref()).await?;
             println!("{}", serde_json::to_string_pretty(&removed)?);
             Ok(ExitCode::SUCCESS)
         }

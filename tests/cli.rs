@@ -38,3 +38,25 @@ fn bad_sizes_name_the_valid_sizes() {
     assert_eq!(code, 2, "{text}");
     assert!(text.contains("invalid value 'three'"), "{text}");
 }
+
+#[test]
+fn missing_docker_engine_is_named_with_the_fix() {
+    for args in [&["up", "etcd"][..], &["images"][..], &["doctor"][..]] {
+        let out = Command::new(env!("CARGO_BIN_EXE_lockbench"))
+            .args(args)
+            .env("DOCKER_HOST", "unix:///nonexistent/docker.sock")
+            .output()
+            .expect("run lockbench");
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {text}");
+        assert!(
+            text.contains("no Docker engine answered"),
+            "{args:?}: {text}"
+        );
+        assert!(text.contains("DOCKER_HOST"), "{args:?}: {text}");
+    }
+}

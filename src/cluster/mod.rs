@@ -19,6 +19,7 @@ use testcontainers::bollard::Docker;
 use testcontainers::bollard::models::NetworkCreateRequest;
 
 pub use node::{DataOnRestart, Node, NodeInfo, NodeRole, NodeState};
+pub use redis::MASTER_NAME as REDIS_MASTER_NAME;
 
 use crate::docker::{self, DockerError, RUN_LABEL, with_deadline};
 use crate::system::System;
