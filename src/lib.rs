@@ -11,7 +11,9 @@ pub mod docker;
 pub mod doctor;
 pub mod image;
 pub mod recipe;
+pub mod spec;
 pub mod system;
+pub mod workload;
 
 pub use cluster::{Cluster, ClusterOptions};
 pub use system::System;
