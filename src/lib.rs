@@ -9,6 +9,7 @@ pub mod cli;
 pub mod cluster;
 pub mod docker;
 pub mod doctor;
+pub mod history;
 pub mod image;
 pub mod recipe;
 pub mod spec;
