@@ -13,6 +13,7 @@ pub mod history;
 pub mod image;
 pub mod recipe;
 pub mod spec;
+pub mod stats;
 pub mod system;
 pub mod workload;
 
