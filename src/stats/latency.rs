@@ -28,11 +28,17 @@ pub fn record(h: &mut Histogram<u64>, value_us: u64) {
 pub struct LatencySummary {
     /// Number of samples (0: every other field is 0).
     pub count: u64,
+    /// Median.
     pub p50: u64,
+    /// 90th percentile.
     pub p90: u64,
+    /// 99th percentile.
     pub p99: u64,
+    /// 99.9th percentile.
     pub p999: u64,
+    /// Largest sample (top of its histogram bucket).
     pub max: u64,
+    /// Arithmetic mean.
     pub mean: f64,
 }
 

@@ -29,7 +29,9 @@ pub const SCHEMA_VERSION: u32 = 1;
 /// What the history does not say about its cell.
 #[derive(Debug, Clone)]
 pub struct CellInfo {
+    /// The system the cell ran on.
     pub system: System,
+    /// The waiting strategy it used.
     pub strategy: Strategy,
     /// Workload name.
     pub workload: String,
@@ -45,47 +47,68 @@ pub struct CellInfo {
 /// The per-cell results (`summary.json`); see `docs/results-schema.md`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CellSummary {
+    /// [`SCHEMA_VERSION`].
     pub schema_version: u32,
+    /// The system the cell ran on.
     pub system: System,
+    /// The waiting strategy it used.
     pub strategy: Strategy,
+    /// Workload name.
     pub workload: String,
+    /// Clients the workload ran.
     pub clients: u32,
     /// Granted acquisitions in the measured window.
     pub acquisitions: u64,
     /// Length of the measured window (warm-up to end), seconds.
     pub duration_s: f64,
+    /// Granted acquisitions per second of the measured window.
     pub throughput_per_s: f64,
+    /// Acquire invoke (open loop: intended start) → `ok`.
     pub acquire_latency_us: LatencySummary,
+    /// Release invoke → the next, already waiting, holder's acquire `ok` on the same key.
     pub handoff_latency_us: LatencySummary,
+    /// Acquire `ok` → release invoke.
     pub hold_time_us: LatencySummary,
+    /// Release invoke → release `ok`.
     pub release_latency_us: LatencySummary,
     /// `None` when the recipe reported no wake-up counts.
     pub wakeups_per_acquisition: Option<f64>,
+    /// Mean server round trips per granted acquisition.
     pub requests_per_acquisition: Option<f64>,
+    /// Grants that overtook an earlier waiter on the same key, one per overtaken waiter.
     pub fifo_inversions: u64,
     /// `None` when no client acquired anything.
     pub jain_fairness: Option<f64>,
+    /// Longest acquire wait, any outcome, open waits measured to the end.
     pub max_wait_us: u64,
+    /// Acquisitions that ran out of their deadline.
     pub timeouts: u64,
     /// Failed or unknown outcomes other than timeouts, by error text.
     pub errors: BTreeMap<String, u64>,
     /// Acquire or release outcomes that were `info` (may or may not have happened).
     pub indeterminate: u64,
+    /// `lease_lost` events.
     pub lost_leases: u64,
     /// Operations invoked but never completed before the history ended.
     pub unfinished: u64,
     /// Outcomes with no matching invoke (a damaged or truncated history).
     pub unmatched: u64,
+    /// One entry per second of the measured window, empty seconds included.
     pub per_second: Vec<SecondStats>,
 }
 
 /// A summary and the histograms it was read from.
 #[derive(Debug, Clone)]
 pub struct Analysis {
+    /// The numbers for `summary.json`.
     pub summary: CellSummary,
+    /// Acquire latency, µs (write it with [`write_hgrm_file`] as `acquire.hgrm`).
     pub acquire: Histogram<u64>,
+    /// Handoff latency, µs.
     pub handoff: Histogram<u64>,
+    /// Hold time, µs.
     pub hold: Histogram<u64>,
+    /// Release latency, µs.
     pub release: Histogram<u64>,
 }
 
