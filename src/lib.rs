@@ -2,16 +2,23 @@
 //! (Sentinel and Redlock) clusters started in Docker.
 //!
 //! The seams, after Jepsen: [`cluster`] starts, inspects and breaks real clusters; [`image`]
-//! builds their server images offline; [`system`] names what can be started. Lock recipes,
-//! workloads, the chaos nemesis, the history, checkers and reporters build on these.
+//! builds their server images offline; [`system`] names what can be started; [`recipe`] is the
+//! lock-client contract. [`spec`] reads `workloads/*.toml` into a validated workload, whose
+//! random choices come from [`workload`]; every operation lands in the [`history`]; [`stats`]
+//! turns a history into a cell's `summary.json` and `acquire.hgrm`. The chaos nemesis,
+//! checkers and reporters build on these.
 
 pub mod cli;
 pub mod cluster;
 pub mod docker;
 pub mod doctor;
+pub mod history;
 pub mod image;
 pub mod recipe;
+pub mod spec;
+pub mod stats;
 pub mod system;
+pub mod workload;
 
 pub use cluster::{Cluster, ClusterOptions};
 pub use system::System;

@@ -1,0 +1,461 @@
+//! The history: every invocation and outcome of a run, one JSON object per line in
+//! `history.jsonl`, in Jepsen's vocabulary (`invoke`, then `ok`, `fail` or `info`).
+//!
+//! Clients hold a cheap [`HistoryHandle`] and send events to the one writer task owned by the
+//! [`Recorder`]; the writer flushes at least every 100 ms so a crash loses at most that much.
+//! Checkers and statistics read only this history.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+use tokio::io::{AsyncWriteExt, BufWriter};
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+
+use crate::recipe::LockError;
+
+/// How often buffered events reach the file, at the latest.
+pub const FLUSH_EVERY: Duration = Duration::from_millis(100);
+
+/// The `error` text of an acquisition that ran out of its deadline; statistics count these as
+/// timeouts rather than errors.
+pub const TIMEOUT_ERROR: &str = "timeout";
+
+/// What an event says about its operation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EventKind {
+    /// The operation started.
+    Invoke,
+    /// It happened.
+    Ok,
+    /// It certainly did not happen.
+    Fail,
+    /// Unknown: it may or may not have happened (a timeout mid-flight, a lost connection).
+    Info,
+}
+
+/// The operation an event is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Op {
+    /// Taking the lock.
+    Acquire,
+    /// Giving it back.
+    Release,
+    /// The holder learned its lease is gone (a single event, usually `info`).
+    LeaseLost,
+    /// A nemesis fault starting (`invoke`) or ending (`ok`); `key` names the fault.
+    Fault,
+}
+
+/// One line of `history.jsonl`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub struct Event {
+    /// Microseconds since the run started, on the recorder's one monotonic clock.
+    pub t_us: u64,
+    /// Client index (the nemesis uses `u32::MAX`).
+    pub client: u32,
+    /// Invocation or outcome.
+    pub kind: EventKind,
+    /// What was attempted.
+    pub op: Op,
+    /// The lock key (or fault name for `fault`).
+    pub key: String,
+    /// Fencing token of a granted lease.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token: Option<u64>,
+    /// Notifications received while waiting (acquire `ok`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wakeups: Option<u64>,
+    /// Server round trips the acquisition took (acquire `ok`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requests: Option<u64>,
+    /// Queue position taken by a predecessor waiter.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queue_position: Option<u64>,
+    /// Open loop: when the operation was scheduled to start (on acquire `invoke`), so latency
+    /// can be measured from there and not from when a late client got round to it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub intended_us: Option<u64>,
+    /// Lease TTL of a granted lease, in milliseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttl_ms: Option<u64>,
+    /// Why a `fail` or `info` happened ([`TIMEOUT_ERROR`] for an acquire deadline).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+impl Event {
+    /// An event with every optional field empty.
+    pub fn new(t_us: u64, client: u32, kind: EventKind, op: Op, key: impl Into<String>) -> Event {
+        Event {
+            t_us,
+            client,
+            kind,
+            op,
+            key: key.into(),
+            token: None,
+            wakeups: None,
+            requests: None,
+            queue_position: None,
+            intended_us: None,
+            ttl_ms: None,
+            error: None,
+        }
+    }
+
+    /// The outcome event for a failed lock operation: `info` when the error leaves the outcome
+    /// unknown, `fail` otherwise, with a stable error text so equal causes group together.
+    pub fn from_error(
+        t_us: u64,
+        client: u32,
+        op: Op,
+        key: impl Into<String>,
+        err: &LockError,
+    ) -> Event {
+        let kind = if err.is_indeterminate() {
+            EventKind::Info
+        } else {
+            EventKind::Fail
+        };
+        let text = match err {
+            LockError::Timeout { .. } => TIMEOUT_ERROR.to_string(),
+            other => other.to_string(),
+        };
+        Event {
+            error: Some(text),
+            ..Event::new(t_us, client, kind, op, key)
+        }
+    }
+}
+
+/// Problems writing or reading a history.
+#[derive(Debug, thiserror::Error)]
+pub enum HistoryError {
+    /// The history file could not be created, written or read.
+    #[error("{path}: {source} (check that the results folder exists and the disk has room)")]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    /// The recorder has finished (or its writer failed); the event was not recorded.
+    #[error("the history recorder is closed; events must be recorded before Recorder::finish")]
+    Closed,
+    /// A line of a history file is not a valid event.
+    #[error("{path}:{line}: not a history event: {source}")]
+    Parse {
+        path: PathBuf,
+        line: usize,
+        source: serde_json::Error,
+    },
+}
+
+/// The run's one monotonic clock; clones share the same start.
+#[derive(Debug, Clone, Copy)]
+pub struct Clock {
+    start: Instant,
+}
+
+impl Clock {
+    /// A clock whose zero is now.
+    pub fn start() -> Clock {
+        Clock {
+            start: Instant::now(),
+        }
+    }
+    /// Microseconds since the start.
+    pub fn now_us(&self) -> u64 {
+        self.us_at(Instant::now())
+    }
+    /// Microseconds from the start to `t` (zero if `t` is earlier).
+    pub fn us_at(&self, t: Instant) -> u64 {
+        t.saturating_duration_since(self.start).as_micros() as u64
+    }
+    /// The instant of a history timestamp, e.g. an open-loop intended start.
+    pub fn instant_at(&self, t_us: u64) -> Instant {
+        self.start + Duration::from_micros(t_us)
+    }
+}
+
+enum Msg {
+    Event(Box<Event>),
+    Close,
+}
+
+/// A client's way into the history: cheap to clone, never blocks.
+#[derive(Clone)]
+pub struct HistoryHandle {
+    tx: mpsc::UnboundedSender<Msg>,
+    clock: Clock,
+}
+
+impl HistoryHandle {
+    /// Microseconds since the run started, for stamping events.
+    pub fn now_us(&self) -> u64 {
+        self.clock.now_us()
+    }
+    /// The run's clock.
+    pub fn clock(&self) -> Clock {
+        self.clock
+    }
+    /// Queues `event` for the writer; fails only once the recorder has finished or failed.
+    pub fn record(&self, event: Event) -> Result<(), HistoryError> {
+        self.tx
+            .send(Msg::Event(Box::new(event)))
+            .map_err(|_| HistoryError::Closed)
+    }
+}
+
+/// Owns the writer task that streams events to `history.jsonl`.
+pub struct Recorder {
+    handle: HistoryHandle,
+    task: JoinHandle<Result<u64, HistoryError>>,
+}
+
+impl Recorder {
+    /// Creates (truncates) `path` and starts the writer; the clock starts now. Must be called
+    /// inside a tokio runtime.
+    pub fn create(path: &Path) -> Result<Recorder, HistoryError> {
+        let io = |source| HistoryError::Io {
+            path: path.to_path_buf(),
+            source,
+        };
+        let file = std::fs::File::create(path).map_err(io)?;
+        let (tx, rx) = mpsc::unbounded_channel();
+        let task = tokio::spawn(write_events(
+            path.to_path_buf(),
+            tokio::fs::File::from_std(file),
+            rx,
+        ));
+        Ok(Recorder {
+            handle: HistoryHandle {
+                tx,
+                clock: Clock::start(),
+            },
+            task,
+        })
+    }
+
+    /// A handle for one client (or the nemesis).
+    pub fn handle(&self) -> HistoryHandle {
+        self.handle.clone()
+    }
+
+    /// The run's clock.
+    pub fn clock(&self) -> Clock {
+        self.handle.clock
+    }
+
+    /// Writes every event queued so far, flushes and syncs the file, and returns the number of
+    /// events written. Later `record` calls fail with [`HistoryError::Closed`].
+    pub async fn finish(self) -> Result<u64, HistoryError> {
+        // Close travels behind every event already queued, so none of those is lost.
+        let _ = self.handle.tx.send(Msg::Close);
+        drop(self.handle);
+        self.task.await.unwrap_or(Err(HistoryError::Closed))
+    }
+}
+
+async fn write_events(
+    path: PathBuf,
+    file: tokio::fs::File,
+    mut rx: mpsc::UnboundedReceiver<Msg>,
+) -> Result<u64, HistoryError> {
+    let path = Arc::new(path);
+    let io = |source| HistoryError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let mut out = BufWriter::new(file);
+    let mut tick = tokio::time::interval(FLUSH_EVERY);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut count = 0u64;
+    let mut dirty = false;
+    loop {
+        tokio::select! {
+            msg = rx.recv() => match msg {
+                Some(Msg::Event(ev)) => {
+                    write_line(&mut out, &ev).await.map_err(io)?;
+                    count += 1;
+                    dirty = true;
+                }
+                Some(Msg::Close) | None => break,
+            },
+            _ = tick.tick() => if dirty {
+                out.flush().await.map_err(io)?;
+                dirty = false;
+            },
+        }
+    }
+    // Refuse new events, then write those that raced with Close rather than drop them.
+    rx.close();
+    while let Some(msg) = rx.recv().await {
+        if let Msg::Event(ev) = msg {
+            write_line(&mut out, &ev).await.map_err(io)?;
+            count += 1;
+        }
+    }
+    out.flush().await.map_err(io)?;
+    out.get_mut().sync_data().await.map_err(io)?;
+    Ok(count)
+}
+
+async fn write_line(out: &mut BufWriter<tokio::fs::File>, ev: &Event) -> std::io::Result<()> {
+    let mut line = serde_json::to_vec(ev).map_err(std::io::Error::other)?;
+    line.push(b'\n');
+    out.write_all(&line).await
+}
+
+/// Reads a `history.jsonl` back, in file order; blank lines are skipped, a bad line is an error
+/// naming its line number.
+pub fn read_history(path: &Path) -> Result<Vec<Event>, HistoryError> {
+    let text = std::fs::read_to_string(path).map_err(|source| HistoryError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    parse_history(&text, path)
+}
+
+/// Parses history text; `path` only names the source in errors.
+pub fn parse_history(text: &str, path: &Path) -> Result<Vec<Event>, HistoryError> {
+    text.lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+        .map(|(i, l)| {
+            serde_json::from_str(l).map_err(|source| HistoryError::Parse {
+                path: path.to_path_buf(),
+                line: i + 1,
+                source,
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tmp(name: &str) -> PathBuf {
+        let dir =
+            std::env::temp_dir().join(format!("lockbench-history-{}-{name}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        dir.join("history.jsonl")
+    }
+
+    #[test]
+    fn events_serialize_snake_case_without_empty_fields() {
+        let mut ev = Event::new(12, 3, EventKind::Ok, Op::LeaseLost, "k");
+        ev.token = Some(7);
+        let line = serde_json::to_string(&ev).unwrap();
+        assert_eq!(
+            line,
+            r#"{"t_us":12,"client":3,"kind":"ok","op":"lease_lost","key":"k","token":7}"#
+        );
+        let back: Event = serde_json::from_str(&line).unwrap();
+        assert_eq!(back, ev);
+        let t = Event::from_error(
+            5,
+            1,
+            Op::Acquire,
+            "k",
+            &LockError::Timeout {
+                key: "k".into(),
+                waited: Duration::from_secs(1),
+            },
+        );
+        assert_eq!(
+            (t.kind, t.error.as_deref()),
+            (EventKind::Fail, Some(TIMEOUT_ERROR))
+        );
+        let c = Event::from_error(
+            5,
+            1,
+            Op::Release,
+            "k",
+            &LockError::Connection("reset".into()),
+        );
+        assert_eq!(
+            (c.kind, c.error.as_deref()),
+            (EventKind::Info, Some("connection problem: reset"))
+        );
+    }
+
+    #[tokio::test]
+    async fn many_clients_one_file_all_events_kept() {
+        let path = tmp("many");
+        let rec = Recorder::create(&path).unwrap();
+        let mut tasks = Vec::new();
+        for c in 0..8u32 {
+            let h = rec.handle();
+            tasks.push(tokio::spawn(async move {
+                for i in 0..100u64 {
+                    let mut ev = Event::new(h.now_us(), c, EventKind::Invoke, Op::Acquire, "k");
+                    ev.token = Some(i);
+                    h.record(ev).unwrap();
+                }
+            }));
+        }
+        for t in tasks {
+            t.await.unwrap();
+        }
+        let late = rec.handle();
+        assert_eq!(rec.finish().await.unwrap(), 800);
+        assert!(matches!(
+            late.record(Event::new(0, 0, EventKind::Ok, Op::Acquire, "k")),
+            Err(HistoryError::Closed)
+        ));
+        let events = read_history(&path).unwrap();
+        assert_eq!(events.len(), 800);
+        for c in 0..8 {
+            let tokens: Vec<u64> = events
+                .iter()
+                .filter(|e| e.client == c)
+                .filter_map(|e| e.token)
+                .collect();
+            assert_eq!(
+                tokens,
+                (0..100).collect::<Vec<_>>(),
+                "client {c} kept its order"
+            );
+        }
+    }
+
+    #[tokio::test]
+    async fn events_reach_the_file_before_finish() {
+        let path = tmp("flush");
+        let rec = Recorder::create(&path).unwrap();
+        rec.handle()
+            .record(Event::new(1, 0, EventKind::Invoke, Op::Acquire, "k"))
+            .unwrap();
+        tokio::time::sleep(FLUSH_EVERY * 3).await;
+        assert_eq!(
+            read_history(&path).unwrap().len(),
+            1,
+            "flushed without finish"
+        );
+        assert_eq!(rec.finish().await.unwrap(), 1);
+    }
+
+    #[test]
+    fn bad_line_is_named() {
+        let text = "{\"t_us\":1,\"client\":0,\"kind\":\"invoke\",\"op\":\"acquire\",\"key\":\"k\"}\n\n{\"t_us\":2,";
+        let e = parse_history(text, Path::new("run/history.jsonl"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("run/history.jsonl:3: not a history event"),
+            "{e}"
+        );
+        let e = parse_history(
+            "{\"t_us\":1,\"client\":0,\"kind\":\"maybe\",\"op\":\"acquire\",\"key\":\"k\"}",
+            Path::new("h"),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.starts_with("h:1:") && e.contains("maybe"), "{e}");
+    }
+}

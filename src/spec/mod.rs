@@ -1,0 +1,192 @@
+//! Workload files (`workloads/*.toml`): parsed strictly, validated into a [`Workload`] before
+//! any container starts, with errors that name the file, the field and the valid values.
+
+mod raw;
+mod validate;
+
+use std::path::Path;
+use std::time::Duration;
+
+use crate::recipe::Strategy;
+use crate::workload::{DurationDist, KeyDistribution};
+
+use raw::RawWorkload;
+use validate::Validator;
+
+/// Why a workload file was refused; every message names the file and says what would be valid.
+#[derive(Debug, thiserror::Error)]
+pub enum SpecError {
+    /// The file could not be read.
+    #[error("{origin}: cannot read the workload file: {source}")]
+    Read {
+        origin: String,
+        source: std::io::Error,
+    },
+    /// TOML syntax, an unknown field, or a value of the wrong type.
+    #[error("{origin}:{line}:{column}: {message}")]
+    Parse {
+        origin: String,
+        line: usize,
+        column: usize,
+        message: String,
+    },
+    /// A number or duration outside what lockbench accepts.
+    #[error("{origin}: field '{field}' = {value} is out of range: valid {valid}")]
+    OutOfRange {
+        origin: String,
+        field: String,
+        value: String,
+        valid: String,
+    },
+    /// A value that does not parse or is not one of the allowed ones.
+    #[error("{origin}: field '{field}' = {value} is invalid: {expected}")]
+    Invalid {
+        origin: String,
+        field: String,
+        value: String,
+        expected: String,
+    },
+    /// A required field is absent.
+    #[error("{origin}: field '{field}' is missing: {hint}")]
+    Missing {
+        origin: String,
+        field: String,
+        hint: String,
+    },
+    /// Fields that cannot be used together.
+    #[error("{origin}: {message}")]
+    Conflict { origin: String, message: String },
+}
+
+/// How operations are paced.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Arrival {
+    /// Each client starts its next acquisition when the previous one (and its think time) ends.
+    Closed,
+    /// Acquisitions start on a fixed schedule of `rate_per_s` in total, whether or not earlier
+    /// ones have finished; latency is measured from the scheduled start.
+    Open { rate_per_s: f64 },
+}
+
+/// When a run ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stop {
+    /// After this much time past the start (warm-up included).
+    Duration(Duration),
+    /// After this many acquisitions in total over all clients.
+    Acquisitions(u64),
+}
+
+/// Thundering-herd rounds: every client waits at a barrier, all are released at once, each
+/// takes the lock once; repeated `rounds` times.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stampede {
+    /// How many times the barrier opens.
+    pub rounds: u32,
+}
+
+/// A validated workload: every value is in range and every combination makes sense.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Workload {
+    /// Name used in result folders and reports (defaults to the file stem).
+    pub name: String,
+    /// Concurrent lock clients.
+    pub clients: u32,
+    /// Number of distinct lock keys.
+    pub keys: u32,
+    /// How acquisitions spread over the keys.
+    pub key_distribution: KeyDistribution,
+    /// Time a holder keeps the lock before releasing.
+    pub hold: DurationDist,
+    /// Closed loop: pause after a release before the next acquire.
+    pub think: DurationDist,
+    /// Closed or open loop.
+    pub arrival: Arrival,
+    /// When the run ends.
+    pub stop: Stop,
+    /// Events before this point are excluded from the statistics.
+    pub warmup: Duration,
+    /// Lease TTL or session timeout given to the recipes.
+    pub lease_ttl: Duration,
+    /// Keep leases alive while held.
+    pub renew: bool,
+    /// Give up an acquisition after this long (recorded as a timeout).
+    pub acquire_timeout: Duration,
+    /// Waiting strategies to run, in order; `native` is only valid on etcd (checked by the plan).
+    pub strategies: Vec<Strategy>,
+    /// Seed of every random choice.
+    pub seed: u64,
+    /// Barrier rounds instead of free-running clients.
+    pub stampede: Option<Stampede>,
+}
+
+impl Workload {
+    /// Reads and validates a workload file; the name defaults to the file stem.
+    pub fn from_file(path: &Path) -> Result<Workload, SpecError> {
+        let origin = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|source| SpecError::Read {
+            origin: origin.clone(),
+            source,
+        })?;
+        Workload::from_str(&text, &origin)
+    }
+
+    /// Parses and validates workload text; `origin` (a path or a label) names it in errors and
+    /// gives the default name.
+    #[allow(clippy::should_implement_trait)] // FromStr cannot carry the origin.
+    pub fn from_str(text: &str, origin: &str) -> Result<Workload, SpecError> {
+        let raw: RawWorkload = toml::from_str(text).map_err(|e| parse_error(origin, text, &e))?;
+        Validator { origin }.workload(raw)
+    }
+
+    /// Open loop: when client `client`'s `n`-th acquisition (from 0) is due, counted from the
+    /// run start. Clients take turns on one global schedule of `rate_per_s`, so the total rate
+    /// is fixed whatever the number of clients. `None` in closed loop.
+    pub fn intended_start(&self, client: u32, n: u64) -> Option<Duration> {
+        match self.arrival {
+            Arrival::Closed => None,
+            Arrival::Open { rate_per_s } => {
+                let slot = n as f64 * f64::from(self.clients) + f64::from(client);
+                Some(Duration::from_secs_f64(slot / rate_per_s))
+            }
+        }
+    }
+}
+
+/// Turns a toml error into one with line, column and, where it can be read, the field.
+fn parse_error(origin: &str, text: &str, e: &toml::de::Error) -> SpecError {
+    let (line, column) = match e.span() {
+        Some(span) => {
+            let before = &text[..span.start.min(text.len())];
+            let line = before.matches('\n').count() + 1;
+            let column = before.len() - before.rfind('\n').map_or(0, |i| i + 1) + 1;
+            (line, column)
+        }
+        None => (0, 0),
+    };
+    let message = e
+        .message()
+        .trim()
+        .replace('`', "'")
+        .replace("expected i64", "expected an integer");
+    // Type errors do not say which key they are about; the line they point at does.
+    let key = text
+        .lines()
+        .nth(line.wrapping_sub(1))
+        .and_then(|l| l.split_once('='))
+        .map(|(k, _)| k.trim().trim_matches('"'))
+        .filter(|k| !k.is_empty() && !k.contains(' ') && !message.contains(&format!("'{k}'")));
+    let message = match key {
+        Some(k) => format!("field '{k}': {message}"),
+        None => message,
+    };
+    SpecError::Parse {
+        origin: origin.to_string(),
+        line,
+        column,
+        message,
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,99 @@
+//! The file's shapes as serde reads them: every field optional and loosely typed (integers as
+//! i64, durations as text), so range and unit errors come from validation with the field name.
+
+use std::fmt;
+use std::marker::PhantomData;
+
+use serde::Deserialize;
+use serde::de::{self, MapAccess, Visitor, value::MapAccessDeserializer};
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawWorkload {
+    pub(super) name: Option<String>,
+    pub(super) clients: Option<i64>,
+    pub(super) keys: Option<i64>,
+    pub(super) key_distribution: Option<StrOrTable<RawKind>>,
+    pub(super) hold: Option<StrOrTable<RawDist>>,
+    pub(super) think: Option<StrOrTable<RawDist>>,
+    pub(super) arrival: Option<StrOrTable<RawKind>>,
+    pub(super) duration: Option<String>,
+    pub(super) acquisitions: Option<i64>,
+    pub(super) warmup: Option<String>,
+    pub(super) lease_ttl: Option<String>,
+    pub(super) renew: Option<bool>,
+    pub(super) acquire_timeout: Option<String>,
+    pub(super) strategies: Option<Vec<String>>,
+    pub(super) seed: Option<i64>,
+    pub(super) stampede: Option<RawStampede>,
+}
+
+/// `key_distribution` and `arrival`: a bare kind (`"uniform"`) or a table with its parameter.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawKind {
+    pub(super) kind: String,
+    pub(super) exponent: Option<f64>,
+    pub(super) rate_per_s: Option<f64>,
+}
+
+/// `hold` and `think`: a bare duration (fixed) or `{ kind = ..., ... }`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawDist {
+    pub(super) kind: String,
+    pub(super) value: Option<String>,
+    pub(super) min: Option<String>,
+    pub(super) max: Option<String>,
+    pub(super) mean: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawStampede {
+    pub(super) rounds: Option<i64>,
+}
+
+/// What a bare string stands for in a field that also takes a table.
+trait FromBare {
+    fn from_bare(s: String) -> Self;
+}
+impl FromBare for RawKind {
+    fn from_bare(kind: String) -> Self {
+        RawKind {
+            kind,
+            ..RawKind::default()
+        }
+    }
+}
+impl FromBare for RawDist {
+    fn from_bare(value: String) -> Self {
+        RawDist {
+            kind: "fixed".into(),
+            value: Some(value),
+            ..RawDist::default()
+        }
+    }
+}
+
+#[derive(Debug)]
+pub(super) struct StrOrTable<T>(pub(super) T);
+
+impl<'de, T: Deserialize<'de> + FromBare> Deserialize<'de> for StrOrTable<T> {
+    fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<T>(PhantomData<T>);
+        impl<'de, T: Deserialize<'de> + FromBare> Visitor<'de> for V<T> {
+            type Value = StrOrTable<T>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a string or a table such as { kind = \"...\" }")
+            }
+            fn visit_str<E: de::Error>(self, s: &str) -> Result<Self::Value, E> {
+                Ok(StrOrTable(T::from_bare(s.to_string())))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+                T::deserialize(MapAccessDeserializer::new(map)).map(StrOrTable)
+            }
+        }
+        d.deserialize_any(V(PhantomData))
+    }
+}

@@ -1,0 +1,197 @@
+//! Workload parsing and validation on small texts and on every shipped file.
+
+use std::path::Path;
+use std::time::Duration;
+
+use super::*;
+use crate::recipe::BOTH_STRATEGIES;
+
+fn err(text: &str) -> String {
+    Workload::from_str(text, "workloads/x.toml")
+        .unwrap_err()
+        .to_string()
+}
+
+#[test]
+fn every_shipped_workload_parses() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("workloads");
+    let mut names = Vec::new();
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "toml") {
+            let w = Workload::from_file(&path).unwrap_or_else(|e| panic!("{e}"));
+            names.push(w.name);
+        }
+    }
+    names.sort();
+    assert_eq!(
+        names,
+        [
+            "hot-lock",
+            "long-hold",
+            "open-loop",
+            "stampede",
+            "uncontended",
+            "zipf-keys"
+        ]
+    );
+}
+
+#[test]
+fn shipped_workloads_mean_what_they_say() {
+    let load = |n: &str| {
+        Workload::from_file(
+            &Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("workloads/{n}.toml")),
+        )
+        .unwrap()
+    };
+    let hot = load("hot-lock");
+    assert_eq!(
+        (hot.clients, hot.keys, hot.arrival),
+        (16, 1, Arrival::Closed)
+    );
+    assert_eq!(
+        hot.hold,
+        DurationDist::Uniform {
+            min: Duration::from_millis(1),
+            max: Duration::from_millis(5)
+        }
+    );
+    assert_eq!(hot.think, DurationDist::Fixed(Duration::ZERO));
+    assert_eq!(hot.strategies, BOTH_STRATEGIES.to_vec());
+    let zipf = load("zipf-keys");
+    assert_eq!((zipf.clients, zipf.keys), (64, 16));
+    assert_eq!(
+        zipf.key_distribution,
+        KeyDistribution::Zipf { exponent: 1.1 }
+    );
+    let st = load("stampede");
+    assert_eq!(st.stampede, Some(Stampede { rounds: 20 }));
+    assert_eq!(st.stop, Stop::Acquisitions(20 * 32));
+    let long = load("long-hold");
+    assert!(long.renew && long.hold.max() > long.lease_ttl);
+    let open = load("open-loop");
+    assert_eq!(open.arrival, Arrival::Open { rate_per_s: 200.0 });
+    // 32 clients share 200/s: client 1's 2nd op is slot 33, at 165 ms.
+    assert_eq!(open.intended_start(1, 1), Some(Duration::from_millis(165)));
+    assert_eq!(load("uncontended").clients, 1);
+}
+
+#[test]
+fn defaults_fill_the_optional_fields() {
+    let w = Workload::from_str("clients = 2\nacquisitions = 10\n", "w/plain.toml").unwrap();
+    assert_eq!(w.name, "plain");
+    assert_eq!(w.keys, 1);
+    assert_eq!(w.stop, Stop::Acquisitions(10));
+    assert_eq!(w.lease_ttl, Duration::from_secs(10));
+    assert!(w.renew);
+    assert_eq!(w.seed, 1);
+    assert_eq!(w.stampede, None);
+    let w = Workload::from_str(
+        "name = \"n1\"\nclients = 1\nduration = \"2s\"\nstrategies = [\"native\"]",
+        "x",
+    )
+    .unwrap();
+    assert_eq!(w.name, "n1");
+    assert_eq!(w.strategies, vec![Strategy::Native]);
+}
+
+#[test]
+fn out_of_range_names_file_field_and_range() {
+    assert_eq!(
+        err("clients = 0\nduration = \"5s\""),
+        "workloads/x.toml: field 'clients' = 0 is out of range: valid 1..=4096"
+    );
+    assert!(err("clients = 5000\nduration = \"5s\"").contains("valid 1..=4096"));
+    let e = err(
+        "clients = 1\nduration = \"5s\"\nkey_distribution = { kind = \"zipf\", exponent = -1.0 }",
+    );
+    assert!(
+        e.contains("'key_distribution.exponent' = -1 is out of range"),
+        "{e}"
+    );
+    let e = err("clients = 1\nduration = \"5s\"\nwarmup = \"5s\"");
+    assert!(
+        e.contains("'warmup'") && e.contains("shorter than 'duration'"),
+        "{e}"
+    );
+    let e = err("clients = 1\nduration = \"5s\"\nlease_ttl = \"10ms\"");
+    assert!(
+        e.contains("'lease_ttl' = \"10ms\" is out of range: valid 1s to 1h"),
+        "{e}"
+    );
+}
+
+#[test]
+fn unknown_field_lists_valid_ones_with_position() {
+    let e = err("clients = 1\nduration = \"5s\"\nholdd = \"1ms\"\n");
+    assert!(e.starts_with("workloads/x.toml:3:1: "), "{e}");
+    assert!(
+        e.contains("unknown field 'holdd'") && e.contains("'hold'") && e.contains("'think'"),
+        "{e}"
+    );
+    let e = err("clients = 1\nduration = \"5s\"\nhold = { kind = \"fixed\", vale = \"1ms\" }");
+    assert!(
+        e.contains("unknown field 'vale'") && e.contains("'value'"),
+        "{e}"
+    );
+}
+
+#[test]
+fn syntax_and_type_errors_give_line_and_column() {
+    let e = err("clients = 1\nduration = \"5s\nkeys = 2");
+    assert!(e.starts_with("workloads/x.toml:2:"), "{e}");
+    let e = err("clients = \"many\"\nduration = \"5s\"");
+    assert!(
+        e.starts_with("workloads/x.toml:1:11: field 'clients': "),
+        "{e}"
+    );
+}
+
+#[test]
+fn bad_values_and_combinations_say_what_is_valid() {
+    let e = err("clients = 1\nduration = \"5 parsecs\"");
+    assert!(
+        e.contains("field 'duration'") && e.contains("\"250ms\""),
+        "{e}"
+    );
+    let e = err("clients = 1\nduration = \"5s\"\nhold = { kind = \"normal\", mean = \"1ms\" }");
+    assert!(
+        e.contains("'hold.kind'")
+            && e.contains("fixed (value), uniform (min, max), exponential (mean)"),
+        "{e}"
+    );
+    let e = err(
+        "clients = 1\nduration = \"5s\"\nhold = { kind = \"uniform\", min = \"5ms\", max = \"1ms\" }",
+    );
+    assert!(e.contains("min (5ms) is above max (1ms)"), "{e}");
+    let e = err("clients = 1\nduration = \"5s\"\nhold = { kind = \"uniform\", min = \"5ms\" }");
+    assert!(e.contains("'hold.max' is missing"), "{e}");
+    let e = err("clients = 1");
+    assert!(e.contains("exactly one of 'duration'"), "{e}");
+    let e = err("clients = 1\nduration = \"5s\"\nacquisitions = 3");
+    assert!(e.contains("keep exactly one"), "{e}");
+    let e = err("clients = 1\nduration = \"5s\"\nstrategies = [\"fair\"]");
+    assert!(
+        e.contains("valid strategies are herd, predecessor, native"),
+        "{e}"
+    );
+    let e = err("clients = 1\nduration = \"5s\"\narrival = { kind = \"open\" }");
+    assert!(e.contains("'arrival.rate_per_s' is missing"), "{e}");
+    let e = err(
+        "clients = 1\nduration = \"5s\"\narrival = { kind = \"open\", rate_per_s = 5 }\nthink = \"1ms\"",
+    );
+    assert!(e.contains("'think' does not apply to open arrival"), "{e}");
+    let e = err("clients = 1\nduration = \"5s\"\n[stampede]\nrounds = 3");
+    assert!(e.contains("with [stampede], leave out 'duration'"), "{e}");
+    let e = err("clients = 1\nname = \"a b\"\nduration = \"5s\"");
+    assert!(e.contains("field 'name'"), "{e}");
+}
+
+#[test]
+fn read_error_names_the_file() {
+    let e = Workload::from_file(Path::new("workloads/nope.toml"))
+        .unwrap_err()
+        .to_string();
+    assert!(e.starts_with("workloads/nope.toml: cannot read"), "{e}");
+}

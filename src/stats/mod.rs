@@ -1,0 +1,298 @@
+//! Statistics of one cell (system × strategy × workload), computed only from its history.
+//!
+//! An operation counts when it starts at or after the warm-up (for an open-loop acquire, its
+//! intended start); failures, timeouts, unknown outcomes and lost leases are counted, never
+//! dropped. The result is a [`CellSummary`] (written as `summary.json`) plus the histograms
+//! behind it, so exporters can write `acquire.hgrm` or merge cells.
+
+pub mod fairness;
+pub mod latency;
+pub mod series;
+
+use std::collections::{BTreeMap, HashMap};
+use std::time::Duration;
+
+use hdrhistogram::Histogram;
+use serde::{Deserialize, Serialize};
+
+use crate::history::{Event, EventKind, Op, TIMEOUT_ERROR};
+use crate::recipe::Strategy;
+use crate::system::System;
+
+pub use fairness::{FifoTracker, jain_index};
+pub use latency::{LatencySummary, new_histogram, record, write_hgrm, write_hgrm_file};
+pub use series::{SecondStats, SeriesBuilder};
+
+/// Version of the [`CellSummary`] layout; bump on any incompatible change.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// What the history does not say about its cell.
+#[derive(Debug, Clone)]
+pub struct CellInfo {
+    /// The system the cell ran on.
+    pub system: System,
+    /// The waiting strategy it used.
+    pub strategy: Strategy,
+    /// Workload name.
+    pub workload: String,
+    /// Clients the workload started (clients that never acquired still count for fairness).
+    pub clients: u32,
+    /// Events of operations starting before this are left out.
+    pub warmup: Duration,
+    /// When the run ended, µs since its start; `None` uses the last event. Pass it so an outage
+    /// at the end shows as zero-throughput seconds.
+    pub end_us: Option<u64>,
+}
+
+/// The per-cell results (`summary.json`); see `docs/results-schema.md`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CellSummary {
+    /// [`SCHEMA_VERSION`].
+    pub schema_version: u32,
+    /// The system the cell ran on.
+    pub system: System,
+    /// The waiting strategy it used.
+    pub strategy: Strategy,
+    /// Workload name.
+    pub workload: String,
+    /// Clients the workload ran.
+    pub clients: u32,
+    /// Granted acquisitions in the measured window.
+    pub acquisitions: u64,
+    /// Length of the measured window (warm-up to end), seconds.
+    pub duration_s: f64,
+    /// Granted acquisitions per second of the measured window.
+    pub throughput_per_s: f64,
+    /// Acquire invoke (open loop: intended start) → `ok`.
+    pub acquire_latency_us: LatencySummary,
+    /// Release invoke → the next, already waiting, holder's acquire `ok` on the same key.
+    pub handoff_latency_us: LatencySummary,
+    /// Acquire `ok` → release invoke.
+    pub hold_time_us: LatencySummary,
+    /// Release invoke → release `ok`.
+    pub release_latency_us: LatencySummary,
+    /// `None` when the recipe reported no wake-up counts.
+    pub wakeups_per_acquisition: Option<f64>,
+    /// Mean server round trips per granted acquisition.
+    pub requests_per_acquisition: Option<f64>,
+    /// Grants that overtook an earlier waiter on the same key, one per overtaken waiter.
+    pub fifo_inversions: u64,
+    /// `None` when no client acquired anything.
+    pub jain_fairness: Option<f64>,
+    /// Longest acquire wait, any outcome, open waits measured to the end.
+    pub max_wait_us: u64,
+    /// Acquisitions that ran out of their deadline.
+    pub timeouts: u64,
+    /// Failed or unknown outcomes other than timeouts, by error text.
+    pub errors: BTreeMap<String, u64>,
+    /// Acquire or release outcomes that were `info` (may or may not have happened).
+    pub indeterminate: u64,
+    /// `lease_lost` events.
+    pub lost_leases: u64,
+    /// Operations invoked but never completed before the history ended.
+    pub unfinished: u64,
+    /// Outcomes with no matching invoke (a damaged or truncated history).
+    pub unmatched: u64,
+    /// One entry per second of the measured window, empty seconds included.
+    pub per_second: Vec<SecondStats>,
+}
+
+/// A summary and the histograms it was read from.
+#[derive(Debug, Clone)]
+pub struct Analysis {
+    /// The numbers for `summary.json`.
+    pub summary: CellSummary,
+    /// Acquire latency, µs (write it with [`write_hgrm_file`] as `acquire.hgrm`).
+    pub acquire: Histogram<u64>,
+    /// Handoff latency, µs.
+    pub handoff: Histogram<u64>,
+    /// Hold time, µs.
+    pub hold: Histogram<u64>,
+    /// Release latency, µs.
+    pub release: Histogram<u64>,
+}
+
+struct Pending {
+    key: String,
+    /// Invoke time.
+    invoke_us: u64,
+    /// Where latency counts from: the intended start in open loop, the invoke otherwise.
+    start_us: u64,
+}
+
+/// Computes a cell's statistics from its events (in any order; they are sorted by time).
+pub fn analyze(events: &[Event], cell: &CellInfo) -> Analysis {
+    let mut sorted: Vec<&Event> = events.iter().collect();
+    sorted.sort_by_key(|e| e.t_us); // stable: same-time events keep their recorded order
+    let warmup_us = cell.warmup.as_micros() as u64;
+    let end_us = cell
+        .end_us
+        .unwrap_or_else(|| sorted.last().map_or(0, |e| e.t_us));
+
+    let (mut acquire, mut handoff, mut hold, mut release) = (
+        new_histogram(),
+        new_histogram(),
+        new_histogram(),
+        new_histogram(),
+    );
+    let mut series = SeriesBuilder::default();
+    let mut fifo = FifoTracker::default();
+    let mut pending: HashMap<(u32, Op), Pending> = HashMap::new();
+    let mut holding: HashMap<u32, u64> = HashMap::new(); // client → acquire ok time
+    let mut last_release: HashMap<String, u64> = HashMap::new(); // key → release invoke time
+    let mut per_client: Vec<u64> = vec![0; cell.clients as usize];
+    let mut errors: BTreeMap<String, u64> = BTreeMap::new();
+    let (mut wakeups, mut requests) = ((0u64, 0u64), (0u64, 0u64));
+    let (mut fifo_inversions, mut max_wait, mut timeouts) = (0u64, 0u64, 0u64);
+    let (mut indeterminate, mut lost_leases, mut unmatched) = (0u64, 0u64, 0u64);
+
+    for e in sorted {
+        let t = e.t_us;
+        match (e.op, e.kind) {
+            (Op::Fault, _) => {}
+            (Op::LeaseLost, _) => lost_leases += u64::from(t >= warmup_us),
+            (op, EventKind::Invoke) => {
+                let start_us = if op == Op::Acquire {
+                    e.intended_us.unwrap_or(t)
+                } else {
+                    t
+                };
+                if op == Op::Acquire {
+                    fifo.invoke(&e.key, e.client, t);
+                } else if let Some(ok_us) = holding.remove(&e.client) {
+                    if ok_us >= warmup_us {
+                        record(&mut hold, t - ok_us);
+                    }
+                    last_release.insert(e.key.clone(), t);
+                }
+                let p = Pending {
+                    key: e.key.clone(),
+                    invoke_us: t,
+                    start_us,
+                };
+                pending.insert((e.client, op), p);
+            }
+            (op, kind) => {
+                let Some(p) = pending.remove(&(e.client, op)) else {
+                    unmatched += 1;
+                    continue;
+                };
+                let measured = p.start_us >= warmup_us;
+                let took = t.saturating_sub(p.start_us);
+                if op == Op::Acquire {
+                    if measured {
+                        max_wait = max_wait.max(took);
+                    }
+                    if kind != EventKind::Ok {
+                        fifo.gave_up(&p.key, e.client);
+                    }
+                }
+                match (op, kind) {
+                    (Op::Acquire, EventKind::Ok) => {
+                        let overtaken = fifo.granted(&p.key, e.client);
+                        // The lock was idle, not handed off, unless this waiter was already
+                        // waiting when the previous holder let go.
+                        if let Some(rel) = last_release.remove(&p.key)
+                            && rel >= warmup_us
+                            && p.invoke_us <= rel
+                        {
+                            record(&mut handoff, t.saturating_sub(rel));
+                        }
+                        holding.insert(e.client, t);
+                        if !measured {
+                            continue;
+                        }
+                        record(&mut acquire, took);
+                        series.acquired(t, took);
+                        fifo_inversions += overtaken;
+                        if let Some(slot) = per_client.get_mut(e.client as usize) {
+                            *slot += 1;
+                        } else if e.client != u32::MAX {
+                            per_client.resize(e.client as usize + 1, 0);
+                            per_client[e.client as usize] = 1;
+                        }
+                        if let Some(w) = e.wakeups {
+                            wakeups = (wakeups.0 + w, wakeups.1 + 1);
+                        }
+                        if let Some(r) = e.requests {
+                            requests = (requests.0 + r, requests.1 + 1);
+                        }
+                    }
+                    (Op::Release, EventKind::Ok) if measured => record(&mut release, took),
+                    (Op::Release, EventKind::Ok) => {}
+                    (_, kind) if measured => {
+                        indeterminate += u64::from(kind == EventKind::Info);
+                        if op == Op::Acquire {
+                            series.failed(t);
+                        }
+                        match e.error.as_deref() {
+                            Some(TIMEOUT_ERROR) => timeouts += 1,
+                            other => {
+                                *errors
+                                    .entry(other.unwrap_or("(no message)").to_string())
+                                    .or_default() += 1
+                            }
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
+
+    // Waits still open at the end are waits too: an acquire stuck through an outage is the
+    // longest wait of all.
+    let mut unfinished = 0;
+    for ((_, op), p) in &pending {
+        if p.start_us >= warmup_us {
+            unfinished += 1;
+            if *op == Op::Acquire {
+                max_wait = max_wait.max(end_us.saturating_sub(p.start_us));
+            }
+        }
+    }
+
+    let duration_s = end_us.saturating_sub(warmup_us) as f64 / 1e6;
+    let acquisitions = acquire.len();
+    let mean = |(sum, n): (u64, u64)| (n > 0).then(|| sum as f64 / n as f64);
+    let summary = CellSummary {
+        schema_version: SCHEMA_VERSION,
+        system: cell.system,
+        strategy: cell.strategy,
+        workload: cell.workload.clone(),
+        clients: cell.clients,
+        acquisitions,
+        duration_s,
+        throughput_per_s: if duration_s > 0.0 {
+            acquisitions as f64 / duration_s
+        } else {
+            0.0
+        },
+        acquire_latency_us: LatencySummary::of(&acquire),
+        handoff_latency_us: LatencySummary::of(&handoff),
+        hold_time_us: LatencySummary::of(&hold),
+        release_latency_us: LatencySummary::of(&release),
+        wakeups_per_acquisition: mean(wakeups),
+        requests_per_acquisition: mean(requests),
+        fifo_inversions,
+        jain_fairness: jain_index(&per_client),
+        max_wait_us: max_wait,
+        timeouts,
+        errors,
+        indeterminate,
+        lost_leases,
+        unfinished,
+        unmatched,
+        per_second: series.finish(warmup_us, end_us),
+    };
+    Analysis {
+        summary,
+        acquire,
+        handoff,
+        hold,
+        release,
+    }
+}
+
+#[cfg(test)]
+mod tests;
