@@ -90,7 +90,12 @@ impl Outcome {
 }
 
 /// Runs `clients.len()` clients, each acquiring `key` `per_client` times and holding 1-5 ms.
-pub async fn contend<R: Recipe>(clients: Vec<R>, key: &str, strategy: Strategy, per_client: usize) -> Outcome {
+pub async fn contend<R: Recipe>(
+    clients: Vec<R>,
+    key: &str,
+    strategy: Strategy,
+    per_client: usize,
+) -> Outcome {
     let register = Arc::new(AtomicU64::new(0));
     let started = Instant::now();
     let mut tasks = Vec::new();
@@ -102,7 +107,10 @@ pub async fn contend<R: Recipe>(clients: Vec<R>, key: &str, strategy: Strategy, 
             let mut errors = Vec::new();
             for _ in 0..per_client {
                 let t0 = Instant::now();
-                match r.acquire(&key, strategy, t0 + Duration::from_secs(60)).await {
+                match r
+                    .acquire(&key, strategy, t0 + Duration::from_secs(60))
+                    .await
+                {
                     Ok(lease) => {
                         let acquired = Instant::now();
                         // Non-atomic read-modify-write: only mutual exclusion keeps it exact.
@@ -141,5 +149,10 @@ pub async fn contend<R: Recipe>(clients: Vec<R>, key: &str, strategy: Strategy, 
         holds.extend(h);
         errors.extend(e);
     }
-    Outcome { holds, register: register.load(Ordering::SeqCst), errors, elapsed: started.elapsed() }
+    Outcome {
+        holds,
+        register: register.load(Ordering::SeqCst),
+        errors,
+        elapsed: started.elapsed(),
+    }
 }

@@ -2,14 +2,27 @@
 #![allow(dead_code)]
 
 pub mod contention;
+pub mod redis_scenarios;
 
 use lockbench::{Cluster, ClusterOptions, System};
 
 /// Starts a cluster, failing the test with the error (and the fix it names) if it cannot.
 pub async fn start(system: System, size: Option<usize>) -> Cluster {
-    match Cluster::start(system, ClusterOptions { size, ..Default::default() }).await {
+    match Cluster::start(
+        system,
+        ClusterOptions {
+            size,
+            ..Default::default()
+        },
+    )
+    .await
+    {
         Ok(c) => {
-            eprintln!("{system} (size {:?}) ready in {:.2} s", size, c.start_duration().as_secs_f64());
+            eprintln!(
+                "{system} (size {:?}) ready in {:.2} s",
+                size,
+                c.start_duration().as_secs_f64()
+            );
             c
         }
         Err(e) => panic!("could not start {system}: {e}"),
@@ -26,13 +39,32 @@ pub async fn teardown_and_assert_gone(cluster: Cluster) {
 /// Asserts that no container or network with this run id exists.
 pub async fn assert_no_leftovers(run_id: &str) {
     let out = std::process::Command::new("docker")
-        .args(["ps", "-aq", "--filter", &format!("label=lockbench.run={run_id}")])
+        .args([
+            "ps",
+            "-aq",
+            "--filter",
+            &format!("label=lockbench.run={run_id}"),
+        ])
         .output()
         .expect("docker ps");
-    assert!(out.stdout.is_empty(), "containers left for run {run_id}: {}", String::from_utf8_lossy(&out.stdout));
+    assert!(
+        out.stdout.is_empty(),
+        "containers left for run {run_id}: {}",
+        String::from_utf8_lossy(&out.stdout)
+    );
     let out = std::process::Command::new("docker")
-        .args(["network", "ls", "-q", "--filter", &format!("label=lockbench.run={run_id}")])
+        .args([
+            "network",
+            "ls",
+            "-q",
+            "--filter",
+            &format!("label=lockbench.run={run_id}"),
+        ])
         .output()
         .expect("docker network ls");
-    assert!(out.stdout.is_empty(), "networks left for run {run_id}: {}", String::from_utf8_lossy(&out.stdout));
+    assert!(
+        out.stdout.is_empty(),
+        "networks left for run {run_id}: {}",
+        String::from_utf8_lossy(&out.stdout)
+    );
 }

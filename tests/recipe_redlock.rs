@@ -1,0 +1,104 @@
+//! The Redlock recipe against 5 real independent Redis masters.
+//! One cluster for every scenario (distinct keys and prefixes), torn down even on failure.
+
+mod common;
+
+use std::panic::AssertUnwindSafe;
+use std::time::{Duration, Instant};
+
+use futures::FutureExt;
+use lockbench::recipe::redlock::{RedlockOptions, RedlockRecipe};
+use lockbench::recipe::{Recipe, RecipeConfig, Strategy};
+use lockbench::{Cluster, System};
+
+use common::redis_scenarios::{self as sc, config};
+
+async fn scenarios(cluster: &Cluster) {
+    let endpoints = cluster.endpoints();
+    assert_eq!(endpoints.len(), 5);
+    let make = |cfg: RecipeConfig| {
+        let endpoints = endpoints.clone();
+        async move {
+            RedlockRecipe::connect(
+                &endpoints,
+                cfg,
+                RedlockOptions::default(),
+                Instant::now() + Duration::from_secs(10),
+            )
+            .await
+            .expect("connect to the Redlock masters")
+        }
+    };
+    for s in [Strategy::Herd, Strategy::Predecessor] {
+        let label = format!("redlock/{s}");
+        let prefix = format!("/t/{s}");
+        sc::mutual_exclusion(
+            &make,
+            &label,
+            config(&prefix, Duration::from_secs(10), true),
+            s,
+        )
+        .await;
+        sc::crash_frees_within_ttl(
+            &make,
+            &label,
+            config(&prefix, Duration::from_secs(2), true),
+            s,
+            &endpoints,
+        )
+        .await;
+        sc::stale_release_is_harmless(
+            &make,
+            &label,
+            config(&prefix, Duration::from_secs(1), false),
+            s,
+            &endpoints,
+        )
+        .await;
+        sc::timeout_leaves_nothing(
+            &make,
+            &label,
+            config(&prefix, Duration::from_secs(10), true),
+            s,
+            &endpoints,
+        )
+        .await;
+    }
+
+    // A minority of masters down: the quorum still grants, and the validity is below the TTL.
+    let cfg = config("/t/minority", Duration::from_secs(5), false);
+    let client = make(cfg.clone()).await;
+    let names: Vec<String> = cluster.servers().map(|n| n.name().to_string()).collect();
+    cluster.kill(&names[0]).await.expect("kill one master");
+    cluster.kill(&names[1]).await.expect("kill another master");
+    let t0 = Instant::now();
+    let lease = client
+        .acquire(
+            "minority",
+            Strategy::Herd,
+            Instant::now() + Duration::from_secs(10),
+        )
+        .await
+        .expect("3 of 5 masters grant");
+    println!(
+        "redlock with 2 of 5 masters down: locked in {:?}, validity {:?}",
+        t0.elapsed(),
+        lease.ttl
+    );
+    assert!(lease.ttl < cfg.ttl);
+    client
+        .release(lease)
+        .await
+        .expect("release with a minority down");
+    client.crash().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn redlock_recipe_on_five_real_masters() {
+    let cluster = common::start(System::Redlock, None).await;
+    let result = AssertUnwindSafe(scenarios(&cluster)).catch_unwind().await;
+    common::teardown_and_assert_gone(cluster).await;
+    if let Err(panic) = result {
+        std::panic::resume_unwind(panic);
+    }
+}
