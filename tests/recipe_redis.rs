@@ -77,6 +77,10 @@ async fn scenarios(cluster: &Cluster) {
         )
         .await;
     }
+    let mut quick = config("/t/dead", Duration::from_secs(10), true);
+    quick.fallback_poll = Duration::from_millis(200);
+    quick.request_timeout = Duration::from_secs(1);
+    sc::dead_waiter_does_not_block_queue(&make, "redis/predecessor", quick).await;
 
     // Failover: kill the master; a client that follows Sentinel can lock again.
     let cfg = config("/t/failover", Duration::from_secs(5), true);

@@ -64,6 +64,10 @@ async fn scenarios(cluster: &Cluster) {
         )
         .await;
     }
+    let mut quick = config("/t/dead", Duration::from_secs(10), true);
+    quick.fallback_poll = Duration::from_millis(200);
+    quick.request_timeout = Duration::from_secs(1);
+    sc::dead_waiter_does_not_block_queue(&make, "redlock/predecessor", quick).await;
 
     // A minority of masters down: the quorum still grants, and the validity is below the TTL.
     let cfg = config("/t/minority", Duration::from_secs(5), false);

@@ -201,3 +201,27 @@ impl TicketMode {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_share_the_lock_name_and_channels_embed_the_owner() {
+        let k = Keys::new("/lockbench/", "orders");
+        assert_eq!(k.lock, "/lockbench/orders");
+        assert_eq!(k.fence, "/lockbench/orders:fence");
+        assert_eq!(k.queue, "/lockbench/orders:q");
+        assert_eq!(k.released_channel(), "/lockbench/orders:released");
+        // The scripts build this name themselves (`lock .. ':w:' .. head`): keep them in step.
+        assert_eq!(k.wake_channel("c1:7"), "/lockbench/orders:w:c1:7");
+        assert!(RELEASE.contains("':released'") && HELPERS.contains("':w:'"));
+    }
+
+    #[test]
+    fn ticket_modes_map_to_script_arguments() {
+        assert_eq!(TicketMode::Propose.args(), ("propose", 0));
+        assert_eq!(TicketMode::Tentative.args(), ("tentative", 0));
+        assert_eq!(TicketMode::Final(42).args(), ("final", 42));
+    }
+}

@@ -404,3 +404,52 @@ impl Recipe for RedlockRecipe {
         join_all(self.nodes.iter().map(|n| n.shutdown())).await;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn recipe(ttl: Duration) -> RedlockRecipe {
+        let cfg = RecipeConfig {
+            ttl,
+            ..RecipeConfig::default()
+        };
+        RedlockRecipe {
+            nodes: Vec::new(),
+            quorum: 3,
+            cfg,
+            opts: RedlockOptions::default(),
+            client_id: new_client_id(),
+            seq: AtomicU64::new(0),
+            watchdogs: Watchdogs::default(),
+        }
+    }
+
+    #[test]
+    fn drift_and_per_node_timeout_follow_the_spec() {
+        let r = recipe(Duration::from_secs(10));
+        assert_eq!(r.drift(), Duration::from_millis(102));
+        assert_eq!(r.per_node_timeout(), Duration::from_secs(1));
+        let r = recipe(Duration::from_secs(60));
+        // Never longer than one request's deadline.
+        assert_eq!(
+            r.per_node_timeout(),
+            RecipeConfig::default().request_timeout
+        );
+    }
+
+    #[tokio::test]
+    async fn connect_without_masters_names_the_fix() {
+        let e = RedlockRecipe::connect(
+            &[],
+            RecipeConfig::default(),
+            RedlockOptions::default(),
+            Instant::now(),
+        )
+        .await
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+        assert!(e.contains("at least one master"), "{e}");
+    }
+}

@@ -243,3 +243,73 @@ pub async fn timeout_leaves_nothing<R, F, Fut>(
     holder.crash().await;
     waiter.crash().await;
 }
+
+/// A queued waiter that dies (its acquire dropped mid-wait, its client gone) stops blocking the
+/// queue once its entry expires: the waiter behind it gets the lock after the release.
+pub async fn dead_waiter_does_not_block_queue<R, F, Fut>(make: &F, label: &str, cfg: RecipeConfig)
+where
+    R: Recipe,
+    F: Fn(RecipeConfig) -> Fut,
+    Fut: Future<Output = R>,
+{
+    let strategy = Strategy::Predecessor;
+    let holder = make(cfg.clone()).await;
+    let lease = holder
+        .acquire(
+            "dead-waiter",
+            strategy,
+            Instant::now() + Duration::from_secs(5),
+        )
+        .await
+        .expect("holder");
+    let dead = std::sync::Arc::new(make(cfg.clone()).await);
+    let task = tokio::spawn({
+        let dead = dead.clone();
+        async move {
+            dead.acquire(
+                "dead-waiter",
+                strategy,
+                Instant::now() + Duration::from_secs(60),
+            )
+            .await
+            .map(|_| ())
+        }
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    task.abort();
+    let _ = task.await;
+    if let Ok(dead) = std::sync::Arc::try_unwrap(dead) {
+        dead.crash().await;
+    }
+    let next = std::sync::Arc::new(make(cfg.clone()).await);
+    let waiting = tokio::spawn({
+        let next = next.clone();
+        async move {
+            next.acquire(
+                "dead-waiter",
+                strategy,
+                Instant::now() + Duration::from_secs(30),
+            )
+            .await
+        }
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let released = Instant::now();
+    holder.release(lease).await.expect("release");
+    let got = waiting
+        .await
+        .expect("task")
+        .unwrap_or_else(|e| panic!("{label}: queue stuck behind a dead waiter: {e}"));
+    let took = released.elapsed();
+    let entry_ttl = cfg.fallback_poll * 3 + cfg.request_timeout * 2;
+    println!("{label}: dead queued waiter skipped after {took:?} (queue entry ttl {entry_ttl:?})");
+    assert!(
+        took <= entry_ttl + Duration::from_secs(2),
+        "{label}: took {took:?}"
+    );
+    next.release(got).await.expect("release");
+    holder.crash().await;
+    if let Ok(next) = std::sync::Arc::try_unwrap(next) {
+        next.crash().await;
+    }
+}
