@@ -15,6 +15,7 @@ use serde::{Deserialize, Serialize};
 use crate::system::System;
 
 pub mod redis;
+mod redis_common;
 mod redis_node;
 mod redis_scripts;
 pub mod redlock;

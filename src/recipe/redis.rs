@@ -19,7 +19,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use super::redis_node::{Attempt, Node, RedisHandle, Waiter, Watchdogs, entry_ttl, new_client_id};
+use super::redis_common::{RedisHandle, Waiter, Watchdogs, entry_ttl, new_client_id};
+use super::redis_node::{Attempt, Node};
 use super::redis_scripts::{Keys, TicketMode};
 use super::{
     BOTH_STRATEGIES, Lease, LockError, LostSignal, Recipe, RecipeConfig, Strategy, check_strategy,

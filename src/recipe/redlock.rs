@@ -31,7 +31,8 @@ use std::time::{Duration, Instant};
 use futures::future::join_all;
 use rand::Rng;
 
-use super::redis_node::{Attempt, Node, RedisHandle, Waiter, Watchdogs, entry_ttl, new_client_id};
+use super::redis_common::{RedisHandle, Waiter, Watchdogs, entry_ttl, new_client_id};
+use super::redis_node::{Attempt, Node};
 use super::redis_scripts::{Keys, TicketMode};
 use super::{
     BOTH_STRATEGIES, Lease, LockError, LostSignal, Recipe, RecipeConfig, Strategy, check_strategy,
