@@ -76,6 +76,14 @@ async fn scenarios(cluster: &Cluster) {
             &master_ep,
         )
         .await;
+        sc::watchdog_reports_a_stolen_lock(
+            &make,
+            &label,
+            config(&prefix, Duration::from_secs(3), true),
+            s,
+            &master_ep,
+        )
+        .await;
     }
     let mut quick = config("/t/dead", Duration::from_secs(10), true);
     quick.fallback_poll = Duration::from_millis(200);

@@ -63,6 +63,14 @@ async fn scenarios(cluster: &Cluster) {
             &endpoints,
         )
         .await;
+        sc::watchdog_reports_a_stolen_lock(
+            &make,
+            &label,
+            config(&prefix, Duration::from_secs(3), true),
+            s,
+            &endpoints,
+        )
+        .await;
     }
     let mut quick = config("/t/dead", Duration::from_secs(10), true);
     quick.fallback_poll = Duration::from_millis(200);

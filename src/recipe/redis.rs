@@ -174,11 +174,18 @@ impl RedisRecipe {
                 });
             }
             requests += 1;
+            let sent = Instant::now();
             let attempt = self
                 .try_once(&node, &keys, &owner, strategy, ticket, left)
                 .await;
             match attempt {
-                Ok(a) if a.token > 0 => break Ok((a.token, a.ticket.or(ticket))),
+                Ok(a) if a.token > 0 => {
+                    // The server started the TTL somewhere within the round trip: count from
+                    // the send, less the drift allowance, so `lost` never fires late.
+                    let drift = self.cfg.ttl / 100 + Duration::from_millis(2);
+                    let valid = self.cfg.ttl.saturating_sub(sent.elapsed() + drift);
+                    break Ok((a.token, a.ticket.or(ticket), valid));
+                }
                 Ok(a) => {
                     ticket = a.ticket.or(ticket);
                     let on_node = subscribed.as_ref().is_some_and(|s| Arc::ptr_eq(s, &node));
@@ -218,7 +225,7 @@ impl RedisRecipe {
             requests += 1;
         }
         match outcome {
-            Ok((token, queue_position)) => {
+            Ok((token, queue_position, valid)) => {
                 let (trigger, lost) = LostSignal::new();
                 let watchdog = self.watchdogs.start(
                     vec![node.clone()],
@@ -226,7 +233,7 @@ impl RedisRecipe {
                     keys.clone(),
                     owner.clone(),
                     self.cfg.ttl,
-                    self.cfg.ttl,
+                    valid,
                     self.cfg.renew,
                     trigger,
                 );

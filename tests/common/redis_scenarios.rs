@@ -181,6 +181,10 @@ pub async fn stale_release_is_harmless<R, F, Fut>(
         fresh.token,
         stale.token
     );
+    assert!(
+        stale.lost.is_lost(),
+        "{label}: without renewal the lost signal fires at expiry"
+    );
     let before = snapshot(endpoints, &cfg.prefix, "stale").await;
     match a.release(stale).await {
         Ok(()) | Err(LockError::Lost { .. }) => {}
@@ -312,4 +316,40 @@ where
     if let Ok(next) = std::sync::Arc::try_unwrap(next) {
         next.crash().await;
     }
+}
+
+/// The watchdog notices within one renewal period that the lock is no longer ours (here: deleted
+/// behind its back on every server) and fires the lease's lost signal.
+pub async fn watchdog_reports_a_stolen_lock<R, F, Fut>(
+    make: &F,
+    label: &str,
+    cfg: RecipeConfig,
+    strategy: Strategy,
+    endpoints: &[String],
+) where
+    R: Recipe,
+    F: Fn(RecipeConfig) -> Fut,
+    Fut: Future<Output = R>,
+{
+    let client = make(cfg.clone()).await;
+    let mut lease = client
+        .acquire("stolen", strategy, Instant::now() + Duration::from_secs(5))
+        .await
+        .expect("acquire");
+    let k = format!("{}/stolen", cfg.prefix);
+    for e in endpoints {
+        raw(e, redis::cmd("DEL").arg(&k)).await;
+    }
+    let t0 = Instant::now();
+    let fired = tokio::time::timeout(cfg.ttl / 3 + Duration::from_secs(1), lease.lost.wait()).await;
+    println!(
+        "{label}: watchdog reported the stolen lock after {:?}",
+        t0.elapsed()
+    );
+    assert!(fired.is_ok(), "{label}: lost signal did not fire");
+    assert!(
+        matches!(client.release(lease).await, Err(LockError::Lost { .. })),
+        "{label}: release of a stolen lock must say Lost"
+    );
+    client.crash().await;
 }
