@@ -11,6 +11,7 @@ use lockbench::recipe::redlock::{RedlockOptions, RedlockRecipe};
 use lockbench::recipe::{Recipe, RecipeConfig, Strategy};
 use lockbench::{Cluster, System};
 
+use common::contention::contend;
 use common::redis_scenarios::{self as sc, config};
 
 async fn scenarios(cluster: &Cluster) {
@@ -76,6 +77,30 @@ async fn scenarios(cluster: &Cluster) {
     quick.fallback_poll = Duration::from_millis(200);
     quick.request_timeout = Duration::from_secs(1);
     sc::dead_waiter_does_not_block_queue(&make, "redlock/predecessor", quick).await;
+
+    // One master paused mid-contention: safety holds and the other four keep granting, each
+    // round losing only the per-node timeout on the paused one.
+    let paused = cluster
+        .servers()
+        .last()
+        .expect("a master")
+        .name()
+        .to_string();
+    for s in [Strategy::Herd, Strategy::Predecessor] {
+        let label = format!("redlock/{s} with {paused} paused");
+        let mut clients = Vec::new();
+        for _ in 0..16 {
+            clients.push(make(config("/t/paused", Duration::from_secs(10), true)).await);
+        }
+        cluster.pause(&paused).await.expect("pause");
+        let out = contend(clients, &format!("paused-{s}"), s, 5).await;
+        cluster.resume(&paused).await.expect("resume");
+        println!("{}", out.summary(&label));
+        assert!(out.errors.is_empty(), "{label}: {:?}", out.errors);
+        assert_eq!(out.register, 80, "{label}: lost updates");
+        assert!(out.overlaps().is_empty(), "{label}: overlapping holds");
+        assert_eq!(out.token_regressions(), 0, "{label}: token regressions");
+    }
 
     // A minority of masters down: the quorum still grants, and the validity is below the TTL.
     let cfg = config("/t/minority", Duration::from_secs(5), false);

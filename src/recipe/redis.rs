@@ -195,7 +195,7 @@ impl RedisRecipe {
                         }
                         requests += 1;
                         if node
-                            .subscribe(&channel, waiter.id, waiter.tx.clone())
+                            .subscribe(&channel, waiter.id, waiter.tx.clone(), left)
                             .await
                             .is_ok()
                         {

@@ -270,10 +270,12 @@ impl Node {
         channel: &str,
         id: u64,
         tx: UnboundedSender<Vec<u8>>,
+        limit: Duration,
     ) -> Result<(), LockError> {
+        let limit = limit.min(self.request_timeout);
         let mut st = self.pubsub.lock().await;
         if st.sink.is_none() || !st.alive.load(Ordering::SeqCst) {
-            self.reconnect_pubsub(&mut st).await?;
+            self.reconnect_pubsub(&mut st, limit).await?;
         }
         self.routes
             .lock()
@@ -287,11 +289,10 @@ impl Node {
             let mut sink = st.sink.clone().ok_or_else(|| {
                 LockError::Connection(format!("{}: no pub/sub connection", self.endpoint))
             })?;
-            let r = match tokio::time::timeout(self.request_timeout, sink.subscribe(channel)).await
-            {
+            let r = match tokio::time::timeout(limit, sink.subscribe(channel)).await {
                 Ok(Ok(())) => Ok(()),
                 Ok(Err(e)) => Err(lock_error(&self.endpoint, e)),
-                Err(_) => Err(self.timed_out(self.request_timeout)),
+                Err(_) => Err(self.timed_out(limit)),
             };
             if r.is_err() {
                 // Undo, so the next waiter on this channel sends SUBSCRIBE again.
@@ -335,19 +336,23 @@ impl Node {
         }
     }
 
-    async fn reconnect_pubsub(&self, st: &mut PubSubState) -> Result<(), LockError> {
+    async fn reconnect_pubsub(
+        &self,
+        st: &mut PubSubState,
+        limit: Duration,
+    ) -> Result<(), LockError> {
         if let Some(t) = st.task.take() {
             t.abort();
         }
-        let pubsub = tokio::time::timeout(self.request_timeout, self.client.get_async_pubsub())
+        let pubsub = tokio::time::timeout(limit, self.client.get_async_pubsub())
             .await
-            .map_err(|_| self.timed_out(self.request_timeout))?
+            .map_err(|_| self.timed_out(limit))?
             .map_err(|e| lock_error(&self.endpoint, e))?;
         let (mut sink, mut stream) = pubsub.split();
         for channel in st.counts.keys() {
-            tokio::time::timeout(self.request_timeout, sink.subscribe(channel))
+            tokio::time::timeout(limit, sink.subscribe(channel))
                 .await
-                .map_err(|_| self.timed_out(self.request_timeout))?
+                .map_err(|_| self.timed_out(limit))?
                 .map_err(|e| lock_error(&self.endpoint, e))?;
         }
         let alive = Arc::new(AtomicBool::new(true));

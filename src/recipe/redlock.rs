@@ -42,8 +42,9 @@ use crate::system::System;
 /// Redlock tuning beyond [`RecipeConfig`].
 #[derive(Debug, Clone)]
 pub struct RedlockOptions {
-    /// Deadline for one master in a round; `None` for min(request_timeout, TTL/10). The spec
-    /// wants it small against the TTL, so a dead master costs little of the validity.
+    /// Deadline for one master in a round (and in a release); `None` for TTL/200 (50 ms for a
+    /// 10 s TTL, the spec's example range is 5-50 ms), at least 10 ms and at most the request
+    /// timeout. Small against the TTL, so a dead or paused master costs little validity.
     pub per_node_timeout: Option<Duration>,
     /// Upper bound of the random pause after a split vote.
     pub retry_delay_max: Duration,
@@ -146,7 +147,8 @@ impl RedlockRecipe {
     fn per_node_timeout(&self) -> Duration {
         self.opts
             .per_node_timeout
-            .unwrap_or((self.cfg.ttl / 10).min(self.cfg.request_timeout))
+            .unwrap_or((self.cfg.ttl / 200).max(Duration::from_millis(10)))
+            .min(self.cfg.request_timeout)
     }
 
     /// Clock drift allowance of the spec: 1% of the TTL plus 2 ms.
@@ -191,7 +193,9 @@ impl RedlockRecipe {
         notify: bool,
         keep_entry: bool,
     ) -> Vec<Result<bool, LockError>> {
-        let limit = self.cfg.request_timeout;
+        // A release that misses a master leaves the lock there until its TTL, as the spec
+        // accepts; waiting longer for a dead master would only stall the caller.
+        let limit = self.per_node_timeout();
         join_all(
             self.nodes
                 .iter()
@@ -203,11 +207,14 @@ impl RedlockRecipe {
     }
 
     async fn subscribe_all(&self, channel: &str, waiter: &Waiter) -> usize {
-        join_all(
-            self.nodes
-                .iter()
-                .map(|n| n.subscribe(channel, waiter.id, waiter.tx.clone())),
-        )
+        join_all(self.nodes.iter().map(|n| {
+            n.subscribe(
+                channel,
+                waiter.id,
+                waiter.tx.clone(),
+                self.per_node_timeout(),
+            )
+        }))
         .await
         .iter()
         .filter(|r| r.is_ok())
@@ -248,6 +255,14 @@ impl RedlockRecipe {
             requests += n;
             let round = self.round(&keys, &owner, strategy, mode, left).await;
             let granted: Vec<usize> = round.granted().map(|(i, _)| i).collect();
+            // A master that did not answer in time may still have granted: undo there too.
+            let maybe: Vec<usize> = round
+                .answers
+                .iter()
+                .enumerate()
+                .filter(|(_, a)| matches!(a, Ok(a) if a.token > 0) || a.is_err())
+                .map(|(i, _)| i)
+                .collect();
             let validity = self
                 .cfg
                 .ttl
@@ -280,15 +295,18 @@ impl RedlockRecipe {
                     .iter()
                     .any(|a| matches!(a, Ok(a) if a.token == 0 && a.retry_within.is_none()));
                 if behind && !granted.is_empty() {
-                    requests += granted.len() as u64;
-                    self.release_on(Some(&granted), &keys, &owner, 0, true, true)
+                    requests += maybe.len() as u64;
+                    self.release_on(Some(&maybe), &keys, &owner, 0, true, true)
                         .await;
                 }
-            } else if !granted.is_empty() {
-                // Split vote: give back silently, pause at random so the contenders spread out.
-                requests += granted.len() as u64;
-                self.release_on(Some(&granted), &keys, &owner, 0, false, false)
+            } else if !maybe.is_empty() {
+                // Give back silently (the lock was never free for anyone else to take).
+                requests += maybe.len() as u64;
+                self.release_on(Some(&maybe), &keys, &owner, 0, false, false)
                     .await;
+            }
+            if strategy == Strategy::Herd && !granted.is_empty() {
+                // Split vote: pause at random so the contenders spread out.
                 let pause = rand::rng().random_range(Duration::ZERO..=self.opts.retry_delay_max);
                 tokio::time::sleep(pause.min(left)).await;
                 continue;
@@ -430,8 +448,12 @@ mod tests {
     fn drift_and_per_node_timeout_follow_the_spec() {
         let r = recipe(Duration::from_secs(10));
         assert_eq!(r.drift(), Duration::from_millis(102));
-        assert_eq!(r.per_node_timeout(), Duration::from_secs(1));
-        let r = recipe(Duration::from_secs(60));
+        assert_eq!(r.per_node_timeout(), Duration::from_millis(50));
+        assert_eq!(
+            recipe(Duration::from_secs(1)).per_node_timeout(),
+            Duration::from_millis(10)
+        );
+        let r = recipe(Duration::from_secs(1000));
         // Never longer than one request's deadline.
         assert_eq!(
             r.per_node_timeout(),
