@@ -93,12 +93,28 @@ async fn scenarios(cluster: &Cluster) {
     // Failover: kill the master; a client that follows Sentinel can lock again.
     let cfg = config("/t/failover", Duration::from_secs(5), true);
     let old_client = make(cfg.clone()).await;
+    // A lock held at the kill survives only if replication carried it before the crash.
+    let held = old_client
+        .acquire(
+            "held-at-kill",
+            Strategy::Herd,
+            Instant::now() + Duration::from_secs(5),
+        )
+        .await
+        .expect("lock before the kill");
     let killed_at = Instant::now();
     cluster.kill(&leader).await.expect("kill master");
     let (new_leader, elected) = cluster
         .wait_new_leader(&leader, Duration::from_secs(60))
         .await
         .expect("failover");
+    let new_ep = cluster.node(&new_leader).expect("node").endpoint();
+    let survived = sc::raw(
+        &new_ep,
+        redis::cmd("EXISTS").arg("/t/failover/held-at-kill"),
+    )
+    .await;
+    println!("redis failover: lock held at the kill present on the new master: {survived:?}");
     let fresh = make(cfg.clone()).await;
     let lease = fresh
         .acquire(
@@ -133,6 +149,18 @@ async fn scenarios(cluster: &Cluster) {
         t0.elapsed()
     );
     old_client.release(lease).await.expect("release");
+    // Ok if the lock survived and is still ours, Lost otherwise: never an error or a panic.
+    // The watchdog follows the failover: a surviving lock stays renewed, a lost one is reported.
+    println!(
+        "redis failover: lease held at the kill reported lost: {}",
+        held.lost.is_lost()
+    );
+    let r = old_client.release(held).await;
+    println!("redis failover: releasing the lease held at the kill: {r:?}");
+    assert!(
+        r.is_ok() || matches!(r, Err(lockbench::recipe::LockError::Lost { .. })),
+        "{r:?}"
+    );
     old_client.crash().await;
     fresh.crash().await;
 }

@@ -8,7 +8,11 @@
 //! - **predecessor**: a FIFO queue per key kept by the scripts; a release publishes only to the
 //!   queue head's own channel, so one release wakes one waiter, which then takes the lock.
 //!   Entries expire unless their waiter refreshes them (on every poll), so a dead waiter
-//!   blocks the queue for at most the entry TTL.
+//!   blocks the queue for at most the entry TTL. The wake-up is a message on a per-waiter
+//!   channel (as `RedissonFairLock` does) rather than a `BLPOP` on a per-waiter list: the same
+//!   targeted wake-up, but over the client's one pub/sub connection instead of one blocking
+//!   connection per waiting acquisition; a message lost with a connection is covered by the
+//!   fallback poll, as for the herd.
 //!
 //! Fencing tokens come from `INCR` on the master. After a Sentinel failover, writes that had not
 //! reached the promoted replica are lost, the lock key included: two clients may then hold the
@@ -19,7 +23,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use super::redis_common::{RedisHandle, Waiter, Watchdogs, entry_ttl, new_client_id};
+use super::redis_common::{NodeSource, RedisHandle, Waiter, Watchdogs, entry_ttl, new_client_id};
 use super::redis_node::{Attempt, Node};
 use super::redis_scripts::{Keys, TicketMode};
 use super::{
@@ -47,11 +51,44 @@ pub enum RedisTarget {
     },
 }
 
-/// A Redis lock client (one recipe value = one client identity and connection set).
-pub struct RedisRecipe {
+/// The current master, shared with the watchdogs so renewals follow a failover too.
+pub(crate) struct Master {
     target: RedisTarget,
     cfg: RecipeConfig,
-    master: tokio::sync::RwLock<Arc<Node>>,
+    node: tokio::sync::RwLock<Arc<Node>>,
+}
+
+impl Master {
+    /// The server commands go to now.
+    pub async fn current(&self) -> Arc<Node> {
+        self.node.read().await.clone()
+    }
+
+    /// After a connection error on `failed`: ask Sentinel again and switch if the master moved.
+    pub async fn reresolve(&self, failed: &Arc<Node>, deadline: Instant) -> Arc<Node> {
+        if matches!(self.target, RedisTarget::Single { .. }) {
+            return failed.clone();
+        }
+        let mut cur = self.node.write().await;
+        if !Arc::ptr_eq(&cur, failed) {
+            return cur.clone(); // another task already moved on
+        }
+        let deadline = deadline.min(Instant::now() + self.cfg.request_timeout);
+        if let Ok(endpoint) = resolve(&self.target, &self.cfg, deadline).await
+            && endpoint != cur.endpoint()
+            && let Ok(node) = Node::new(&endpoint, self.cfg.request_timeout)
+        {
+            cur.shutdown().await;
+            *cur = Arc::new(node);
+        }
+        cur.clone()
+    }
+}
+
+/// A Redis lock client (one recipe value = one client identity and connection set).
+pub struct RedisRecipe {
+    cfg: RecipeConfig,
+    master: Arc<Master>,
     client_id: String,
     seq: AtomicU64,
     watchdogs: Watchdogs,
@@ -84,9 +121,12 @@ impl RedisRecipe {
             }
         };
         Ok(RedisRecipe {
-            target,
+            master: Arc::new(Master {
+                target,
+                cfg: cfg.clone(),
+                node: tokio::sync::RwLock::new(Arc::new(node)),
+            }),
             cfg,
-            master: tokio::sync::RwLock::new(Arc::new(node)),
             client_id: new_client_id(),
             seq: AtomicU64::new(0),
             watchdogs: Watchdogs::default(),
@@ -95,31 +135,15 @@ impl RedisRecipe {
 
     /// The endpoint this client currently sends its commands to.
     pub async fn master_endpoint(&self) -> String {
-        self.master.read().await.endpoint().to_string()
+        self.master.current().await.endpoint().to_string()
     }
 
     async fn master(&self) -> Arc<Node> {
-        self.master.read().await.clone()
+        self.master.current().await
     }
 
-    /// After a connection error on `failed`: ask Sentinel again and switch if the master moved.
     async fn reresolve(&self, failed: &Arc<Node>, deadline: Instant) -> Arc<Node> {
-        if matches!(self.target, RedisTarget::Single { .. }) {
-            return failed.clone();
-        }
-        let mut cur = self.master.write().await;
-        if !Arc::ptr_eq(&cur, failed) {
-            return cur.clone(); // another task already moved on
-        }
-        let deadline = deadline.min(Instant::now() + self.cfg.request_timeout);
-        if let Ok(endpoint) = resolve(&self.target, &self.cfg, deadline).await
-            && endpoint != cur.endpoint()
-            && let Ok(node) = Node::new(&endpoint, self.cfg.request_timeout)
-        {
-            cur.shutdown().await;
-            *cur = Arc::new(node);
-        }
-        cur.clone()
+        self.master.reresolve(failed, deadline).await
     }
 
     async fn try_once(
@@ -228,7 +252,7 @@ impl RedisRecipe {
             Ok((token, queue_position, valid)) => {
                 let (trigger, lost) = LostSignal::new();
                 let watchdog = self.watchdogs.start(
-                    vec![node.clone()],
+                    NodeSource::Master(self.master.clone()),
                     1,
                     keys.clone(),
                     owner.clone(),
@@ -317,7 +341,7 @@ impl Recipe for RedisRecipe {
 
     async fn crash(self) {
         self.watchdogs.stop_all();
-        self.master.read().await.shutdown().await;
+        self.master.current().await.shutdown().await;
     }
 }
 

@@ -10,6 +10,7 @@ use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
 use tokio::task::AbortHandle;
 
 use super::LostTrigger;
+use super::redis::Master;
 use super::redis_node::Node;
 use super::redis_scripts::Keys;
 
@@ -61,6 +62,28 @@ impl Waiter {
     }
 }
 
+/// Where a watchdog renews: fixed servers (Redlock), or whichever server is the master now.
+pub(crate) enum NodeSource {
+    Fixed(Vec<Arc<Node>>),
+    Master(Arc<Master>),
+}
+
+impl NodeSource {
+    async fn nodes(&self) -> Vec<Arc<Node>> {
+        match self {
+            NodeSource::Fixed(v) => v.clone(),
+            NodeSource::Master(m) => vec![m.current().await],
+        }
+    }
+
+    /// A renewal could not reach the master: it may have moved (Sentinel failover).
+    async fn unreachable(&self, nodes: &[Arc<Node>], deadline: Instant) {
+        if let (NodeSource::Master(m), [node]) = (self, nodes) {
+            m.reresolve(node, deadline).await;
+        }
+    }
+}
+
 /// Renewal watchdogs of one recipe, so `crash` can stop them all.
 #[derive(Default, Clone)]
 pub(crate) struct Watchdogs(Arc<Mutex<HashMap<u64, AbortHandle>>>);
@@ -71,7 +94,7 @@ impl Watchdogs {
     #[allow(clippy::too_many_arguments)]
     pub fn start(
         &self,
-        nodes: Vec<Arc<Node>>,
+        source: NodeSource,
         quorum: usize,
         keys: Keys,
         owner: String,
@@ -93,12 +116,19 @@ impl Watchdogs {
                 tokio::time::sleep(ttl / 3).await;
                 let started = Instant::now();
                 let limit = ttl / 3;
+                let nodes = source.nodes().await;
                 let answers = futures::future::join_all(
                     nodes.iter().map(|n| n.renew(&keys, &owner, ttl, limit)),
                 )
                 .await;
                 let renewed = answers.iter().filter(|a| matches!(a, Ok(true))).count();
                 let refused = answers.iter().filter(|a| matches!(a, Ok(false))).count();
+                if answers
+                    .iter()
+                    .any(|a| matches!(a, Err(e) if e.is_indeterminate()))
+                {
+                    source.unreachable(&nodes, started + limit).await;
+                }
                 if renewed >= quorum {
                     valid_until = started + ttl;
                 } else if refused > nodes.len() - quorum || Instant::now() >= valid_until {

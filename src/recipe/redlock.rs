@@ -31,7 +31,7 @@ use std::time::{Duration, Instant};
 use futures::future::join_all;
 use rand::Rng;
 
-use super::redis_common::{RedisHandle, Waiter, Watchdogs, entry_ttl, new_client_id};
+use super::redis_common::{NodeSource, RedisHandle, Waiter, Watchdogs, entry_ttl, new_client_id};
 use super::redis_node::{Attempt, Node};
 use super::redis_scripts::{Keys, TicketMode};
 use super::{
@@ -337,7 +337,7 @@ impl RedlockRecipe {
             Ok((token, queue_position, validity)) => {
                 let (trigger, lost) = LostSignal::new();
                 let watchdog = self.watchdogs.start(
-                    self.nodes.clone(),
+                    NodeSource::Fixed(self.nodes.clone()),
                     self.quorum,
                     keys.clone(),
                     owner.clone(),
