@@ -14,6 +14,12 @@ use serde::{Deserialize, Serialize};
 
 use crate::system::System;
 
+pub mod redis;
+mod redis_common;
+mod redis_node;
+mod redis_scripts;
+pub mod redlock;
+
 /// How a waiter learns it may try again.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
