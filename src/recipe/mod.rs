@@ -122,7 +122,6 @@ pub struct Lease {
     /// Fires when the lock is known lost while held.
     pub lost: LostSignal,
     /// Recipe-specific state needed to release (node path, key and lease id, owner value, ...).
-    #[allow(dead_code)] // read by the system recipes when they release
     pub(crate) handle: Box<dyn Any + Send + Sync>,
 }
 
