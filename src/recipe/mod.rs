@@ -14,6 +14,12 @@ use serde::{Deserialize, Serialize};
 
 use crate::system::System;
 
+pub mod redis;
+mod redis_common;
+mod redis_node;
+mod redis_scripts;
+pub mod redlock;
+
 /// How a waiter learns it may try again.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -116,7 +122,6 @@ pub struct Lease {
     /// Fires when the lock is known lost while held.
     pub lost: LostSignal,
     /// Recipe-specific state needed to release (node path, key and lease id, owner value, ...).
-    #[allow(dead_code)] // read by the system recipes when they release
     pub(crate) handle: Box<dyn Any + Send + Sync>,
 }
 

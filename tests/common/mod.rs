@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod contention;
+pub mod redis_scenarios;
 
 use lockbench::{Cluster, ClusterOptions, System};
 

@@ -1,0 +1,417 @@
+//! The Redis lock on one master (found through Sentinel), after Redisson's `RedissonLock` and
+//! `RedissonFairLock`.
+//!
+//! - **herd**: `SET key owner NX PX ttl` plus `INCR key:fence` in one script. A waiter that finds
+//!   the lock busy subscribes to `key:released`; every release publishes there, and every
+//!   subscriber tries again on every message (the herd). It also retries when the holder's TTL
+//!   runs out (no message comes when a holder dies) and at least every `fallback_poll`.
+//! - **predecessor**: a FIFO queue per key kept by the scripts; a release publishes only to the
+//!   queue head's own channel, so one release wakes one waiter, which then takes the lock.
+//!   Entries expire unless their waiter refreshes them (on every poll), so a dead waiter
+//!   blocks the queue for at most the entry TTL. The wake-up is a message on a per-waiter
+//!   channel (as `RedissonFairLock` does) rather than a `BLPOP` on a per-waiter list: the same
+//!   targeted wake-up, but over the client's one pub/sub connection instead of one blocking
+//!   connection per waiting acquisition; a message lost with a connection is covered by the
+//!   fallback poll, as for the herd.
+//!
+//! Fencing tokens come from `INCR` on the master. After a Sentinel failover, writes that had not
+//! reached the promoted replica are lost, the lock key included: two clients may then hold the
+//! lock and tokens may repeat. That is Redis replication, measured by the chaos runs, not hidden.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use super::redis_common::{NodeSource, RedisHandle, Waiter, Watchdogs, entry_ttl, new_client_id};
+use super::redis_node::{Attempt, Node};
+use super::redis_scripts::{Keys, TicketMode};
+use super::{
+    BOTH_STRATEGIES, Lease, LockError, LostSignal, Recipe, RecipeConfig, Strategy, check_strategy,
+};
+use crate::system::System;
+
+/// Where the master is.
+#[derive(Debug, Clone)]
+pub enum RedisTarget {
+    /// A fixed server (no failover).
+    Single {
+        /// `host:port` reachable from this process.
+        endpoint: String,
+    },
+    /// Ask Sentinel which server is the master, and ask again after connection errors.
+    Sentinel {
+        /// Sentinel `host:port`s reachable from this process.
+        sentinels: Vec<String>,
+        /// The name Sentinel monitors the master under (`mymaster`).
+        master_name: String,
+        /// Sentinel reports the master's host name as the servers know it (a container name);
+        /// this maps it (or `host:port`) to an address this process can reach.
+        address_map: HashMap<String, String>,
+    },
+}
+
+/// The current master, shared with the watchdogs so renewals follow a failover too.
+pub(crate) struct Master {
+    target: RedisTarget,
+    cfg: RecipeConfig,
+    node: tokio::sync::RwLock<Arc<Node>>,
+}
+
+impl Master {
+    /// The server commands go to now.
+    pub async fn current(&self) -> Arc<Node> {
+        self.node.read().await.clone()
+    }
+
+    /// After a connection error on `failed`: ask Sentinel again and switch if the master moved.
+    pub async fn reresolve(&self, failed: &Arc<Node>, deadline: Instant) -> Arc<Node> {
+        if matches!(self.target, RedisTarget::Single { .. }) {
+            return failed.clone();
+        }
+        let mut cur = self.node.write().await;
+        if !Arc::ptr_eq(&cur, failed) {
+            return cur.clone(); // another task already moved on
+        }
+        let deadline = deadline.min(Instant::now() + self.cfg.request_timeout);
+        if let Ok(endpoint) = resolve(&self.target, &self.cfg, deadline).await
+            && endpoint != cur.endpoint()
+            && let Ok(node) = Node::new(&endpoint, self.cfg.request_timeout)
+        {
+            cur.shutdown().await;
+            *cur = Arc::new(node);
+        }
+        cur.clone()
+    }
+}
+
+/// A Redis lock client (one recipe value = one client identity and connection set).
+pub struct RedisRecipe {
+    cfg: RecipeConfig,
+    master: Arc<Master>,
+    client_id: String,
+    seq: AtomicU64,
+    watchdogs: Watchdogs,
+}
+
+impl RedisRecipe {
+    /// Finds the master (through Sentinel if asked) and checks it answers, all before `deadline`.
+    pub async fn connect(
+        target: RedisTarget,
+        cfg: RecipeConfig,
+        deadline: Instant,
+    ) -> Result<RedisRecipe, LockError> {
+        let node = loop {
+            let r = match resolve(&target, &cfg, deadline).await {
+                Ok(endpoint) => match Node::new(&endpoint, cfg.request_timeout) {
+                    Ok(node) => {
+                        let left = deadline.saturating_duration_since(Instant::now());
+                        node.query::<String>(&::redis::cmd("PING"), left)
+                            .await
+                            .map(|_| node)
+                    }
+                    Err(e) => return Err(e),
+                },
+                Err(e) => Err(e),
+            };
+            match r {
+                Ok(node) => break node,
+                Err(e) if Instant::now() + Duration::from_millis(100) >= deadline => return Err(e),
+                Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
+            }
+        };
+        Ok(RedisRecipe {
+            master: Arc::new(Master {
+                target,
+                cfg: cfg.clone(),
+                node: tokio::sync::RwLock::new(Arc::new(node)),
+            }),
+            cfg,
+            client_id: new_client_id(),
+            seq: AtomicU64::new(0),
+            watchdogs: Watchdogs::default(),
+        })
+    }
+
+    /// The endpoint this client currently sends its commands to.
+    pub async fn master_endpoint(&self) -> String {
+        self.master.current().await.endpoint().to_string()
+    }
+
+    async fn master(&self) -> Arc<Node> {
+        self.master.current().await
+    }
+
+    async fn reresolve(&self, failed: &Arc<Node>, deadline: Instant) -> Arc<Node> {
+        self.master.reresolve(failed, deadline).await
+    }
+
+    async fn try_once(
+        &self,
+        node: &Node,
+        keys: &Keys,
+        owner: &str,
+        strategy: Strategy,
+        ticket: Option<u64>,
+        limit: Duration,
+    ) -> Result<Attempt, LockError> {
+        match strategy {
+            Strategy::Herd => node.herd_acquire(keys, owner, self.cfg.ttl, limit).await,
+            _ => {
+                let mode = ticket.map_or(TicketMode::Propose, TicketMode::Final);
+                let e = entry_ttl(&self.cfg);
+                node.fair_acquire(keys, owner, self.cfg.ttl, e, mode, limit)
+                    .await
+            }
+        }
+    }
+
+    async fn acquire_inner(
+        &self,
+        key: &str,
+        strategy: Strategy,
+        deadline: Instant,
+    ) -> Result<Lease, LockError> {
+        check_strategy(System::Redis, &BOTH_STRATEGIES, strategy)?;
+        let started = Instant::now();
+        let keys = Keys::new(&self.cfg.prefix, key);
+        let owner = format!(
+            "{}:{}",
+            self.client_id,
+            self.seq.fetch_add(1, Ordering::Relaxed)
+        );
+        let channel = match strategy {
+            Strategy::Herd => keys.released_channel(),
+            _ => keys.wake_channel(&owner),
+        };
+        let mut waiter = Waiter::new();
+        let mut requests = 0u64;
+        let mut ticket = None;
+        let mut node = self.master().await;
+        let mut subscribed: Option<Arc<Node>> = None;
+        let outcome = loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                break Err(LockError::Timeout {
+                    key: key.to_string(),
+                    waited: started.elapsed(),
+                });
+            }
+            requests += 1;
+            let sent = Instant::now();
+            let attempt = self
+                .try_once(&node, &keys, &owner, strategy, ticket, left)
+                .await;
+            match attempt {
+                Ok(a) if a.token > 0 => {
+                    // The server started the TTL somewhere within the round trip: count from
+                    // the send, less the drift allowance, so `lost` never fires late.
+                    let drift = self.cfg.ttl / 100 + Duration::from_millis(2);
+                    let valid = self.cfg.ttl.saturating_sub(sent.elapsed() + drift);
+                    break Ok((a.token, a.ticket.or(ticket), valid));
+                }
+                Ok(a) => {
+                    ticket = a.ticket.or(ticket);
+                    let on_node = subscribed.as_ref().is_some_and(|s| Arc::ptr_eq(s, &node));
+                    if !on_node {
+                        if let Some(old) = subscribed.take() {
+                            old.unsubscribe(&channel, waiter.id).await;
+                        }
+                        requests += 1;
+                        if node
+                            .subscribe(&channel, waiter.id, waiter.tx.clone(), left)
+                            .await
+                            .is_ok()
+                        {
+                            subscribed = Some(node.clone());
+                            // A release may have come before the subscription: look again.
+                            continue;
+                        }
+                    }
+                    let mut wait = self.cfg.fallback_poll;
+                    if let Some(ttl_left) = a.retry_within {
+                        wait = wait.min(ttl_left + Duration::from_millis(1));
+                    }
+                    waiter.wait(wait.min(left)).await;
+                }
+                Err(e) if e.is_indeterminate() => {
+                    let pause = self.cfg.fallback_poll.min(Duration::from_millis(100));
+                    tokio::time::sleep(pause.min(left)).await;
+                    node = self.reresolve(&node, deadline).await;
+                }
+                Err(e) => break Err(e),
+            }
+        };
+        if let Some(n) = subscribed {
+            // Off the critical path: the grant is already ours, or we are giving up.
+            let (channel, id) = (channel.clone(), waiter.id);
+            tokio::spawn(async move { n.unsubscribe(&channel, id).await });
+            requests += 1;
+        }
+        match outcome {
+            Ok((token, queue_position, valid)) => {
+                let (trigger, lost) = LostSignal::new();
+                let watchdog = self.watchdogs.start(
+                    NodeSource::Master(self.master.clone()),
+                    1,
+                    keys.clone(),
+                    owner.clone(),
+                    self.cfg.ttl,
+                    valid,
+                    self.cfg.renew,
+                    trigger,
+                );
+                Ok(Lease {
+                    key: key.to_string(),
+                    token,
+                    acquired_at: Instant::now(),
+                    ttl: self.cfg.ttl,
+                    wakeups: waiter.wakeups,
+                    requests,
+                    queue_position: if strategy == Strategy::Herd {
+                        None
+                    } else {
+                        queue_position
+                    },
+                    lost,
+                    handle: Box::new(RedisHandle {
+                        keys,
+                        owner,
+                        watchdog,
+                    }),
+                })
+            }
+            Err(e) => {
+                // Leave nothing behind: our queue entry, or a lock a lost reply granted us.
+                let _ = node
+                    .release(&keys, &owner, 0, true, false, self.cfg.request_timeout)
+                    .await;
+                Err(e)
+            }
+        }
+    }
+}
+
+impl Recipe for RedisRecipe {
+    fn system(&self) -> System {
+        System::Redis
+    }
+
+    fn strategies(&self) -> &'static [Strategy] {
+        &BOTH_STRATEGIES
+    }
+
+    async fn acquire(
+        &self,
+        key: &str,
+        strategy: Strategy,
+        deadline: Instant,
+    ) -> Result<Lease, LockError> {
+        self.acquire_inner(key, strategy, deadline).await
+    }
+
+    async fn release(&self, lease: Lease) -> Result<(), LockError> {
+        let h = lease.handle.downcast::<RedisHandle>().map_err(|_| {
+            LockError::Server(format!(
+                "lease for '{}' was not issued by a Redis recipe: release it with the recipe that acquired it",
+                lease.key
+            ))
+        })?;
+        self.watchdogs.stop(h.watchdog);
+        // The master may have moved since the grant; the current one is where the key lives now.
+        let node = self.master().await;
+        match node
+            .release(&h.keys, &h.owner, 0, true, false, self.cfg.request_timeout)
+            .await
+        {
+            Ok(true) => Ok(()),
+            Ok(false) => Err(LockError::Lost {
+                key: lease.key,
+                why: "the lock had expired (or was taken over) before the release".into(),
+            }),
+            Err(e) => {
+                if e.is_indeterminate() {
+                    self.reresolve(&node, Instant::now() + self.cfg.request_timeout)
+                        .await;
+                }
+                Err(e)
+            }
+        }
+    }
+
+    async fn crash(self) {
+        self.watchdogs.stop_all();
+        self.master.current().await.shutdown().await;
+    }
+}
+
+/// The master's reachable endpoint: fixed, or the first Sentinel answer whose host name maps to
+/// a server that says it is a master.
+async fn resolve(
+    target: &RedisTarget,
+    cfg: &RecipeConfig,
+    deadline: Instant,
+) -> Result<String, LockError> {
+    let (sentinels, master_name, map) = match target {
+        RedisTarget::Single { endpoint } => return Ok(endpoint.clone()),
+        RedisTarget::Sentinel {
+            sentinels,
+            master_name,
+            address_map,
+        } => (sentinels, master_name, address_map),
+    };
+    let mut problems = Vec::new();
+    for s in sentinels {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            break;
+        }
+        let sentinel = Node::new(s, cfg.request_timeout)?;
+        let mut cmd = ::redis::cmd("SENTINEL");
+        cmd.arg("get-master-addr-by-name").arg(master_name);
+        let addr = match sentinel.query::<Option<(String, String)>>(&cmd, left).await {
+            Ok(Some(a)) => a,
+            Ok(None) => {
+                problems.push(format!("{s} does not know master '{master_name}'"));
+                continue;
+            }
+            Err(e) => {
+                problems.push(e.to_string());
+                continue;
+            }
+        };
+        let Some(endpoint) = map
+            .get(&addr.0)
+            .or_else(|| map.get(&format!("{}:{}", addr.0, addr.1)))
+        else {
+            problems.push(format!(
+                "{s} names master {}:{}, which address_map does not map to a reachable address",
+                addr.0, addr.1
+            ));
+            continue;
+        };
+        // Sentinel may still name a master that was just demoted or is being promoted.
+        let node = Node::new(endpoint, cfg.request_timeout)?;
+        let left = deadline.saturating_duration_since(Instant::now());
+        match node
+            .query::<::redis::Value>(&::redis::cmd("ROLE"), left)
+            .await
+        {
+            Ok(::redis::Value::Array(v))
+                if v.first()
+                    .and_then(|r| ::redis::from_redis_value_ref::<String>(r).ok())
+                    .as_deref()
+                    == Some("master") =>
+            {
+                return Ok(endpoint.clone());
+            }
+            Ok(other) => problems.push(format!("{endpoint} is not a master: {other:?}")),
+            Err(e) => problems.push(e.to_string()),
+        }
+    }
+    Err(LockError::Connection(format!(
+        "no Sentinel named a reachable master '{master_name}' (check the Sentinels are up, the \
+         master name, and that address_map covers the host names they report): {}",
+        problems.join("; ")
+    )))
+}

@@ -1,0 +1,478 @@
+//! Redlock: one lock over N independent Redis masters (default 5), after the Redis docs' spec.
+//!
+//! A round runs the take script on every master at once, each with a short per-node timeout.
+//! It succeeds with a majority (N/2+1) of grants and a positive validity = TTL − round time −
+//! drift (drift = 1% of TTL + 2 ms); the lease's `ttl` is that validity. Release runs on every
+//! master.
+//!
+//! - **herd**: a failed round that won some masters gives them back at once (without notifying:
+//!   the lock was never free) and retries after a random delay, so split votes untangle. A round
+//!   that won nothing waits for a release notification from any master (subscribed on all; the
+//!   same release heard from several masters counts as one wake-up), the holder's TTL, or the
+//!   fallback poll.
+//! - **predecessor**: a FIFO queue on each master with a wake-up for the head only. The order
+//!   must agree across masters, or each master's head differs and nobody wins a majority. So the
+//!   ticket is taken in two phases (Skeen's total-order multicast): each master hands out a
+//!   tentative ticket, the client takes the largest as final and writes it to every master, and a
+//!   master never grants to a tentative head. A waiter keeps what it has won while it waits for
+//!   the rest (it is first in line everywhere anyway), and gives it back only if some master's
+//!   queue puts another waiter first.
+//!
+//! Fencing token: the largest per-master counter in the winning quorum, and a release raises
+//! every master's counter to that token, so the next winner (whose quorum shares a master with
+//! ours) gets a larger one. **Redlock cannot promise monotonic tokens under faults**: a lock that
+//! expires while held, a master that restarts without persistence, or a release that does not
+//! reach the shared master lets the next quorum see only smaller counters.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use futures::future::join_all;
+use rand::Rng;
+
+use super::redis_common::{NodeSource, RedisHandle, Waiter, Watchdogs, entry_ttl, new_client_id};
+use super::redis_node::{Attempt, Node};
+use super::redis_scripts::{Keys, TicketMode};
+use super::{
+    BOTH_STRATEGIES, Lease, LockError, LostSignal, Recipe, RecipeConfig, Strategy, check_strategy,
+};
+use crate::system::System;
+
+/// Redlock tuning beyond [`RecipeConfig`].
+#[derive(Debug, Clone)]
+pub struct RedlockOptions {
+    /// Deadline for one master in a round (and in a release); `None` for TTL/200 (50 ms for a
+    /// 10 s TTL, the spec's example range is 5-50 ms), at least 10 ms and at most the request
+    /// timeout. Small against the TTL, so a dead or paused master costs little validity.
+    pub per_node_timeout: Option<Duration>,
+    /// Upper bound of the random pause after a split vote.
+    pub retry_delay_max: Duration,
+}
+
+impl Default for RedlockOptions {
+    fn default() -> Self {
+        RedlockOptions {
+            per_node_timeout: None,
+            retry_delay_max: Duration::from_millis(20),
+        }
+    }
+}
+
+/// A Redlock client over independent masters.
+pub struct RedlockRecipe {
+    nodes: Vec<Arc<Node>>,
+    quorum: usize,
+    cfg: RecipeConfig,
+    opts: RedlockOptions,
+    client_id: String,
+    seq: AtomicU64,
+    watchdogs: Watchdogs,
+}
+
+/// One round's answers.
+struct Round {
+    answers: Vec<Result<Attempt, LockError>>,
+    elapsed: Duration,
+}
+
+impl Round {
+    fn granted(&self) -> impl Iterator<Item = (usize, &Attempt)> {
+        self.answers
+            .iter()
+            .enumerate()
+            .filter_map(|(i, a)| a.as_ref().ok().filter(|a| a.token > 0).map(|a| (i, a)))
+    }
+    /// The shortest wait any master suggested (a holder's remaining TTL).
+    fn retry_within(&self) -> Option<Duration> {
+        self.answers
+            .iter()
+            .filter_map(|a| a.as_ref().ok().and_then(|a| a.retry_within))
+            .min()
+    }
+}
+
+impl RedlockRecipe {
+    /// Connects to the masters at `endpoints` (`host:port`), succeeding once a majority answers
+    /// PING before `deadline`; the others are retried lazily on later calls.
+    pub async fn connect(
+        endpoints: &[String],
+        cfg: RecipeConfig,
+        opts: RedlockOptions,
+        deadline: Instant,
+    ) -> Result<RedlockRecipe, LockError> {
+        if endpoints.is_empty() {
+            return Err(LockError::Server(
+                "Redlock needs at least one master endpoint (5 is the usual choice)".into(),
+            ));
+        }
+        let nodes = endpoints
+            .iter()
+            .map(|e| Node::new(e, cfg.request_timeout).map(Arc::new))
+            .collect::<Result<Vec<_>, _>>()?;
+        let quorum = nodes.len() / 2 + 1;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let ping = ::redis::cmd("PING");
+            let pings = join_all(nodes.iter().map(|n| n.query::<String>(&ping, left))).await;
+            let up = pings.iter().filter(|p| p.is_ok()).count();
+            if up >= quorum {
+                break;
+            }
+            if Instant::now() + Duration::from_millis(100) >= deadline {
+                let why: Vec<String> = pings
+                    .into_iter()
+                    .filter_map(|p| p.err().map(|e| e.to_string()))
+                    .collect();
+                return Err(LockError::Connection(format!(
+                    "only {up} of {} Redlock masters answered, {quorum} needed (start the masters or \
+                     fix the endpoints): {}",
+                    nodes.len(),
+                    why.join("; ")
+                )));
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        Ok(RedlockRecipe {
+            nodes,
+            quorum,
+            cfg,
+            opts,
+            client_id: new_client_id(),
+            seq: AtomicU64::new(0),
+            watchdogs: Watchdogs::default(),
+        })
+    }
+
+    fn per_node_timeout(&self) -> Duration {
+        self.opts
+            .per_node_timeout
+            .unwrap_or((self.cfg.ttl / 200).max(Duration::from_millis(10)))
+            .min(self.cfg.request_timeout)
+    }
+
+    /// Clock drift allowance of the spec: 1% of the TTL plus 2 ms.
+    fn drift(&self) -> Duration {
+        self.cfg.ttl / 100 + Duration::from_millis(2)
+    }
+
+    async fn round(
+        &self,
+        keys: &Keys,
+        owner: &str,
+        strategy: Strategy,
+        mode: TicketMode,
+        left: Duration,
+    ) -> Round {
+        let limit = self.per_node_timeout().min(left);
+        let started = Instant::now();
+        let e = entry_ttl(&self.cfg);
+        let answers = join_all(self.nodes.iter().map(|n| async move {
+            match strategy {
+                Strategy::Herd => n.herd_acquire(keys, owner, self.cfg.ttl, limit).await,
+                _ => {
+                    n.fair_acquire(keys, owner, self.cfg.ttl, e, mode, limit)
+                        .await
+                }
+            }
+        }))
+        .await;
+        Round {
+            answers,
+            elapsed: started.elapsed(),
+        }
+    }
+
+    /// Gives back what `owner` holds on the masters `which` (all when `None`).
+    async fn release_on(
+        &self,
+        which: Option<&[usize]>,
+        keys: &Keys,
+        owner: &str,
+        token: u64,
+        notify: bool,
+        keep_entry: bool,
+    ) -> Vec<Result<bool, LockError>> {
+        // A release that misses a master leaves the lock there until its TTL, as the spec
+        // accepts; waiting longer for a dead master would only stall the caller.
+        let limit = self.per_node_timeout();
+        join_all(
+            self.nodes
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| which.is_none_or(|w| w.contains(i)))
+                .map(|(_, n)| n.release(keys, owner, token, notify, keep_entry, limit)),
+        )
+        .await
+    }
+
+    async fn subscribe_all(&self, channel: &str, waiter: &Waiter) -> usize {
+        join_all(self.nodes.iter().map(|n| {
+            n.subscribe(
+                channel,
+                waiter.id,
+                waiter.tx.clone(),
+                self.per_node_timeout(),
+            )
+        }))
+        .await
+        .iter()
+        .filter(|r| r.is_ok())
+        .count()
+    }
+
+    async fn acquire_inner(
+        &self,
+        key: &str,
+        strategy: Strategy,
+        deadline: Instant,
+    ) -> Result<Lease, LockError> {
+        check_strategy(System::Redlock, &BOTH_STRATEGIES, strategy)?;
+        let started = Instant::now();
+        let keys = Keys::new(&self.cfg.prefix, key);
+        let owner = format!(
+            "{}:{}",
+            self.client_id,
+            self.seq.fetch_add(1, Ordering::Relaxed)
+        );
+        let channel = match strategy {
+            Strategy::Herd => keys.released_channel(),
+            _ => keys.wake_channel(&owner),
+        };
+        let n = self.nodes.len() as u64;
+        let mut waiter = Waiter::new();
+        let mut requests = 0u64;
+        let mut subscribed = false;
+        let mut mode = TicketMode::Tentative;
+        let outcome = loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                break Err(LockError::Timeout {
+                    key: key.to_string(),
+                    waited: started.elapsed(),
+                });
+            }
+            requests += n;
+            let round = self.round(&keys, &owner, strategy, mode, left).await;
+            let granted: Vec<usize> = round.granted().map(|(i, _)| i).collect();
+            // A master that did not answer in time may still have granted: undo there too.
+            let maybe: Vec<usize> = round
+                .answers
+                .iter()
+                .enumerate()
+                .filter(|(_, a)| matches!(a, Ok(a) if a.token > 0) || a.is_err())
+                .map(|(i, _)| i)
+                .collect();
+            let validity = self
+                .cfg
+                .ttl
+                .checked_sub(round.elapsed + self.drift())
+                .unwrap_or_default();
+            if granted.len() >= self.quorum && !validity.is_zero() {
+                let token = round.granted().map(|(_, a)| a.token).max().unwrap_or(0);
+                let ticket = match mode {
+                    TicketMode::Final(t) => Some(t),
+                    _ => None,
+                };
+                break Ok((token, ticket, validity));
+            }
+            if strategy == Strategy::Predecessor {
+                if mode == TicketMode::Tentative {
+                    // Phase two: the largest tentative ticket becomes ours on every master.
+                    let t = round
+                        .answers
+                        .iter()
+                        .filter_map(|a| a.as_ref().ok().and_then(|a| a.ticket))
+                        .max();
+                    if let Some(t) = t {
+                        mode = TicketMode::Final(t);
+                        continue;
+                    }
+                }
+                // Some master queues another waiter first: what we won elsewhere would block it.
+                let behind = round
+                    .answers
+                    .iter()
+                    .any(|a| matches!(a, Ok(a) if a.token == 0 && a.retry_within.is_none()));
+                if behind && !granted.is_empty() {
+                    requests += maybe.len() as u64;
+                    self.release_on(Some(&maybe), &keys, &owner, 0, true, true)
+                        .await;
+                }
+            } else if !maybe.is_empty() {
+                // Give back silently (the lock was never free for anyone else to take).
+                requests += maybe.len() as u64;
+                self.release_on(Some(&maybe), &keys, &owner, 0, false, false)
+                    .await;
+            }
+            if strategy == Strategy::Herd && !granted.is_empty() {
+                // Split vote: pause at random so the contenders spread out.
+                let pause = rand::rng().random_range(Duration::ZERO..=self.opts.retry_delay_max);
+                tokio::time::sleep(pause.min(left)).await;
+                continue;
+            }
+            if !subscribed {
+                requests += n;
+                subscribed = self.subscribe_all(&channel, &waiter).await > 0;
+                if subscribed {
+                    // A release may have come before the subscription: look again.
+                    continue;
+                }
+            }
+            let mut wait = self.cfg.fallback_poll;
+            if let Some(ttl_left) = round.retry_within() {
+                wait = wait.min(ttl_left + Duration::from_millis(1));
+            }
+            waiter.wait(wait.min(left)).await;
+        };
+        if subscribed {
+            let nodes = self.nodes.clone();
+            let (ch, id) = (channel.clone(), waiter.id);
+            tokio::spawn(async move {
+                join_all(nodes.iter().map(|n| n.unsubscribe(&ch, id))).await;
+            });
+            requests += n;
+        }
+        match outcome {
+            Ok((token, queue_position, validity)) => {
+                let (trigger, lost) = LostSignal::new();
+                let watchdog = self.watchdogs.start(
+                    NodeSource::Fixed(self.nodes.clone()),
+                    self.quorum,
+                    keys.clone(),
+                    owner.clone(),
+                    self.cfg.ttl,
+                    validity,
+                    self.cfg.renew,
+                    trigger,
+                );
+                Ok(Lease {
+                    key: key.to_string(),
+                    token,
+                    acquired_at: Instant::now(),
+                    ttl: validity,
+                    wakeups: waiter.wakeups,
+                    requests,
+                    queue_position,
+                    lost,
+                    handle: Box::new(RedisHandle {
+                        keys,
+                        owner,
+                        watchdog,
+                    }),
+                })
+            }
+            Err(e) => {
+                // Leave nothing behind on any master: queue entries and partial grants.
+                self.release_on(None, &keys, &owner, 0, true, false).await;
+                Err(e)
+            }
+        }
+    }
+}
+
+impl Recipe for RedlockRecipe {
+    fn system(&self) -> System {
+        System::Redlock
+    }
+
+    fn strategies(&self) -> &'static [Strategy] {
+        &BOTH_STRATEGIES
+    }
+
+    async fn acquire(
+        &self,
+        key: &str,
+        strategy: Strategy,
+        deadline: Instant,
+    ) -> Result<Lease, LockError> {
+        self.acquire_inner(key, strategy, deadline).await
+    }
+
+    async fn release(&self, lease: Lease) -> Result<(), LockError> {
+        let h = lease.handle.downcast::<RedisHandle>().map_err(|_| {
+            LockError::Server(format!(
+                "lease for '{}' was not issued by a Redlock recipe: release it with the recipe that acquired it",
+                lease.key
+            ))
+        })?;
+        self.watchdogs.stop(h.watchdog);
+        let answers = self
+            .release_on(None, &h.keys, &h.owner, lease.token, true, false)
+            .await;
+        if answers.iter().any(|a| matches!(a, Ok(true))) {
+            Ok(())
+        } else if let Some(Err(e)) = answers.iter().find(|a| a.is_err()) {
+            if answers.iter().filter(|a| a.is_err()).count() >= self.quorum {
+                return Err(e.clone());
+            }
+            Err(LockError::Lost {
+                key: lease.key,
+                why: "no master still held the lock at release".into(),
+            })
+        } else {
+            Err(LockError::Lost {
+                key: lease.key,
+                why: "no master still held the lock at release (it expired)".into(),
+            })
+        }
+    }
+
+    async fn crash(self) {
+        self.watchdogs.stop_all();
+        join_all(self.nodes.iter().map(|n| n.shutdown())).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn recipe(ttl: Duration) -> RedlockRecipe {
+        let cfg = RecipeConfig {
+            ttl,
+            ..RecipeConfig::default()
+        };
+        RedlockRecipe {
+            nodes: Vec::new(),
+            quorum: 3,
+            cfg,
+            opts: RedlockOptions::default(),
+            client_id: new_client_id(),
+            seq: AtomicU64::new(0),
+            watchdogs: Watchdogs::default(),
+        }
+    }
+
+    #[test]
+    fn drift_and_per_node_timeout_follow_the_spec() {
+        let r = recipe(Duration::from_secs(10));
+        assert_eq!(r.drift(), Duration::from_millis(102));
+        assert_eq!(r.per_node_timeout(), Duration::from_millis(50));
+        assert_eq!(
+            recipe(Duration::from_secs(1)).per_node_timeout(),
+            Duration::from_millis(10)
+        );
+        let r = recipe(Duration::from_secs(1000));
+        // Never longer than one request's deadline.
+        assert_eq!(
+            r.per_node_timeout(),
+            RecipeConfig::default().request_timeout
+        );
+    }
+
+    #[tokio::test]
+    async fn connect_without_masters_names_the_fix() {
+        let e = RedlockRecipe::connect(
+            &[],
+            RecipeConfig::default(),
+            RedlockOptions::default(),
+            Instant::now(),
+        )
+        .await
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+        assert!(e.contains("at least one master"), "{e}");
+    }
+}

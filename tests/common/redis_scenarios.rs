@@ -1,0 +1,355 @@
+//! Scenarios both Redis recipes (Sentinel and Redlock) must pass, written once against the
+//! `Recipe` trait; state on the servers is inspected with raw connections.
+
+use std::future::Future;
+use std::time::{Duration, Instant};
+
+use lockbench::recipe::{LockError, Recipe, RecipeConfig, Strategy};
+
+use super::contention::{Outcome, contend};
+
+/// A config with a namespace of its own.
+pub fn config(prefix: &str, ttl: Duration, renew: bool) -> RecipeConfig {
+    RecipeConfig {
+        ttl,
+        renew,
+        request_timeout: Duration::from_secs(2),
+        prefix: prefix.to_string(),
+        fallback_poll: Duration::from_millis(500),
+    }
+}
+
+/// One command on one server over a fresh connection, with deadlines.
+pub async fn raw(endpoint: &str, cmd: &redis::Cmd) -> redis::Value {
+    let client = redis::Client::open(format!("redis://{endpoint}/")).expect("redis url");
+    let cfg = redis::AsyncConnectionConfig::new()
+        .set_connection_timeout(Some(Duration::from_secs(2)))
+        .set_response_timeout(Some(Duration::from_secs(2)));
+    let mut con = client
+        .get_multiplexed_async_connection_with_config(&cfg)
+        .await
+        .unwrap_or_else(|e| panic!("connect {endpoint}: {e}"));
+    cmd.query_async::<redis::Value>(&mut con)
+        .await
+        .unwrap_or_else(|e| panic!("{endpoint}: {e}"))
+}
+
+/// What the servers hold for one lock: (lock value, queue members, tentative members) per server.
+pub async fn snapshot(
+    endpoints: &[String],
+    prefix: &str,
+    key: &str,
+) -> Vec<(redis::Value, redis::Value, redis::Value)> {
+    let k = format!("{prefix}/{key}");
+    let mut out = Vec::new();
+    for e in endpoints {
+        let lock = raw(e, redis::cmd("GET").arg(&k)).await;
+        let queue = raw(e, redis::cmd("ZRANGE").arg(format!("{k}:q")).arg(0).arg(-1)).await;
+        let tent = raw(e, redis::cmd("SMEMBERS").arg(format!("{k}:tent"))).await;
+        out.push((lock, queue, tent));
+    }
+    out
+}
+
+/// 16 contenders x 30 acquisitions: exact register, no overlap, no errors, growing tokens;
+/// for predecessor also FIFO grants. Returns the outcome for the strategy-specific checks.
+pub async fn mutual_exclusion<R, F, Fut>(
+    make: &F,
+    label: &str,
+    cfg: RecipeConfig,
+    strategy: Strategy,
+) -> Outcome
+where
+    R: Recipe,
+    F: Fn(RecipeConfig) -> Fut,
+    Fut: Future<Output = R>,
+{
+    let mut clients = Vec::new();
+    for _ in 0..16 {
+        clients.push(make(cfg.clone()).await);
+    }
+    let out = contend(clients, "mutex", strategy, 30).await;
+    println!("{}", out.summary(label));
+    assert!(out.errors.is_empty(), "{label}: errors {:?}", out.errors);
+    assert_eq!(out.register, 480, "{label}: lost updates");
+    assert!(
+        out.overlaps().is_empty(),
+        "{label}: overlapping holds {:?}",
+        out.overlaps().first()
+    );
+    assert_eq!(
+        out.token_regressions(),
+        0,
+        "{label}: fencing tokens must grow in grant order"
+    );
+    if strategy == Strategy::Predecessor {
+        assert_eq!(
+            out.fifo_violations(),
+            0,
+            "{label}: grants out of queue order"
+        );
+        assert!(
+            out.mean_wakeups() <= 1.5,
+            "{label}: {:.2} wakeups per acquisition",
+            out.mean_wakeups()
+        );
+    } else {
+        assert!(
+            out.mean_wakeups() >= 4.0,
+            "{label}: only {:.2} wakeups per acquisition",
+            out.mean_wakeups()
+        );
+    }
+    out
+}
+
+/// A renewing holder keeps the lock past its TTL, then crashes: a waiter gets it within TTL + 2 s.
+pub async fn crash_frees_within_ttl<R, F, Fut>(
+    make: &F,
+    label: &str,
+    cfg: RecipeConfig,
+    strategy: Strategy,
+    endpoints: &[String],
+) where
+    R: Recipe,
+    F: Fn(RecipeConfig) -> Fut,
+    Fut: Future<Output = R>,
+{
+    let ttl = cfg.ttl;
+    let holder = make(cfg.clone()).await;
+    let waiter = make(cfg.clone()).await;
+    let lease = holder
+        .acquire("crash", strategy, Instant::now() + Duration::from_secs(5))
+        .await
+        .expect("holder acquires");
+    tokio::time::sleep(ttl + ttl / 2).await;
+    assert!(
+        !lease.lost.is_lost(),
+        "{label}: the watchdog should have kept the lease"
+    );
+    let still: Vec<_> = snapshot(endpoints, &cfg.prefix, "crash")
+        .await
+        .into_iter()
+        .filter(|s| s.0 != redis::Value::Nil)
+        .collect();
+    assert!(
+        !still.is_empty(),
+        "{label}: the lock vanished although renewal is on"
+    );
+    let crashed_at = Instant::now();
+    holder.crash().await;
+    drop(lease);
+    let got = waiter
+        .acquire("crash", strategy, crashed_at + ttl + Duration::from_secs(5))
+        .await;
+    let took = crashed_at.elapsed();
+    println!("{label}: crashed holder's lock taken over after {took:?} (ttl {ttl:?})");
+    let got = got.unwrap_or_else(|e| panic!("{label}: waiter never got the lock: {e}"));
+    assert!(
+        took <= ttl + Duration::from_secs(2),
+        "{label}: took {took:?}"
+    );
+    waiter.release(got).await.expect("release");
+    waiter.crash().await;
+}
+
+/// Releasing a stale lease (expired, re-granted) leaves the new holder's lock as it was.
+pub async fn stale_release_is_harmless<R, F, Fut>(
+    make: &F,
+    label: &str,
+    cfg: RecipeConfig,
+    strategy: Strategy,
+    endpoints: &[String],
+) where
+    R: Recipe,
+    F: Fn(RecipeConfig) -> Fut,
+    Fut: Future<Output = R>,
+{
+    let a = make(cfg.clone()).await;
+    let b = make(cfg.clone()).await;
+    let stale = a
+        .acquire("stale", strategy, Instant::now() + Duration::from_secs(5))
+        .await
+        .expect("a acquires");
+    let fresh = b
+        .acquire("stale", strategy, Instant::now() + cfg.ttl * 3)
+        .await
+        .expect("b acquires after expiry");
+    assert!(
+        fresh.token > stale.token,
+        "{label}: token {} after {}",
+        fresh.token,
+        stale.token
+    );
+    assert!(
+        stale.lost.is_lost(),
+        "{label}: without renewal the lost signal fires at expiry"
+    );
+    let before = snapshot(endpoints, &cfg.prefix, "stale").await;
+    match a.release(stale).await {
+        Ok(()) | Err(LockError::Lost { .. }) => {}
+        Err(e) => panic!("{label}: stale release failed oddly: {e}"),
+    }
+    let after = snapshot(endpoints, &cfg.prefix, "stale").await;
+    assert_eq!(
+        before, after,
+        "{label}: a stale release changed the new holder's lock"
+    );
+    assert!(
+        before.iter().any(|s| s.0 != redis::Value::Nil),
+        "{label}: new holder has no lock"
+    );
+    b.release(fresh).await.expect("new holder releases");
+    a.crash().await;
+    b.crash().await;
+}
+
+/// An acquire that times out leaves no key or queue entry of its own behind.
+pub async fn timeout_leaves_nothing<R, F, Fut>(
+    make: &F,
+    label: &str,
+    cfg: RecipeConfig,
+    strategy: Strategy,
+    endpoints: &[String],
+) where
+    R: Recipe,
+    F: Fn(RecipeConfig) -> Fut,
+    Fut: Future<Output = R>,
+{
+    let key = format!("deadline-{strategy}");
+    let holder = make(cfg.clone()).await;
+    let waiter = make(cfg.clone()).await;
+    let lease = holder
+        .acquire(&key, strategy, Instant::now() + Duration::from_secs(5))
+        .await
+        .expect("holder");
+    let before = snapshot(endpoints, &cfg.prefix, &key).await;
+    let r = waiter
+        .acquire(&key, strategy, Instant::now() + Duration::from_millis(300))
+        .await;
+    assert!(
+        matches!(r, Err(LockError::Timeout { .. })),
+        "{label}: expected a timeout, got {r:?}"
+    );
+    let after = snapshot(endpoints, &cfg.prefix, &key).await;
+    assert_eq!(
+        before, after,
+        "{label}: the timed-out waiter left something behind"
+    );
+    holder.release(lease).await.expect("release");
+    let k = format!("{}/{key}", cfg.prefix);
+    for e in endpoints {
+        for suffix in ["", ":q", ":qx", ":tent"] {
+            let v = raw(e, redis::cmd("EXISTS").arg(format!("{k}{suffix}"))).await;
+            assert_eq!(v, redis::Value::Int(0), "{label}: {k}{suffix} left on {e}");
+        }
+    }
+    holder.crash().await;
+    waiter.crash().await;
+}
+
+/// A queued waiter that dies (its acquire dropped mid-wait, its client gone) stops blocking the
+/// queue once its entry expires: the waiter behind it gets the lock after the release.
+pub async fn dead_waiter_does_not_block_queue<R, F, Fut>(make: &F, label: &str, cfg: RecipeConfig)
+where
+    R: Recipe,
+    F: Fn(RecipeConfig) -> Fut,
+    Fut: Future<Output = R>,
+{
+    let strategy = Strategy::Predecessor;
+    let holder = make(cfg.clone()).await;
+    let lease = holder
+        .acquire(
+            "dead-waiter",
+            strategy,
+            Instant::now() + Duration::from_secs(5),
+        )
+        .await
+        .expect("holder");
+    let dead = std::sync::Arc::new(make(cfg.clone()).await);
+    let task = tokio::spawn({
+        let dead = dead.clone();
+        async move {
+            dead.acquire(
+                "dead-waiter",
+                strategy,
+                Instant::now() + Duration::from_secs(60),
+            )
+            .await
+            .map(|_| ())
+        }
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    task.abort();
+    let _ = task.await;
+    if let Ok(dead) = std::sync::Arc::try_unwrap(dead) {
+        dead.crash().await;
+    }
+    let next = std::sync::Arc::new(make(cfg.clone()).await);
+    let waiting = tokio::spawn({
+        let next = next.clone();
+        async move {
+            next.acquire(
+                "dead-waiter",
+                strategy,
+                Instant::now() + Duration::from_secs(30),
+            )
+            .await
+        }
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let released = Instant::now();
+    holder.release(lease).await.expect("release");
+    let got = waiting
+        .await
+        .expect("task")
+        .unwrap_or_else(|e| panic!("{label}: queue stuck behind a dead waiter: {e}"));
+    let took = released.elapsed();
+    let entry_ttl = cfg.fallback_poll * 3 + cfg.request_timeout * 2;
+    println!("{label}: dead queued waiter skipped after {took:?} (queue entry ttl {entry_ttl:?})");
+    assert!(
+        took <= entry_ttl + Duration::from_secs(2),
+        "{label}: took {took:?}"
+    );
+    next.release(got).await.expect("release");
+    holder.crash().await;
+    if let Ok(next) = std::sync::Arc::try_unwrap(next) {
+        next.crash().await;
+    }
+}
+
+/// The watchdog notices within one renewal period that the lock is no longer ours (here: deleted
+/// behind its back on every server) and fires the lease's lost signal.
+pub async fn watchdog_reports_a_stolen_lock<R, F, Fut>(
+    make: &F,
+    label: &str,
+    cfg: RecipeConfig,
+    strategy: Strategy,
+    endpoints: &[String],
+) where
+    R: Recipe,
+    F: Fn(RecipeConfig) -> Fut,
+    Fut: Future<Output = R>,
+{
+    let client = make(cfg.clone()).await;
+    let mut lease = client
+        .acquire("stolen", strategy, Instant::now() + Duration::from_secs(5))
+        .await
+        .expect("acquire");
+    let k = format!("{}/stolen", cfg.prefix);
+    for e in endpoints {
+        raw(e, redis::cmd("DEL").arg(&k)).await;
+    }
+    let t0 = Instant::now();
+    let fired = tokio::time::timeout(cfg.ttl / 3 + Duration::from_secs(1), lease.lost.wait()).await;
+    println!(
+        "{label}: watchdog reported the stolen lock after {:?}",
+        t0.elapsed()
+    );
+    assert!(fired.is_ok(), "{label}: lost signal did not fire");
+    assert!(
+        matches!(client.release(lease).await, Err(LockError::Lost { .. })),
+        "{label}: release of a stolen lock must say Lost"
+    );
+    client.crash().await;
+}

@@ -1,0 +1,176 @@
+//! The Redis (Sentinel) lock recipe against a real master + 2 replicas + 3 Sentinels.
+//! One cluster for every scenario (distinct keys and prefixes), torn down even on failure.
+
+mod common;
+
+use std::collections::HashMap;
+use std::panic::AssertUnwindSafe;
+use std::time::{Duration, Instant};
+
+use futures::FutureExt;
+use lockbench::cluster::NodeRole;
+use lockbench::recipe::redis::{RedisRecipe, RedisTarget};
+use lockbench::recipe::{Recipe, RecipeConfig, Strategy};
+use lockbench::{Cluster, System};
+
+use common::redis_scenarios::{self as sc, config};
+
+fn target(cluster: &Cluster) -> RedisTarget {
+    let address_map: HashMap<String, String> = cluster
+        .nodes()
+        .iter()
+        .filter(|n| n.role() == NodeRole::Server)
+        .map(|n| (n.hostname().to_string(), n.endpoint()))
+        .collect();
+    RedisTarget::Sentinel {
+        sentinels: cluster.sentinel_endpoints(),
+        master_name: "mymaster".into(),
+        address_map,
+    }
+}
+
+async fn scenarios(cluster: &Cluster) {
+    let t = target(cluster);
+    let make = |cfg: RecipeConfig| {
+        let t = t.clone();
+        async move {
+            RedisRecipe::connect(t, cfg, Instant::now() + Duration::from_secs(10))
+                .await
+                .expect("connect through Sentinel")
+        }
+    };
+    let leader = cluster.leader().await.expect("leader").expect("a master");
+    let master_ep = vec![cluster.node(&leader).expect("master node").endpoint()];
+
+    for s in [Strategy::Herd, Strategy::Predecessor] {
+        let label = format!("redis/{s}");
+        let prefix = format!("/t/{s}");
+        sc::mutual_exclusion(
+            &make,
+            &label,
+            config(&prefix, Duration::from_secs(10), true),
+            s,
+        )
+        .await;
+        sc::crash_frees_within_ttl(
+            &make,
+            &label,
+            config(&prefix, Duration::from_secs(2), true),
+            s,
+            &master_ep,
+        )
+        .await;
+        sc::stale_release_is_harmless(
+            &make,
+            &label,
+            config(&prefix, Duration::from_secs(1), false),
+            s,
+            &master_ep,
+        )
+        .await;
+        sc::timeout_leaves_nothing(
+            &make,
+            &label,
+            config(&prefix, Duration::from_secs(10), true),
+            s,
+            &master_ep,
+        )
+        .await;
+        sc::watchdog_reports_a_stolen_lock(
+            &make,
+            &label,
+            config(&prefix, Duration::from_secs(3), true),
+            s,
+            &master_ep,
+        )
+        .await;
+    }
+    let mut quick = config("/t/dead", Duration::from_secs(10), true);
+    quick.fallback_poll = Duration::from_millis(200);
+    quick.request_timeout = Duration::from_secs(1);
+    sc::dead_waiter_does_not_block_queue(&make, "redis/predecessor", quick).await;
+
+    // Failover: kill the master; a client that follows Sentinel can lock again.
+    let cfg = config("/t/failover", Duration::from_secs(5), true);
+    let old_client = make(cfg.clone()).await;
+    // A lock held at the kill survives only if replication carried it before the crash.
+    let held = old_client
+        .acquire(
+            "held-at-kill",
+            Strategy::Herd,
+            Instant::now() + Duration::from_secs(5),
+        )
+        .await
+        .expect("lock before the kill");
+    let killed_at = Instant::now();
+    cluster.kill(&leader).await.expect("kill master");
+    let (new_leader, elected) = cluster
+        .wait_new_leader(&leader, Duration::from_secs(60))
+        .await
+        .expect("failover");
+    let new_ep = cluster.node(&new_leader).expect("node").endpoint();
+    let survived = sc::raw(
+        &new_ep,
+        redis::cmd("EXISTS").arg("/t/failover/held-at-kill"),
+    )
+    .await;
+    println!("redis failover: lock held at the kill present on the new master: {survived:?}");
+    let fresh = make(cfg.clone()).await;
+    let lease = fresh
+        .acquire(
+            "after-failover",
+            Strategy::Herd,
+            Instant::now() + Duration::from_secs(20),
+        )
+        .await
+        .expect("acquire after failover");
+    println!(
+        "redis failover: {leader} killed, Sentinel named {new_leader} after {elected:?}; a new client locked {:?} after the kill (token {})",
+        killed_at.elapsed(),
+        lease.token
+    );
+    assert_eq!(
+        fresh.master_endpoint().await,
+        cluster.node(&new_leader).expect("node").endpoint()
+    );
+    fresh.release(lease).await.expect("release after failover");
+    // The client connected before the kill re-resolves on its connection error.
+    let t0 = Instant::now();
+    let lease = old_client
+        .acquire(
+            "after-failover",
+            Strategy::Predecessor,
+            Instant::now() + Duration::from_secs(20),
+        )
+        .await
+        .expect("old client follows Sentinel");
+    println!(
+        "redis failover: the client connected before the kill locked again after {:?}",
+        t0.elapsed()
+    );
+    old_client.release(lease).await.expect("release");
+    // Ok if the lock survived and is still ours, Lost otherwise: never an error or a panic.
+    // The watchdog follows the failover: a surviving lock stays renewed, a lost one is reported.
+    println!(
+        "redis failover: lease held at the kill reported lost: {}",
+        held.lost.is_lost()
+    );
+    let r = old_client.release(held).await;
+    println!("redis failover: releasing the lease held at the kill: {r:?}");
+    assert!(
+        r.is_ok() || matches!(r, Err(lockbench::recipe::LockError::Lost { .. })),
+        "{r:?}"
+    );
+    old_client.crash().await;
+    fresh.crash().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn redis_recipe_on_a_real_sentinel_cluster() {
+    let cluster = common::start(System::Redis, None).await;
+    let result = AssertUnwindSafe(scenarios(&cluster)).catch_unwind().await;
+    common::teardown_and_assert_gone(cluster).await;
+    if let Err(panic) = result {
+        std::panic::resume_unwind(panic);
+    }
+}

@@ -1,0 +1,141 @@
+//! The Redlock recipe against 5 real independent Redis masters.
+//! One cluster for every scenario (distinct keys and prefixes), torn down even on failure.
+
+mod common;
+
+use std::panic::AssertUnwindSafe;
+use std::time::{Duration, Instant};
+
+use futures::FutureExt;
+use lockbench::recipe::redlock::{RedlockOptions, RedlockRecipe};
+use lockbench::recipe::{Recipe, RecipeConfig, Strategy};
+use lockbench::{Cluster, System};
+
+use common::contention::contend;
+use common::redis_scenarios::{self as sc, config};
+
+async fn scenarios(cluster: &Cluster) {
+    let endpoints = cluster.endpoints();
+    assert_eq!(endpoints.len(), 5);
+    let make = |cfg: RecipeConfig| {
+        let endpoints = endpoints.clone();
+        async move {
+            RedlockRecipe::connect(
+                &endpoints,
+                cfg,
+                RedlockOptions::default(),
+                Instant::now() + Duration::from_secs(10),
+            )
+            .await
+            .expect("connect to the Redlock masters")
+        }
+    };
+    for s in [Strategy::Herd, Strategy::Predecessor] {
+        let label = format!("redlock/{s}");
+        let prefix = format!("/t/{s}");
+        sc::mutual_exclusion(
+            &make,
+            &label,
+            config(&prefix, Duration::from_secs(10), true),
+            s,
+        )
+        .await;
+        sc::crash_frees_within_ttl(
+            &make,
+            &label,
+            config(&prefix, Duration::from_secs(2), true),
+            s,
+            &endpoints,
+        )
+        .await;
+        sc::stale_release_is_harmless(
+            &make,
+            &label,
+            config(&prefix, Duration::from_secs(1), false),
+            s,
+            &endpoints,
+        )
+        .await;
+        sc::timeout_leaves_nothing(
+            &make,
+            &label,
+            config(&prefix, Duration::from_secs(10), true),
+            s,
+            &endpoints,
+        )
+        .await;
+        sc::watchdog_reports_a_stolen_lock(
+            &make,
+            &label,
+            config(&prefix, Duration::from_secs(3), true),
+            s,
+            &endpoints,
+        )
+        .await;
+    }
+    let mut quick = config("/t/dead", Duration::from_secs(10), true);
+    quick.fallback_poll = Duration::from_millis(200);
+    quick.request_timeout = Duration::from_secs(1);
+    sc::dead_waiter_does_not_block_queue(&make, "redlock/predecessor", quick).await;
+
+    // One master paused mid-contention: safety holds and the other four keep granting, each
+    // round losing only the per-node timeout on the paused one.
+    let paused = cluster
+        .servers()
+        .last()
+        .expect("a master")
+        .name()
+        .to_string();
+    for s in [Strategy::Herd, Strategy::Predecessor] {
+        let label = format!("redlock/{s} with {paused} paused");
+        let mut clients = Vec::new();
+        for _ in 0..16 {
+            clients.push(make(config("/t/paused", Duration::from_secs(10), true)).await);
+        }
+        cluster.pause(&paused).await.expect("pause");
+        let out = contend(clients, &format!("paused-{s}"), s, 5).await;
+        cluster.resume(&paused).await.expect("resume");
+        println!("{}", out.summary(&label));
+        assert!(out.errors.is_empty(), "{label}: {:?}", out.errors);
+        assert_eq!(out.register, 80, "{label}: lost updates");
+        assert!(out.overlaps().is_empty(), "{label}: overlapping holds");
+        assert_eq!(out.token_regressions(), 0, "{label}: token regressions");
+    }
+
+    // A minority of masters down: the quorum still grants, and the validity is below the TTL.
+    let cfg = config("/t/minority", Duration::from_secs(5), false);
+    let client = make(cfg.clone()).await;
+    let names: Vec<String> = cluster.servers().map(|n| n.name().to_string()).collect();
+    cluster.kill(&names[0]).await.expect("kill one master");
+    cluster.kill(&names[1]).await.expect("kill another master");
+    let t0 = Instant::now();
+    let lease = client
+        .acquire(
+            "minority",
+            Strategy::Herd,
+            Instant::now() + Duration::from_secs(10),
+        )
+        .await
+        .expect("3 of 5 masters grant");
+    println!(
+        "redlock with 2 of 5 masters down: locked in {:?}, validity {:?}",
+        t0.elapsed(),
+        lease.ttl
+    );
+    assert!(lease.ttl < cfg.ttl);
+    client
+        .release(lease)
+        .await
+        .expect("release with a minority down");
+    client.crash().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn redlock_recipe_on_five_real_masters() {
+    let cluster = common::start(System::Redlock, None).await;
+    let result = AssertUnwindSafe(scenarios(&cluster)).catch_unwind().await;
+    common::teardown_and_assert_gone(cluster).await;
+    if let Err(panic) = result {
+        std::panic::resume_unwind(panic);
+    }
+}
