@@ -14,6 +14,15 @@ use serde::{Deserialize, Serialize};
 
 use crate::system::System;
 
+mod deadline;
+pub mod etcd;
+mod etcd_lease;
+mod holders;
+pub mod zookeeper;
+
+pub use etcd::EtcdRecipe;
+pub use zookeeper::ZookeeperRecipe;
+
 /// How a waiter learns it may try again.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

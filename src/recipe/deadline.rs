@@ -1,0 +1,87 @@
+//! Deadlines for the network calls of one lock operation: every request gets at most
+//! `request_timeout`, and never more than what is left of the operation's deadline.
+
+use std::fmt;
+use std::future::Future;
+use std::time::{Duration, Instant};
+
+use super::LockError;
+
+/// The time budget of one `acquire` or `release`.
+#[derive(Debug, Clone)]
+pub(crate) struct Budget {
+    key: String,
+    started: Instant,
+    deadline: Instant,
+    request_timeout: Duration,
+    /// Acquisitions report a passed deadline as [`LockError::Timeout`]; releases, which have no
+    /// caller deadline, report a slow server as a connection problem.
+    acquiring: bool,
+}
+
+impl Budget {
+    /// The budget of an acquisition that must finish by `deadline`.
+    pub(crate) fn acquire(key: &str, deadline: Instant, request_timeout: Duration) -> Budget {
+        Budget {
+            key: key.to_string(),
+            started: Instant::now(),
+            deadline,
+            request_timeout,
+            acquiring: true,
+        }
+    }
+
+    /// The budget of a release or a clean-up: `requests` round trips of `request_timeout`.
+    pub(crate) fn cleanup(key: &str, request_timeout: Duration, requests: u32) -> Budget {
+        let now = Instant::now();
+        Budget {
+            key: key.to_string(),
+            started: now,
+            deadline: now + request_timeout * requests,
+            request_timeout,
+            acquiring: false,
+        }
+    }
+
+    /// When the operation must be over.
+    pub(crate) fn deadline(&self) -> Instant {
+        self.deadline
+    }
+
+    /// The error for a passed deadline.
+    pub(crate) fn timeout(&self) -> LockError {
+        if self.acquiring {
+            LockError::Timeout {
+                key: self.key.clone(),
+                waited: self.started.elapsed(),
+            }
+        } else {
+            LockError::Connection(format!(
+                "no answer about '{}' within {:?}: check that the cluster is reachable, or raise \
+                 request_timeout",
+                self.key,
+                self.started.elapsed()
+            ))
+        }
+    }
+
+    /// Runs one request under `min(request_timeout, time left)`. The outer error is the
+    /// deadline; the inner result is the server's answer, for the caller to interpret.
+    pub(crate) async fn run<T, E, F>(&self, what: &str, fut: F) -> Result<Result<T, E>, LockError>
+    where
+        F: Future<Output = Result<T, E>>,
+        E: fmt::Display,
+    {
+        let left = self.deadline.saturating_duration_since(Instant::now());
+        let limit = left.min(self.request_timeout);
+        match tokio::time::timeout(limit, fut).await {
+            Ok(r) => Ok(r),
+            Err(_) if left <= self.request_timeout => Err(self.timeout()),
+            Err(_) => Err(LockError::Connection(format!(
+                "{what} on '{}' got no answer within {:?}: check that the cluster is reachable, \
+                 or raise request_timeout",
+                self.key, self.request_timeout
+            ))),
+        }
+    }
+}
