@@ -65,6 +65,17 @@ impl Budget {
         }
     }
 
+    /// Runs a call that waits by design (the server-side Lock RPC) until the deadline, not
+    /// just one request timeout.
+    pub(crate) async fn run_blocking<T, E, F>(&self, fut: F) -> Result<Result<T, E>, LockError>
+    where
+        F: Future<Output = Result<T, E>>,
+    {
+        tokio::time::timeout_at(self.deadline.into(), fut)
+            .await
+            .map_err(|_| self.timeout())
+    }
+
     /// Runs one request under `min(request_timeout, time left)`. The outer error is the
     /// deadline; the inner result is the server's answer, for the caller to interpret.
     pub(crate) async fn run<T, E, F>(&self, what: &str, fut: F) -> Result<Result<T, E>, LockError>

@@ -370,10 +370,7 @@ impl EtcdRecipe {
         let mut c = self.client.clone();
         counts.requests += 1;
         let locked = budget
-            .run(
-                "lock",
-                c.lock(name.as_str(), Some(LockOptions::new().with_lease(session.id))),
-            )
+            .run_blocking(c.lock(name.as_str(), Some(LockOptions::new().with_lease(session.id))))
             .await;
         // The server queues `<name>/<lease hex>` for us, so that is what a failure leaves.
         let queue_key = format!("{name}/{:x}", session.id);
