@@ -40,7 +40,10 @@ async fn raw(eps: &[String]) -> etcd_client::Client {
 async fn keys(raw: &etcd_client::Client, key: &str) -> Vec<(String, i64)> {
     let mut c = raw.clone();
     let r = c
-        .get(format!("{PREFIX}/{key}"), Some(GetOptions::new().with_prefix()))
+        .get(
+            format!("{PREFIX}/{key}"),
+            Some(GetOptions::new().with_prefix()),
+        )
         .await
         .expect("get keys");
     r.kvs()
@@ -86,15 +89,35 @@ async fn contention(eps: &[String]) {
         assert!(out.errors.is_empty(), "errors: {:?}", out.errors);
         assert_eq!(out.holds.len(), 480);
         assert_eq!(out.register, 480, "lost updates: mutual exclusion broken");
-        assert!(out.overlaps().is_empty(), "overlapping holds: {:?}", out.overlaps());
-        assert_eq!(out.token_regressions(), 0, "fencing tokens must grow with every grant");
+        assert!(
+            out.overlaps().is_empty(),
+            "overlapping holds: {:?}",
+            out.overlaps()
+        );
+        assert_eq!(
+            out.token_regressions(),
+            0,
+            "fencing tokens must grow with every grant"
+        );
         if strategy != Strategy::Herd {
-            assert_eq!(out.fifo_violations(), 0, "grant order must equal queue order");
+            assert_eq!(
+                out.fifo_violations(),
+                0,
+                "grant order must equal queue order"
+            );
         }
         wakeups.push(out.mean_wakeups());
     }
-    assert!(wakeups[0] >= 4.0, "herd should wake many: {:.2}/acq", wakeups[0]);
-    assert!(wakeups[1] <= 1.5, "predecessor should wake one: {:.2}/acq", wakeups[1]);
+    assert!(
+        wakeups[0] >= 4.0,
+        "herd should wake many: {:.2}/acq",
+        wakeups[0]
+    );
+    assert!(
+        wakeups[1] <= 1.5,
+        "predecessor should wake one: {:.2}/acq",
+        wakeups[1]
+    );
 }
 
 /// A holder that crashes (keep-alive stopped, no release) loses the lock within TTL + 2 s.
@@ -143,7 +166,10 @@ async fn isolation(eps: &[String], strategy: Strategy) {
     // Expire a's lease early, as the server would after a missed TTL.
     let raw = raw(eps).await;
     let id = a.lease_id().await.expect("a has a lease");
-    raw.clone().lease_revoke(id).await.expect("revoke a's lease");
+    raw.clone()
+        .lease_revoke(id)
+        .await
+        .expect("revoke a's lease");
     tokio::time::timeout(Duration::from_secs(5), stale.lost.wait())
         .await
         .expect("a's lease must be signalled lost when it is revoked");
@@ -153,7 +179,10 @@ async fn isolation(eps: &[String], strategy: Strategy) {
         .expect("b acquires after a's lease ended");
     assert!(fresh.token > stale.token);
     let r = a.release(stale).await;
-    assert!(matches!(r, Err(LockError::Lost { .. })), "stale release: {r:?}");
+    assert!(
+        matches!(r, Err(LockError::Lost { .. })),
+        "stale release: {r:?}"
+    );
     let left = keys(&raw, &key).await;
     assert!(
         left.iter().any(|(_, rev)| *rev as u64 == fresh.token),
@@ -194,7 +223,10 @@ async fn deadline(eps: &[String], strategy: Strategy) {
         other => panic!("b must time out: {other:?}"),
     }
     let waited = t0.elapsed();
-    assert!(waited < Duration::from_millis(1500), "timed out late: {waited:?}");
+    assert!(
+        waited < Duration::from_millis(1500),
+        "timed out late: {waited:?}"
+    );
     // The server-side Lock may still be cleaning up when the RPC is cancelled: give it a moment.
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(keys(&raw, &key).await, before, "b left a key behind");

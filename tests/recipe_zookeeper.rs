@@ -75,15 +75,35 @@ async fn contention(eps: &[String]) {
         assert!(out.errors.is_empty(), "errors: {:?}", out.errors);
         assert_eq!(out.holds.len(), 480);
         assert_eq!(out.register, 480, "lost updates: mutual exclusion broken");
-        assert!(out.overlaps().is_empty(), "overlapping holds: {:?}", out.overlaps());
-        assert_eq!(out.token_regressions(), 0, "fencing tokens must grow with every grant");
+        assert!(
+            out.overlaps().is_empty(),
+            "overlapping holds: {:?}",
+            out.overlaps()
+        );
+        assert_eq!(
+            out.token_regressions(),
+            0,
+            "fencing tokens must grow with every grant"
+        );
         if strategy == Strategy::Predecessor {
-            assert_eq!(out.fifo_violations(), 0, "grant order must equal queue order");
+            assert_eq!(
+                out.fifo_violations(),
+                0,
+                "grant order must equal queue order"
+            );
         }
         wakeups.push(out.mean_wakeups());
     }
-    assert!(wakeups[0] >= 4.0, "herd should wake many: {:.2}/acq", wakeups[0]);
-    assert!(wakeups[1] <= 1.5, "predecessor should wake one: {:.2}/acq", wakeups[1]);
+    assert!(
+        wakeups[0] >= 4.0,
+        "herd should wake many: {:.2}/acq",
+        wakeups[0]
+    );
+    assert!(
+        wakeups[1] <= 1.5,
+        "predecessor should wake one: {:.2}/acq",
+        wakeups[1]
+    );
 }
 
 /// A holder that crashes loses the lock within its session timeout + 2 s.
@@ -110,7 +130,9 @@ async fn crash(eps: &[String], strategy: Strategy) {
     let (got, at, b) = waiter.await.expect("waiter task");
     let token = got.expect("b acquires after a crashed");
     let took = at - crashed;
-    eprintln!("zookeeper {strategy} crash: lock passed on after {took:?} (session {session_timeout:?})");
+    eprintln!(
+        "zookeeper {strategy} crash: lock passed on after {took:?} (session {session_timeout:?})"
+    );
     assert!(
         took <= session_timeout + Duration::from_secs(2),
         "lock passed on after {took:?}, over session timeout + 2 s"
@@ -197,10 +219,16 @@ async fn deadline(eps: &[String], strategy: Strategy) {
         other => panic!("b must time out: {other:?}"),
     }
     let waited = t0.elapsed();
-    assert!(waited < Duration::from_millis(1500), "timed out late: {waited:?}");
+    assert!(
+        waited < Duration::from_millis(1500),
+        "timed out late: {waited:?}"
+    );
     assert_eq!(children(&raw, &key).await, before, "b left a node behind");
     a.release(held).await.expect("a releases");
-    assert!(children(&raw, &key).await.is_empty(), "a left a node behind");
+    assert!(
+        children(&raw, &key).await.is_empty(),
+        "a left a node behind"
+    );
     for r in [a, b] {
         r.crash().await;
     }

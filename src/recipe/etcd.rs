@@ -191,11 +191,7 @@ impl EtcdRecipe {
         let mut c = self.client.clone();
         loop {
             let txn = Txn::new()
-                .when([Compare::create_revision(
-                    name.as_str(),
-                    CompareOp::Equal,
-                    0,
-                )])
+                .when([Compare::create_revision(name.as_str(), CompareOp::Equal, 0)])
                 .and_then([TxnOp::put(
                     name.as_str(),
                     format!("{:x}", session.id),
@@ -370,7 +366,10 @@ impl EtcdRecipe {
         let mut c = self.client.clone();
         counts.requests += 1;
         let locked = budget
-            .run_blocking(c.lock(name.as_str(), Some(LockOptions::new().with_lease(session.id))))
+            .run_blocking(c.lock(
+                name.as_str(),
+                Some(LockOptions::new().with_lease(session.id)),
+            ))
             .await;
         // The server queues `<name>/<lease hex>` for us, so that is what a failure leaves.
         let queue_key = format!("{name}/{:x}", session.id);
@@ -466,8 +465,7 @@ impl Recipe for EtcdRecipe {
             Ok(r) if r.succeeded() => Ok(()),
             Ok(_) => Err(LockError::Lost {
                 key: lease.key.clone(),
-                why: "the lock key is gone or re-created by another client (lease expired?)"
-                    .into(),
+                why: "the lock key is gone or re-created by another client (lease expired?)".into(),
             }),
             Err(e) => Err(etcd_err("unlock txn", e)),
         }

@@ -98,17 +98,20 @@ async fn keep_alive(
         let sent = Instant::now();
         let renewed = match stream.as_mut() {
             // Opening the stream sends one renewal and checks the answer.
-            None => match tokio::time::timeout(request_timeout, client.lease_keep_alive(id)).await
-            {
-                Ok(Ok(s)) => {
-                    stream = Some(s);
-                    Ok(true)
+            None => {
+                match tokio::time::timeout(request_timeout, client.lease_keep_alive(id)).await {
+                    Ok(Ok(s)) => {
+                        stream = Some(s);
+                        Ok(true)
+                    }
+                    Ok(Err(etcd_client::Error::LeaseKeepAliveError(e)))
+                        if e.contains("not found") =>
+                    {
+                        Err(e)
+                    }
+                    _ => Ok(false),
                 }
-                Ok(Err(etcd_client::Error::LeaseKeepAliveError(e))) if e.contains("not found") => {
-                    Err(e)
-                }
-                _ => Ok(false),
-            },
+            }
             Some((keeper, responses)) => {
                 let round = async {
                     keeper.keep_alive().await?;

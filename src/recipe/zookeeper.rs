@@ -242,13 +242,7 @@ impl ZookeeperRecipe {
             .wait_turn(&dir, me, budget, &mut wakeups, &mut requests)
             .await;
         match waited {
-            Ok(()) => Ok(self.lease(
-                key,
-                path,
-                stat.czxid,
-                (wakeups, requests),
-                Some(me as u64),
-            )),
+            Ok(()) => Ok(self.lease(key, path, stat.czxid, (wakeups, requests), Some(me as u64))),
             Err(e) => {
                 // Leave nothing behind: our node would otherwise block the queue until the
                 // session ends. The acquire deadline is spent, so give the delete its own.
