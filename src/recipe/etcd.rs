@@ -115,6 +115,14 @@ impl EtcdRecipe {
         {
             return Ok(s.clone());
         }
+        if let Some(old) = slot.take() {
+            // We gave up on it, but the server may still count it alive for a moment (it
+            // counts the TTL from when a renewal arrived): revoke it so its queue keys go now.
+            let (mut c, id, limit) = (self.client.clone(), old.id, self.config.request_timeout);
+            tokio::spawn(async move {
+                let _ = tokio::time::timeout(limit, c.lease_revoke(id)).await;
+            });
+        }
         counts.requests += 1;
         let fresh = Arc::new(EtcdSession::grant(&self.client, &self.config).await?);
         *slot = Some(fresh.clone());

@@ -404,9 +404,15 @@ impl Recipe for ZookeeperRecipe {
     }
 
     async fn crash(self) {
-        self.session_task.abort();
         // Detached session: dropping the last client closes the connection without a
         // CloseSession, so the server keeps the ephemeral nodes until the session times out.
-        drop(self.client);
+        drop(self);
+    }
+}
+
+impl Drop for ZookeeperRecipe {
+    fn drop(&mut self) {
+        // The state watcher never ends on its own once every client is gone.
+        self.session_task.abort();
     }
 }
