@@ -198,6 +198,12 @@ async fn isolation(eps: &[String], strategy: Strategy) {
     b.release(fresh).await.expect("b releases");
     let l = c.acquire(&key, strategy, soon()).await.expect("c acquires");
     c.release(l).await.expect("c releases");
+    // The client whose session/lease ended recovers with a new one at its next acquire.
+    let l = a
+        .acquire(&key, strategy, soon())
+        .await
+        .expect("a acquires again on a fresh session");
+    a.release(l).await.expect("a releases");
     for r in [a, b, c] {
         r.crash().await;
     }

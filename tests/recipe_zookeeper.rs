@@ -116,7 +116,7 @@ async fn crash(eps: &[String], strategy: Strategy) {
         .acquire(&key, strategy, Instant::now() + Duration::from_secs(5))
         .await
         .expect("a acquires");
-    let session_timeout = a.session_timeout();
+    let session_timeout = a.session_timeout().await;
     let waiter = tokio::spawn(async move {
         let r = b
             .acquire(&key, strategy, Instant::now() + Duration::from_secs(15))
@@ -154,7 +154,7 @@ async fn isolation(eps: &[String], strategy: Strategy) {
     let mut stale = a.acquire(&key, strategy, soon()).await.expect("a acquires");
     // Expire a's session the classic way: open it from a second connection and close it.
     let thief = zk::Client::connector()
-        .with_session(a.session().clone())
+        .with_session(a.session_info().await)
         .connect(&eps.join(","))
         .await
         .expect("reopen a's session");
@@ -194,7 +194,13 @@ async fn isolation(eps: &[String], strategy: Strategy) {
     b.release(fresh).await.expect("b releases");
     let l = c.acquire(&key, strategy, soon()).await.expect("c acquires");
     c.release(l).await.expect("c releases");
-    for r in [b, c] {
+    // The client whose session/lease ended recovers with a new one at its next acquire.
+    let l = a
+        .acquire(&key, strategy, soon())
+        .await
+        .expect("a acquires again on a fresh session");
+    a.release(l).await.expect("a releases");
+    for r in [a, b, c] {
         r.crash().await;
     }
 }

@@ -25,20 +25,37 @@ const STRATEGIES: &[Strategy] = &[Strategy::Herd, Strategy::Predecessor];
 const HERD_NODE: &str = "lock";
 const SEQ_PREFIX: &str = "lock-";
 
-/// A ZooKeeper lock client: one session, both strategies.
+/// A ZooKeeper lock client: one session at a time (a new one replaces an expired one at the
+/// next acquire), both strategies.
 pub struct ZookeeperRecipe {
-    client: zk::Client,
+    connect_string: String,
     config: RecipeConfig,
-    holders: Arc<Holders>,
+    session: tokio::sync::Mutex<Arc<ZkSession>>,
     /// Lock directories known to exist, so each key pays for creating its parents once.
     parents: Mutex<HashSet<String>>,
-    session_task: tokio::task::JoinHandle<()>,
 }
 
-/// What `release` needs: the node and the czxid that proves it is still ours.
+/// One session, the leases it holds, and the task that watches its state.
+struct ZkSession {
+    client: zk::Client,
+    holders: Arc<Holders>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for ZkSession {
+    fn drop(&mut self) {
+        // The state watcher never ends on its own once every client is gone.
+        self.task.abort();
+    }
+}
+
+/// What `release` needs: the node, the czxid that proves it is still ours, and the session
+/// that created it.
 struct Handle {
     path: String,
     czxid: i64,
+    session_id: i64,
+    holders: Arc<Holders>,
     holder: u64,
 }
 
@@ -47,7 +64,7 @@ fn zk_err(what: &str, e: zk::Error) -> LockError {
         zk::Error::SessionExpired | zk::Error::ClientClosed | zk::Error::AuthFailed => {
             LockError::Lost {
                 key: what.to_string(),
-                why: format!("ZooKeeper session is gone ({e}): build a new client"),
+                why: format!("ZooKeeper session is gone ({e}); the next acquire opens a new one"),
             }
         }
         zk::Error::ConnectionLoss | zk::Error::Timeout | zk::Error::Custom(_) => {
@@ -62,47 +79,36 @@ impl ZookeeperRecipe {
     /// `config.ttl`, giving up after three request timeouts.
     pub async fn connect(endpoints: &[String], config: RecipeConfig) -> Result<Self, LockError> {
         let connect_string = endpoints.join(",");
-        let limit = config.request_timeout * 3;
-        let connecting = zk::Client::connector()
-            .with_session_timeout(config.ttl)
-            // Detached: dropping the client must not close the session, so that `crash` leaves
-            // ephemeral nodes to expire with the session, as a killed process would.
-            .with_detached()
-            .connect(&connect_string);
-        let client = match tokio::time::timeout(limit, connecting).await {
-            Ok(Ok(c)) => c,
-            Ok(Err(e)) => {
-                return Err(LockError::Connection(format!(
-                    "connect to ZooKeeper at {connect_string}: {e}; check the endpoints and that \
-                     a quorum is up"
-                )));
-            }
-            Err(_) => {
-                return Err(LockError::Connection(format!(
-                    "no ZooKeeper session from {connect_string} within {limit:?}: check the \
-                     endpoints and that a quorum is up, or raise request_timeout"
-                )));
-            }
-        };
-        let holders = Arc::new(Holders::default());
-        let session_task = tokio::spawn(watch_session(client.state_watcher(), holders.clone()));
+        let session = open_session(&connect_string, &config).await?;
         Ok(ZookeeperRecipe {
-            client,
+            connect_string,
             config,
-            holders,
+            session: tokio::sync::Mutex::new(Arc::new(session)),
             parents: Mutex::new(HashSet::new()),
-            session_task,
         })
     }
 
-    /// The session, e.g. for a test or a fault that expires it from another connection.
-    pub fn session(&self) -> &zk::SessionInfo {
-        self.client.session()
+    /// The current session, e.g. for a test or a fault that expires it from another connection.
+    pub async fn session_info(&self) -> zk::SessionInfo {
+        self.session.lock().await.client.session().clone()
     }
 
     /// The session timeout the server granted (it clamps to 2..20 ticks).
-    pub fn session_timeout(&self) -> Duration {
-        self.client.session_timeout()
+    pub async fn session_timeout(&self) -> Duration {
+        self.session.lock().await.client.session_timeout()
+    }
+
+    /// The live session, opening a new one if the last one ended (an expired ZooKeeper
+    /// session never comes back).
+    async fn live_session(&self, requests: &mut u64) -> Result<Arc<ZkSession>, LockError> {
+        let mut slot = self.session.lock().await;
+        if slot.holders.dead().is_none() {
+            return Ok(slot.clone());
+        }
+        *requests += 1;
+        let fresh = Arc::new(open_session(&self.connect_string, &self.config).await?);
+        *slot = fresh.clone();
+        Ok(fresh)
     }
 
     fn dir(&self, key: &str) -> String {
@@ -112,6 +118,7 @@ impl ZookeeperRecipe {
     /// Creates the persistent directories down to `dir` once per key.
     async fn ensure_dir(
         &self,
+        s: &ZkSession,
         dir: &str,
         budget: &Budget,
         requests: &mut u64,
@@ -126,7 +133,7 @@ impl ZookeeperRecipe {
             prefix.push_str(part);
             *requests += 1;
             match budget
-                .run("create parent", self.client.create(&prefix, b"", &opts))
+                .run("create parent", s.client.create(&prefix, b"", &opts))
                 .await?
             {
                 Ok(_) | Err(zk::Error::NodeExists) => {}
@@ -147,30 +154,21 @@ impl ZookeeperRecipe {
             .contains(dir)
     }
 
-    fn check_alive(&self, key: &str) -> Result<(), LockError> {
-        match self.holders.dead() {
-            Some(why) => Err(LockError::Lost {
-                key: key.to_string(),
-                why: format!("{why}: build a new client"),
-            }),
-            None => Ok(()),
-        }
-    }
-
     fn lease(
         &self,
+        s: &ZkSession,
         key: &str,
         path: String,
         czxid: i64,
         counts: (u64, u64),
         queue: Option<u64>,
     ) -> Lease {
-        let (holder, lost) = self.holders.register();
+        let (holder, lost) = s.holders.register();
         Lease {
             key: key.to_string(),
             token: czxid as u64,
             acquired_at: Instant::now(),
-            ttl: self.client.session_timeout(),
+            ttl: s.client.session_timeout(),
             wakeups: counts.0,
             requests: counts.1,
             queue_position: queue,
@@ -178,6 +176,8 @@ impl ZookeeperRecipe {
             handle: Box::new(Handle {
                 path,
                 czxid,
+                session_id: s.client.session_id().0,
+                holders: s.holders.clone(),
                 holder,
             }),
         }
@@ -186,17 +186,18 @@ impl ZookeeperRecipe {
     async fn acquire_herd(&self, key: &str, budget: &Budget) -> Result<Lease, LockError> {
         let dir = self.dir(key);
         let (mut wakeups, mut requests) = (0, 0);
-        self.ensure_dir(&dir, budget, &mut requests).await?;
+        let s = &*self.live_session(&mut requests).await?;
+        self.ensure_dir(s, &dir, budget, &mut requests).await?;
         let path = format!("{dir}/{HERD_NODE}");
         let opts = zk::CreateMode::Ephemeral.with_acls(zk::Acls::anyone_all());
         loop {
             requests += 1;
             match budget
-                .run("create", self.client.create(&path, b"", &opts))
+                .run("create", s.client.create(&path, b"", &opts))
                 .await?
             {
                 Ok((stat, _)) => {
-                    return Ok(self.lease(key, path, stat.czxid, (wakeups, requests), None));
+                    return Ok(self.lease(s, key, path, stat.czxid, (wakeups, requests), None));
                 }
                 Err(zk::Error::NodeExists) => {}
                 Err(e) => return Err(zk_err(&path, e)),
@@ -204,7 +205,7 @@ impl ZookeeperRecipe {
             // Watch the directory, not the node: every waiter hears every change, the herd.
             requests += 1;
             let (children, watcher) = match budget
-                .run("getChildren", self.client.list_and_watch_children(&dir))
+                .run("getChildren", s.client.list_and_watch_children(&dir))
                 .await?
             {
                 Ok(r) => r,
@@ -225,12 +226,13 @@ impl ZookeeperRecipe {
     async fn acquire_predecessor(&self, key: &str, budget: &Budget) -> Result<Lease, LockError> {
         let dir = self.dir(key);
         let (mut wakeups, mut requests) = (0, 0);
-        self.ensure_dir(&dir, budget, &mut requests).await?;
+        let s = &*self.live_session(&mut requests).await?;
+        self.ensure_dir(s, &dir, budget, &mut requests).await?;
         let opts = zk::CreateMode::EphemeralSequential.with_acls(zk::Acls::anyone_all());
         requests += 1;
         let base = format!("{dir}/{SEQ_PREFIX}");
         let (stat, seq) = match budget
-            .run("create", self.client.create(&base, b"", &opts))
+            .run("create", s.client.create(&base, b"", &opts))
             .await?
         {
             Ok(r) => r,
@@ -239,15 +241,22 @@ impl ZookeeperRecipe {
         let me = seq.into_i64();
         let path = format!("{base}{seq}");
         let waited = self
-            .wait_turn(&dir, me, budget, &mut wakeups, &mut requests)
+            .wait_turn(s, &dir, me, budget, &mut wakeups, &mut requests)
             .await;
         match waited {
-            Ok(()) => Ok(self.lease(key, path, stat.czxid, (wakeups, requests), Some(me as u64))),
+            Ok(()) => Ok(self.lease(
+                s,
+                key,
+                path,
+                stat.czxid,
+                (wakeups, requests),
+                Some(me as u64),
+            )),
             Err(e) => {
                 // Leave nothing behind: our node would otherwise block the queue until the
                 // session ends. The acquire deadline is spent, so give the delete its own.
                 let cleanup = Budget::cleanup(key, self.config.request_timeout, 1);
-                match cleanup.run("delete", self.client.delete(&path, None)).await {
+                match cleanup.run("delete", s.client.delete(&path, None)).await {
                     Ok(Ok(())) | Ok(Err(zk::Error::NoNode)) => {}
                     // The node dies with the session anyway; say so, as the queue is blocked
                     // until then.
@@ -268,6 +277,7 @@ impl ZookeeperRecipe {
     /// rather than released, and the one before it may still hold.
     async fn wait_turn(
         &self,
+        s: &ZkSession,
         dir: &str,
         me: i64,
         budget: &Budget,
@@ -277,7 +287,7 @@ impl ZookeeperRecipe {
         loop {
             *requests += 1;
             let children = match budget
-                .run("getChildren", self.client.list_children(dir))
+                .run("getChildren", s.client.list_children(dir))
                 .await?
             {
                 Ok(c) => c,
@@ -305,7 +315,7 @@ impl ZookeeperRecipe {
             // behind (exists would watch for its re-creation).
             *requests += 1;
             let watcher = match budget
-                .run("getData", self.client.get_and_watch_data(&pred))
+                .run("getData", s.client.get_and_watch_data(&pred))
                 .await?
             {
                 Ok((_, _, w)) => w,
@@ -355,7 +365,6 @@ impl Recipe for ZookeeperRecipe {
         deadline: Instant,
     ) -> Result<Lease, LockError> {
         check_strategy(System::Zookeeper, STRATEGIES, strategy)?;
-        self.check_alive(key)?;
         let budget = Budget::acquire(key, deadline, self.config.request_timeout);
         match strategy {
             Strategy::Herd => self.acquire_herd(key, &budget).await,
@@ -371,28 +380,29 @@ impl Recipe for ZookeeperRecipe {
                     .into(),
             ));
         };
-        self.holders.forget(h.holder);
+        h.holders.forget(h.holder);
         let lost = |why: &str| LockError::Lost {
             key: lease.key.clone(),
             why: why.to_string(),
         };
+        let s = self.session.lock().await.clone();
+        if s.client.session_id().0 != h.session_id || s.holders.dead().is_some() {
+            return Err(lost("the session that held it has ended"));
+        }
         let budget = Budget::cleanup(&lease.key, self.config.request_timeout, 2);
         // Ours only if the node there is the one we created: same czxid, our session. Only our
         // own session can delete an ephemeral node of ours in this recipe, and if the session
         // died the delete below fails, so the check-then-delete cannot remove another's node.
-        let stat = match budget
-            .run("exists", self.client.check_stat(&h.path))
-            .await?
-        {
+        let stat = match budget.run("exists", s.client.check_stat(&h.path)).await? {
             Ok(Some(s)) => s,
             Ok(None) => return Err(lost("the lock node is gone (session expired?)")),
             Err(e) => return Err(zk_err(&h.path, e)),
         };
-        if stat.czxid != h.czxid || stat.ephemeral_owner != self.client.session_id().0 {
+        if stat.czxid != h.czxid || stat.ephemeral_owner != h.session_id {
             return Err(lost("the lock node now belongs to another session"));
         }
         match budget
-            .run("delete", self.client.delete(&h.path, Some(stat.version)))
+            .run("delete", s.client.delete(&h.path, Some(stat.version)))
             .await?
         {
             Ok(()) => Ok(()),
@@ -410,9 +420,35 @@ impl Recipe for ZookeeperRecipe {
     }
 }
 
-impl Drop for ZookeeperRecipe {
-    fn drop(&mut self) {
-        // The state watcher never ends on its own once every client is gone.
-        self.session_task.abort();
-    }
+/// Opens a detached session and starts watching its state.
+async fn open_session(connect_string: &str, config: &RecipeConfig) -> Result<ZkSession, LockError> {
+    let limit = config.request_timeout * 3;
+    let connecting = zk::Client::connector()
+        .with_session_timeout(config.ttl)
+        // Detached: dropping the client must not close the session, so that `crash` leaves
+        // ephemeral nodes to expire with the session, as a killed process would.
+        .with_detached()
+        .connect(connect_string);
+    let client = match tokio::time::timeout(limit, connecting).await {
+        Ok(Ok(c)) => c,
+        Ok(Err(e)) => {
+            return Err(LockError::Connection(format!(
+                "connect to ZooKeeper at {connect_string}: {e}; check the endpoints and that a \
+                 quorum is up"
+            )));
+        }
+        Err(_) => {
+            return Err(LockError::Connection(format!(
+                "no ZooKeeper session from {connect_string} within {limit:?}: check the \
+                 endpoints and that a quorum is up, or raise request_timeout"
+            )));
+        }
+    };
+    let holders = Arc::new(Holders::default());
+    let task = tokio::spawn(watch_session(client.state_watcher(), holders.clone()));
+    Ok(ZkSession {
+        client,
+        holders,
+        task,
+    })
 }
