@@ -96,3 +96,44 @@ impl Budget {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_slow_request_is_a_timeout_only_when_the_deadline_passes() {
+        let slow = || tokio::time::sleep(Duration::from_secs(5));
+        let ok = || async { Ok::<_, String>(()) };
+        let wrap = |f: tokio::time::Sleep| async move {
+            f.await;
+            Ok::<(), String>(())
+        };
+        let near = Budget::acquire(
+            "k",
+            Instant::now() + Duration::from_millis(20),
+            Duration::from_secs(1),
+        );
+        assert!(matches!(
+            near.run("get", wrap(slow())).await,
+            Err(LockError::Timeout { .. })
+        ));
+        let far = Budget::acquire(
+            "k",
+            Instant::now() + Duration::from_secs(60),
+            Duration::from_millis(20),
+        );
+        assert!(matches!(
+            far.run("get", wrap(slow())).await,
+            Err(LockError::Connection(_))
+        ));
+        assert!(matches!(far.run("get", ok()).await, Ok(Ok(()))));
+        let release = Budget::cleanup("k", Duration::from_millis(20), 1);
+        let e = release.run("delete", wrap(slow())).await.unwrap_err();
+        assert!(matches!(e, LockError::Connection(_)), "{e:?}");
+        assert!(
+            e.to_string().contains("request_timeout"),
+            "the message names the fix: {e}"
+        );
+    }
+}

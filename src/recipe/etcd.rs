@@ -192,10 +192,11 @@ impl EtcdRecipe {
         let mut counts = Counts::default();
         let session = self.live_session(&mut counts).await?;
         let name = self.lock_name(key);
-        // The watch comes first, so that no deletion between a failed attempt and the wait can
-        // be missed; a deletion it reports that happened before an attempt costs one retry.
-        counts.requests += 1;
-        let (mut watch, _) = self.watch_deletes(&name, budget).await?;
+        // No watch until the first attempt fails, so a free lock costs one request. After the
+        // watch is up, one more attempt comes before any wait, so that a deletion between the
+        // failed attempt and the watch cannot be missed; a deletion the watch reports that
+        // happened before an attempt only costs one retry.
+        let mut watch: Option<WatchStream> = None;
         let mut c = self.client.clone();
         loop {
             let txn = Txn::new()
@@ -214,14 +215,16 @@ impl EtcdRecipe {
                 let rev = resp.header().map(|h| h.revision()).unwrap_or(0);
                 return Ok(self.lease(key, &session, name, rev, counts, false));
             }
+            let Some(w) = watch.as_mut() else {
+                counts.requests += 1;
+                watch = Some(self.watch_deletes(&name, budget).await?.0);
+                continue;
+            };
             tokio::select! {
-                m = watch.message() => match m {
+                m = w.message() => match m {
                     Ok(Some(r)) if !r.canceled() => counts.wakeups += r.events().len() as u64,
-                    // The stream broke (leader change, compaction): watch again.
-                    _ => {
-                        counts.requests += 1;
-                        watch = self.watch_deletes(&name, budget).await?.0;
-                    }
+                    // The stream broke (leader change, compaction): watch again, then retry.
+                    _ => watch = None,
                 },
                 _ = tokio::time::sleep(self.config.fallback_poll) => {}
                 _ = tokio::time::sleep_until(budget.deadline().into()) => return Err(budget.timeout()),

@@ -69,3 +69,37 @@ impl Holders {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn losing_the_session_fires_held_leases_and_later_ones() {
+        let h = Holders::default();
+        let (a, sig_a) = h.register();
+        let (b, sig_b) = h.register();
+        h.forget(b);
+        h.lose_all("expired");
+        assert!(sig_a.is_lost());
+        assert!(!sig_b.is_lost(), "a released lease is not told");
+        let (_, late) = h.register();
+        assert!(
+            late.is_lost(),
+            "a lease of a dead session is lost from the start"
+        );
+        assert_eq!(h.dead().as_deref(), Some("expired"));
+        h.forget(a);
+    }
+
+    #[test]
+    fn a_disconnect_fires_held_leases_but_keeps_the_session() {
+        let h = Holders::default();
+        let (_, sig) = h.register();
+        h.lose_held();
+        assert!(sig.is_lost());
+        assert!(h.dead().is_none());
+        let (_, next) = h.register();
+        assert!(!next.is_lost());
+    }
+}
