@@ -397,10 +397,20 @@ impl EtcdRecipe {
         };
         let held = String::from_utf8_lossy(resp.key()).into_owned();
         // Lock answers with the key, not its create revision: read it for the fencing token.
+        // We hold the lock by now, so this read gets its own request timeout rather than what
+        // is left of the acquire deadline, and a failure gives the lock back.
         counts.requests += 1;
-        let rev = match budget.run("get", c.get(held.as_str(), None)).await? {
-            Ok(r) => r.kvs().first().map_or(0, |kv| kv.create_revision()),
-            Err(e) => return Err(etcd_err("get lock key", e)),
+        let read = Budget::cleanup(key, self.config.request_timeout, 1);
+        let rev = match read.run("get", c.get(held.as_str(), None)).await {
+            Ok(Ok(r)) => r.kvs().first().map_or(0, |kv| kv.create_revision()),
+            Ok(Err(e)) => {
+                self.remove_any_queue_key(key, &held).await;
+                return Err(etcd_err("get lock key", e));
+            }
+            Err(e) => {
+                self.remove_any_queue_key(key, &held).await;
+                return Err(e);
+            }
         };
         if rev == 0 {
             return Err(LockError::Lost {

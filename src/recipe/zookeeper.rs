@@ -256,16 +256,17 @@ impl ZookeeperRecipe {
                 // Leave nothing behind: our node would otherwise block the queue until the
                 // session ends. The acquire deadline is spent, so give the delete its own.
                 let cleanup = Budget::cleanup(key, self.config.request_timeout, 1);
-                match cleanup.run("delete", s.client.delete(&path, None)).await {
-                    Ok(Ok(())) | Ok(Err(zk::Error::NoNode)) => {}
-                    // The node dies with the session anyway; say so, as the queue is blocked
+                let failed = match cleanup.run("delete", s.client.delete(&path, None)).await {
+                    Ok(Ok(())) | Ok(Err(zk::Error::NoNode)) => None,
+                    Ok(Err(err)) => Some(err.to_string()),
+                    Err(err) => Some(err.to_string()),
+                };
+                if let Some(err) = failed {
+                    // The node dies with the session anyway; say so, as it blocks the queue
                     // until then.
-                    Ok(Err(err)) => eprintln!(
-                        "lockbench: could not remove {path} after a failed acquire ({err}); it                          goes when the session ends"
-                    ),
-                    Err(err) => eprintln!(
-                        "lockbench: could not remove {path} after a failed acquire ({err}); it                          goes when the session ends"
-                    ),
+                    eprintln!(
+                        "lockbench: could not remove {path} after a failed acquire ({err}); it goes when the session ends"
+                    );
                 }
                 Err(e)
             }
