@@ -207,9 +207,14 @@ impl EtcdRecipe {
                     Some(PutOptions::new().with_lease(session.id)),
                 )]);
             counts.requests += 1;
-            let resp = match budget.run("txn", c.txn(txn)).await? {
-                Ok(r) => r,
-                Err(e) => return Err(etcd_err("lock txn", e)),
+            let resp = match budget.run("txn", c.txn(txn)).await {
+                Ok(Ok(r)) => r,
+                Ok(Err(e)) => return Err(etcd_err("lock txn", e)),
+                Err(e) => {
+                    // The put may have landed after all: take back a lock we may hold.
+                    self.remove_own_herd_key(key, &name, session.id).await;
+                    return Err(e);
+                }
             };
             if resp.succeeded() {
                 let rev = resp.header().map(|h| h.revision()).unwrap_or(0);
@@ -419,6 +424,25 @@ impl EtcdRecipe {
             });
         }
         Ok(self.lease(key, &session, held, rev, counts, true))
+    }
+
+    /// Best-effort removal of the herd key if our lease holds it (after an unanswered attempt).
+    async fn remove_own_herd_key(&self, key: &str, name: &str, lease: i64) {
+        let cleanup = Budget::cleanup(key, self.config.request_timeout, 1);
+        let mut c = self.client.clone();
+        let txn = Txn::new()
+            .when([Compare::lease(name, CompareOp::Equal, lease)])
+            .and_then([TxnOp::delete(name, None)]);
+        if let Ok(Err(e)) | Err(e) = cleanup
+            .run("delete", c.txn(txn))
+            .await
+            .map(|r| r.map_err(|e| etcd_err("delete", e)))
+        {
+            eprintln!(
+                "lockbench: could not check {name} after an unanswered attempt ({e}); if it is \
+                 ours it goes when the lease expires"
+            );
+        }
     }
 
     /// Removes our queue key whatever its revision (the server-side Lock created it).

@@ -194,13 +194,18 @@ impl ZookeeperRecipe {
             requests += 1;
             match budget
                 .run("create", s.client.create(&path, b"", &opts))
-                .await?
+                .await
             {
-                Ok((stat, _)) => {
+                Ok(Ok((stat, _))) => {
                     return Ok(self.lease(s, key, path, stat.czxid, (wakeups, requests), None));
                 }
-                Err(zk::Error::NodeExists) => {}
-                Err(e) => return Err(zk_err(&path, e)),
+                Ok(Err(zk::Error::NodeExists)) => {}
+                Ok(Err(e)) => return Err(zk_err(&path, e)),
+                Err(e) => {
+                    // The create may have landed after all: take back a lock we may hold.
+                    remove_if_ours(s, key, &path, self.config.request_timeout).await;
+                    return Err(e);
+                }
             }
             // Watch the directory, not the node: every waiter hears every change, the herd.
             requests += 1;
@@ -418,6 +423,24 @@ impl Recipe for ZookeeperRecipe {
         // Detached session: dropping the last client closes the connection without a
         // CloseSession, so the server keeps the ephemeral nodes until the session times out.
         drop(self);
+    }
+}
+
+/// Best-effort removal of `path` if our session owns it (after an unanswered create).
+async fn remove_if_ours(s: &ZkSession, key: &str, path: &str, request_timeout: Duration) {
+    let cleanup = Budget::cleanup(key, request_timeout, 2);
+    let ours = match cleanup.run("exists", s.client.check_stat(path)).await {
+        Ok(Ok(Some(stat))) if stat.ephemeral_owner == s.client.session_id().0 => stat,
+        Ok(Ok(_)) => return,
+        Ok(Err(e)) => return eprintln!("lockbench: could not check {path}: {e}"),
+        Err(e) => return eprintln!("lockbench: could not check {path}: {e}"),
+    };
+    if let Ok(Err(e)) | Err(e) = cleanup
+        .run("delete", s.client.delete(path, Some(ours.version)))
+        .await
+        .map(|r| r.map_err(|e| zk_err(path, e)))
+    {
+        eprintln!("lockbench: could not remove {path} ({e}); it goes when the session ends");
     }
 }
 
