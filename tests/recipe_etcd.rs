@@ -68,6 +68,8 @@ async fn etcd_recipes() {
             isolation(&eps, s).await;
             deadline(&eps, s).await;
         }
+        // Last: it freezes the whole cluster.
+        lost_when_silent(&cluster, &eps).await;
     })
     .catch_unwind()
     .await;
@@ -241,4 +243,56 @@ async fn deadline(eps: &[String], strategy: Strategy) {
     for r in [a, b] {
         r.crash().await;
     }
+}
+
+/// A holder that cannot reach the cluster is told its lock may be gone within its
+/// TTL/session timeout, and the client works again once the cluster is back.
+async fn lost_when_silent(cluster: &lockbench::Cluster, eps: &[String]) {
+    let key = "silent";
+    let a = client(eps, Duration::from_secs(3)).await;
+    let mut held = a
+        .acquire(
+            key,
+            Strategy::Predecessor,
+            Instant::now() + Duration::from_secs(5),
+        )
+        .await
+        .expect("a acquires");
+    let ttl = held.ttl;
+    let names: Vec<String> = cluster
+        .nodes()
+        .iter()
+        .map(|n| n.name().to_string())
+        .collect();
+    for n in &names {
+        cluster.pause(n).await.expect("pause");
+    }
+    let frozen = Instant::now();
+    let told = tokio::time::timeout(ttl + Duration::from_secs(1), held.lost.wait()).await;
+    let after = frozen.elapsed();
+    for n in &names {
+        cluster.resume(n).await.expect("resume");
+    }
+    assert!(
+        told.is_ok(),
+        "the holder must be told within its TTL ({ttl:?}) that the lock may be gone"
+    );
+    eprintln!("etcd silent cluster: holder told after {after:?} (ttl {ttl:?})");
+    // The last renewal may have gone out while the nodes were being paused, i.e. before
+    // `frozen`; allow a little scheduling jitter on top.
+    assert!(
+        after <= ttl + Duration::from_millis(250),
+        "told after {after:?}, past the TTL {ttl:?}: another client could already hold it"
+    );
+    let _ = a.release(held).await;
+    let again = a
+        .acquire(
+            key,
+            Strategy::Predecessor,
+            Instant::now() + Duration::from_secs(20),
+        )
+        .await
+        .expect("a acquires again once the cluster is back");
+    a.release(again).await.expect("a releases");
+    a.crash().await;
 }

@@ -94,30 +94,29 @@ async fn keep_alive(
     let mut alive_since = granted_at;
     let mut stream: Option<(LeaseKeeper, LeaseKeepAliveStream)> = None;
     loop {
-        tokio::time::sleep(ttl / 3).await;
+        // Never wait past the moment the lease may be gone, so the holder hears it in time.
+        let give_up = alive_since + ttl;
+        tokio::time::sleep_until((Instant::now() + ttl / 3).min(give_up).into()).await;
         let sent = Instant::now();
+        let limit = (sent + request_timeout).min(give_up).into();
         let renewed = match stream.as_mut() {
             // Opening the stream sends one renewal and checks the answer.
-            None => {
-                match tokio::time::timeout(request_timeout, client.lease_keep_alive(id)).await {
-                    Ok(Ok(s)) => {
-                        stream = Some(s);
-                        Ok(true)
-                    }
-                    Ok(Err(etcd_client::Error::LeaseKeepAliveError(e)))
-                        if e.contains("not found") =>
-                    {
-                        Err(e)
-                    }
-                    _ => Ok(false),
+            None => match tokio::time::timeout_at(limit, client.lease_keep_alive(id)).await {
+                Ok(Ok(s)) => {
+                    stream = Some(s);
+                    Ok(true)
                 }
-            }
+                Ok(Err(etcd_client::Error::LeaseKeepAliveError(e))) if e.contains("not found") => {
+                    Err(e)
+                }
+                _ => Ok(false),
+            },
             Some((keeper, responses)) => {
                 let round = async {
                     keeper.keep_alive().await?;
                     responses.message().await
                 };
-                match tokio::time::timeout(request_timeout, round).await {
+                match tokio::time::timeout_at(limit, round).await {
                     Ok(Ok(Some(r))) if r.ttl() > 0 => Ok(true),
                     Ok(Ok(Some(_))) => Err("the lease expired or was revoked".to_string()),
                     _ => {
@@ -135,7 +134,7 @@ async fn keep_alive(
                 return;
             }
         }
-        if alive_since.elapsed() >= ttl {
+        if Instant::now() >= alive_since + ttl {
             holders.lose_all(&format!(
                 "etcd lease {id:x} was not renewed for a whole TTL ({ttl:?})"
             ));
