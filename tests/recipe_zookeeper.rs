@@ -275,7 +275,7 @@ async fn lost_when_silent(cluster: &lockbench::Cluster, eps: &[String]) {
         "the holder must be told within its TTL ({ttl:?}) that the lock may be gone"
     );
     eprintln!("zookeeper silent cluster: holder told after {after:?} (ttl {ttl:?})");
-    // The last renewal may have gone out while the nodes were being paused, i.e. before
+    // The signal is due at most a TTL after the last heartbeat, which went out before
     // `frozen`; allow a little scheduling jitter on top.
     assert!(
         after <= ttl + Duration::from_millis(250),
