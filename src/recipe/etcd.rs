@@ -16,6 +16,7 @@ use etcd_client::{
 };
 
 use super::deadline::Budget;
+use super::etcd_cleanup::{etcd_err, take_back};
 use super::etcd_lease::EtcdSession;
 use super::holders::Holders;
 use super::{Lease, LockError, Recipe, RecipeConfig, Strategy, check_strategy};
@@ -44,19 +45,6 @@ struct Handle {
 struct Counts {
     wakeups: u64,
     requests: u64,
-}
-
-fn etcd_err(what: &str, e: etcd_client::Error) -> LockError {
-    match e {
-        // gRPC codes CANCELLED (1), DEADLINE_EXCEEDED (4), UNAVAILABLE (14): the request may
-        // or may not have been applied.
-        etcd_client::Error::GRpcStatus(s) if matches!(i32::from(s.code()), 1 | 4 | 14) => {
-            LockError::Connection(format!("{what}: {}", s.message()))
-        }
-        etcd_client::Error::TransportError(t) => LockError::Connection(format!("{what}: {t}")),
-        etcd_client::Error::IoError(t) => LockError::Connection(format!("{what}: {t}")),
-        other => LockError::Server(format!("{what}: {other}")),
-    }
 }
 
 impl EtcdRecipe {
@@ -212,7 +200,14 @@ impl EtcdRecipe {
                 Ok(Err(e)) => return Err(etcd_err("lock txn", e)),
                 Err(e) => {
                     // The put may have landed after all: take back a lock we may hold.
-                    self.remove_own_herd_key(key, &name, session.id).await;
+                    take_back(
+                        &self.client,
+                        key,
+                        &name,
+                        Some(Compare::lease(name.as_str(), CompareOp::Equal, session.id)),
+                        self.config.request_timeout,
+                    )
+                    .await;
                     return Err(e);
                 }
             };
@@ -276,7 +271,18 @@ impl EtcdRecipe {
         {
             Ok(()) => Ok(self.lease(key, &session, mine, my_rev, counts, true)),
             Err(e) => {
-                self.remove_queue_key(key, &mine, my_rev).await;
+                take_back(
+                    &self.client,
+                    key,
+                    &mine,
+                    Some(Compare::create_revision(
+                        mine.as_str(),
+                        CompareOp::Equal,
+                        my_rev,
+                    )),
+                    self.config.request_timeout,
+                )
+                .await;
                 Err(e)
             }
         }
@@ -354,27 +360,6 @@ impl EtcdRecipe {
         Ok(())
     }
 
-    /// Best-effort removal of a queue key after a failed or timed-out acquisition.
-    async fn remove_queue_key(&self, key: &str, queue_key: &str, rev: i64) {
-        let cleanup = Budget::cleanup(key, self.config.request_timeout, 1);
-        let mut c = self.client.clone();
-        let txn = Txn::new()
-            .when([Compare::create_revision(queue_key, CompareOp::Equal, rev)])
-            .and_then([TxnOp::delete(queue_key, None)]);
-        match cleanup.run("delete", c.txn(txn)).await {
-            Ok(Ok(_)) => {}
-            // The key dies with the lease anyway; say so, as it blocks the queue until then.
-            Ok(Err(e)) => eprintln!(
-                "lockbench: could not remove {queue_key} after a failed acquire ({e}); it goes \
-                 when the lease expires"
-            ),
-            Err(e) => eprintln!(
-                "lockbench: could not remove {queue_key} after a failed acquire ({e}); it goes \
-                 when the lease expires"
-            ),
-        }
-    }
-
     async fn acquire_native(&self, key: &str, budget: &Budget) -> Result<Lease, LockError> {
         let mut counts = Counts::default();
         let session = self.live_session(&mut counts).await?;
@@ -389,14 +374,12 @@ impl EtcdRecipe {
             .await;
         // The server queues `<name>/<lease hex>` for us, so that is what a failure leaves.
         let queue_key = format!("{name}/{:x}", session.id);
-        let resp = match locked {
-            Ok(Ok(r)) => r,
-            Ok(Err(e)) => {
-                self.remove_any_queue_key(key, &queue_key).await;
-                return Err(etcd_err("lock", e));
-            }
+        let resp = match locked.and_then(|r| r.map_err(|e| etcd_err("lock", e))) {
+            Ok(r) => r,
             Err(e) => {
-                self.remove_any_queue_key(key, &queue_key).await;
+                let ours = Compare::lease(queue_key.as_str(), CompareOp::Equal, session.id);
+                let limit = self.config.request_timeout;
+                take_back(&self.client, key, &queue_key, Some(ours), limit).await;
                 return Err(e);
             }
         };
@@ -406,14 +389,16 @@ impl EtcdRecipe {
         // is left of the acquire deadline, and a failure gives the lock back.
         counts.requests += 1;
         let read = Budget::cleanup(key, self.config.request_timeout, 1);
-        let rev = match read.run("get", c.get(held.as_str(), None)).await {
-            Ok(Ok(r)) => r.kvs().first().map_or(0, |kv| kv.create_revision()),
-            Ok(Err(e)) => {
-                self.remove_any_queue_key(key, &held).await;
-                return Err(etcd_err("get lock key", e));
-            }
+        let rev = match read
+            .run("get", c.get(held.as_str(), None))
+            .await
+            .and_then(|r| r.map_err(|e| etcd_err("get lock key", e)))
+        {
+            Ok(r) => r.kvs().first().map_or(0, |kv| kv.create_revision()),
             Err(e) => {
-                self.remove_any_queue_key(key, &held).await;
+                let ours = Compare::lease(held.as_str(), CompareOp::Equal, session.id);
+                let limit = self.config.request_timeout;
+                take_back(&self.client, key, &held, Some(ours), limit).await;
                 return Err(e);
             }
         };
@@ -424,41 +409,6 @@ impl EtcdRecipe {
             });
         }
         Ok(self.lease(key, &session, held, rev, counts, true))
-    }
-
-    /// Best-effort removal of the herd key if our lease holds it (after an unanswered attempt).
-    async fn remove_own_herd_key(&self, key: &str, name: &str, lease: i64) {
-        let cleanup = Budget::cleanup(key, self.config.request_timeout, 1);
-        let mut c = self.client.clone();
-        let txn = Txn::new()
-            .when([Compare::lease(name, CompareOp::Equal, lease)])
-            .and_then([TxnOp::delete(name, None)]);
-        if let Ok(Err(e)) | Err(e) = cleanup
-            .run("delete", c.txn(txn))
-            .await
-            .map(|r| r.map_err(|e| etcd_err("delete", e)))
-        {
-            eprintln!(
-                "lockbench: could not check {name} after an unanswered attempt ({e}); if it is \
-                 ours it goes when the lease expires"
-            );
-        }
-    }
-
-    /// Removes our queue key whatever its revision (the server-side Lock created it).
-    async fn remove_any_queue_key(&self, key: &str, queue_key: &str) {
-        let cleanup = Budget::cleanup(key, self.config.request_timeout, 1);
-        let mut c = self.client.clone();
-        if let Ok(Err(e)) | Err(e) = cleanup
-            .run("delete", c.delete(queue_key, None))
-            .await
-            .map(|r| r.map_err(|e| etcd_err("delete", e)))
-        {
-            eprintln!(
-                "lockbench: could not remove {queue_key} after a failed Lock ({e}); it goes when \
-                 the lease expires"
-            );
-        }
     }
 }
 
@@ -479,11 +429,19 @@ impl Recipe for EtcdRecipe {
     ) -> Result<Lease, LockError> {
         check_strategy(System::Etcd, STRATEGIES, strategy)?;
         let budget = Budget::acquire(key, deadline, self.config.request_timeout);
-        match strategy {
+        let got = match strategy {
             Strategy::Herd => self.acquire_herd(key, &budget).await,
             Strategy::Predecessor => self.acquire_predecessor(key, &budget).await,
             Strategy::Native => self.acquire_native(key, &budget).await,
+        };
+        if let Err(LockError::Lost { why, .. }) = &got {
+            // The server showed us our lease is gone before the keep-alive noticed: retire it
+            // now, so the next acquire grants a fresh one instead of failing again.
+            if let Some(s) = self.session.lock().await.as_ref() {
+                s.holders.lose_all(why);
+            }
         }
+        got
     }
 
     async fn release(&self, lease: Lease) -> Result<(), LockError> {

@@ -16,6 +16,7 @@ use crate::system::System;
 
 mod deadline;
 pub mod etcd;
+mod etcd_cleanup;
 mod etcd_lease;
 mod holders;
 pub mod zookeeper;
