@@ -16,7 +16,10 @@ use lockbench::{Cluster, ClusterOptions};
 const CONTENDERS: [usize; 2] = [1, 8];
 
 fn lock_cycle(c: &mut Criterion) {
-    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("runtime");
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
     for system in ALL_SYSTEMS {
         let started = rt.block_on(async {
             lockbench::image::require(system.image_kind()).await?;
@@ -30,7 +33,10 @@ fn lock_cycle(c: &mut Criterion) {
             }
         };
         let mut group = c.benchmark_group(format!("lock_cycle/{system}"));
-        group.sample_size(10).warm_up_time(Duration::from_secs(1)).measurement_time(Duration::from_secs(4));
+        group
+            .sample_size(10)
+            .warm_up_time(Duration::from_secs(1))
+            .measurement_time(Duration::from_secs(4));
         for strategy in BOTH_STRATEGIES {
             for n in CONTENDERS {
                 let config = RecipeConfig {
@@ -67,7 +73,11 @@ fn lock_cycle(c: &mut Criterion) {
 }
 
 /// Runs `iters` cycles spread over all clients and returns the wall time they took.
-async fn cycles(clients: Arc<Vec<AnyRecipe>>, strategy: lockbench::recipe::Strategy, iters: u64) -> Duration {
+async fn cycles(
+    clients: Arc<Vec<AnyRecipe>>,
+    strategy: lockbench::recipe::Strategy,
+    iters: u64,
+) -> Duration {
     let left = Arc::new(AtomicU64::new(iters));
     let start = Instant::now();
     let mut tasks = Vec::new();
@@ -76,7 +86,10 @@ async fn cycles(clients: Arc<Vec<AnyRecipe>>, strategy: lockbench::recipe::Strat
         let left = left.clone();
         tasks.push(tokio::spawn(async move {
             let r = &clients[i];
-            while left.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |v| v.checked_sub(1)).is_ok() {
+            while left
+                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |v| v.checked_sub(1))
+                .is_ok()
+            {
                 let deadline = Instant::now() + Duration::from_secs(30);
                 match r.acquire("bench", strategy, deadline).await {
                     Ok(lease) => {

@@ -71,7 +71,11 @@ pub enum Command {
 #[derive(Debug, clap::Args)]
 pub struct RunArgs {
     /// Systems to run, comma-separated.
-    #[arg(long, value_delimiter = ',', default_value = "zookeeper,etcd,redis,redlock")]
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "zookeeper,etcd,redis,redlock"
+    )]
     pub systems: Vec<System>,
     /// Strategies, comma-separated (herd, predecessor, native on etcd); default: the workload's.
     #[arg(long, value_delimiter = ',')]

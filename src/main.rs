@@ -120,23 +120,45 @@ async fn run_comparison(args: lockbench::cli::RunArgs) -> anyhow::Result<ExitCod
     let workloads = if args.workloads.is_empty() {
         vec![Workload::from_str(DEFAULT_WORKLOAD, "hot-lock")?]
     } else {
-        args.workloads.iter().map(|p| Workload::from_file(p)).collect::<Result<Vec<_>, _>>()?
+        args.workloads
+            .iter()
+            .map(|p| Workload::from_file(p))
+            .collect::<Result<Vec<_>, _>>()?
     };
-    let ov = Overrides { strategies: args.strategies, clients: args.clients, duration: args.duration, seed: args.seed };
+    let ov = Overrides {
+        strategies: args.strategies,
+        clients: args.clients,
+        duration: args.duration,
+        seed: args.seed,
+    };
     let run_id = docker::new_run_id();
     let plan = Plan::expand(&run_id, &args.systems, &workloads, &ov)?;
     for s in &plan.skipped {
         eprintln!("lockbench: skipped {s}");
     }
     docker::connect().await?;
-    let name = workloads.iter().map(|w| w.name.as_str()).collect::<Vec<_>>().join("+");
+    let name = workloads
+        .iter()
+        .map(|w| w.name.as_str())
+        .collect::<Vec<_>>()
+        .join("+");
     let folder = lockbench::runner::RunFolder::create(args.out.as_deref(), &name)?;
-    eprintln!("lockbench: {} cells; results in {}", plan.cells.len(), folder.path().display());
+    eprintln!(
+        "lockbench: {} cells; results in {}",
+        plan.cells.len(),
+        folder.path().display()
+    );
     let outcome = lockbench::runner::run(plan, folder, &|l| eprintln!("lockbench: {l}")).await?;
-    println!("{}", lockbench::report::markdown::comparison_table(&outcome.summaries));
+    println!(
+        "{}",
+        lockbench::report::markdown::comparison_table(&outcome.summaries)
+    );
     println!("results: {}", outcome.folder.display());
     if outcome.interrupted {
-        eprintln!("lockbench: interrupted; not run: {}", outcome.not_run.join(", "));
+        eprintln!(
+            "lockbench: interrupted; not run: {}",
+            outcome.not_run.join(", ")
+        );
         return Ok(ExitCode::from(130));
     }
     Ok(ExitCode::SUCCESS)

@@ -21,7 +21,12 @@ pub struct Cell {
 impl Cell {
     /// `<system>-<strategy>-<workload>-c<clients>`: the cell's folder name.
     pub fn id(&self) -> String {
-        cell_id(self.system, self.strategy, &self.workload.name, self.workload.clients)
+        cell_id(
+            self.system,
+            self.strategy,
+            &self.workload.name,
+            self.workload.clients,
+        )
     }
 }
 
@@ -69,11 +74,16 @@ impl Plan {
         let mut skipped = Vec::new();
         for &system in systems {
             for wl in workloads {
-                let strategies = ov.strategies.clone().unwrap_or_else(|| wl.strategies.clone());
+                let strategies = ov
+                    .strategies
+                    .clone()
+                    .unwrap_or_else(|| wl.strategies.clone());
                 let clients = ov.clients.clone().unwrap_or_else(|| vec![wl.clients]);
                 for &strategy in &strategies {
                     if strategy == Strategy::Native && system != System::Etcd {
-                        skipped.push(format!("{system}/{strategy}: the native strategy exists on etcd only"));
+                        skipped.push(format!(
+                            "{system}/{strategy}: the native strategy exists on etcd only"
+                        ));
                         continue;
                     }
                     for &c in &clients {
@@ -87,7 +97,11 @@ impl Plan {
                         if let Some(s) = ov.seed {
                             w.seed = s;
                         }
-                        cells.push(Cell { system, strategy, workload: w });
+                        cells.push(Cell {
+                            system,
+                            strategy,
+                            workload: w,
+                        });
                     }
                 }
             }
@@ -98,7 +112,12 @@ impl Plan {
                 skipped.join("; ")
             )));
         }
-        Ok(Plan { run_id: run_id.to_string(), seed: ov.seed, cells, skipped })
+        Ok(Plan {
+            run_id: run_id.to_string(),
+            seed: ov.seed,
+            cells,
+            skipped,
+        })
     }
 
     /// The cells grouped by system, in plan order, so each cluster is started once.
@@ -171,6 +190,7 @@ impl Plan {
                 })
                 .collect(),
         };
-        toml::to_string_pretty(&file).unwrap_or_else(|e| format!("# plan could not be serialised: {e}\n"))
+        toml::to_string_pretty(&file)
+            .unwrap_or_else(|e| format!("# plan could not be serialised: {e}\n"))
     }
 }

@@ -17,7 +17,8 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(15);
 /// A lock client of whichever system the cluster runs.
 pub enum AnyRecipe {
     Zookeeper(ZookeeperRecipe),
-    Etcd(EtcdRecipe),
+    /// Boxed: an etcd client carries its gRPC channel state inline, many times the others' size.
+    Etcd(Box<EtcdRecipe>),
     Redis(RedisRecipe),
     Redlock(RedlockRecipe),
 }
@@ -28,8 +29,12 @@ impl AnyRecipe {
     pub async fn connect(cluster: &Cluster, config: RecipeConfig) -> Result<AnyRecipe, LockError> {
         let deadline = Instant::now() + CONNECT_TIMEOUT;
         Ok(match cluster.system() {
-            System::Zookeeper => AnyRecipe::Zookeeper(ZookeeperRecipe::connect(&cluster.endpoints(), config).await?),
-            System::Etcd => AnyRecipe::Etcd(EtcdRecipe::connect(&cluster.endpoints(), config).await?),
+            System::Zookeeper => {
+                AnyRecipe::Zookeeper(ZookeeperRecipe::connect(&cluster.endpoints(), config).await?)
+            }
+            System::Etcd => AnyRecipe::Etcd(Box::new(
+                EtcdRecipe::connect(&cluster.endpoints(), config).await?,
+            )),
             System::Redis => {
                 let address_map = cluster
                     .nodes()
@@ -44,7 +49,13 @@ impl AnyRecipe {
                 AnyRecipe::Redis(RedisRecipe::connect(target, config, deadline).await?)
             }
             System::Redlock => AnyRecipe::Redlock(
-                RedlockRecipe::connect(&cluster.endpoints(), config, RedlockOptions::default(), deadline).await?,
+                RedlockRecipe::connect(
+                    &cluster.endpoints(),
+                    config,
+                    RedlockOptions::default(),
+                    deadline,
+                )
+                .await?,
             ),
         })
     }
@@ -69,7 +80,12 @@ impl Recipe for AnyRecipe {
         }
     }
 
-    async fn acquire(&self, key: &str, strategy: Strategy, deadline: Instant) -> Result<Lease, LockError> {
+    async fn acquire(
+        &self,
+        key: &str,
+        strategy: Strategy,
+        deadline: Instant,
+    ) -> Result<Lease, LockError> {
         match self {
             AnyRecipe::Zookeeper(r) => r.acquire(key, strategy, deadline).await,
             AnyRecipe::Etcd(r) => r.acquire(key, strategy, deadline).await,
@@ -90,7 +106,7 @@ impl Recipe for AnyRecipe {
     async fn crash(self) {
         match self {
             AnyRecipe::Zookeeper(r) => r.crash().await,
-            AnyRecipe::Etcd(r) => r.crash().await,
+            AnyRecipe::Etcd(r) => (*r).crash().await,
             AnyRecipe::Redis(r) => r.crash().await,
             AnyRecipe::Redlock(r) => r.crash().await,
         }

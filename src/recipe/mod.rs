@@ -14,11 +14,24 @@ use serde::{Deserialize, Serialize};
 
 use crate::system::System;
 
+mod any;
+mod deadline;
+pub mod etcd;
+mod etcd_cleanup;
+mod etcd_lease;
+mod holders;
 pub mod redis;
 mod redis_common;
 mod redis_node;
 mod redis_scripts;
 pub mod redlock;
+pub mod zookeeper;
+
+pub use any::AnyRecipe;
+pub use etcd::EtcdRecipe;
+pub use redis::{RedisRecipe, RedisTarget};
+pub use redlock::{RedlockOptions, RedlockRecipe};
+pub use zookeeper::ZookeeperRecipe;
 
 /// How a waiter learns it may try again.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]

@@ -93,7 +93,8 @@ async fn one_cycle<R: Recipe>(
 ) {
     let wl = &shared.workload;
     let mut invoke = Event::new(shared.now_us(), id, EventKind::Invoke, Op::Acquire, key);
-    invoke.intended_us = intended.map(|t| t.saturating_duration_since(shared.started).as_micros() as u64);
+    invoke.intended_us =
+        intended.map(|t| t.saturating_duration_since(shared.started).as_micros() as u64);
     shared.record(invoke);
     let deadline = Instant::now() + wl.acquire_timeout;
     let lease = match recipe.acquire(key, shared.strategy, deadline).await {
@@ -123,9 +124,21 @@ async fn one_cycle<R: Recipe>(
             tokio::time::sleep_until(hold_end).await;
         }
     }
-    shared.record(Event::new(shared.now_us(), id, EventKind::Invoke, Op::Release, key));
+    shared.record(Event::new(
+        shared.now_us(),
+        id,
+        EventKind::Invoke,
+        Op::Release,
+        key,
+    ));
     match recipe.release(lease).await {
-        Ok(()) => shared.record(Event::new(shared.now_us(), id, EventKind::Ok, Op::Release, key)),
+        Ok(()) => shared.record(Event::new(
+            shared.now_us(),
+            id,
+            EventKind::Ok,
+            Op::Release,
+            key,
+        )),
         Err(e) => shared.record(Event::from_error(shared.now_us(), id, Op::Release, key, &e)),
     }
 }

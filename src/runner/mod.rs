@@ -31,7 +31,11 @@ pub struct RunOutcome {
 
 /// Runs every cell of `plan`, writing results under `folder`. Ctrl-C stops after removing the
 /// cluster in use; finished cells are kept and the rest listed as not run.
-pub async fn run(plan: Plan, folder: RunFolder, log: &(dyn Fn(&str) + Sync)) -> anyhow::Result<RunOutcome> {
+pub async fn run(
+    plan: Plan,
+    folder: RunFolder,
+    log: &(dyn Fn(&str) + Sync),
+) -> anyhow::Result<RunOutcome> {
     folder.write_plan(&plan)?;
     let mut summaries = Vec::new();
     let total = plan.cells.len();
@@ -43,10 +47,14 @@ pub async fn run(plan: Plan, folder: RunFolder, log: &(dyn Fn(&str) + Sync)) -> 
         let work = async {
             crate::image::ensure(&[system.image_kind()], &|l| log(l)).await?;
             log(&format!("starting {system} cluster"));
-            let cluster = Cluster::start_with_run_id(system, ClusterOptions::default(), &plan.run_id)
-                .await
-                .with_context(|| format!("starting the {system} cluster"))?;
-            log(&format!("{system} ready in {:.1} s", cluster.start_duration().as_secs_f64()));
+            let cluster =
+                Cluster::start_with_run_id(system, ClusterOptions::default(), &plan.run_id)
+                    .await
+                    .with_context(|| format!("starting the {system} cluster"))?;
+            log(&format!(
+                "{system} ready in {:.1} s",
+                cluster.start_duration().as_secs_f64()
+            ));
             folder.write_cluster(&cluster.info().await)?;
             let mut out = Vec::new();
             for cell in cells {
@@ -57,7 +65,9 @@ pub async fn run(plan: Plan, folder: RunFolder, log: &(dyn Fn(&str) + Sync)) -> 
                     summary.throughput_per_s,
                     summary.acquire_latency_us.p50 as f64 / 1000.0,
                     summary.acquire_latency_us.p99 as f64 / 1000.0,
-                    summary.wakeups_per_acquisition.map_or("-".to_string(), |w| format!("{w:.2}")),
+                    summary
+                        .wakeups_per_acquisition
+                        .map_or("-".to_string(), |w| format!("{w:.2}")),
                     summary.timeouts,
                     summary.errors.values().sum::<u64>()
                 ));
@@ -65,7 +75,10 @@ pub async fn run(plan: Plan, folder: RunFolder, log: &(dyn Fn(&str) + Sync)) -> 
                 out.push(summary);
             }
             let removed = cluster.teardown().await?;
-            log(&format!("{system} removed ({} containers)", removed.containers.len()));
+            log(&format!(
+                "{system} removed ({} containers)",
+                removed.containers.len()
+            ));
             Ok::<_, anyhow::Error>(out)
         };
         tokio::select! {
@@ -81,13 +94,29 @@ pub async fn run(plan: Plan, folder: RunFolder, log: &(dyn Fn(&str) + Sync)) -> 
             }
         }
     }
-    let finished: std::collections::BTreeSet<String> = summaries.iter().map(output::summary_id).collect();
-    let not_run: Vec<String> = plan.cells.iter().map(|c| c.id()).filter(|id| !finished.contains(id)).collect();
+    let finished: std::collections::BTreeSet<String> =
+        summaries.iter().map(output::summary_id).collect();
+    let not_run: Vec<String> = plan
+        .cells
+        .iter()
+        .map(|c| c.id())
+        .filter(|id| !finished.contains(id))
+        .collect();
     folder.write_run_summary(&summaries, &not_run, interrupted)?;
-    Ok(RunOutcome { folder: folder.path().to_path_buf(), summaries, not_run, interrupted })
+    Ok(RunOutcome {
+        folder: folder.path().to_path_buf(),
+        summaries,
+        not_run,
+        interrupted,
+    })
 }
 
-async fn run_cell(cluster: &Cluster, plan: &Plan, cell: &Cell, folder: &RunFolder) -> anyhow::Result<CellSummary> {
+async fn run_cell(
+    cluster: &Cluster,
+    plan: &Plan,
+    cell: &Cell,
+    folder: &RunFolder,
+) -> anyhow::Result<CellSummary> {
     let dir = folder.cell_dir(cell)?;
     let wl = &cell.workload;
     let config = RecipeConfig {

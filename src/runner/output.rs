@@ -27,11 +27,12 @@ impl RunFolder {
     /// Creates `<base>/<UTC timestamp>-<name>/` (base: `results/` by default) and points
     /// `<base>/latest` at it.
     pub fn create(base: Option<&Path>, name: &str) -> anyhow::Result<RunFolder> {
-        let base = base.map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from("results"));
+        let base = base
+            .map(Path::to_path_buf)
+            .unwrap_or_else(|| PathBuf::from("results"));
         let stamp = humantime::format_rfc3339_seconds(std::time::SystemTime::now())
             .to_string()
-            .replace(':', "")
-            .replace('-', "");
+            .replace([':', '-'], "");
         let path = base.join(format!("{stamp}-{name}"));
         std::fs::create_dir_all(path.join("cells"))
             .with_context(|| format!("creating the results folder {}", path.display()))?;
@@ -56,7 +57,10 @@ impl RunFolder {
     pub(crate) fn write_cluster(&self, info: &ClusterInfo) -> anyhow::Result<()> {
         let dir = self.path.join("clusters");
         std::fs::create_dir_all(&dir)?;
-        write(&dir.join(format!("{}.json", info.system)), &serde_json::to_string_pretty(info)?)
+        write(
+            &dir.join(format!("{}.json", info.system)),
+            &serde_json::to_string_pretty(info)?,
+        )
     }
 
     pub(crate) fn cell_dir(&self, cell: &Cell) -> anyhow::Result<PathBuf> {
@@ -67,7 +71,10 @@ impl RunFolder {
 
     pub(crate) fn write_cell(&self, cell: &Cell, analysis: &Analysis) -> anyhow::Result<()> {
         let dir = self.cell_dir(cell)?;
-        write(&dir.join("summary.json"), &serde_json::to_string_pretty(&analysis.summary)?)?;
+        write(
+            &dir.join("summary.json"),
+            &serde_json::to_string_pretty(&analysis.summary)?,
+        )?;
         crate::stats::write_hgrm_file(&analysis.acquire, &dir.join("acquire.hgrm"))
             .with_context(|| format!("writing {}", dir.join("acquire.hgrm").display()))
     }
@@ -84,7 +91,10 @@ impl RunFolder {
         for entry in std::fs::read_dir(self.path.join("cells"))? {
             let p = entry?.path().join("summary.json");
             if let Ok(text) = std::fs::read_to_string(&p) {
-                out.push(serde_json::from_str(&text).with_context(|| format!("reading {}", p.display()))?);
+                out.push(
+                    serde_json::from_str(&text)
+                        .with_context(|| format!("reading {}", p.display()))?,
+                );
             }
         }
         Ok(out)
@@ -103,15 +113,31 @@ impl RunFolder {
             not_run: &'a [String],
             cells: &'a [CellSummary],
         }
-        let s = RunSummary { schema_version: SCHEMA_VERSION, interrupted, not_run, cells };
-        write(&self.path.join("summary.json"), &serde_json::to_string_pretty(&s)?)?;
+        let s = RunSummary {
+            schema_version: SCHEMA_VERSION,
+            interrupted,
+            not_run,
+            cells,
+        };
+        write(
+            &self.path.join("summary.json"),
+            &serde_json::to_string_pretty(&s)?,
+        )?;
         let mut md = String::from("# lockbench report\n\n");
         md.push_str(&crate::report::markdown::comparison_table(cells));
         if interrupted || !not_run.is_empty() {
             md.push_str(&format!(
                 "\n{}Cells not run: {}\n",
-                if interrupted { "The run was interrupted. " } else { "" },
-                if not_run.is_empty() { "none".to_string() } else { not_run.join(", ") }
+                if interrupted {
+                    "The run was interrupted. "
+                } else {
+                    ""
+                },
+                if not_run.is_empty() {
+                    "none".to_string()
+                } else {
+                    not_run.join(", ")
+                }
             ));
         }
         write(&self.path.join("report.md"), &md)

@@ -1,0 +1,483 @@
+//! etcd locks: the herd (one key, everyone retries on its deletion), the predecessor queue of
+//! `client/v3/concurrency/mutex.go`, and the server-side `Lock` RPC (v3lock, which runs that same
+//! queue on the server).
+//!
+//! Keys: herd holds `<prefix>/<key>`; predecessor and native queue under `<prefix>/<key>/` as
+//! `<lease id in hex>` (so the two interoperate, as both are the concurrency mutex). One client
+//! holds at most one lock per key at a time. Fencing token: the create revision of the key that
+//! holds the lock. All keys carry the client's lease, renewed at TTL/3 (see `etcd_lease`).
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use etcd_client::{
+    Client, Compare, CompareOp, ConnectOptions, GetOptions, LockOptions, PutOptions, SortOrder,
+    SortTarget, Txn, TxnOp, TxnOpResponse, WatchFilterType, WatchOptions, WatchStream,
+};
+
+use super::deadline::Budget;
+use super::etcd_cleanup::{etcd_err, take_back};
+use super::etcd_lease::EtcdSession;
+use super::holders::Holders;
+use super::{Lease, LockError, Recipe, RecipeConfig, Strategy, check_strategy};
+use crate::system::System;
+
+const STRATEGIES: &[Strategy] = &[Strategy::Herd, Strategy::Predecessor, Strategy::Native];
+
+/// An etcd lock client: one connection, one lease, three strategies.
+pub struct EtcdRecipe {
+    client: Client,
+    config: RecipeConfig,
+    /// The current lease; replaced by a fresh one when it is found dead at the next acquire.
+    session: tokio::sync::Mutex<Option<Arc<EtcdSession>>>,
+}
+
+/// What `release` needs: the key that holds the lock and its create revision.
+struct Handle {
+    key: String,
+    create_revision: i64,
+    holders: Arc<Holders>,
+    holder: u64,
+}
+
+/// Counts of one acquisition.
+#[derive(Default)]
+struct Counts {
+    wakeups: u64,
+    requests: u64,
+}
+
+impl EtcdRecipe {
+    /// Connects to `endpoints` (`host:port` each) and grants this client's lease, giving up
+    /// after three request timeouts.
+    pub async fn connect(endpoints: &[String], config: RecipeConfig) -> Result<Self, LockError> {
+        let urls: Vec<String> = endpoints
+            .iter()
+            .map(|e| {
+                if e.contains("://") {
+                    e.clone()
+                } else {
+                    format!("http://{e}")
+                }
+            })
+            .collect();
+        let limit = config.request_timeout * 3;
+        // No per-request gRPC timeout: it would also cut watch streams and the blocking Lock
+        // RPC; every call gets its own deadline instead.
+        let opts = ConnectOptions::new().with_connect_timeout(config.request_timeout);
+        let client = match tokio::time::timeout(limit, Client::connect(&urls, Some(opts))).await {
+            Ok(Ok(c)) => c,
+            Ok(Err(e)) => {
+                return Err(LockError::Connection(format!(
+                    "connect to etcd at {}: {e}; check the endpoints",
+                    urls.join(",")
+                )));
+            }
+            Err(_) => {
+                return Err(LockError::Connection(format!(
+                    "no connection to etcd at {} within {limit:?}: check the endpoints, or raise \
+                     request_timeout",
+                    urls.join(",")
+                )));
+            }
+        };
+        let session = EtcdSession::grant(&client, &config).await?;
+        Ok(EtcdRecipe {
+            client,
+            config,
+            session: tokio::sync::Mutex::new(Some(Arc::new(session))),
+        })
+    }
+
+    /// The current lease id, e.g. for a test that revokes it to expire this client's locks.
+    pub async fn lease_id(&self) -> Option<i64> {
+        self.session.lock().await.as_ref().map(|s| s.id)
+    }
+
+    /// The live lease, granting a new one if the last one expired (as etcd's concurrency
+    /// package would open a new session).
+    async fn live_session(&self, counts: &mut Counts) -> Result<Arc<EtcdSession>, LockError> {
+        let mut slot = self.session.lock().await;
+        if let Some(s) = slot.as_ref()
+            && !s.is_dead()
+        {
+            return Ok(s.clone());
+        }
+        if let Some(old) = slot.take() {
+            // We gave up on it, but the server may still count it alive for a moment (it
+            // counts the TTL from when a renewal arrived): revoke it so its queue keys go now.
+            let (mut c, id, limit) = (self.client.clone(), old.id, self.config.request_timeout);
+            tokio::spawn(async move {
+                let _ = tokio::time::timeout(limit, c.lease_revoke(id)).await;
+            });
+        }
+        counts.requests += 1;
+        let fresh = Arc::new(EtcdSession::grant(&self.client, &self.config).await?);
+        *slot = Some(fresh.clone());
+        Ok(fresh)
+    }
+
+    fn lock_name(&self, key: &str) -> String {
+        format!("{}/{}", self.config.prefix.trim_end_matches('/'), key)
+    }
+
+    fn lease(
+        &self,
+        key: &str,
+        session: &EtcdSession,
+        held_key: String,
+        rev: i64,
+        counts: Counts,
+        queued: bool,
+    ) -> Lease {
+        let (holder, lost) = session.holders.register();
+        Lease {
+            key: key.to_string(),
+            token: rev as u64,
+            acquired_at: Instant::now(),
+            ttl: session.ttl,
+            wakeups: counts.wakeups,
+            requests: counts.requests,
+            queue_position: queued.then_some(rev as u64),
+            lost,
+            handle: Box::new(Handle {
+                key: held_key,
+                create_revision: rev,
+                holders: session.holders.clone(),
+                holder,
+            }),
+        }
+    }
+
+    /// Opens a watch for deletions of `key` from now on and waits until the server confirms
+    /// it; returns the stream and the revision the watch starts after. Watching from "now"
+    /// rather than from a past revision matters: etcd 3.4 serves past-revision watchers from
+    /// a 100 ms catch-up loop, which would cap a lock queue at ~40 grants/s.
+    async fn watch_deletes(
+        &self,
+        key: &str,
+        budget: &Budget,
+    ) -> Result<(WatchStream, i64), LockError> {
+        let mut c = self.client.clone();
+        let opts = WatchOptions::new().with_filters([WatchFilterType::NoPut]);
+        let mut stream = match budget.run("watch", c.watch(key, Some(opts))).await? {
+            Ok(s) => s,
+            Err(e) => return Err(etcd_err("watch", e)),
+        };
+        match budget.run("watch", stream.message()).await? {
+            Ok(Some(r)) if r.created() => {
+                let rev = r.header().map(|h| h.revision()).unwrap_or(0);
+                Ok((stream, rev))
+            }
+            Ok(_) => Err(LockError::Server(format!(
+                "etcd did not create the watch on '{key}'"
+            ))),
+            Err(e) => Err(etcd_err("watch", e)),
+        }
+    }
+
+    async fn acquire_herd(&self, key: &str, budget: &Budget) -> Result<Lease, LockError> {
+        let mut counts = Counts::default();
+        let session = self.live_session(&mut counts).await?;
+        let name = self.lock_name(key);
+        // No watch until the first attempt fails, so a free lock costs one request. After the
+        // watch is up, one more attempt comes before any wait, so that a deletion between the
+        // failed attempt and the watch cannot be missed; a deletion the watch reports that
+        // happened before an attempt only costs one retry.
+        let mut watch: Option<WatchStream> = None;
+        let mut c = self.client.clone();
+        loop {
+            let txn = Txn::new()
+                .when([Compare::create_revision(name.as_str(), CompareOp::Equal, 0)])
+                .and_then([TxnOp::put(
+                    name.as_str(),
+                    format!("{:x}", session.id),
+                    Some(PutOptions::new().with_lease(session.id)),
+                )]);
+            counts.requests += 1;
+            let resp = match budget.run("txn", c.txn(txn)).await {
+                Ok(Ok(r)) => r,
+                Ok(Err(e)) => return Err(etcd_err("lock txn", e)),
+                Err(e) => {
+                    // The put may have landed after all: take back a lock we may hold.
+                    take_back(
+                        &self.client,
+                        key,
+                        &name,
+                        Some(Compare::lease(name.as_str(), CompareOp::Equal, session.id)),
+                        self.config.request_timeout,
+                    )
+                    .await;
+                    return Err(e);
+                }
+            };
+            if resp.succeeded() {
+                let rev = resp.header().map(|h| h.revision()).unwrap_or(0);
+                return Ok(self.lease(key, &session, name, rev, counts, false));
+            }
+            let Some(w) = watch.as_mut() else {
+                counts.requests += 1;
+                watch = Some(self.watch_deletes(&name, budget).await?.0);
+                continue;
+            };
+            tokio::select! {
+                m = w.message() => match m {
+                    Ok(Some(r)) if !r.canceled() => counts.wakeups += r.events().len() as u64,
+                    // The stream broke (leader change, compaction): watch again, then retry.
+                    _ => watch = None,
+                },
+                _ = tokio::time::sleep(self.config.fallback_poll) => {}
+                _ = tokio::time::sleep_until(budget.deadline().into()) => return Err(budget.timeout()),
+            }
+        }
+    }
+
+    async fn acquire_predecessor(&self, key: &str, budget: &Budget) -> Result<Lease, LockError> {
+        let mut counts = Counts::default();
+        let session = self.live_session(&mut counts).await?;
+        let dir = format!("{}/", self.lock_name(key));
+        let mine = format!("{dir}{:x}", session.id);
+        let mut c = self.client.clone();
+        // Take a place in the queue, or find the one this lease already has.
+        let txn = Txn::new()
+            .when([Compare::create_revision(mine.as_str(), CompareOp::Equal, 0)])
+            .and_then([TxnOp::put(
+                mine.as_str(),
+                "",
+                Some(PutOptions::new().with_lease(session.id)),
+            )])
+            .or_else([TxnOp::get(mine.as_str(), None)]);
+        counts.requests += 1;
+        let resp = match budget.run("txn", c.txn(txn)).await? {
+            Ok(r) => r,
+            Err(e) => return Err(etcd_err("queue txn", e)),
+        };
+        let my_rev = if resp.succeeded() {
+            resp.header().map(|h| h.revision()).unwrap_or(0)
+        } else {
+            match resp.op_responses().first() {
+                Some(TxnOpResponse::Get(g)) => g.kvs().first().map_or(0, |kv| kv.create_revision()),
+                _ => 0,
+            }
+        };
+        if my_rev == 0 {
+            return Err(LockError::Server(format!(
+                "etcd gave no create revision for '{mine}'"
+            )));
+        }
+        match self
+            .wait_deletes(&dir, &mine, my_rev, budget, &mut counts)
+            .await
+        {
+            Ok(()) => Ok(self.lease(key, &session, mine, my_rev, counts, true)),
+            Err(e) => {
+                take_back(
+                    &self.client,
+                    key,
+                    &mine,
+                    Some(Compare::create_revision(
+                        mine.as_str(),
+                        CompareOp::Equal,
+                        my_rev,
+                    )),
+                    self.config.request_timeout,
+                )
+                .await;
+                Err(e)
+            }
+        }
+    }
+
+    /// Waits until no key under `dir` was created before `my_rev` (mutex.go's waitDeletes),
+    /// then checks that our own key is still there: a lease that expired while we waited
+    /// would otherwise let us believe we hold the lock (etcd issue 11456).
+    async fn wait_deletes(
+        &self,
+        dir: &str,
+        mine: &str,
+        my_rev: i64,
+        budget: &Budget,
+        counts: &mut Counts,
+    ) -> Result<(), LockError> {
+        let mut c = self.client.clone();
+        let mut waited = false;
+        loop {
+            let opts = GetOptions::new()
+                .with_prefix()
+                .with_max_create_revision(my_rev - 1)
+                .with_sort(SortTarget::Create, SortOrder::Descend)
+                .with_limit(1);
+            counts.requests += 1;
+            let resp = match budget.run("get", c.get(dir, Some(opts))).await? {
+                Ok(r) => r,
+                Err(e) => return Err(etcd_err("queue get", e)),
+            };
+            let Some(pred) = resp.kvs().first() else {
+                break;
+            };
+            let pred_key = pred.key().to_vec();
+            let pred_rev = pred.create_revision();
+            let read_at = resp.header().map(|h| h.revision()).unwrap_or(0);
+            counts.requests += 1;
+            let (mut watch, watch_from) = self
+                .watch_deletes(&String::from_utf8_lossy(&pred_key), budget)
+                .await?;
+            if watch_from != read_at {
+                // Something changed between the read and the watch: confirm the predecessor
+                // (the same incarnation of it) is still there before waiting on it.
+                counts.requests += 1;
+                let still = match budget.run("get", c.get(pred_key.clone(), None)).await? {
+                    Ok(r) => r.kvs().first().map(|kv| kv.create_revision()) == Some(pred_rev),
+                    Err(e) => return Err(etcd_err("predecessor get", e)),
+                };
+                if !still {
+                    continue;
+                }
+            }
+            waited = true;
+            tokio::select! {
+                m = watch.message() => {
+                    if let Ok(Some(r)) = m {
+                        counts.wakeups += r.events().len() as u64;
+                    }
+                }
+                _ = tokio::time::sleep_until(budget.deadline().into()) => return Err(budget.timeout()),
+            }
+        }
+        if waited {
+            counts.requests += 1;
+            let ours = match budget.run("get", c.get(mine, None)).await? {
+                Ok(r) => r.kvs().first().map(|kv| kv.create_revision()) == Some(my_rev),
+                Err(e) => return Err(etcd_err("own key get", e)),
+            };
+            if !ours {
+                return Err(LockError::Lost {
+                    key: mine.to_string(),
+                    why: "our queue key vanished while waiting (lease expired?)".into(),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    async fn acquire_native(&self, key: &str, budget: &Budget) -> Result<Lease, LockError> {
+        let mut counts = Counts::default();
+        let session = self.live_session(&mut counts).await?;
+        let name = self.lock_name(key);
+        let mut c = self.client.clone();
+        counts.requests += 1;
+        let locked = budget
+            .run_blocking(c.lock(
+                name.as_str(),
+                Some(LockOptions::new().with_lease(session.id)),
+            ))
+            .await;
+        // The server queues `<name>/<lease hex>` for us, so that is what a failure leaves.
+        let queue_key = format!("{name}/{:x}", session.id);
+        let resp = match locked.and_then(|r| r.map_err(|e| etcd_err("lock", e))) {
+            Ok(r) => r,
+            Err(e) => {
+                let ours = Compare::lease(queue_key.as_str(), CompareOp::Equal, session.id);
+                let limit = self.config.request_timeout;
+                take_back(&self.client, key, &queue_key, Some(ours), limit).await;
+                return Err(e);
+            }
+        };
+        let held = String::from_utf8_lossy(resp.key()).into_owned();
+        // Lock answers with the key, not its create revision: read it for the fencing token.
+        // We hold the lock by now, so this read gets its own request timeout rather than what
+        // is left of the acquire deadline, and a failure gives the lock back.
+        counts.requests += 1;
+        let read = Budget::cleanup(key, self.config.request_timeout, 1);
+        let rev = match read
+            .run("get", c.get(held.as_str(), None))
+            .await
+            .and_then(|r| r.map_err(|e| etcd_err("get lock key", e)))
+        {
+            Ok(r) => r.kvs().first().map_or(0, |kv| kv.create_revision()),
+            Err(e) => {
+                let ours = Compare::lease(held.as_str(), CompareOp::Equal, session.id);
+                let limit = self.config.request_timeout;
+                take_back(&self.client, key, &held, Some(ours), limit).await;
+                return Err(e);
+            }
+        };
+        if rev == 0 {
+            return Err(LockError::Lost {
+                key: key.to_string(),
+                why: "the lock key vanished right after Lock returned (lease expired?)".into(),
+            });
+        }
+        Ok(self.lease(key, &session, held, rev, counts, true))
+    }
+}
+
+impl Recipe for EtcdRecipe {
+    fn system(&self) -> System {
+        System::Etcd
+    }
+
+    fn strategies(&self) -> &'static [Strategy] {
+        STRATEGIES
+    }
+
+    async fn acquire(
+        &self,
+        key: &str,
+        strategy: Strategy,
+        deadline: Instant,
+    ) -> Result<Lease, LockError> {
+        check_strategy(System::Etcd, STRATEGIES, strategy)?;
+        let budget = Budget::acquire(key, deadline, self.config.request_timeout);
+        let got = match strategy {
+            Strategy::Herd => self.acquire_herd(key, &budget).await,
+            Strategy::Predecessor => self.acquire_predecessor(key, &budget).await,
+            Strategy::Native => self.acquire_native(key, &budget).await,
+        };
+        if let Err(LockError::Lost { why, .. }) = &got {
+            // The server showed us our lease is gone before the keep-alive noticed: retire it
+            // now, so the next acquire grants a fresh one instead of failing again.
+            if let Some(s) = self.session.lock().await.as_ref() {
+                s.holders.lose_all(why);
+            }
+        }
+        got
+    }
+
+    async fn release(&self, lease: Lease) -> Result<(), LockError> {
+        let Ok(h) = lease.handle.downcast::<Handle>() else {
+            return Err(LockError::Server(
+                "this lease was not issued by the etcd recipe: release it with the recipe that \
+                 acquired it"
+                    .into(),
+            ));
+        };
+        h.holders.forget(h.holder);
+        // Delete only the incarnation of the key we created: after our lease expired, the same
+        // name may hold someone else's lock. (Native locks too: Unlock would delete blindly.)
+        let txn = Txn::new()
+            .when([Compare::create_revision(
+                h.key.as_str(),
+                CompareOp::Equal,
+                h.create_revision,
+            )])
+            .and_then([TxnOp::delete(h.key.as_str(), None)]);
+        let budget = Budget::cleanup(&lease.key, self.config.request_timeout, 1);
+        let mut c = self.client.clone();
+        match budget.run("delete txn", c.txn(txn)).await? {
+            Ok(r) if r.succeeded() => Ok(()),
+            Ok(_) => Err(LockError::Lost {
+                key: lease.key.clone(),
+                why: "the lock key is gone or re-created by another client (lease expired?)".into(),
+            }),
+            Err(e) => Err(etcd_err("unlock txn", e)),
+        }
+    }
+
+    async fn crash(self) {
+        // Dropping the session stops the keep-alive; the lease then expires after its TTL and
+        // takes our keys with it. No revoke, no delete: that is the point.
+        drop(self.session.into_inner());
+        drop(self.client);
+    }
+}

@@ -1,0 +1,144 @@
+//! The etcd lease behind one lock client (etcd's "session"), and the keep-alive task that renews
+//! it at TTL/3 and tells every holder when it is gone.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use etcd_client::{Client, LeaseKeepAliveStream, LeaseKeeper};
+
+use super::holders::Holders;
+use super::{LockError, RecipeConfig};
+
+/// One granted lease and its keep-alive task; dropping it stops the keep-alive.
+pub(crate) struct EtcdSession {
+    /// The lease id; lock keys carry it.
+    pub(crate) id: i64,
+    /// The TTL the server granted (it raises TTLs below its minimum).
+    pub(crate) ttl: Duration,
+    /// Held leases to tell when the lease is gone.
+    pub(crate) holders: Arc<Holders>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for EtcdSession {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl EtcdSession {
+    /// Grants a lease of `config.ttl` (rounded up to whole seconds) and, with `config.renew`,
+    /// starts keeping it alive.
+    pub(crate) async fn grant(
+        client: &Client,
+        config: &RecipeConfig,
+    ) -> Result<EtcdSession, LockError> {
+        let ttl_secs = config.ttl.as_secs_f64().ceil().max(1.0) as i64;
+        let mut c = client.clone();
+        let sent = Instant::now();
+        let granted =
+            match tokio::time::timeout(config.request_timeout, c.lease_grant(ttl_secs, None)).await
+            {
+                Ok(Ok(g)) => g,
+                Ok(Err(e)) => return Err(LockError::Server(format!("lease grant: {e}"))),
+                Err(_) => {
+                    return Err(LockError::Connection(format!(
+                        "lease grant got no answer within {:?}: check that the etcd cluster has \
+                         a leader, or raise request_timeout",
+                        config.request_timeout
+                    )));
+                }
+            };
+        let ttl = Duration::from_secs(granted.ttl().max(1) as u64);
+        let holders = Arc::new(Holders::default());
+        let task = tokio::spawn(keep_alive(
+            client.clone(),
+            granted.id(),
+            ttl,
+            sent,
+            config.request_timeout,
+            config.renew,
+            holders.clone(),
+        ));
+        Ok(EtcdSession {
+            id: granted.id(),
+            ttl,
+            holders,
+            task,
+        })
+    }
+
+    /// True once the lease is known to be gone.
+    pub(crate) fn is_dead(&self) -> bool {
+        self.holders.dead().is_some()
+    }
+}
+
+/// Renews lease `id` every `ttl / 3`. The server counts the TTL from when a renewal reaches it,
+/// which is after we sent it, so the lease is certainly alive until `last sent + ttl`: if no
+/// renewal succeeds by then (or the server says the lease is gone), every holder is told.
+async fn keep_alive(
+    mut client: Client,
+    id: i64,
+    ttl: Duration,
+    granted_at: Instant,
+    request_timeout: Duration,
+    renew: bool,
+    holders: Arc<Holders>,
+) {
+    if !renew {
+        tokio::time::sleep_until((granted_at + ttl).into()).await;
+        holders.lose_all("lease TTL ran out (renew is off)");
+        return;
+    }
+    let mut alive_since = granted_at;
+    let mut stream: Option<(LeaseKeeper, LeaseKeepAliveStream)> = None;
+    loop {
+        // Never wait past the moment the lease may be gone, so the holder hears it in time.
+        let give_up = alive_since + ttl;
+        tokio::time::sleep_until((Instant::now() + ttl / 3).min(give_up).into()).await;
+        let sent = Instant::now();
+        let limit = (sent + request_timeout).min(give_up).into();
+        let renewed = match stream.as_mut() {
+            // Opening the stream sends one renewal and checks the answer.
+            None => match tokio::time::timeout_at(limit, client.lease_keep_alive(id)).await {
+                Ok(Ok(s)) => {
+                    stream = Some(s);
+                    Ok(true)
+                }
+                Ok(Err(etcd_client::Error::LeaseKeepAliveError(e))) if e.contains("not found") => {
+                    Err(e)
+                }
+                _ => Ok(false),
+            },
+            Some((keeper, responses)) => {
+                let round = async {
+                    keeper.keep_alive().await?;
+                    responses.message().await
+                };
+                match tokio::time::timeout_at(limit, round).await {
+                    Ok(Ok(Some(r))) if r.ttl() > 0 => Ok(true),
+                    Ok(Ok(Some(_))) => Err("the lease expired or was revoked".to_string()),
+                    _ => {
+                        stream = None; // reopen next round
+                        Ok(false)
+                    }
+                }
+            }
+        };
+        match renewed {
+            Ok(true) => alive_since = sent,
+            Ok(false) => {}
+            Err(why) => {
+                holders.lose_all(&format!("etcd lease {id:x}: {why}"));
+                return;
+            }
+        }
+        if Instant::now() >= alive_since + ttl {
+            holders.lose_all(&format!(
+                "etcd lease {id:x} was not renewed for a whole TTL ({ttl:?})"
+            ));
+            return;
+        }
+    }
+}

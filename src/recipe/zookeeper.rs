@@ -1,0 +1,478 @@
+//! ZooKeeper locks, after the ZooKeeper "Locks" recipe and Curator's `LockInternals`.
+//!
+//! - **herd**: everyone creates the same ephemeral node `<prefix>/<key>/lock`; losers watch the
+//!   children of `<prefix>/<key>` and all retry on every change.
+//! - **predecessor**: everyone creates an ephemeral sequential `<prefix>/<key>/lock-NNNNNNNNNN`;
+//!   the lowest holds, each other waiter watches only the node just below its own.
+//!
+//! The two strategies use different node names, so they do not exclude each other: use one
+//! strategy per key. Fencing token: the lock node's czxid. One recipe value is one session; the
+//! session is detached, so [`Recipe::crash`] leaves it to expire on the server as a dead
+//! process's would.
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use zookeeper_client as zk;
+
+use super::deadline::Budget;
+use super::holders::Holders;
+use super::{Lease, LockError, Recipe, RecipeConfig, Strategy, check_strategy};
+use crate::system::System;
+
+const STRATEGIES: &[Strategy] = &[Strategy::Herd, Strategy::Predecessor];
+const HERD_NODE: &str = "lock";
+const SEQ_PREFIX: &str = "lock-";
+
+/// A ZooKeeper lock client: one session at a time (a new one replaces an expired one at the
+/// next acquire), both strategies.
+pub struct ZookeeperRecipe {
+    connect_string: String,
+    config: RecipeConfig,
+    session: tokio::sync::Mutex<Arc<ZkSession>>,
+    /// Lock directories known to exist, so each key pays for creating its parents once.
+    parents: Mutex<HashSet<String>>,
+}
+
+/// One session, the leases it holds, and the task that watches its state.
+struct ZkSession {
+    client: zk::Client,
+    holders: Arc<Holders>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for ZkSession {
+    fn drop(&mut self) {
+        // The state watcher never ends on its own once every client is gone.
+        self.task.abort();
+    }
+}
+
+/// What `release` needs: the node, the czxid that proves it is still ours, and the session
+/// that created it.
+struct Handle {
+    path: String,
+    czxid: i64,
+    session_id: i64,
+    holders: Arc<Holders>,
+    holder: u64,
+}
+
+fn zk_err(what: &str, e: zk::Error) -> LockError {
+    match e {
+        zk::Error::SessionExpired | zk::Error::ClientClosed | zk::Error::AuthFailed => {
+            LockError::Lost {
+                key: what.to_string(),
+                why: format!("ZooKeeper session is gone ({e}); the next acquire opens a new one"),
+            }
+        }
+        zk::Error::ConnectionLoss | zk::Error::Timeout | zk::Error::Custom(_) => {
+            LockError::Connection(format!("{what}: {e}"))
+        }
+        other => LockError::Server(format!("{what}: {other}")),
+    }
+}
+
+impl ZookeeperRecipe {
+    /// Opens one session on the ensemble `endpoints` (`host:port` each) with session timeout
+    /// `config.ttl`, giving up after three request timeouts.
+    pub async fn connect(endpoints: &[String], config: RecipeConfig) -> Result<Self, LockError> {
+        let connect_string = endpoints.join(",");
+        let session = open_session(&connect_string, &config).await?;
+        Ok(ZookeeperRecipe {
+            connect_string,
+            config,
+            session: tokio::sync::Mutex::new(Arc::new(session)),
+            parents: Mutex::new(HashSet::new()),
+        })
+    }
+
+    /// The current session, e.g. for a test or a fault that expires it from another connection.
+    pub async fn session_info(&self) -> zk::SessionInfo {
+        self.session.lock().await.client.session().clone()
+    }
+
+    /// The session timeout the server granted (it clamps to 2..20 ticks).
+    pub async fn session_timeout(&self) -> Duration {
+        self.session.lock().await.client.session_timeout()
+    }
+
+    /// The live session, opening a new one if the last one ended (an expired ZooKeeper
+    /// session never comes back).
+    async fn live_session(&self, requests: &mut u64) -> Result<Arc<ZkSession>, LockError> {
+        let mut slot = self.session.lock().await;
+        if slot.holders.dead().is_none() {
+            return Ok(slot.clone());
+        }
+        *requests += 1;
+        let fresh = Arc::new(open_session(&self.connect_string, &self.config).await?);
+        *slot = fresh.clone();
+        Ok(fresh)
+    }
+
+    fn dir(&self, key: &str) -> String {
+        format!("{}/{}", self.config.prefix.trim_end_matches('/'), key)
+    }
+
+    /// Creates the persistent directories down to `dir` once per key.
+    async fn ensure_dir(
+        &self,
+        s: &ZkSession,
+        dir: &str,
+        budget: &Budget,
+        requests: &mut u64,
+    ) -> Result<(), LockError> {
+        if self.known_parent(dir) {
+            return Ok(());
+        }
+        let opts = zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all());
+        let mut prefix = String::new();
+        for part in dir.split('/').filter(|p| !p.is_empty()) {
+            prefix.push('/');
+            prefix.push_str(part);
+            *requests += 1;
+            match budget
+                .run("create parent", s.client.create(&prefix, b"", &opts))
+                .await?
+            {
+                Ok(_) | Err(zk::Error::NodeExists) => {}
+                Err(e) => return Err(zk_err(&prefix, e)),
+            }
+        }
+        self.parents
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(dir.to_string());
+        Ok(())
+    }
+
+    fn known_parent(&self, dir: &str) -> bool {
+        self.parents
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .contains(dir)
+    }
+
+    fn lease(
+        &self,
+        s: &ZkSession,
+        key: &str,
+        path: String,
+        czxid: i64,
+        counts: (u64, u64),
+        queue: Option<u64>,
+    ) -> Lease {
+        let (holder, lost) = s.holders.register();
+        Lease {
+            key: key.to_string(),
+            token: czxid as u64,
+            acquired_at: Instant::now(),
+            ttl: s.client.session_timeout(),
+            wakeups: counts.0,
+            requests: counts.1,
+            queue_position: queue,
+            lost,
+            handle: Box::new(Handle {
+                path,
+                czxid,
+                session_id: s.client.session_id().0,
+                holders: s.holders.clone(),
+                holder,
+            }),
+        }
+    }
+
+    async fn acquire_herd(&self, key: &str, budget: &Budget) -> Result<Lease, LockError> {
+        let dir = self.dir(key);
+        let (mut wakeups, mut requests) = (0, 0);
+        let s = &*self.live_session(&mut requests).await?;
+        self.ensure_dir(s, &dir, budget, &mut requests).await?;
+        let path = format!("{dir}/{HERD_NODE}");
+        let opts = zk::CreateMode::Ephemeral.with_acls(zk::Acls::anyone_all());
+        loop {
+            requests += 1;
+            match budget
+                .run("create", s.client.create(&path, b"", &opts))
+                .await
+            {
+                Ok(Ok((stat, _))) => {
+                    return Ok(self.lease(s, key, path, stat.czxid, (wakeups, requests), None));
+                }
+                Ok(Err(zk::Error::NodeExists)) => {}
+                Ok(Err(e)) => return Err(zk_err(&path, e)),
+                Err(e) => {
+                    // The create may have landed after all: take back a lock we may hold.
+                    remove_if_ours(s, key, &path, self.config.request_timeout).await;
+                    return Err(e);
+                }
+            }
+            // Watch the directory, not the node: every waiter hears every change, the herd.
+            requests += 1;
+            let (children, watcher) = match budget
+                .run("getChildren", s.client.list_and_watch_children(&dir))
+                .await?
+            {
+                Ok(r) => r,
+                Err(e) => return Err(zk_err(&dir, e)),
+            };
+            if !children.iter().any(|c| c == HERD_NODE) {
+                continue; // released between our create and our read
+            }
+            let poll = self.config.fallback_poll;
+            tokio::select! {
+                _ = watcher.changed() => wakeups += 1,
+                _ = tokio::time::sleep(poll) => {}
+                _ = tokio::time::sleep_until(budget.deadline().into()) => return Err(budget.timeout()),
+            }
+        }
+    }
+
+    async fn acquire_predecessor(&self, key: &str, budget: &Budget) -> Result<Lease, LockError> {
+        let dir = self.dir(key);
+        let (mut wakeups, mut requests) = (0, 0);
+        let s = &*self.live_session(&mut requests).await?;
+        self.ensure_dir(s, &dir, budget, &mut requests).await?;
+        let opts = zk::CreateMode::EphemeralSequential.with_acls(zk::Acls::anyone_all());
+        requests += 1;
+        let base = format!("{dir}/{SEQ_PREFIX}");
+        let (stat, seq) = match budget
+            .run("create", s.client.create(&base, b"", &opts))
+            .await?
+        {
+            Ok(r) => r,
+            Err(e) => return Err(zk_err(&base, e)),
+        };
+        let me = seq.into_i64();
+        let path = format!("{base}{seq}");
+        let waited = self
+            .wait_turn(s, &dir, me, budget, &mut wakeups, &mut requests)
+            .await;
+        match waited {
+            Ok(()) => Ok(self.lease(
+                s,
+                key,
+                path,
+                stat.czxid,
+                (wakeups, requests),
+                Some(me as u64),
+            )),
+            Err(e) => {
+                // Leave nothing behind: our node would otherwise block the queue until the
+                // session ends. The acquire deadline is spent, so give the delete its own.
+                let cleanup = Budget::cleanup(key, self.config.request_timeout, 1);
+                let failed = match cleanup.run("delete", s.client.delete(&path, None)).await {
+                    Ok(Ok(())) | Ok(Err(zk::Error::NoNode)) => None,
+                    Ok(Err(err)) => Some(err.to_string()),
+                    Err(err) => Some(err.to_string()),
+                };
+                if let Some(err) = failed {
+                    // The node dies with the session anyway; say so, as it blocks the queue
+                    // until then.
+                    eprintln!(
+                        "lockbench: could not remove {path} after a failed acquire ({err}); it goes when the session ends"
+                    );
+                }
+                Err(e)
+            }
+        }
+    }
+
+    /// Waits until our sequence number `me` is the lowest in `dir`, watching only the node just
+    /// below ours and reading the queue again on every wake-up: the predecessor may have died
+    /// rather than released, and the one before it may still hold.
+    async fn wait_turn(
+        &self,
+        s: &ZkSession,
+        dir: &str,
+        me: i64,
+        budget: &Budget,
+        wakeups: &mut u64,
+        requests: &mut u64,
+    ) -> Result<(), LockError> {
+        loop {
+            *requests += 1;
+            let children = match budget
+                .run("getChildren", s.client.list_children(dir))
+                .await?
+            {
+                Ok(c) => c,
+                Err(e) => return Err(zk_err(dir, e)),
+            };
+            let mut queue: Vec<(i64, String)> = children
+                .into_iter()
+                .filter_map(|c| {
+                    let n = c.strip_prefix(SEQ_PREFIX)?.parse::<i64>().ok()?;
+                    Some((n, c))
+                })
+                .collect();
+            queue.sort();
+            let Some(pos) = queue.iter().position(|(n, _)| *n == me) else {
+                return Err(LockError::Lost {
+                    key: dir.to_string(),
+                    why: "our queue node vanished while waiting (session expired?)".into(),
+                });
+            };
+            if pos == 0 {
+                return Ok(());
+            }
+            let pred = format!("{dir}/{}", queue[pos - 1].1);
+            // getData rather than exists: a watch on a node that is already gone is not left
+            // behind (exists would watch for its re-creation).
+            *requests += 1;
+            let watcher = match budget
+                .run("getData", s.client.get_and_watch_data(&pred))
+                .await?
+            {
+                Ok((_, _, w)) => w,
+                Err(zk::Error::NoNode) => continue,
+                Err(e) => return Err(zk_err(&pred, e)),
+            };
+            tokio::select! {
+                _ = watcher.changed() => *wakeups += 1,
+                _ = tokio::time::sleep_until(budget.deadline().into()) => return Err(budget.timeout()),
+            }
+        }
+    }
+}
+
+/// Fires every held lease's signal when the session ends or the connection drops. A
+/// disconnected client cannot tell whether the server has already expired its session, so a
+/// holder is told at once (Curator's "standard" error policy) rather than after the fact.
+async fn watch_session(mut states: zk::StateWatcher, holders: Arc<Holders>) {
+    loop {
+        let state = states.changed().await;
+        match state {
+            zk::SessionState::Expired | zk::SessionState::Closed | zk::SessionState::AuthFailed => {
+                holders.lose_all(&format!("ZooKeeper session {state:?}"));
+                return;
+            }
+            zk::SessionState::Disconnected => {
+                holders.lose_held();
+            }
+            _ => {}
+        }
+    }
+}
+
+impl Recipe for ZookeeperRecipe {
+    fn system(&self) -> System {
+        System::Zookeeper
+    }
+
+    fn strategies(&self) -> &'static [Strategy] {
+        STRATEGIES
+    }
+
+    async fn acquire(
+        &self,
+        key: &str,
+        strategy: Strategy,
+        deadline: Instant,
+    ) -> Result<Lease, LockError> {
+        check_strategy(System::Zookeeper, STRATEGIES, strategy)?;
+        let budget = Budget::acquire(key, deadline, self.config.request_timeout);
+        match strategy {
+            Strategy::Herd => self.acquire_herd(key, &budget).await,
+            _ => self.acquire_predecessor(key, &budget).await,
+        }
+    }
+
+    async fn release(&self, lease: Lease) -> Result<(), LockError> {
+        let Ok(h) = lease.handle.downcast::<Handle>() else {
+            return Err(LockError::Server(
+                "this lease was not issued by the ZooKeeper recipe: release it with the recipe \
+                 that acquired it"
+                    .into(),
+            ));
+        };
+        h.holders.forget(h.holder);
+        let lost = |why: &str| LockError::Lost {
+            key: lease.key.clone(),
+            why: why.to_string(),
+        };
+        let s = self.session.lock().await.clone();
+        if s.client.session_id().0 != h.session_id || s.holders.dead().is_some() {
+            return Err(lost("the session that held it has ended"));
+        }
+        let budget = Budget::cleanup(&lease.key, self.config.request_timeout, 2);
+        // Ours only if the node there is the one we created: same czxid, our session. Only our
+        // own session can delete an ephemeral node of ours in this recipe, and if the session
+        // died the delete below fails, so the check-then-delete cannot remove another's node.
+        let stat = match budget.run("exists", s.client.check_stat(&h.path)).await? {
+            Ok(Some(s)) => s,
+            Ok(None) => return Err(lost("the lock node is gone (session expired?)")),
+            Err(e) => return Err(zk_err(&h.path, e)),
+        };
+        if stat.czxid != h.czxid || stat.ephemeral_owner != h.session_id {
+            return Err(lost("the lock node now belongs to another session"));
+        }
+        match budget
+            .run("delete", s.client.delete(&h.path, Some(stat.version)))
+            .await?
+        {
+            Ok(()) => Ok(()),
+            Err(zk::Error::NoNode | zk::Error::BadVersion) => {
+                Err(lost("the lock node changed before the delete"))
+            }
+            Err(e) => Err(zk_err(&h.path, e)),
+        }
+    }
+
+    async fn crash(self) {
+        // Detached session: dropping the last client closes the connection without a
+        // CloseSession, so the server keeps the ephemeral nodes until the session times out.
+        drop(self);
+    }
+}
+
+/// Best-effort removal of `path` if our session owns it (after an unanswered create).
+async fn remove_if_ours(s: &ZkSession, key: &str, path: &str, request_timeout: Duration) {
+    let cleanup = Budget::cleanup(key, request_timeout, 2);
+    let ours = match cleanup.run("exists", s.client.check_stat(path)).await {
+        Ok(Ok(Some(stat))) if stat.ephemeral_owner == s.client.session_id().0 => stat,
+        Ok(Ok(_)) => return,
+        Ok(Err(e)) => return eprintln!("lockbench: could not check {path}: {e}"),
+        Err(e) => return eprintln!("lockbench: could not check {path}: {e}"),
+    };
+    if let Ok(Err(e)) | Err(e) = cleanup
+        .run("delete", s.client.delete(path, Some(ours.version)))
+        .await
+        .map(|r| r.map_err(|e| zk_err(path, e)))
+    {
+        eprintln!("lockbench: could not remove {path} ({e}); it goes when the session ends");
+    }
+}
+
+/// Opens a detached session and starts watching its state.
+async fn open_session(connect_string: &str, config: &RecipeConfig) -> Result<ZkSession, LockError> {
+    let limit = config.request_timeout * 3;
+    let connecting = zk::Client::connector()
+        .with_session_timeout(config.ttl)
+        // Detached: dropping the client must not close the session, so that `crash` leaves
+        // ephemeral nodes to expire with the session, as a killed process would.
+        .with_detached()
+        .connect(connect_string);
+    let client = match tokio::time::timeout(limit, connecting).await {
+        Ok(Ok(c)) => c,
+        Ok(Err(e)) => {
+            return Err(LockError::Connection(format!(
+                "connect to ZooKeeper at {connect_string}: {e}; check the endpoints and that a \
+                 quorum is up"
+            )));
+        }
+        Err(_) => {
+            return Err(LockError::Connection(format!(
+                "no ZooKeeper session from {connect_string} within {limit:?}: check the \
+                 endpoints and that a quorum is up, or raise request_timeout"
+            )));
+        }
+    };
+    let holders = Arc::new(Holders::default());
+    let task = tokio::spawn(watch_session(client.state_watcher(), holders.clone()));
+    Ok(ZkSession {
+        client,
+        holders,
+        task,
+    })
+}
