@@ -94,6 +94,12 @@ pub async fn run(
             }
         }
     }
+    if interrupted {
+        // Cells of the interrupted system finished inside the dropped future: the folder has them.
+        summaries = folder.read_cell_summaries()?;
+    }
+    let order: Vec<String> = plan.cells.iter().map(Cell::id).collect();
+    summaries.sort_by_key(|s| order.iter().position(|id| *id == output::summary_id(s)));
     let finished: std::collections::BTreeSet<String> =
         summaries.iter().map(output::summary_id).collect();
     let not_run: Vec<String> = plan

@@ -86,7 +86,8 @@ impl RunFolder {
         self.write_run_summary(&all, &[], false)
     }
 
-    fn read_cell_summaries(&self) -> anyhow::Result<Vec<CellSummary>> {
+    /// Every finished cell's summary, read back from its folder.
+    pub(crate) fn read_cell_summaries(&self) -> anyhow::Result<Vec<CellSummary>> {
         let mut out = Vec::new();
         for entry in std::fs::read_dir(self.path.join("cells"))? {
             let p = entry?.path().join("summary.json");
