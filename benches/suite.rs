@@ -15,7 +15,13 @@ fn synthetic_history(cycles: u64) -> Vec<Event> {
     let mut t = 0u64;
     for i in 0..cycles {
         let client = (i % 16) as u32;
-        events.push(Event::new(t, client, EventKind::Invoke, Op::Acquire, "k00000"));
+        events.push(Event::new(
+            t,
+            client,
+            EventKind::Invoke,
+            Op::Acquire,
+            "k00000",
+        ));
         t += 40 + (i * 7919) % 300;
         let mut ok = Event::new(t, client, EventKind::Ok, Op::Acquire, "k00000");
         ok.token = Some(i + 1);
@@ -23,7 +29,13 @@ fn synthetic_history(cycles: u64) -> Vec<Event> {
         ok.requests = Some(3);
         events.push(ok);
         t += 1000 + (i * 104_729) % 4000;
-        events.push(Event::new(t, client, EventKind::Invoke, Op::Release, "k00000"));
+        events.push(Event::new(
+            t,
+            client,
+            EventKind::Invoke,
+            Op::Release,
+            "k00000",
+        ));
         t += 50;
         events.push(Event::new(t, client, EventKind::Ok, Op::Release, "k00000"));
     }
@@ -31,10 +43,15 @@ fn synthetic_history(cycles: u64) -> Vec<Event> {
 }
 
 fn suite(c: &mut Criterion) {
-    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("runtime");
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
 
     let path = std::env::temp_dir().join(format!("lockbench-bench-{}.jsonl", std::process::id()));
-    let recorder = rt.block_on(async { Recorder::create(&path) }).expect("recorder");
+    let recorder = rt
+        .block_on(async { Recorder::create(&path) })
+        .expect("recorder");
     let handle = recorder.handle();
     c.bench_function("history/record_event", |b| {
         b.iter(|| {
@@ -71,7 +88,9 @@ fn suite(c: &mut Criterion) {
     };
     let mut group = c.benchmark_group("stats");
     group.sample_size(10);
-    group.bench_function("analyze_1m_events", |b| b.iter(|| stats::analyze(&events, &cell)));
+    group.bench_function("analyze_1m_events", |b| {
+        b.iter(|| stats::analyze(&events, &cell))
+    });
     group.finish();
 }
 

@@ -148,7 +148,8 @@ async fn run_comparison(args: lockbench::cli::RunArgs) -> anyhow::Result<ExitCod
         plan.cells.len(),
         folder.path().display()
     );
-    let outcome = lockbench::runner::run(plan, folder, &|l| eprintln!("lockbench: {l}")).await?;
+    let progress = lockbench::runner::progress::for_stderr(plan.cells.len());
+    let outcome = lockbench::runner::run(plan, folder, progress.as_ref()).await?;
     println!(
         "{}",
         lockbench::report::markdown::comparison_table(&outcome.summaries)

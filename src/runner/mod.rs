@@ -3,6 +3,7 @@
 
 mod client;
 mod output;
+pub mod progress;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -34,7 +35,7 @@ pub struct RunOutcome {
 pub async fn run(
     plan: Plan,
     folder: RunFolder,
-    log: &(dyn Fn(&str) + Sync),
+    progress: &dyn progress::Progress,
 ) -> anyhow::Result<RunOutcome> {
     folder.write_plan(&plan)?;
     let mut summaries = Vec::new();
@@ -45,37 +46,27 @@ pub async fn run(
     tokio::pin!(ctrl_c);
     for (system, cells) in plan.by_system() {
         let work = async {
-            crate::image::ensure(&[system.image_kind()], &|l| log(l)).await?;
-            log(&format!("starting {system} cluster"));
+            crate::image::ensure(&[system.image_kind()], &|l| progress.line(l)).await?;
+            progress.line(&format!("starting {system} cluster"));
             let cluster =
                 Cluster::start_with_run_id(system, ClusterOptions::default(), &plan.run_id)
                     .await
                     .with_context(|| format!("starting the {system} cluster"))?;
-            log(&format!(
+            progress.line(&format!(
                 "{system} ready in {:.1} s",
                 cluster.start_duration().as_secs_f64()
             ));
             folder.write_cluster(&cluster.info().await)?;
             let mut out = Vec::new();
             for cell in cells {
-                log(&format!("[{}/{total}] {}", done + out.len() + 1, cell.id()));
+                progress.cell_started(done + out.len() + 1, total, &cell.id());
                 let summary = run_cell(&cluster, &plan, cell, &folder).await?;
-                log(&format!(
-                    "    {:.1} acquisitions/s, p50 {:.2} ms, p99 {:.2} ms, wakeups/acq {}, timeouts {}, errors {}",
-                    summary.throughput_per_s,
-                    summary.acquire_latency_us.p50 as f64 / 1000.0,
-                    summary.acquire_latency_us.p99 as f64 / 1000.0,
-                    summary
-                        .wakeups_per_acquisition
-                        .map_or("-".to_string(), |w| format!("{w:.2}")),
-                    summary.timeouts,
-                    summary.errors.values().sum::<u64>()
-                ));
+                progress.cell_finished(&summary);
                 folder.append_summary(&summary)?;
                 out.push(summary);
             }
             let removed = cluster.teardown().await?;
-            log(&format!(
+            progress.line(&format!(
                 "{system} removed ({} containers)",
                 removed.containers.len()
             ));
@@ -94,6 +85,7 @@ pub async fn run(
             }
         }
     }
+    progress.finish();
     if interrupted {
         // Cells of the interrupted system finished inside the dropped future: the folder has them.
         summaries = folder.read_cell_summaries()?;
