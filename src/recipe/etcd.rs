@@ -30,6 +30,9 @@ pub struct EtcdRecipe {
     config: RecipeConfig,
     /// The current lease; replaced by a fresh one when it is found dead at the next acquire.
     session: tokio::sync::Mutex<Option<Arc<EtcdSession>>>,
+    /// Our keys whose removal got no answer, with the guard that keeps the retry safe; the next
+    /// acquire retries them, as they would hold the lock (herd) or a stale queue place.
+    orphans: std::sync::Mutex<Vec<(String, Option<Compare>)>>,
 }
 
 /// What `release` needs: the key that holds the lock and its create revision.
@@ -86,6 +89,7 @@ impl EtcdRecipe {
             client,
             config,
             session: tokio::sync::Mutex::new(Some(Arc::new(session))),
+            orphans: std::sync::Mutex::new(Vec::new()),
         })
     }
 
@@ -115,6 +119,29 @@ impl EtcdRecipe {
         let fresh = Arc::new(EtcdSession::grant(&self.client, &self.config).await?);
         *slot = Some(fresh.clone());
         Ok(fresh)
+    }
+
+    /// Removes our key after a failed acquisition; remembers it if the server did not answer.
+    async fn take_back(&self, key: &str, target: &str, guard: Option<Compare>) {
+        let limit = self.config.request_timeout;
+        if !take_back(&self.client, key, target, guard.clone(), limit).await {
+            self.orphan(target, guard);
+        }
+    }
+
+    fn orphan(&self, target: &str, guard: Option<Compare>) {
+        self.orphans
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push((target.to_string(), guard));
+    }
+
+    /// Retries the removals that got no answer before.
+    async fn retry_orphans(&self) {
+        let orphans = std::mem::take(&mut *self.orphans.lock().unwrap_or_else(|e| e.into_inner()));
+        for (target, guard) in orphans {
+            self.take_back(&target, &target, guard).await;
+        }
     }
 
     fn lock_name(&self, key: &str) -> String {
@@ -200,12 +227,10 @@ impl EtcdRecipe {
                 Ok(Err(e)) => return Err(etcd_err("lock txn", e)),
                 Err(e) => {
                     // The put may have landed after all: take back a lock we may hold.
-                    take_back(
-                        &self.client,
+                    self.take_back(
                         key,
                         &name,
                         Some(Compare::lease(name.as_str(), CompareOp::Equal, session.id)),
-                        self.config.request_timeout,
                     )
                     .await;
                     return Err(e);
@@ -271,8 +296,7 @@ impl EtcdRecipe {
         {
             Ok(()) => Ok(self.lease(key, &session, mine, my_rev, counts, true)),
             Err(e) => {
-                take_back(
-                    &self.client,
+                self.take_back(
                     key,
                     &mine,
                     Some(Compare::create_revision(
@@ -280,7 +304,6 @@ impl EtcdRecipe {
                         CompareOp::Equal,
                         my_rev,
                     )),
-                    self.config.request_timeout,
                 )
                 .await;
                 Err(e)
@@ -378,8 +401,7 @@ impl EtcdRecipe {
             Ok(r) => r,
             Err(e) => {
                 let ours = Compare::lease(queue_key.as_str(), CompareOp::Equal, session.id);
-                let limit = self.config.request_timeout;
-                take_back(&self.client, key, &queue_key, Some(ours), limit).await;
+                self.take_back(key, &queue_key, Some(ours)).await;
                 return Err(e);
             }
         };
@@ -397,8 +419,7 @@ impl EtcdRecipe {
             Ok(r) => r.kvs().first().map_or(0, |kv| kv.create_revision()),
             Err(e) => {
                 let ours = Compare::lease(held.as_str(), CompareOp::Equal, session.id);
-                let limit = self.config.request_timeout;
-                take_back(&self.client, key, &held, Some(ours), limit).await;
+                self.take_back(key, &held, Some(ours)).await;
                 return Err(e);
             }
         };
@@ -428,6 +449,7 @@ impl Recipe for EtcdRecipe {
         deadline: Instant,
     ) -> Result<Lease, LockError> {
         check_strategy(System::Etcd, STRATEGIES, strategy)?;
+        self.retry_orphans().await;
         let budget = Budget::acquire(key, deadline, self.config.request_timeout);
         let got = match strategy {
             Strategy::Herd => self.acquire_herd(key, &budget).await,
@@ -455,22 +477,28 @@ impl Recipe for EtcdRecipe {
         h.holders.forget(h.holder);
         // Delete only the incarnation of the key we created: after our lease expired, the same
         // name may hold someone else's lock. (Native locks too: Unlock would delete blindly.)
+        let ours = Compare::create_revision(h.key.as_str(), CompareOp::Equal, h.create_revision);
         let txn = Txn::new()
-            .when([Compare::create_revision(
-                h.key.as_str(),
-                CompareOp::Equal,
-                h.create_revision,
-            )])
+            .when([ours.clone()])
             .and_then([TxnOp::delete(h.key.as_str(), None)]);
         let budget = Budget::cleanup(&lease.key, self.config.request_timeout, 1);
         let mut c = self.client.clone();
-        match budget.run("delete txn", c.txn(txn)).await? {
+        let answer = budget
+            .run("delete txn", c.txn(txn))
+            .await
+            .and_then(|r| r.map_err(|e| etcd_err("unlock txn", e)));
+        match answer {
             Ok(r) if r.succeeded() => Ok(()),
             Ok(_) => Err(LockError::Lost {
                 key: lease.key.clone(),
                 why: "the lock key is gone or re-created by another client (lease expired?)".into(),
             }),
-            Err(e) => Err(etcd_err("unlock txn", e)),
+            Err(e) => {
+                if e.is_indeterminate() {
+                    self.orphan(&h.key, Some(ours));
+                }
+                Err(e)
+            }
         }
     }
 

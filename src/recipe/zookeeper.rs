@@ -33,6 +33,16 @@ pub struct ZookeeperRecipe {
     session: tokio::sync::Mutex<Arc<ZkSession>>,
     /// Lock directories known to exist, so each key pays for creating its parents once.
     parents: Mutex<HashSet<String>>,
+    /// Our nodes that a release or a failed acquire could not remove; see [`Orphan`].
+    orphans: Mutex<Vec<Orphan>>,
+}
+
+/// A lock node of ours whose removal got no answer. The next acquire retries it: while the
+/// session lives, the node would hold the lock (herd) or block our own new node (predecessor).
+struct Orphan {
+    path: String,
+    czxid: Option<i64>,
+    session_id: i64,
 }
 
 /// One session, the leases it holds, and the task that watches its state.
@@ -85,6 +95,7 @@ impl ZookeeperRecipe {
             config,
             session: tokio::sync::Mutex::new(Arc::new(session)),
             parents: Mutex::new(HashSet::new()),
+            orphans: Mutex::new(Vec::new()),
         })
     }
 
@@ -109,6 +120,39 @@ impl ZookeeperRecipe {
         let fresh = Arc::new(open_session(&self.connect_string, &self.config).await?);
         *slot = fresh.clone();
         Ok(fresh)
+    }
+
+    /// Removes our node after a failed acquisition; remembers it if the server did not answer.
+    async fn take_back(&self, s: &ZkSession, key: &str, path: &str, czxid: Option<i64>) {
+        let budget = Budget::cleanup(key, self.config.request_timeout, 2);
+        if delete_own(s, path, czxid, &budget).await.is_err() {
+            self.orphan(path, czxid, s.client.session_id().0);
+        }
+    }
+
+    fn orphan(&self, path: &str, czxid: Option<i64>, session_id: i64) {
+        self.orphans
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(Orphan {
+                path: path.to_string(),
+                czxid,
+                session_id,
+            });
+    }
+
+    /// Retries removing orphans of the current session; those of an ended session are gone.
+    async fn retry_orphans(&self) {
+        let orphans = std::mem::take(&mut *self.orphans.lock().unwrap_or_else(|e| e.into_inner()));
+        if orphans.is_empty() {
+            return;
+        }
+        let s = self.session.lock().await.clone();
+        for o in orphans {
+            if o.session_id == s.client.session_id().0 && s.holders.dead().is_none() {
+                self.take_back(&s, &o.path, &o.path, o.czxid).await;
+            }
+        }
     }
 
     fn dir(&self, key: &str) -> String {
@@ -203,7 +247,7 @@ impl ZookeeperRecipe {
                 Ok(Err(e)) => return Err(zk_err(&path, e)),
                 Err(e) => {
                     // The create may have landed after all: take back a lock we may hold.
-                    remove_if_ours(s, key, &path, self.config.request_timeout).await;
+                    self.take_back(s, key, &path, None).await;
                     return Err(e);
                 }
             }
@@ -259,20 +303,8 @@ impl ZookeeperRecipe {
             )),
             Err(e) => {
                 // Leave nothing behind: our node would otherwise block the queue until the
-                // session ends. The acquire deadline is spent, so give the delete its own.
-                let cleanup = Budget::cleanup(key, self.config.request_timeout, 1);
-                let failed = match cleanup.run("delete", s.client.delete(&path, None)).await {
-                    Ok(Ok(())) | Ok(Err(zk::Error::NoNode)) => None,
-                    Ok(Err(err)) => Some(err.to_string()),
-                    Err(err) => Some(err.to_string()),
-                };
-                if let Some(err) = failed {
-                    // The node dies with the session anyway; say so, as it blocks the queue
-                    // until then.
-                    eprintln!(
-                        "lockbench: could not remove {path} after a failed acquire ({err}); it goes when the session ends"
-                    );
-                }
+                // session ends. The acquire deadline is spent, so the delete gets its own.
+                self.take_back(s, key, &path, Some(stat.czxid)).await;
                 Err(e)
             }
         }
@@ -336,22 +368,31 @@ impl ZookeeperRecipe {
     }
 }
 
-/// Fires every held lease's signal when the session ends or the connection drops. A
-/// disconnected client cannot tell whether the server has already expired its session, so a
-/// holder is told at once (Curator's "standard" error policy) rather than after the fact.
-async fn watch_session(mut states: zk::StateWatcher, holders: Arc<Holders>) {
+/// Fires every held lease's signal when the session ends, or when the connection stays down
+/// for a third of the session timeout. The client notices a silent server after 2/5 of the
+/// session timeout, so by then up to 11/15 of it may have passed since the server last heard
+/// from us: the holder is told before the server can expire the session and grant the lock
+/// elsewhere (with room for clock drift), while a quick reconnect (one node restarted, the
+/// session moved to another) tells nobody.
+async fn watch_session(mut states: zk::StateWatcher, holders: Arc<Holders>, grace: Duration) {
+    let mut state = states.changed().await;
     loop {
-        let state = states.changed().await;
-        match state {
+        state = match state {
             zk::SessionState::Expired | zk::SessionState::Closed | zk::SessionState::AuthFailed => {
                 holders.lose_all(&format!("ZooKeeper session {state:?}"));
                 return;
             }
             zk::SessionState::Disconnected => {
-                holders.lose_held();
+                match tokio::time::timeout(grace, states.changed()).await {
+                    Ok(next) => next,
+                    Err(_) => {
+                        holders.lose_held();
+                        states.changed().await
+                    }
+                }
             }
-            _ => {}
-        }
+            _ => states.changed().await,
+        };
     }
 }
 
@@ -371,6 +412,7 @@ impl Recipe for ZookeeperRecipe {
         deadline: Instant,
     ) -> Result<Lease, LockError> {
         check_strategy(System::Zookeeper, STRATEGIES, strategy)?;
+        self.retry_orphans().await;
         let budget = Budget::acquire(key, deadline, self.config.request_timeout);
         match strategy {
             Strategy::Herd => self.acquire_herd(key, &budget).await,
@@ -395,27 +437,18 @@ impl Recipe for ZookeeperRecipe {
         if s.client.session_id().0 != h.session_id || s.holders.dead().is_some() {
             return Err(lost("the session that held it has ended"));
         }
-        let budget = Budget::cleanup(&lease.key, self.config.request_timeout, 2);
-        // Ours only if the node there is the one we created: same czxid, our session. Only our
-        // own session can delete an ephemeral node of ours in this recipe, and if the session
-        // died the delete below fails, so the check-then-delete cannot remove another's node.
-        let stat = match budget.run("exists", s.client.check_stat(&h.path)).await? {
-            Ok(Some(s)) => s,
-            Ok(None) => return Err(lost("the lock node is gone (session expired?)")),
-            Err(e) => return Err(zk_err(&h.path, e)),
-        };
-        if stat.czxid != h.czxid || stat.ephemeral_owner != h.session_id {
-            return Err(lost("the lock node now belongs to another session"));
-        }
-        match budget
-            .run("delete", s.client.delete(&h.path, Some(stat.version)))
-            .await?
-        {
-            Ok(()) => Ok(()),
-            Err(zk::Error::NoNode | zk::Error::BadVersion) => {
-                Err(lost("the lock node changed before the delete"))
+        let budget = Budget::cleanup(&lease.key, self.config.request_timeout, 3);
+        match delete_own(&s, &h.path, Some(h.czxid), &budget).await {
+            Ok(true) => Ok(()),
+            Ok(false) => Err(lost(
+                "the lock node is gone or now belongs to another session",
+            )),
+            Err(e) => {
+                if e.is_indeterminate() {
+                    self.orphan(&h.path, Some(h.czxid), h.session_id);
+                }
+                Err(e)
             }
-            Err(e) => Err(zk_err(&h.path, e)),
         }
     }
 
@@ -426,21 +459,43 @@ impl Recipe for ZookeeperRecipe {
     }
 }
 
-/// Best-effort removal of `path` if our session owns it (after an unanswered create).
-async fn remove_if_ours(s: &ZkSession, key: &str, path: &str, request_timeout: Duration) {
-    let cleanup = Budget::cleanup(key, request_timeout, 2);
-    let ours = match cleanup.run("exists", s.client.check_stat(path)).await {
-        Ok(Ok(Some(stat))) if stat.ephemeral_owner == s.client.session_id().0 => stat,
-        Ok(Ok(_)) => return,
-        Ok(Err(e)) => return eprintln!("lockbench: could not check {path}: {e}"),
-        Err(e) => return eprintln!("lockbench: could not check {path}: {e}"),
+/// Deletes `path` if it is our session's node (and, with `czxid`, the incarnation we created):
+/// `Ok(true)` removed, `Ok(false)` gone or not ours. Only our own live session deletes our
+/// ephemeral nodes in this recipe, so checking then deleting cannot remove another's lock.
+/// Retries while the client reconnects, within `budget`.
+async fn delete_own(
+    s: &ZkSession,
+    path: &str,
+    czxid: Option<i64>,
+    budget: &Budget,
+) -> Result<bool, LockError> {
+    let attempt = || async {
+        let stat = match budget.run("exists", s.client.check_stat(path)).await? {
+            Ok(Some(stat)) => stat,
+            Ok(None) => return Ok(false),
+            Err(e) => return Err(zk_err(path, e)),
+        };
+        if czxid.is_some_and(|c| c != stat.czxid) || stat.ephemeral_owner != s.client.session_id().0
+        {
+            return Ok(false);
+        }
+        match budget
+            .run("delete", s.client.delete(path, Some(stat.version)))
+            .await?
+        {
+            Ok(()) => Ok(true),
+            Err(zk::Error::NoNode | zk::Error::BadVersion) => Ok(false),
+            Err(e) => Err(zk_err(path, e)),
+        }
     };
-    if let Ok(Err(e)) | Err(e) = cleanup
-        .run("delete", s.client.delete(path, Some(ours.version)))
-        .await
-        .map(|r| r.map_err(|e| zk_err(path, e)))
-    {
-        eprintln!("lockbench: could not remove {path} ({e}); it goes when the session ends");
+    let pause = Duration::from_millis(100);
+    loop {
+        match attempt().await {
+            Err(e) if e.is_indeterminate() && Instant::now() + pause < budget.deadline() => {
+                tokio::time::sleep(pause).await;
+            }
+            other => return other,
+        }
     }
 }
 
@@ -469,7 +524,12 @@ async fn open_session(connect_string: &str, config: &RecipeConfig) -> Result<ZkS
         }
     };
     let holders = Arc::new(Holders::default());
-    let task = tokio::spawn(watch_session(client.state_watcher(), holders.clone()));
+    let grace = client.session_timeout() / 3;
+    let task = tokio::spawn(watch_session(
+        client.state_watcher(),
+        holders.clone(),
+        grace,
+    ));
     Ok(ZkSession {
         client,
         holders,
