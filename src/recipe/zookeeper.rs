@@ -2,12 +2,15 @@
 //!
 //! - **herd**: everyone creates the same ephemeral node `<prefix>/<key>/lock`; losers watch the
 //!   children of `<prefix>/<key>` and all retry on every change.
-//! - **predecessor**: everyone creates an ephemeral sequential `<prefix>/<key>/lock-NNNNNNNNNN`;
-//!   the lowest holds, each other waiter watches only the node just below its own.
+//! - **predecessor**: everyone creates an ephemeral sequential
+//!   `<prefix>/<key>/<session id hex>-lock-NNNNNNNNNN`; the lowest sequence number holds, each
+//!   other waiter watches only the node just below its own. The session id in the name (like
+//!   Curator's protected mode) lets a client find nodes of its own that a lost answer left
+//!   behind, which would otherwise make it wait for itself.
 //!
 //! The two strategies use different node names, so they do not exclude each other: use one
-//! strategy per key. Fencing token: the lock node's czxid. One recipe value is one session; the
-//! session is detached, so [`Recipe::crash`] leaves it to expire on the server as a dead
+//! strategy per key, and one acquisition per key at a time per client. Fencing token: the lock
+//! node's czxid. One recipe value has one session at a time; sessions are detached, so [`Recipe::crash`] leaves it to expire on the server as a dead
 //! process's would.
 
 use std::collections::HashSet;
@@ -177,7 +180,7 @@ impl ZookeeperRecipe {
             prefix.push_str(part);
             *requests += 1;
             match budget
-                .run("create parent", s.client.create(&prefix, b"", &opts))
+                .idempotent("create parent", || s.client.create(&prefix, b"", &opts))
                 .await?
             {
                 Ok(_) | Err(zk::Error::NodeExists) => {}
@@ -236,25 +239,31 @@ impl ZookeeperRecipe {
         let opts = zk::CreateMode::Ephemeral.with_acls(zk::Acls::anyone_all());
         loop {
             requests += 1;
-            match budget
+            let created = budget
                 .run("create", s.client.create(&path, b"", &opts))
                 .await
-            {
-                Ok(Ok((stat, _))) => {
+                .and_then(|r| match r {
+                    Ok(created) => Ok(Some(created)),
+                    Err(zk::Error::NodeExists) => Ok(None),
+                    Err(e) => Err(zk_err(&path, e)),
+                });
+            match created {
+                Ok(Some((stat, _))) => {
                     return Ok(self.lease(s, key, path, stat.czxid, (wakeups, requests), None));
                 }
-                Ok(Err(zk::Error::NodeExists)) => {}
-                Ok(Err(e)) => return Err(zk_err(&path, e)),
+                Ok(None) => {}
                 Err(e) => {
-                    // The create may have landed after all: take back a lock we may hold.
-                    self.take_back(s, key, &path, None).await;
+                    if maybe_applied(&e) {
+                        // The create may have landed after all: take back a lock we may hold.
+                        self.take_back(s, key, &path, None).await;
+                    }
                     return Err(e);
                 }
             }
             // Watch the directory, not the node: every waiter hears every change, the herd.
             requests += 1;
             let (children, watcher) = match budget
-                .run("getChildren", s.client.list_and_watch_children(&dir))
+                .idempotent("getChildren", || s.client.list_and_watch_children(&dir))
                 .await?
             {
                 Ok(r) => r,
@@ -279,13 +288,22 @@ impl ZookeeperRecipe {
         self.ensure_dir(s, &dir, budget, &mut requests).await?;
         let opts = zk::CreateMode::EphemeralSequential.with_acls(zk::Acls::anyone_all());
         requests += 1;
-        let base = format!("{dir}/{SEQ_PREFIX}");
-        let (stat, seq) = match budget
+        let tag = session_tag(s);
+        let base = format!("{dir}/{tag}{SEQ_PREFIX}");
+        let created = budget
             .run("create", s.client.create(&base, b"", &opts))
-            .await?
-        {
+            .await
+            .and_then(|r| r.map_err(|e| zk_err(&base, e)));
+        let (stat, seq) = match created {
             Ok(r) => r,
-            Err(e) => return Err(zk_err(&base, e)),
+            Err(e) => {
+                if maybe_applied(&e) {
+                    // The node may exist under a name we never learnt: find it by our tag.
+                    let cleanup = Budget::cleanup(key, self.config.request_timeout, 3);
+                    let _ = sweep_own(s, &dir, None, &cleanup).await;
+                }
+                return Err(e);
+            }
         };
         let me = seq.into_i64();
         let path = format!("{base}{seq}");
@@ -325,7 +343,7 @@ impl ZookeeperRecipe {
         loop {
             *requests += 1;
             let children = match budget
-                .run("getChildren", s.client.list_children(dir))
+                .idempotent("getChildren", || s.client.list_children(dir))
                 .await?
             {
                 Ok(c) => c,
@@ -333,12 +351,17 @@ impl ZookeeperRecipe {
             };
             let mut queue: Vec<(i64, String)> = children
                 .into_iter()
-                .filter_map(|c| {
-                    let n = c.strip_prefix(SEQ_PREFIX)?.parse::<i64>().ok()?;
-                    Some((n, c))
-                })
+                .filter_map(|c| Some((sequence(&c)?, c)))
                 .collect();
             queue.sort();
+            let tag = session_tag(s);
+            if queue.iter().any(|(n, c)| *n != me && c.starts_with(&tag)) {
+                // Leftovers of ours (a lost answer to a create or delete): we would wait for
+                // ourselves. Remove them and read the queue again.
+                *requests += 2;
+                sweep_own(s, dir, Some(me), budget).await?;
+                continue;
+            }
             let Some(pos) = queue.iter().position(|(n, _)| *n == me) else {
                 return Err(LockError::Lost {
                     key: dir.to_string(),
@@ -353,7 +376,7 @@ impl ZookeeperRecipe {
             // behind (exists would watch for its re-creation).
             *requests += 1;
             let watcher = match budget
-                .run("getData", s.client.get_and_watch_data(&pred))
+                .idempotent("getData", || s.client.get_and_watch_data(&pred))
                 .await?
             {
                 Ok((_, _, w)) => w,
@@ -457,6 +480,44 @@ impl Recipe for ZookeeperRecipe {
         // CloseSession, so the server keeps the ephemeral nodes until the session times out.
         drop(self);
     }
+}
+
+/// True when a create that failed this way may still have happened on the server.
+fn maybe_applied(e: &LockError) -> bool {
+    matches!(e, LockError::Connection(_) | LockError::Timeout { .. })
+}
+
+/// The name prefix of this session's queue nodes.
+fn session_tag(s: &ZkSession) -> String {
+    format!("{:x}-", s.client.session_id().0 as u64)
+}
+
+/// The sequence number of a queue node name (`<tag>lock-NNNNNNNNNN`).
+fn sequence(name: &str) -> Option<i64> {
+    name.rsplit_once(SEQ_PREFIX)?.1.parse().ok()
+}
+
+/// Deletes this session's queue nodes in `dir` other than sequence `keep`.
+async fn sweep_own(
+    s: &ZkSession,
+    dir: &str,
+    keep: Option<i64>,
+    budget: &Budget,
+) -> Result<(), LockError> {
+    let children = match budget
+        .idempotent("getChildren", || s.client.list_children(dir))
+        .await?
+    {
+        Ok(c) => c,
+        Err(e) => return Err(zk_err(dir, e)),
+    };
+    let tag = session_tag(s);
+    for c in children.iter().filter(|c| c.starts_with(&tag)) {
+        if sequence(c).is_some() && sequence(c) != keep {
+            delete_own(s, &format!("{dir}/{c}"), None, budget).await?;
+        }
+    }
+    Ok(())
 }
 
 /// Deletes `path` if it is our session's node (and, with `czxid`, the incarnation we created):
