@@ -16,7 +16,7 @@ use etcd_client::{
 };
 
 use super::deadline::Budget;
-use super::etcd_cleanup::{etcd_err, take_back};
+use super::etcd_cleanup::{etcd_err, maybe_applied, take_back};
 use super::etcd_lease::EtcdSession;
 use super::holders::Holders;
 use super::{Lease, LockError, Recipe, RecipeConfig, Strategy, check_strategy};
@@ -222,17 +222,18 @@ impl EtcdRecipe {
                     Some(PutOptions::new().with_lease(session.id)),
                 )]);
             counts.requests += 1;
-            let resp = match budget.run("txn", c.txn(txn)).await {
-                Ok(Ok(r)) => r,
-                Ok(Err(e)) => return Err(etcd_err("lock txn", e)),
+            let answer = budget
+                .run("txn", c.txn(txn))
+                .await
+                .and_then(|r| r.map_err(|e| etcd_err("lock txn", e)));
+            let resp = match answer {
+                Ok(r) => r,
                 Err(e) => {
-                    // The put may have landed after all: take back a lock we may hold.
-                    self.take_back(
-                        key,
-                        &name,
-                        Some(Compare::lease(name.as_str(), CompareOp::Equal, session.id)),
-                    )
-                    .await;
+                    if maybe_applied(&e) {
+                        // The put may have landed after all: take back a lock we may hold.
+                        let ours = Compare::lease(name.as_str(), CompareOp::Equal, session.id);
+                        self.take_back(key, &name, Some(ours)).await;
+                    }
                     return Err(e);
                 }
             };
@@ -273,9 +274,20 @@ impl EtcdRecipe {
             )])
             .or_else([TxnOp::get(mine.as_str(), None)]);
         counts.requests += 1;
-        let resp = match budget.run("txn", c.txn(txn)).await? {
+        let answer = budget
+            .run("txn", c.txn(txn))
+            .await
+            .and_then(|r| r.map_err(|e| etcd_err("queue txn", e)));
+        let resp = match answer {
             Ok(r) => r,
-            Err(e) => return Err(etcd_err("queue txn", e)),
+            Err(e) => {
+                if maybe_applied(&e) {
+                    // Our queue key may exist after all: leave nothing behind.
+                    let ours = Compare::lease(mine.as_str(), CompareOp::Equal, session.id);
+                    self.take_back(key, &mine, Some(ours)).await;
+                }
+                return Err(e);
+            }
         };
         let my_rev = if resp.succeeded() {
             resp.header().map(|h| h.revision()).unwrap_or(0)

@@ -28,6 +28,11 @@ pub(super) fn etcd_err(what: &str, e: etcd_client::Error) -> LockError {
     }
 }
 
+/// True when a write that failed this way may still have happened on the server.
+pub(super) fn maybe_applied(e: &LockError) -> bool {
+    matches!(e, LockError::Connection(_) | LockError::Timeout { .. })
+}
+
 /// Deletes `target` after a failed or unanswered acquisition of lock `key`, only while `guard`
 /// (if any) holds (the key is still the incarnation we created, or carries our lease), so that a clean-up
 /// never removes someone else's lock. Returns false if the server did not answer: the caller
