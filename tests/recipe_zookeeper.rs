@@ -310,13 +310,28 @@ async fn own_leftover(eps: &[String]) {
         .expect("second connection on a's session");
     let dir = format!("{PREFIX}/{key}");
     let persistent = zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all());
-    twin.mkdir(&dir, &persistent).await.expect("mkdir");
+    raw(eps)
+        .await
+        .mkdir(&dir, &persistent)
+        .await
+        .expect("mkdir");
+    // The two connections take the session from each other until the twin is gone: retry.
     let ephemeral = zk::CreateMode::EphemeralSequential.with_acls(zk::Acls::anyone_all());
     let tag = format!("{:x}-", session.id().0 as u64);
-    twin.create(&format!("{dir}/{tag}lock-"), b"", &ephemeral)
-        .await
-        .expect("leftover node");
+    let mut made = Err(zk::Error::ConnectionLoss);
+    for _ in 0..20 {
+        made = twin
+            .create(&format!("{dir}/{tag}lock-"), b"", &ephemeral)
+            .await;
+        if made.is_ok() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    made.expect("leftover node");
     drop(twin);
+    // Let a's client settle back on its session.
+    tokio::time::sleep(Duration::from_secs(1)).await;
     let lease = a
         .acquire(
             key,

@@ -11,13 +11,14 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use etcd_client::{
-    Client, Compare, CompareOp, ConnectOptions, GetOptions, LockOptions, PutOptions, SortOrder,
-    SortTarget, Txn, TxnOp, TxnOpResponse, WatchFilterType, WatchOptions, WatchStream,
+    Client, Compare, CompareOp, ConnectOptions, LockOptions, PutOptions, Txn, TxnOp, TxnOpResponse,
+    WatchStream,
 };
 
 use super::deadline::Budget;
 use super::etcd_cleanup::{etcd_err, maybe_applied, take_back};
 use super::etcd_lease::EtcdSession;
+use super::etcd_wait::{Counts, wait_deletes, watch_deletes};
 use super::holders::Holders;
 use super::{Lease, LockError, Recipe, RecipeConfig, Strategy, check_strategy};
 use crate::system::System;
@@ -41,13 +42,6 @@ struct Handle {
     create_revision: i64,
     holders: Arc<Holders>,
     holder: u64,
-}
-
-/// Counts of one acquisition.
-#[derive(Default)]
-struct Counts {
-    wakeups: u64,
-    requests: u64,
 }
 
 impl EtcdRecipe {
@@ -176,33 +170,6 @@ impl EtcdRecipe {
         }
     }
 
-    /// Opens a watch for deletions of `key` from now on and waits until the server confirms
-    /// it; returns the stream and the revision the watch starts after. Watching from "now"
-    /// rather than from a past revision matters: etcd 3.4 serves past-revision watchers from
-    /// a 100 ms catch-up loop, which would cap a lock queue at ~40 grants/s.
-    async fn watch_deletes(
-        &self,
-        key: &str,
-        budget: &Budget,
-    ) -> Result<(WatchStream, i64), LockError> {
-        let mut c = self.client.clone();
-        let opts = WatchOptions::new().with_filters([WatchFilterType::NoPut]);
-        let mut stream = match budget.run("watch", c.watch(key, Some(opts))).await? {
-            Ok(s) => s,
-            Err(e) => return Err(etcd_err("watch", e)),
-        };
-        match budget.run("watch", stream.message()).await? {
-            Ok(Some(r)) if r.created() => {
-                let rev = r.header().map(|h| h.revision()).unwrap_or(0);
-                Ok((stream, rev))
-            }
-            Ok(_) => Err(LockError::Server(format!(
-                "etcd did not create the watch on '{key}'"
-            ))),
-            Err(e) => Err(etcd_err("watch", e)),
-        }
-    }
-
     async fn acquire_herd(&self, key: &str, budget: &Budget) -> Result<Lease, LockError> {
         let mut counts = Counts::default();
         let session = self.live_session(&mut counts).await?;
@@ -243,7 +210,7 @@ impl EtcdRecipe {
             }
             let Some(w) = watch.as_mut() else {
                 counts.requests += 1;
-                watch = Some(self.watch_deletes(&name, budget).await?.0);
+                watch = Some(watch_deletes(&self.client, &name, budget).await?.0);
                 continue;
             };
             tokio::select! {
@@ -302,10 +269,7 @@ impl EtcdRecipe {
                 "etcd gave no create revision for '{mine}'"
             )));
         }
-        match self
-            .wait_deletes(&dir, &mine, my_rev, budget, &mut counts)
-            .await
-        {
+        match wait_deletes(&self.client, &dir, &mine, my_rev, budget, &mut counts).await {
             Ok(()) => Ok(self.lease(key, &session, mine, my_rev, counts, true)),
             Err(e) => {
                 self.take_back(
@@ -321,78 +285,6 @@ impl EtcdRecipe {
                 Err(e)
             }
         }
-    }
-
-    /// Waits until no key under `dir` was created before `my_rev` (mutex.go's waitDeletes),
-    /// then checks that our own key is still there: a lease that expired while we waited
-    /// would otherwise let us believe we hold the lock (etcd issue 11456).
-    async fn wait_deletes(
-        &self,
-        dir: &str,
-        mine: &str,
-        my_rev: i64,
-        budget: &Budget,
-        counts: &mut Counts,
-    ) -> Result<(), LockError> {
-        let mut c = self.client.clone();
-        let mut waited = false;
-        loop {
-            let opts = GetOptions::new()
-                .with_prefix()
-                .with_max_create_revision(my_rev - 1)
-                .with_sort(SortTarget::Create, SortOrder::Descend)
-                .with_limit(1);
-            counts.requests += 1;
-            let resp = match budget.run("get", c.get(dir, Some(opts))).await? {
-                Ok(r) => r,
-                Err(e) => return Err(etcd_err("queue get", e)),
-            };
-            let Some(pred) = resp.kvs().first() else {
-                break;
-            };
-            let pred_key = pred.key().to_vec();
-            let pred_rev = pred.create_revision();
-            let read_at = resp.header().map(|h| h.revision()).unwrap_or(0);
-            counts.requests += 1;
-            let (mut watch, watch_from) = self
-                .watch_deletes(&String::from_utf8_lossy(&pred_key), budget)
-                .await?;
-            if watch_from != read_at {
-                // Something changed between the read and the watch: confirm the predecessor
-                // (the same incarnation of it) is still there before waiting on it.
-                counts.requests += 1;
-                let still = match budget.run("get", c.get(pred_key.clone(), None)).await? {
-                    Ok(r) => r.kvs().first().map(|kv| kv.create_revision()) == Some(pred_rev),
-                    Err(e) => return Err(etcd_err("predecessor get", e)),
-                };
-                if !still {
-                    continue;
-                }
-            }
-            waited = true;
-            tokio::select! {
-                m = watch.message() => {
-                    if let Ok(Some(r)) = m {
-                        counts.wakeups += r.events().len() as u64;
-                    }
-                }
-                _ = tokio::time::sleep_until(budget.deadline().into()) => return Err(budget.timeout()),
-            }
-        }
-        if waited {
-            counts.requests += 1;
-            let ours = match budget.run("get", c.get(mine, None)).await? {
-                Ok(r) => r.kvs().first().map(|kv| kv.create_revision()) == Some(my_rev),
-                Err(e) => return Err(etcd_err("own key get", e)),
-            };
-            if !ours {
-                return Err(LockError::Lost {
-                    key: mine.to_string(),
-                    why: "our queue key vanished while waiting (lease expired?)".into(),
-                });
-            }
-        }
-        Ok(())
     }
 
     async fn acquire_native(&self, key: &str, budget: &Budget) -> Result<Lease, LockError> {

@@ -18,8 +18,10 @@ mod deadline;
 pub mod etcd;
 mod etcd_cleanup;
 mod etcd_lease;
+mod etcd_wait;
 mod holders;
 pub mod zookeeper;
+mod zookeeper_session;
 
 pub use etcd::EtcdRecipe;
 pub use zookeeper::ZookeeperRecipe;
