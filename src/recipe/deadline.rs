@@ -76,30 +76,6 @@ impl Budget {
             .map_err(|_| self.timeout())
     }
 
-    /// Runs an idempotent ZooKeeper request, again while the client reconnects after a
-    /// `ConnectionLoss` (a server restarted, the session moved), within this budget.
-    pub(crate) async fn idempotent<T, F, Fut>(
-        &self,
-        what: &str,
-        request: F,
-    ) -> Result<Result<T, zookeeper_client::Error>, LockError>
-    where
-        F: Fn() -> Fut,
-        Fut: Future<Output = Result<T, zookeeper_client::Error>>,
-    {
-        let pause = Duration::from_millis(100);
-        loop {
-            match self.run(what, request()).await? {
-                Err(zookeeper_client::Error::ConnectionLoss)
-                    if Instant::now() + pause < self.deadline =>
-                {
-                    tokio::time::sleep(pause).await;
-                }
-                other => return Ok(other),
-            }
-        }
-    }
-
     /// Runs one request under `min(request_timeout, time left)`. The outer error is the
     /// deadline; the inner result is the server's answer, for the caller to interpret.
     pub(crate) async fn run<T, E, F>(&self, what: &str, fut: F) -> Result<Result<T, E>, LockError>

@@ -22,8 +22,8 @@ use zookeeper_client as zk;
 use super::deadline::Budget;
 use super::holders::Holders;
 use super::zookeeper_session::{
-    SEQ_PREFIX, ZkSession, delete_own, maybe_applied, open_session, sequence, session_tag,
-    sweep_own, zk_err,
+    SEQ_PREFIX, ZkSession, delete_own, idempotent, maybe_applied, open_session, sequence,
+    session_tag, sweep_own, zk_err,
 };
 use super::{Lease, LockError, Recipe, RecipeConfig, Strategy, check_strategy};
 use crate::system::System;
@@ -153,9 +153,10 @@ impl ZookeeperRecipe {
             prefix.push('/');
             prefix.push_str(part);
             *requests += 1;
-            match budget
-                .idempotent("create parent", || s.client.create(&prefix, b"", &opts))
-                .await?
+            match idempotent(budget, "create parent", || {
+                s.client.create(&prefix, b"", &opts)
+            })
+            .await?
             {
                 Ok(_) | Err(zk::Error::NodeExists) => {}
                 Err(e) => return Err(zk_err(&prefix, e)),
@@ -236,9 +237,10 @@ impl ZookeeperRecipe {
             }
             // Watch the directory, not the node: every waiter hears every change, the herd.
             requests += 1;
-            let (children, watcher) = match budget
-                .idempotent("getChildren", || s.client.list_and_watch_children(&dir))
-                .await?
+            let (children, watcher) = match idempotent(budget, "getChildren", || {
+                s.client.list_and_watch_children(&dir)
+            })
+            .await?
             {
                 Ok(r) => r,
                 Err(e) => return Err(zk_err(&dir, e)),
@@ -316,13 +318,11 @@ impl ZookeeperRecipe {
     ) -> Result<(), LockError> {
         loop {
             *requests += 1;
-            let children = match budget
-                .idempotent("getChildren", || s.client.list_children(dir))
-                .await?
-            {
-                Ok(c) => c,
-                Err(e) => return Err(zk_err(dir, e)),
-            };
+            let children =
+                match idempotent(budget, "getChildren", || s.client.list_children(dir)).await? {
+                    Ok(c) => c,
+                    Err(e) => return Err(zk_err(dir, e)),
+                };
             let mut queue: Vec<(i64, String)> = children
                 .into_iter()
                 .filter_map(|c| Some((sequence(&c)?, c)))
@@ -349,14 +349,12 @@ impl ZookeeperRecipe {
             // getData rather than exists: a watch on a node that is already gone is not left
             // behind (exists would watch for its re-creation).
             *requests += 1;
-            let watcher = match budget
-                .idempotent("getData", || s.client.get_and_watch_data(&pred))
-                .await?
-            {
-                Ok((_, _, w)) => w,
-                Err(zk::Error::NoNode) => continue,
-                Err(e) => return Err(zk_err(&pred, e)),
-            };
+            let watcher =
+                match idempotent(budget, "getData", || s.client.get_and_watch_data(&pred)).await? {
+                    Ok((_, _, w)) => w,
+                    Err(zk::Error::NoNode) => continue,
+                    Err(e) => return Err(zk_err(&pred, e)),
+                };
             tokio::select! {
                 _ = watcher.changed() => *wakeups += 1,
                 _ = tokio::time::sleep_until(budget.deadline().into()) => return Err(budget.timeout()),

@@ -27,6 +27,28 @@ impl Drop for ZkSession {
     }
 }
 
+/// Runs an idempotent request, again while the client reconnects after a `ConnectionLoss` (a
+/// server restarted, the session moved), within `budget`.
+pub(super) async fn idempotent<T, F, Fut>(
+    budget: &Budget,
+    what: &str,
+    request: F,
+) -> Result<Result<T, zk::Error>, LockError>
+where
+    F: Fn() -> Fut,
+    Fut: std::future::Future<Output = Result<T, zk::Error>>,
+{
+    let pause = Duration::from_millis(100);
+    loop {
+        match budget.run(what, request()).await? {
+            Err(zk::Error::ConnectionLoss) if Instant::now() + pause < budget.deadline() => {
+                tokio::time::sleep(pause).await;
+            }
+            other => return Ok(other),
+        }
+    }
+}
+
 /// Maps a ZooKeeper client error to the lock error a caller can act on.
 pub(super) fn zk_err(what: &str, e: zk::Error) -> LockError {
     match e {
@@ -93,10 +115,7 @@ pub(super) async fn sweep_own(
     keep: Option<i64>,
     budget: &Budget,
 ) -> Result<(), LockError> {
-    let children = match budget
-        .idempotent("getChildren", || s.client.list_children(dir))
-        .await?
-    {
+    let children = match idempotent(budget, "getChildren", || s.client.list_children(dir)).await? {
         Ok(c) => c,
         Err(e) => return Err(zk_err(dir, e)),
     };
