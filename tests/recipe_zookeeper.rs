@@ -54,6 +54,7 @@ async fn zookeeper_recipes() {
             isolation(&eps, s).await;
             deadline(&eps, s).await;
         }
+        own_leftover(&eps).await;
         // Last: it freezes the whole cluster.
         lost_when_silent(&cluster, &eps).await;
     })
@@ -291,5 +292,59 @@ async fn lost_when_silent(cluster: &lockbench::Cluster, eps: &[String]) {
         .await
         .expect("a acquires again once the cluster is back");
     a.release(again).await.expect("a releases");
+    a.crash().await;
+}
+
+/// A queue node of our own session that a lost answer left behind (created here through a
+/// second connection on the same session) must not make the client wait for itself.
+async fn own_leftover(eps: &[String]) {
+    let key = "leftover";
+    let a = client(eps, Duration::from_secs(6)).await;
+    let session = a.session_info().await;
+    let twin = zk::Client::connector()
+        .with_session(session.clone())
+        // Detached, so that dropping it does not close a's session.
+        .with_detached()
+        .connect(&eps.join(","))
+        .await
+        .expect("second connection on a's session");
+    let dir = format!("{PREFIX}/{key}");
+    let persistent = zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all());
+    raw(eps)
+        .await
+        .mkdir(&dir, &persistent)
+        .await
+        .expect("mkdir");
+    // The two connections take the session from each other until the twin is gone: retry.
+    let ephemeral = zk::CreateMode::EphemeralSequential.with_acls(zk::Acls::anyone_all());
+    let tag = format!("{:x}-", session.id().0 as u64);
+    let mut made = Err(zk::Error::ConnectionLoss);
+    for _ in 0..20 {
+        made = twin
+            .create(&format!("{dir}/{tag}lock-"), b"", &ephemeral)
+            .await;
+        if made.is_ok() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    made.expect("leftover node");
+    drop(twin);
+    // Let a's client settle back on its session.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let lease = a
+        .acquire(
+            key,
+            Strategy::Predecessor,
+            Instant::now() + Duration::from_secs(5),
+        )
+        .await
+        .expect("a must not wait for its own leftover node");
+    a.release(lease).await.expect("a releases");
+    let raw = raw(eps).await;
+    assert!(
+        children(&raw, key).await.is_empty(),
+        "the leftover must be gone"
+    );
     a.crash().await;
 }

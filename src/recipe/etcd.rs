@@ -11,13 +11,14 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use etcd_client::{
-    Client, Compare, CompareOp, ConnectOptions, GetOptions, LockOptions, PutOptions, SortOrder,
-    SortTarget, Txn, TxnOp, TxnOpResponse, WatchFilterType, WatchOptions, WatchStream,
+    Client, Compare, CompareOp, ConnectOptions, LockOptions, PutOptions, Txn, TxnOp, TxnOpResponse,
+    WatchStream,
 };
 
 use super::deadline::Budget;
-use super::etcd_cleanup::{etcd_err, take_back};
+use super::etcd_cleanup::{etcd_err, maybe_applied, take_back};
 use super::etcd_lease::EtcdSession;
+use super::etcd_wait::{Counts, wait_deletes, watch_deletes};
 use super::holders::Holders;
 use super::{Lease, LockError, Recipe, RecipeConfig, Strategy, check_strategy};
 use crate::system::System;
@@ -30,6 +31,9 @@ pub struct EtcdRecipe {
     config: RecipeConfig,
     /// The current lease; replaced by a fresh one when it is found dead at the next acquire.
     session: tokio::sync::Mutex<Option<Arc<EtcdSession>>>,
+    /// Our keys whose removal got no answer, with the guard that keeps the retry safe; the next
+    /// acquire retries them, as they would hold the lock (herd) or a stale queue place.
+    orphans: std::sync::Mutex<Vec<(String, Option<Compare>)>>,
 }
 
 /// What `release` needs: the key that holds the lock and its create revision.
@@ -38,13 +42,6 @@ struct Handle {
     create_revision: i64,
     holders: Arc<Holders>,
     holder: u64,
-}
-
-/// Counts of one acquisition.
-#[derive(Default)]
-struct Counts {
-    wakeups: u64,
-    requests: u64,
 }
 
 impl EtcdRecipe {
@@ -86,6 +83,7 @@ impl EtcdRecipe {
             client,
             config,
             session: tokio::sync::Mutex::new(Some(Arc::new(session))),
+            orphans: std::sync::Mutex::new(Vec::new()),
         })
     }
 
@@ -115,6 +113,29 @@ impl EtcdRecipe {
         let fresh = Arc::new(EtcdSession::grant(&self.client, &self.config).await?);
         *slot = Some(fresh.clone());
         Ok(fresh)
+    }
+
+    /// Removes our key after a failed acquisition; remembers it if the server did not answer.
+    async fn take_back(&self, key: &str, target: &str, guard: Option<Compare>) {
+        let limit = self.config.request_timeout;
+        if !take_back(&self.client, key, target, guard.clone(), limit).await {
+            self.orphan(target, guard);
+        }
+    }
+
+    fn orphan(&self, target: &str, guard: Option<Compare>) {
+        self.orphans
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push((target.to_string(), guard));
+    }
+
+    /// Retries the removals that got no answer before.
+    async fn retry_orphans(&self) {
+        let orphans = std::mem::take(&mut *self.orphans.lock().unwrap_or_else(|e| e.into_inner()));
+        for (target, guard) in orphans {
+            self.take_back(&target, &target, guard).await;
+        }
     }
 
     fn lock_name(&self, key: &str) -> String {
@@ -149,33 +170,6 @@ impl EtcdRecipe {
         }
     }
 
-    /// Opens a watch for deletions of `key` from now on and waits until the server confirms
-    /// it; returns the stream and the revision the watch starts after. Watching from "now"
-    /// rather than from a past revision matters: etcd 3.4 serves past-revision watchers from
-    /// a 100 ms catch-up loop, which would cap a lock queue at ~40 grants/s.
-    async fn watch_deletes(
-        &self,
-        key: &str,
-        budget: &Budget,
-    ) -> Result<(WatchStream, i64), LockError> {
-        let mut c = self.client.clone();
-        let opts = WatchOptions::new().with_filters([WatchFilterType::NoPut]);
-        let mut stream = match budget.run("watch", c.watch(key, Some(opts))).await? {
-            Ok(s) => s,
-            Err(e) => return Err(etcd_err("watch", e)),
-        };
-        match budget.run("watch", stream.message()).await? {
-            Ok(Some(r)) if r.created() => {
-                let rev = r.header().map(|h| h.revision()).unwrap_or(0);
-                Ok((stream, rev))
-            }
-            Ok(_) => Err(LockError::Server(format!(
-                "etcd did not create the watch on '{key}'"
-            ))),
-            Err(e) => Err(etcd_err("watch", e)),
-        }
-    }
-
     async fn acquire_herd(&self, key: &str, budget: &Budget) -> Result<Lease, LockError> {
         let mut counts = Counts::default();
         let session = self.live_session(&mut counts).await?;
@@ -195,19 +189,18 @@ impl EtcdRecipe {
                     Some(PutOptions::new().with_lease(session.id)),
                 )]);
             counts.requests += 1;
-            let resp = match budget.run("txn", c.txn(txn)).await {
-                Ok(Ok(r)) => r,
-                Ok(Err(e)) => return Err(etcd_err("lock txn", e)),
+            let answer = budget
+                .run("txn", c.txn(txn))
+                .await
+                .and_then(|r| r.map_err(|e| etcd_err("lock txn", e)));
+            let resp = match answer {
+                Ok(r) => r,
                 Err(e) => {
-                    // The put may have landed after all: take back a lock we may hold.
-                    take_back(
-                        &self.client,
-                        key,
-                        &name,
-                        Some(Compare::lease(name.as_str(), CompareOp::Equal, session.id)),
-                        self.config.request_timeout,
-                    )
-                    .await;
+                    if maybe_applied(&e) {
+                        // The put may have landed after all: take back a lock we may hold.
+                        let ours = Compare::lease(name.as_str(), CompareOp::Equal, session.id);
+                        self.take_back(key, &name, Some(ours)).await;
+                    }
                     return Err(e);
                 }
             };
@@ -217,7 +210,7 @@ impl EtcdRecipe {
             }
             let Some(w) = watch.as_mut() else {
                 counts.requests += 1;
-                watch = Some(self.watch_deletes(&name, budget).await?.0);
+                watch = Some(watch_deletes(&self.client, &name, budget).await?.0);
                 continue;
             };
             tokio::select! {
@@ -248,9 +241,20 @@ impl EtcdRecipe {
             )])
             .or_else([TxnOp::get(mine.as_str(), None)]);
         counts.requests += 1;
-        let resp = match budget.run("txn", c.txn(txn)).await? {
+        let answer = budget
+            .run("txn", c.txn(txn))
+            .await
+            .and_then(|r| r.map_err(|e| etcd_err("queue txn", e)));
+        let resp = match answer {
             Ok(r) => r,
-            Err(e) => return Err(etcd_err("queue txn", e)),
+            Err(e) => {
+                if maybe_applied(&e) {
+                    // Our queue key may exist after all: leave nothing behind.
+                    let ours = Compare::lease(mine.as_str(), CompareOp::Equal, session.id);
+                    self.take_back(key, &mine, Some(ours)).await;
+                }
+                return Err(e);
+            }
         };
         let my_rev = if resp.succeeded() {
             resp.header().map(|h| h.revision()).unwrap_or(0)
@@ -265,14 +269,10 @@ impl EtcdRecipe {
                 "etcd gave no create revision for '{mine}'"
             )));
         }
-        match self
-            .wait_deletes(&dir, &mine, my_rev, budget, &mut counts)
-            .await
-        {
+        match wait_deletes(&self.client, &dir, &mine, my_rev, budget, &mut counts).await {
             Ok(()) => Ok(self.lease(key, &session, mine, my_rev, counts, true)),
             Err(e) => {
-                take_back(
-                    &self.client,
+                self.take_back(
                     key,
                     &mine,
                     Some(Compare::create_revision(
@@ -280,84 +280,11 @@ impl EtcdRecipe {
                         CompareOp::Equal,
                         my_rev,
                     )),
-                    self.config.request_timeout,
                 )
                 .await;
                 Err(e)
             }
         }
-    }
-
-    /// Waits until no key under `dir` was created before `my_rev` (mutex.go's waitDeletes),
-    /// then checks that our own key is still there: a lease that expired while we waited
-    /// would otherwise let us believe we hold the lock (etcd issue 11456).
-    async fn wait_deletes(
-        &self,
-        dir: &str,
-        mine: &str,
-        my_rev: i64,
-        budget: &Budget,
-        counts: &mut Counts,
-    ) -> Result<(), LockError> {
-        let mut c = self.client.clone();
-        let mut waited = false;
-        loop {
-            let opts = GetOptions::new()
-                .with_prefix()
-                .with_max_create_revision(my_rev - 1)
-                .with_sort(SortTarget::Create, SortOrder::Descend)
-                .with_limit(1);
-            counts.requests += 1;
-            let resp = match budget.run("get", c.get(dir, Some(opts))).await? {
-                Ok(r) => r,
-                Err(e) => return Err(etcd_err("queue get", e)),
-            };
-            let Some(pred) = resp.kvs().first() else {
-                break;
-            };
-            let pred_key = pred.key().to_vec();
-            let pred_rev = pred.create_revision();
-            let read_at = resp.header().map(|h| h.revision()).unwrap_or(0);
-            counts.requests += 1;
-            let (mut watch, watch_from) = self
-                .watch_deletes(&String::from_utf8_lossy(&pred_key), budget)
-                .await?;
-            if watch_from != read_at {
-                // Something changed between the read and the watch: confirm the predecessor
-                // (the same incarnation of it) is still there before waiting on it.
-                counts.requests += 1;
-                let still = match budget.run("get", c.get(pred_key.clone(), None)).await? {
-                    Ok(r) => r.kvs().first().map(|kv| kv.create_revision()) == Some(pred_rev),
-                    Err(e) => return Err(etcd_err("predecessor get", e)),
-                };
-                if !still {
-                    continue;
-                }
-            }
-            waited = true;
-            tokio::select! {
-                m = watch.message() => {
-                    if let Ok(Some(r)) = m {
-                        counts.wakeups += r.events().len() as u64;
-                    }
-                }
-                _ = tokio::time::sleep_until(budget.deadline().into()) => return Err(budget.timeout()),
-            }
-        }
-        if waited {
-            counts.requests += 1;
-            let ours = match budget.run("get", c.get(mine, None)).await? {
-                Ok(r) => r.kvs().first().map(|kv| kv.create_revision()) == Some(my_rev),
-                Err(e) => return Err(etcd_err("own key get", e)),
-            };
-            if !ours {
-                return Err(LockError::Lost {
-                    key: mine.to_string(),
-                    why: "our queue key vanished while waiting (lease expired?)".into(),
-                });
-            }
-        }
-        Ok(())
     }
 
     async fn acquire_native(&self, key: &str, budget: &Budget) -> Result<Lease, LockError> {
@@ -378,8 +305,7 @@ impl EtcdRecipe {
             Ok(r) => r,
             Err(e) => {
                 let ours = Compare::lease(queue_key.as_str(), CompareOp::Equal, session.id);
-                let limit = self.config.request_timeout;
-                take_back(&self.client, key, &queue_key, Some(ours), limit).await;
+                self.take_back(key, &queue_key, Some(ours)).await;
                 return Err(e);
             }
         };
@@ -397,8 +323,7 @@ impl EtcdRecipe {
             Ok(r) => r.kvs().first().map_or(0, |kv| kv.create_revision()),
             Err(e) => {
                 let ours = Compare::lease(held.as_str(), CompareOp::Equal, session.id);
-                let limit = self.config.request_timeout;
-                take_back(&self.client, key, &held, Some(ours), limit).await;
+                self.take_back(key, &held, Some(ours)).await;
                 return Err(e);
             }
         };
@@ -428,6 +353,7 @@ impl Recipe for EtcdRecipe {
         deadline: Instant,
     ) -> Result<Lease, LockError> {
         check_strategy(System::Etcd, STRATEGIES, strategy)?;
+        self.retry_orphans().await;
         let budget = Budget::acquire(key, deadline, self.config.request_timeout);
         let got = match strategy {
             Strategy::Herd => self.acquire_herd(key, &budget).await,
@@ -455,22 +381,28 @@ impl Recipe for EtcdRecipe {
         h.holders.forget(h.holder);
         // Delete only the incarnation of the key we created: after our lease expired, the same
         // name may hold someone else's lock. (Native locks too: Unlock would delete blindly.)
+        let ours = Compare::create_revision(h.key.as_str(), CompareOp::Equal, h.create_revision);
         let txn = Txn::new()
-            .when([Compare::create_revision(
-                h.key.as_str(),
-                CompareOp::Equal,
-                h.create_revision,
-            )])
+            .when([ours.clone()])
             .and_then([TxnOp::delete(h.key.as_str(), None)]);
         let budget = Budget::cleanup(&lease.key, self.config.request_timeout, 1);
         let mut c = self.client.clone();
-        match budget.run("delete txn", c.txn(txn)).await? {
+        let answer = budget
+            .run("delete txn", c.txn(txn))
+            .await
+            .and_then(|r| r.map_err(|e| etcd_err("unlock txn", e)));
+        match answer {
             Ok(r) if r.succeeded() => Ok(()),
             Ok(_) => Err(LockError::Lost {
                 key: lease.key.clone(),
                 why: "the lock key is gone or re-created by another client (lease expired?)".into(),
             }),
-            Err(e) => Err(etcd_err("unlock txn", e)),
+            Err(e) => {
+                if e.is_indeterminate() {
+                    self.orphan(&h.key, Some(ours));
+                }
+                Err(e)
+            }
         }
     }
 

@@ -28,30 +28,26 @@ pub(super) fn etcd_err(what: &str, e: etcd_client::Error) -> LockError {
     }
 }
 
+/// True when a write that failed this way may still have happened on the server.
+pub(super) fn maybe_applied(e: &LockError) -> bool {
+    matches!(e, LockError::Connection(_) | LockError::Timeout { .. })
+}
+
 /// Deletes `target` after a failed or unanswered acquisition of lock `key`, only while `guard`
 /// (if any) holds (the key is still the incarnation we created, or carries our lease), so that a clean-up
-/// never removes someone else's lock. Best effort: a key left behind still goes with our lease.
+/// never removes someone else's lock. Returns false if the server did not answer: the caller
+/// keeps it as an orphan to retry, as the key would hold the lock (herd) or our queue place.
 pub(super) async fn take_back(
     client: &Client,
     key: &str,
     target: &str,
     guard: Option<Compare>,
     request_timeout: Duration,
-) {
+) -> bool {
     let budget = Budget::cleanup(key, request_timeout, 1);
     let mut c = client.clone();
     let txn = Txn::new()
         .when(guard.into_iter().collect::<Vec<_>>())
         .and_then([TxnOp::delete(target, None)]);
-    let failed = match budget.run("delete", c.txn(txn)).await {
-        Ok(Ok(_)) => None,
-        Ok(Err(e)) => Some(etcd_err("delete", e)),
-        Err(e) => Some(e),
-    };
-    if let Some(e) = failed {
-        eprintln!(
-            "lockbench: could not remove {target} after a failed acquire ({e}); it goes when the \
-             lease expires"
-        );
-    }
+    matches!(budget.run("delete", c.txn(txn)).await, Ok(Ok(_)))
 }

@@ -19,6 +19,7 @@ mod deadline;
 pub mod etcd;
 mod etcd_cleanup;
 mod etcd_lease;
+mod etcd_wait;
 mod holders;
 pub mod redis;
 mod redis_common;
@@ -26,6 +27,7 @@ mod redis_node;
 mod redis_scripts;
 pub mod redlock;
 pub mod zookeeper;
+mod zookeeper_session;
 
 pub use any::AnyRecipe;
 pub use etcd::EtcdRecipe;

@@ -2,12 +2,15 @@
 //!
 //! - **herd**: everyone creates the same ephemeral node `<prefix>/<key>/lock`; losers watch the
 //!   children of `<prefix>/<key>` and all retry on every change.
-//! - **predecessor**: everyone creates an ephemeral sequential `<prefix>/<key>/lock-NNNNNNNNNN`;
-//!   the lowest holds, each other waiter watches only the node just below its own.
+//! - **predecessor**: everyone creates an ephemeral sequential
+//!   `<prefix>/<key>/<session id hex>-lock-NNNNNNNNNN`; the lowest sequence number holds, each
+//!   other waiter watches only the node just below its own. The session id in the name (like
+//!   Curator's protected mode) lets a client find nodes of its own that a lost answer left
+//!   behind, which would otherwise make it wait for itself.
 //!
 //! The two strategies use different node names, so they do not exclude each other: use one
-//! strategy per key. Fencing token: the lock node's czxid. One recipe value is one session; the
-//! session is detached, so [`Recipe::crash`] leaves it to expire on the server as a dead
+//! strategy per key, and one acquisition per key at a time per client. Fencing token: the lock
+//! node's czxid. One recipe value has one session at a time; sessions are detached, so [`Recipe::crash`] leaves it to expire on the server as a dead
 //! process's would.
 
 use std::collections::HashSet;
@@ -18,12 +21,15 @@ use zookeeper_client as zk;
 
 use super::deadline::Budget;
 use super::holders::Holders;
+use super::zookeeper_session::{
+    SEQ_PREFIX, ZkSession, delete_own, idempotent, maybe_applied, open_session, sequence,
+    session_tag, sweep_own, zk_err,
+};
 use super::{Lease, LockError, Recipe, RecipeConfig, Strategy, check_strategy};
 use crate::system::System;
 
 const STRATEGIES: &[Strategy] = &[Strategy::Herd, Strategy::Predecessor];
 const HERD_NODE: &str = "lock";
-const SEQ_PREFIX: &str = "lock-";
 
 /// A ZooKeeper lock client: one session at a time (a new one replaces an expired one at the
 /// next acquire), both strategies.
@@ -33,20 +39,16 @@ pub struct ZookeeperRecipe {
     session: tokio::sync::Mutex<Arc<ZkSession>>,
     /// Lock directories known to exist, so each key pays for creating its parents once.
     parents: Mutex<HashSet<String>>,
+    /// Our nodes that a release or a failed acquire could not remove; see [`Orphan`].
+    orphans: Mutex<Vec<Orphan>>,
 }
 
-/// One session, the leases it holds, and the task that watches its state.
-struct ZkSession {
-    client: zk::Client,
-    holders: Arc<Holders>,
-    task: tokio::task::JoinHandle<()>,
-}
-
-impl Drop for ZkSession {
-    fn drop(&mut self) {
-        // The state watcher never ends on its own once every client is gone.
-        self.task.abort();
-    }
+/// A lock node of ours whose removal got no answer. The next acquire retries it: while the
+/// session lives, the node would hold the lock (herd) or block our own new node (predecessor).
+struct Orphan {
+    path: String,
+    czxid: Option<i64>,
+    session_id: i64,
 }
 
 /// What `release` needs: the node, the czxid that proves it is still ours, and the session
@@ -57,21 +59,6 @@ struct Handle {
     session_id: i64,
     holders: Arc<Holders>,
     holder: u64,
-}
-
-fn zk_err(what: &str, e: zk::Error) -> LockError {
-    match e {
-        zk::Error::SessionExpired | zk::Error::ClientClosed | zk::Error::AuthFailed => {
-            LockError::Lost {
-                key: what.to_string(),
-                why: format!("ZooKeeper session is gone ({e}); the next acquire opens a new one"),
-            }
-        }
-        zk::Error::ConnectionLoss | zk::Error::Timeout | zk::Error::Custom(_) => {
-            LockError::Connection(format!("{what}: {e}"))
-        }
-        other => LockError::Server(format!("{what}: {other}")),
-    }
 }
 
 impl ZookeeperRecipe {
@@ -85,6 +72,7 @@ impl ZookeeperRecipe {
             config,
             session: tokio::sync::Mutex::new(Arc::new(session)),
             parents: Mutex::new(HashSet::new()),
+            orphans: Mutex::new(Vec::new()),
         })
     }
 
@@ -111,6 +99,39 @@ impl ZookeeperRecipe {
         Ok(fresh)
     }
 
+    /// Removes our node after a failed acquisition; remembers it if the server did not answer.
+    async fn take_back(&self, s: &ZkSession, key: &str, path: &str, czxid: Option<i64>) {
+        let budget = Budget::cleanup(key, self.config.request_timeout, 2);
+        if delete_own(s, path, czxid, &budget).await.is_err() {
+            self.orphan(path, czxid, s.client.session_id().0);
+        }
+    }
+
+    fn orphan(&self, path: &str, czxid: Option<i64>, session_id: i64) {
+        self.orphans
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(Orphan {
+                path: path.to_string(),
+                czxid,
+                session_id,
+            });
+    }
+
+    /// Retries removing orphans of the current session; those of an ended session are gone.
+    async fn retry_orphans(&self) {
+        let orphans = std::mem::take(&mut *self.orphans.lock().unwrap_or_else(|e| e.into_inner()));
+        if orphans.is_empty() {
+            return;
+        }
+        let s = self.session.lock().await.clone();
+        for o in orphans {
+            if o.session_id == s.client.session_id().0 && s.holders.dead().is_none() {
+                self.take_back(&s, &o.path, &o.path, o.czxid).await;
+            }
+        }
+    }
+
     fn dir(&self, key: &str) -> String {
         format!("{}/{}", self.config.prefix.trim_end_matches('/'), key)
     }
@@ -132,9 +153,10 @@ impl ZookeeperRecipe {
             prefix.push('/');
             prefix.push_str(part);
             *requests += 1;
-            match budget
-                .run("create parent", s.client.create(&prefix, b"", &opts))
-                .await?
+            match idempotent(budget, "create parent", || {
+                s.client.create(&prefix, b"", &opts)
+            })
+            .await?
             {
                 Ok(_) | Err(zk::Error::NodeExists) => {}
                 Err(e) => return Err(zk_err(&prefix, e)),
@@ -192,26 +214,33 @@ impl ZookeeperRecipe {
         let opts = zk::CreateMode::Ephemeral.with_acls(zk::Acls::anyone_all());
         loop {
             requests += 1;
-            match budget
+            let created = budget
                 .run("create", s.client.create(&path, b"", &opts))
                 .await
-            {
-                Ok(Ok((stat, _))) => {
+                .and_then(|r| match r {
+                    Ok(created) => Ok(Some(created)),
+                    Err(zk::Error::NodeExists) => Ok(None),
+                    Err(e) => Err(zk_err(&path, e)),
+                });
+            match created {
+                Ok(Some((stat, _))) => {
                     return Ok(self.lease(s, key, path, stat.czxid, (wakeups, requests), None));
                 }
-                Ok(Err(zk::Error::NodeExists)) => {}
-                Ok(Err(e)) => return Err(zk_err(&path, e)),
+                Ok(None) => {}
                 Err(e) => {
-                    // The create may have landed after all: take back a lock we may hold.
-                    remove_if_ours(s, key, &path, self.config.request_timeout).await;
+                    if maybe_applied(&e) {
+                        // The create may have landed after all: take back a lock we may hold.
+                        self.take_back(s, key, &path, None).await;
+                    }
                     return Err(e);
                 }
             }
             // Watch the directory, not the node: every waiter hears every change, the herd.
             requests += 1;
-            let (children, watcher) = match budget
-                .run("getChildren", s.client.list_and_watch_children(&dir))
-                .await?
+            let (children, watcher) = match idempotent(budget, "getChildren", || {
+                s.client.list_and_watch_children(&dir)
+            })
+            .await?
             {
                 Ok(r) => r,
                 Err(e) => return Err(zk_err(&dir, e)),
@@ -235,13 +264,22 @@ impl ZookeeperRecipe {
         self.ensure_dir(s, &dir, budget, &mut requests).await?;
         let opts = zk::CreateMode::EphemeralSequential.with_acls(zk::Acls::anyone_all());
         requests += 1;
-        let base = format!("{dir}/{SEQ_PREFIX}");
-        let (stat, seq) = match budget
+        let tag = session_tag(s);
+        let base = format!("{dir}/{tag}{SEQ_PREFIX}");
+        let created = budget
             .run("create", s.client.create(&base, b"", &opts))
-            .await?
-        {
+            .await
+            .and_then(|r| r.map_err(|e| zk_err(&base, e)));
+        let (stat, seq) = match created {
             Ok(r) => r,
-            Err(e) => return Err(zk_err(&base, e)),
+            Err(e) => {
+                if maybe_applied(&e) {
+                    // The node may exist under a name we never learnt: find it by our tag.
+                    let cleanup = Budget::cleanup(key, self.config.request_timeout, 3);
+                    let _ = sweep_own(s, &dir, None, &cleanup).await;
+                }
+                return Err(e);
+            }
         };
         let me = seq.into_i64();
         let path = format!("{base}{seq}");
@@ -259,20 +297,8 @@ impl ZookeeperRecipe {
             )),
             Err(e) => {
                 // Leave nothing behind: our node would otherwise block the queue until the
-                // session ends. The acquire deadline is spent, so give the delete its own.
-                let cleanup = Budget::cleanup(key, self.config.request_timeout, 1);
-                let failed = match cleanup.run("delete", s.client.delete(&path, None)).await {
-                    Ok(Ok(())) | Ok(Err(zk::Error::NoNode)) => None,
-                    Ok(Err(err)) => Some(err.to_string()),
-                    Err(err) => Some(err.to_string()),
-                };
-                if let Some(err) = failed {
-                    // The node dies with the session anyway; say so, as it blocks the queue
-                    // until then.
-                    eprintln!(
-                        "lockbench: could not remove {path} after a failed acquire ({err}); it goes when the session ends"
-                    );
-                }
+                // session ends. The acquire deadline is spent, so the delete gets its own.
+                self.take_back(s, key, &path, Some(stat.czxid)).await;
                 Err(e)
             }
         }
@@ -292,21 +318,24 @@ impl ZookeeperRecipe {
     ) -> Result<(), LockError> {
         loop {
             *requests += 1;
-            let children = match budget
-                .run("getChildren", s.client.list_children(dir))
-                .await?
-            {
-                Ok(c) => c,
-                Err(e) => return Err(zk_err(dir, e)),
-            };
+            let children =
+                match idempotent(budget, "getChildren", || s.client.list_children(dir)).await? {
+                    Ok(c) => c,
+                    Err(e) => return Err(zk_err(dir, e)),
+                };
             let mut queue: Vec<(i64, String)> = children
                 .into_iter()
-                .filter_map(|c| {
-                    let n = c.strip_prefix(SEQ_PREFIX)?.parse::<i64>().ok()?;
-                    Some((n, c))
-                })
+                .filter_map(|c| Some((sequence(&c)?, c)))
                 .collect();
             queue.sort();
+            let tag = session_tag(s);
+            if queue.iter().any(|(n, c)| *n != me && c.starts_with(&tag)) {
+                // Leftovers of ours (a lost answer to a create or delete): we would wait for
+                // ourselves. Remove them and read the queue again.
+                *requests += 2;
+                sweep_own(s, dir, Some(me), budget).await?;
+                continue;
+            }
             let Some(pos) = queue.iter().position(|(n, _)| *n == me) else {
                 return Err(LockError::Lost {
                     key: dir.to_string(),
@@ -320,37 +349,16 @@ impl ZookeeperRecipe {
             // getData rather than exists: a watch on a node that is already gone is not left
             // behind (exists would watch for its re-creation).
             *requests += 1;
-            let watcher = match budget
-                .run("getData", s.client.get_and_watch_data(&pred))
-                .await?
-            {
-                Ok((_, _, w)) => w,
-                Err(zk::Error::NoNode) => continue,
-                Err(e) => return Err(zk_err(&pred, e)),
-            };
+            let watcher =
+                match idempotent(budget, "getData", || s.client.get_and_watch_data(&pred)).await? {
+                    Ok((_, _, w)) => w,
+                    Err(zk::Error::NoNode) => continue,
+                    Err(e) => return Err(zk_err(&pred, e)),
+                };
             tokio::select! {
                 _ = watcher.changed() => *wakeups += 1,
                 _ = tokio::time::sleep_until(budget.deadline().into()) => return Err(budget.timeout()),
             }
-        }
-    }
-}
-
-/// Fires every held lease's signal when the session ends or the connection drops. A
-/// disconnected client cannot tell whether the server has already expired its session, so a
-/// holder is told at once (Curator's "standard" error policy) rather than after the fact.
-async fn watch_session(mut states: zk::StateWatcher, holders: Arc<Holders>) {
-    loop {
-        let state = states.changed().await;
-        match state {
-            zk::SessionState::Expired | zk::SessionState::Closed | zk::SessionState::AuthFailed => {
-                holders.lose_all(&format!("ZooKeeper session {state:?}"));
-                return;
-            }
-            zk::SessionState::Disconnected => {
-                holders.lose_held();
-            }
-            _ => {}
         }
     }
 }
@@ -371,6 +379,7 @@ impl Recipe for ZookeeperRecipe {
         deadline: Instant,
     ) -> Result<Lease, LockError> {
         check_strategy(System::Zookeeper, STRATEGIES, strategy)?;
+        self.retry_orphans().await;
         let budget = Budget::acquire(key, deadline, self.config.request_timeout);
         match strategy {
             Strategy::Herd => self.acquire_herd(key, &budget).await,
@@ -395,27 +404,18 @@ impl Recipe for ZookeeperRecipe {
         if s.client.session_id().0 != h.session_id || s.holders.dead().is_some() {
             return Err(lost("the session that held it has ended"));
         }
-        let budget = Budget::cleanup(&lease.key, self.config.request_timeout, 2);
-        // Ours only if the node there is the one we created: same czxid, our session. Only our
-        // own session can delete an ephemeral node of ours in this recipe, and if the session
-        // died the delete below fails, so the check-then-delete cannot remove another's node.
-        let stat = match budget.run("exists", s.client.check_stat(&h.path)).await? {
-            Ok(Some(s)) => s,
-            Ok(None) => return Err(lost("the lock node is gone (session expired?)")),
-            Err(e) => return Err(zk_err(&h.path, e)),
-        };
-        if stat.czxid != h.czxid || stat.ephemeral_owner != h.session_id {
-            return Err(lost("the lock node now belongs to another session"));
-        }
-        match budget
-            .run("delete", s.client.delete(&h.path, Some(stat.version)))
-            .await?
-        {
-            Ok(()) => Ok(()),
-            Err(zk::Error::NoNode | zk::Error::BadVersion) => {
-                Err(lost("the lock node changed before the delete"))
+        let budget = Budget::cleanup(&lease.key, self.config.request_timeout, 3);
+        match delete_own(&s, &h.path, Some(h.czxid), &budget).await {
+            Ok(true) => Ok(()),
+            Ok(false) => Err(lost(
+                "the lock node is gone or now belongs to another session",
+            )),
+            Err(e) => {
+                if e.is_indeterminate() {
+                    self.orphan(&h.path, Some(h.czxid), h.session_id);
+                }
+                Err(e)
             }
-            Err(e) => Err(zk_err(&h.path, e)),
         }
     }
 
@@ -424,55 +424,4 @@ impl Recipe for ZookeeperRecipe {
         // CloseSession, so the server keeps the ephemeral nodes until the session times out.
         drop(self);
     }
-}
-
-/// Best-effort removal of `path` if our session owns it (after an unanswered create).
-async fn remove_if_ours(s: &ZkSession, key: &str, path: &str, request_timeout: Duration) {
-    let cleanup = Budget::cleanup(key, request_timeout, 2);
-    let ours = match cleanup.run("exists", s.client.check_stat(path)).await {
-        Ok(Ok(Some(stat))) if stat.ephemeral_owner == s.client.session_id().0 => stat,
-        Ok(Ok(_)) => return,
-        Ok(Err(e)) => return eprintln!("lockbench: could not check {path}: {e}"),
-        Err(e) => return eprintln!("lockbench: could not check {path}: {e}"),
-    };
-    if let Ok(Err(e)) | Err(e) = cleanup
-        .run("delete", s.client.delete(path, Some(ours.version)))
-        .await
-        .map(|r| r.map_err(|e| zk_err(path, e)))
-    {
-        eprintln!("lockbench: could not remove {path} ({e}); it goes when the session ends");
-    }
-}
-
-/// Opens a detached session and starts watching its state.
-async fn open_session(connect_string: &str, config: &RecipeConfig) -> Result<ZkSession, LockError> {
-    let limit = config.request_timeout * 3;
-    let connecting = zk::Client::connector()
-        .with_session_timeout(config.ttl)
-        // Detached: dropping the client must not close the session, so that `crash` leaves
-        // ephemeral nodes to expire with the session, as a killed process would.
-        .with_detached()
-        .connect(connect_string);
-    let client = match tokio::time::timeout(limit, connecting).await {
-        Ok(Ok(c)) => c,
-        Ok(Err(e)) => {
-            return Err(LockError::Connection(format!(
-                "connect to ZooKeeper at {connect_string}: {e}; check the endpoints and that a \
-                 quorum is up"
-            )));
-        }
-        Err(_) => {
-            return Err(LockError::Connection(format!(
-                "no ZooKeeper session from {connect_string} within {limit:?}: check the \
-                 endpoints and that a quorum is up, or raise request_timeout"
-            )));
-        }
-    };
-    let holders = Arc::new(Holders::default());
-    let task = tokio::spawn(watch_session(client.state_watcher(), holders.clone()));
-    Ok(ZkSession {
-        client,
-        holders,
-        task,
-    })
 }

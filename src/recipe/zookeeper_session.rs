@@ -1,0 +1,210 @@
+//! One ZooKeeper session of the lock recipe, and the node operations that must stay safe when
+//! answers get lost: deleting only our own nodes, finding our leftovers by the session tag.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use zookeeper_client as zk;
+
+use super::deadline::Budget;
+use super::holders::Holders;
+use super::{LockError, RecipeConfig};
+
+/// Queue nodes are named `<session tag>lock-<sequence>`.
+pub(super) const SEQ_PREFIX: &str = "lock-";
+
+/// One session, the leases it holds, and the task that watches its state.
+pub(super) struct ZkSession {
+    pub(super) client: zk::Client,
+    pub(super) holders: Arc<Holders>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for ZkSession {
+    fn drop(&mut self) {
+        // The state watcher never ends on its own once every client is gone.
+        self.task.abort();
+    }
+}
+
+/// Runs an idempotent request, again while the client reconnects after a `ConnectionLoss` (a
+/// server restarted, the session moved), within `budget`.
+pub(super) async fn idempotent<T, F, Fut>(
+    budget: &Budget,
+    what: &str,
+    request: F,
+) -> Result<Result<T, zk::Error>, LockError>
+where
+    F: Fn() -> Fut,
+    Fut: std::future::Future<Output = Result<T, zk::Error>>,
+{
+    let pause = Duration::from_millis(100);
+    loop {
+        match budget.run(what, request()).await? {
+            Err(zk::Error::ConnectionLoss) if Instant::now() + pause < budget.deadline() => {
+                tokio::time::sleep(pause).await;
+            }
+            other => return Ok(other),
+        }
+    }
+}
+
+/// Maps a ZooKeeper client error to the lock error a caller can act on.
+pub(super) fn zk_err(what: &str, e: zk::Error) -> LockError {
+    match e {
+        zk::Error::SessionExpired | zk::Error::ClientClosed | zk::Error::AuthFailed => {
+            LockError::Lost {
+                key: what.to_string(),
+                why: format!("ZooKeeper session is gone ({e}); the next acquire opens a new one"),
+            }
+        }
+        zk::Error::ConnectionLoss | zk::Error::Timeout | zk::Error::Custom(_) => {
+            LockError::Connection(format!("{what}: {e}"))
+        }
+        other => LockError::Server(format!("{what}: {other}")),
+    }
+}
+
+/// Fires every held lease's signal when the session ends, or when the connection stays down
+/// for a third of the session timeout. The client notices a silent server after 2/5 of the
+/// session timeout, so by then up to 11/15 of it may have passed since the server last heard
+/// from us: the holder is told before the server can expire the session and grant the lock
+/// elsewhere (with room for clock drift), while a quick reconnect (one node restarted, the
+/// session moved to another) tells nobody.
+async fn watch_session(mut states: zk::StateWatcher, holders: Arc<Holders>, grace: Duration) {
+    let mut state = states.changed().await;
+    loop {
+        state = match state {
+            zk::SessionState::Expired | zk::SessionState::Closed | zk::SessionState::AuthFailed => {
+                holders.lose_all(&format!("ZooKeeper session {state:?}"));
+                return;
+            }
+            zk::SessionState::Disconnected => {
+                match tokio::time::timeout(grace, states.changed()).await {
+                    Ok(next) => next,
+                    Err(_) => {
+                        holders.lose_held();
+                        states.changed().await
+                    }
+                }
+            }
+            _ => states.changed().await,
+        };
+    }
+}
+
+/// True when a create that failed this way may still have happened on the server.
+pub(super) fn maybe_applied(e: &LockError) -> bool {
+    matches!(e, LockError::Connection(_) | LockError::Timeout { .. })
+}
+
+/// The name prefix of this session's queue nodes.
+pub(super) fn session_tag(s: &ZkSession) -> String {
+    format!("{:x}-", s.client.session_id().0 as u64)
+}
+
+/// The sequence number of a queue node name (`<tag>lock-NNNNNNNNNN`).
+pub(super) fn sequence(name: &str) -> Option<i64> {
+    name.rsplit_once(SEQ_PREFIX)?.1.parse().ok()
+}
+
+/// Deletes this session's queue nodes in `dir` other than sequence `keep`.
+pub(super) async fn sweep_own(
+    s: &ZkSession,
+    dir: &str,
+    keep: Option<i64>,
+    budget: &Budget,
+) -> Result<(), LockError> {
+    let children = match idempotent(budget, "getChildren", || s.client.list_children(dir)).await? {
+        Ok(c) => c,
+        Err(e) => return Err(zk_err(dir, e)),
+    };
+    let tag = session_tag(s);
+    for c in children.iter().filter(|c| c.starts_with(&tag)) {
+        if sequence(c).is_some() && sequence(c) != keep {
+            delete_own(s, &format!("{dir}/{c}"), None, budget).await?;
+        }
+    }
+    Ok(())
+}
+
+/// Deletes `path` if it is our session's node (and, with `czxid`, the incarnation we created):
+/// `Ok(true)` removed, `Ok(false)` gone or not ours. Only our own live session deletes our
+/// ephemeral nodes in this recipe, so checking then deleting cannot remove another's lock.
+/// Retries while the client reconnects, within `budget`.
+pub(super) async fn delete_own(
+    s: &ZkSession,
+    path: &str,
+    czxid: Option<i64>,
+    budget: &Budget,
+) -> Result<bool, LockError> {
+    let attempt = || async {
+        let stat = match budget.run("exists", s.client.check_stat(path)).await? {
+            Ok(Some(stat)) => stat,
+            Ok(None) => return Ok(false),
+            Err(e) => return Err(zk_err(path, e)),
+        };
+        if czxid.is_some_and(|c| c != stat.czxid) || stat.ephemeral_owner != s.client.session_id().0
+        {
+            return Ok(false);
+        }
+        match budget
+            .run("delete", s.client.delete(path, Some(stat.version)))
+            .await?
+        {
+            Ok(()) => Ok(true),
+            Err(zk::Error::NoNode | zk::Error::BadVersion) => Ok(false),
+            Err(e) => Err(zk_err(path, e)),
+        }
+    };
+    let pause = Duration::from_millis(100);
+    loop {
+        match attempt().await {
+            Err(e) if e.is_indeterminate() && Instant::now() + pause < budget.deadline() => {
+                tokio::time::sleep(pause).await;
+            }
+            other => return other,
+        }
+    }
+}
+
+/// Opens a detached session and starts watching its state.
+pub(super) async fn open_session(
+    connect_string: &str,
+    config: &RecipeConfig,
+) -> Result<ZkSession, LockError> {
+    let limit = config.request_timeout * 3;
+    let connecting = zk::Client::connector()
+        .with_session_timeout(config.ttl)
+        // Detached: dropping the client must not close the session, so that `crash` leaves
+        // ephemeral nodes to expire with the session, as a killed process would.
+        .with_detached()
+        .connect(connect_string);
+    let client = match tokio::time::timeout(limit, connecting).await {
+        Ok(Ok(c)) => c,
+        Ok(Err(e)) => {
+            return Err(LockError::Connection(format!(
+                "connect to ZooKeeper at {connect_string}: {e}; check the endpoints and that a \
+                 quorum is up"
+            )));
+        }
+        Err(_) => {
+            return Err(LockError::Connection(format!(
+                "no ZooKeeper session from {connect_string} within {limit:?}: check the \
+                 endpoints and that a quorum is up, or raise request_timeout"
+            )));
+        }
+    };
+    let holders = Arc::new(Holders::default());
+    let grace = client.session_timeout() / 3;
+    let task = tokio::spawn(watch_session(
+        client.state_watcher(),
+        holders.clone(),
+        grace,
+    ));
+    Ok(ZkSession {
+        client,
+        holders,
+        task,
+    })
+}
