@@ -22,7 +22,7 @@ port=$(python3 -c "import json;print(json.load(open('$out/up.json'))['endpoints'
 cad="if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end"
 rate() { # clients, then the command
   local c=$1; shift
-  redis-benchmark -h 127.0.0.1 -p "$port" -c "$c" -n $((20000 * c)) -r 100000 -q "$@" | tr '\r' '\n' | awk '/requests per second/ {v=$2} END {print v}'
+  redis-benchmark -h 127.0.0.1 -p "$port" -c "$c" -n $((20000 * c)) -r 100000 -q "$@" | tr '\r' '\n' | sed -n 's/.*: \([0-9.]*\) requests per second.*/\1/p' | tail -n 1
 }
 for c in 1 8; do
   set_rate=$(rate "$c" SET "lock:__rand_int__" owner NX PX 10000)

@@ -18,6 +18,7 @@ pub mod plan;
 pub mod recipe;
 pub mod report;
 pub mod runner;
+pub mod signal;
 pub mod spec;
 pub mod stats;
 pub mod system;

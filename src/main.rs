@@ -83,16 +83,14 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             // Ctrl-C during start-up must still remove what was started.
             let cluster = tokio::select! {
                 c = start => c.with_context(|| format!("starting {system}"))?,
-                _ = tokio::signal::ctrl_c() => {
+                _ = lockbench::signal::shutdown() => {
                     let removed = docker::remove_labelled(&docker::connect().await?, Some(&run_id)).await?;
                     eprintln!("lockbench: interrupted; removed {} containers", removed.containers.len());
                     return Ok(ExitCode::from(130));
                 }
             };
             println!("{}", serde_json::to_string_pretty(&cluster.info().await)?);
-            tokio::signal::ctrl_c()
-                .await
-                .context("waiting for Ctrl-C")?;
+            lockbench::signal::shutdown().await;
             let removed = cluster.teardown().await?;
             eprintln!(
                 "lockbench: removed {} containers and {} network(s)",

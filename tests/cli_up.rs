@@ -8,7 +8,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 #[test]
-fn up_prints_endpoints_and_ctrl_c_removes_everything() {
+fn up_prints_endpoints_and_sigterm_removes_everything() {
     let mut child = Command::new(env!("CARGO_BIN_EXE_lockbench"))
         .args(["up", "redlock", "--size", "1"])
         .stdout(Stdio::piped())
@@ -55,7 +55,7 @@ fn up_prints_endpoints_and_ctrl_c_removes_everything() {
         }
         assert!(
             t.elapsed() < Duration::from_secs(60),
-            "lockbench up did not stop after SIGINT"
+            "lockbench up did not stop after SIGTERM"
         );
         std::thread::sleep(Duration::from_millis(100));
     };

@@ -115,13 +115,27 @@ async fn one_cycle<R: Recipe>(
 
     // Hold for the sampled time; if the lease is lost meanwhile, say so (the holder, like a real
     // one, finishes its critical section: that is what a checker must catch).
-    let hold_end = tokio::time::Instant::now() + wl.hold.sample(rng);
+    let hold = wl.hold.sample(rng);
     let mut lost = lease.lost.clone();
-    tokio::select! {
-        _ = tokio::time::sleep_until(hold_end) => {}
-        _ = lost.wait() => {
-            shared.record(Event::new(shared.now_us(), id, EventKind::Info, Op::LeaseLost, key));
-            tokio::time::sleep_until(hold_end).await;
+    if hold.is_zero() {
+        // A zero sleep still waits for the timer's next millisecond tick: skip it.
+        if lost.is_lost() {
+            shared.record(Event::new(
+                shared.now_us(),
+                id,
+                EventKind::Info,
+                Op::LeaseLost,
+                key,
+            ));
+        }
+    } else {
+        let hold_end = tokio::time::Instant::now() + hold;
+        tokio::select! {
+            _ = tokio::time::sleep_until(hold_end) => {}
+            _ = lost.wait() => {
+                shared.record(Event::new(shared.now_us(), id, EventKind::Info, Op::LeaseLost, key));
+                tokio::time::sleep_until(hold_end).await;
+            }
         }
     }
     shared.record(Event::new(

@@ -30,8 +30,8 @@ pub struct RunOutcome {
     pub interrupted: bool,
 }
 
-/// Runs every cell of `plan`, writing results under `folder`. Ctrl-C stops after removing the
-/// cluster in use; finished cells are kept and the rest listed as not run.
+/// Runs every cell of `plan`, writing results under `folder`. Ctrl-C (or SIGTERM) stops after
+/// removing the cluster in use; finished cells are kept and the rest listed as not run.
 pub async fn run(
     plan: Plan,
     folder: RunFolder,
@@ -42,7 +42,7 @@ pub async fn run(
     let total = plan.cells.len();
     let mut done = 0usize;
     let mut interrupted = false;
-    let ctrl_c = tokio::signal::ctrl_c();
+    let ctrl_c = crate::signal::shutdown();
     tokio::pin!(ctrl_c);
     for (system, cells) in plan.by_system() {
         let work = async {
