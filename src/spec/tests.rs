@@ -27,6 +27,7 @@ fn every_shipped_workload_parses() {
     assert_eq!(
         names,
         [
+            "harness-overhead",
             "hot-lock",
             "long-hold",
             "open-loop",
