@@ -113,21 +113,43 @@ async fn cluster_serves_fails_over_partitions_and_tears_down() {
     cluster.heal().await.unwrap();
     let t = Instant::now();
     let mut caught_up = false;
-    while t.elapsed() < Duration::from_secs(30) {
-        let r = tokio::time::timeout(
-            Duration::from_secs(2),
-            iso.get("split", Some(GetOptions::new().with_serializable())),
-        )
+    let mut last = String::new();
+    while t.elapsed() < Duration::from_secs(45) {
+        // A fresh connection each time, so a channel left broken by the partition cannot hide
+        // a member that has caught up.
+        let r = tokio::time::timeout(Duration::from_secs(3), async {
+            let opts = ConnectOptions::new().with_connect_timeout(Duration::from_secs(2));
+            let mut c = Client::connect([format!("http://{iso_ep}")], Some(opts)).await?;
+            c.get("split", Some(GetOptions::new().with_serializable()))
+                .await
+        })
         .await;
-        if let Ok(Ok(r)) = r
-            && r.kvs().first().map(|kv| kv.value()) == Some(b"majority".as_slice())
-        {
-            caught_up = true;
-            break;
+        match r {
+            Ok(Ok(r)) if r.kvs().first().map(|kv| kv.value()) == Some(b"majority".as_slice()) => {
+                caught_up = true;
+                break;
+            }
+            Ok(Ok(r)) => {
+                last = format!(
+                    "read {:?}",
+                    r.kvs()
+                        .first()
+                        .map(|kv| kv.value_str().unwrap_or("?").to_string())
+                )
+            }
+            Ok(Err(e)) => last = format!("error {e}"),
+            Err(_) => last = "no answer within 2 s".to_string(),
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
-    assert!(caught_up, "the isolated member did not catch up after heal");
+    if !caught_up {
+        let logs = cluster.logs(&isolated).await.unwrap_or_default();
+        let tail: Vec<&str> = logs.lines().rev().take(30).collect();
+        panic!(
+            "the isolated member did not catch up after heal (last: {last}); its log ends:\n{}",
+            tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+        );
+    }
     eprintln!(
         "etcd: isolated member caught up {:.2} s after heal",
         t.elapsed().as_secs_f64()
