@@ -5,7 +5,7 @@ mod common;
 
 use std::io::{BufRead, BufReader, Read};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 #[test]
 fn up_prints_endpoints_and_sigterm_removes_everything() {
@@ -42,23 +42,7 @@ fn up_prints_endpoints_and_sigterm_removes_everything() {
     assert!(endpoint.starts_with("127.0.0.1:"), "{endpoint}");
     assert_eq!(info["nodes"][0]["state"], "running");
 
-    // SIGINT, as Ctrl-C sends it.
-    let status = Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(status.success());
-    let t = Instant::now();
-    let code = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s.code();
-        }
-        assert!(
-            t.elapsed() < Duration::from_secs(60),
-            "lockbench up did not stop after SIGTERM"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    };
+    let code = common::interrupt_and_wait(&mut child, "lockbench up");
     assert_eq!(code, Some(0));
     let rt = tokio::runtime::Runtime::new().unwrap();
     rt.block_on(common::assert_no_leftovers(&run_id));

@@ -2,6 +2,8 @@
 //! 5 s cells) writes every promised file, each parses, and herd wakes more than predecessor;
 //! Ctrl-C keeps the finished cells, names the rest, and leaves no container behind.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -130,24 +132,7 @@ fn ctrl_c_keeps_finished_cells_and_names_the_rest() {
         std::thread::sleep(Duration::from_millis(100));
     };
     let run_id = read_plan_run_id(&first);
-    assert!(
-        Command::new("kill")
-            .args(["-INT", &child.id().to_string()])
-            .status()
-            .unwrap()
-            .success()
-    );
-    let t = Instant::now();
-    let code = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s.code();
-        }
-        assert!(
-            t.elapsed() < Duration::from_secs(60),
-            "run did not stop after SIGINT"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    };
+    let code = common::interrupt_and_wait(&mut child, "run");
     assert_eq!(code, Some(130));
     let summary = read_json(&first.join("summary.json"));
     assert_eq!(summary["interrupted"], true);
@@ -167,16 +152,8 @@ fn ctrl_c_keeps_finished_cells_and_names_the_rest() {
             .iter()
             .any(|c| c["system"] == "redlock" && c["strategy"] == "herd")
     );
-    let left = Command::new("docker")
-        .args([
-            "ps",
-            "-aq",
-            "--filter",
-            &format!("label=lockbench.run={run_id}"),
-        ])
-        .output()
-        .unwrap();
-    assert!(left.stdout.is_empty(), "containers left after Ctrl-C");
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(common::assert_no_leftovers(&run_id));
     let _ = std::fs::remove_dir_all(&out);
 }
 

@@ -4,6 +4,9 @@
 pub mod contention;
 pub mod redis_scenarios;
 
+use std::process::Child;
+use std::time::{Duration, Instant};
+
 use lockbench::{Cluster, ClusterOptions, System};
 
 /// Starts a cluster, failing the test with the error (and the fix it names) if it cannot.
@@ -71,4 +74,25 @@ pub async fn assert_no_leftovers(run_id: &str) {
         "networks left for run {run_id}: {}",
         String::from_utf8_lossy(&out.stdout)
     );
+}
+
+/// Sends SIGINT to `child`, as Ctrl-C does, and waits up to 60 s for it to exit; returns its exit
+/// code. `what` names the process in the failure message.
+pub fn interrupt_and_wait(child: &mut Child, what: &str) -> Option<i32> {
+    let status = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let t = Instant::now();
+    loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s.code();
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(60),
+            "{what} did not stop after SIGINT"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
 }
