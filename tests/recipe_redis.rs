@@ -42,53 +42,7 @@ async fn scenarios(cluster: &Cluster) {
     let leader = cluster.leader().await.expect("leader").expect("a master");
     let master_ep = vec![cluster.node(&leader).expect("master node").endpoint()];
 
-    for s in [Strategy::Herd, Strategy::Predecessor] {
-        let label = format!("redis/{s}");
-        let prefix = format!("/t/{s}");
-        sc::mutual_exclusion(
-            &make,
-            &label,
-            config(&prefix, Duration::from_secs(10), true),
-            s,
-        )
-        .await;
-        sc::crash_frees_within_ttl(
-            &make,
-            &label,
-            config(&prefix, Duration::from_secs(2), true),
-            s,
-            &master_ep,
-        )
-        .await;
-        sc::stale_release_is_harmless(
-            &make,
-            &label,
-            config(&prefix, Duration::from_secs(1), false),
-            s,
-            &master_ep,
-        )
-        .await;
-        sc::timeout_leaves_nothing(
-            &make,
-            &label,
-            config(&prefix, Duration::from_secs(10), true),
-            s,
-            &master_ep,
-        )
-        .await;
-        sc::watchdog_reports_a_stolen_lock(
-            &make,
-            &label,
-            config(&prefix, Duration::from_secs(3), true),
-            s,
-            &master_ep,
-        )
-        .await;
-    }
-    let mut quick = config("/t/dead", Duration::from_secs(10), true);
-    quick.fallback_poll = Duration::from_millis(200);
-    quick.request_timeout = Duration::from_secs(1);
-    sc::dead_waiter_does_not_block_queue(&make, "redis/predecessor", quick).await;
+    sc::all(&make, "redis", &master_ep).await;
 
     // Failover: kill the master; a client that follows Sentinel can lock again.
     let cfg = config("/t/failover", Duration::from_secs(5), true);

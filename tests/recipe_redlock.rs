@@ -30,53 +30,7 @@ async fn scenarios(cluster: &Cluster) {
             .expect("connect to the Redlock masters")
         }
     };
-    for s in [Strategy::Herd, Strategy::Predecessor] {
-        let label = format!("redlock/{s}");
-        let prefix = format!("/t/{s}");
-        sc::mutual_exclusion(
-            &make,
-            &label,
-            config(&prefix, Duration::from_secs(10), true),
-            s,
-        )
-        .await;
-        sc::crash_frees_within_ttl(
-            &make,
-            &label,
-            config(&prefix, Duration::from_secs(2), true),
-            s,
-            &endpoints,
-        )
-        .await;
-        sc::stale_release_is_harmless(
-            &make,
-            &label,
-            config(&prefix, Duration::from_secs(1), false),
-            s,
-            &endpoints,
-        )
-        .await;
-        sc::timeout_leaves_nothing(
-            &make,
-            &label,
-            config(&prefix, Duration::from_secs(10), true),
-            s,
-            &endpoints,
-        )
-        .await;
-        sc::watchdog_reports_a_stolen_lock(
-            &make,
-            &label,
-            config(&prefix, Duration::from_secs(3), true),
-            s,
-            &endpoints,
-        )
-        .await;
-    }
-    let mut quick = config("/t/dead", Duration::from_secs(10), true);
-    quick.fallback_poll = Duration::from_millis(200);
-    quick.request_timeout = Duration::from_secs(1);
-    sc::dead_waiter_does_not_block_queue(&make, "redlock/predecessor", quick).await;
+    sc::all(&make, "redlock", &endpoints).await;
 
     // One master paused mid-contention: safety holds and the other four keep granting, each
     // round losing only the per-node timeout on the paused one.
@@ -96,10 +50,7 @@ async fn scenarios(cluster: &Cluster) {
         let out = contend(clients, &format!("paused-{s}"), s, 5).await;
         cluster.resume(&paused).await.expect("resume");
         println!("{}", out.summary(&label));
-        assert!(out.errors.is_empty(), "{label}: {:?}", out.errors);
-        assert_eq!(out.register, 80, "{label}: lost updates");
-        assert!(out.overlaps().is_empty(), "{label}: overlapping holds");
-        assert_eq!(out.token_regressions(), 0, "{label}: token regressions");
+        out.assert_exclusive(&label, 80);
     }
 
     // A minority of masters down: the quorum still grants, and the validity is below the TTL.

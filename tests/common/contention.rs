@@ -31,6 +31,26 @@ pub struct Outcome {
 }
 
 impl Outcome {
+    /// Asserts what every contention run must show: no errors, exactly `expected` increments
+    /// of the register (no lost update), no overlapping holds, and fencing tokens that grow
+    /// with every grant.
+    pub fn assert_exclusive(&self, label: &str, expected: u64) {
+        assert!(self.errors.is_empty(), "{label}: errors {:?}", self.errors);
+        assert_eq!(
+            self.register, expected,
+            "{label}: lost updates, mutual exclusion broken"
+        );
+        assert!(
+            self.overlaps().is_empty(),
+            "{label}: overlapping holds {:?}",
+            self.overlaps().first()
+        );
+        assert_eq!(
+            self.token_regressions(),
+            0,
+            "{label}: fencing tokens must grow with every grant"
+        );
+    }
     /// Pairs of holds whose intervals overlap (sorted by acquisition).
     pub fn overlaps(&self) -> Vec<(Hold, Hold)> {
         let mut h = self.holds.clone();

@@ -3,6 +3,7 @@
 
 pub mod contention;
 pub mod redis_scenarios;
+pub mod session_scenarios;
 
 use std::process::Child;
 use std::time::{Duration, Instant};
