@@ -1,4 +1,5 @@
-//! `lockbench up` end to end: it prints the cluster as JSON, and Ctrl-C (SIGINT) removes every
+//! `lockbench up` end to end: it prints the cluster as JSON, and SIGTERM (what `kill` and CI
+//! runners send; Ctrl-C's SIGINT is covered by the run test) removes every
 //! container and network it started.
 
 mod common;
@@ -42,7 +43,7 @@ fn up_prints_endpoints_and_sigterm_removes_everything() {
     assert!(endpoint.starts_with("127.0.0.1:"), "{endpoint}");
     assert_eq!(info["nodes"][0]["state"], "running");
 
-    let code = common::interrupt_and_wait(&mut child, "lockbench up");
+    let code = common::interrupt_and_wait(&mut child, "TERM", "lockbench up");
     assert_eq!(code, Some(0));
     let rt = tokio::runtime::Runtime::new().unwrap();
     rt.block_on(common::assert_no_leftovers(&run_id));

@@ -132,7 +132,7 @@ fn ctrl_c_keeps_finished_cells_and_names_the_rest() {
         std::thread::sleep(Duration::from_millis(100));
     };
     let run_id = read_plan_run_id(&first);
-    let code = common::interrupt_and_wait(&mut child, "run");
+    let code = common::interrupt_and_wait(&mut child, "INT", "run");
     assert_eq!(code, Some(130));
     let summary = read_json(&first.join("summary.json"));
     assert_eq!(summary["interrupted"], true);

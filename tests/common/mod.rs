@@ -77,11 +77,11 @@ pub async fn assert_no_leftovers(run_id: &str) {
     );
 }
 
-/// Sends SIGINT to `child`, as Ctrl-C does, and waits up to 60 s for it to exit; returns its exit
-/// code. `what` names the process in the failure message.
-pub fn interrupt_and_wait(child: &mut Child, what: &str) -> Option<i32> {
+/// Sends `signal` (`INT` as Ctrl-C does, `TERM` as `kill` does) to `child` and waits up to 60 s
+/// for it to exit; returns its exit code. `what` names the process in the failure message.
+pub fn interrupt_and_wait(child: &mut Child, signal: &str, what: &str) -> Option<i32> {
     let status = std::process::Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
+        .args([&format!("-{signal}"), &child.id().to_string()])
         .status()
         .unwrap();
     assert!(status.success());
@@ -92,7 +92,7 @@ pub fn interrupt_and_wait(child: &mut Child, what: &str) -> Option<i32> {
         }
         assert!(
             t.elapsed() < Duration::from_secs(60),
-            "{what} did not stop after SIGINT"
+            "{what} did not stop after SIG{signal}"
         );
         std::thread::sleep(Duration::from_millis(100));
     }
