@@ -151,14 +151,17 @@ async fn run_cell(
         crate::spec::Stop::Acquisitions(_) => None,
     };
     let started = Instant::now();
-    for t in tasks {
+    for mut t in tasks {
         let remaining = limit.map(|l| l.saturating_sub(started.elapsed()));
         let joined = match remaining {
-            Some(r) => tokio::time::timeout(r, t).await.ok(),
-            None => Some(t.await),
+            Some(r) => tokio::time::timeout(r, &mut t).await.ok(),
+            None => Some((&mut t).await),
         };
-        if let Some(Ok(recipe)) = joined {
-            recipe.crash().await;
+        match joined {
+            Some(Ok(recipe)) => recipe.crash().await,
+            // Stuck past every deadline: stop it, so it cannot act during the next cell.
+            None => t.abort(),
+            Some(Err(_)) => {}
         }
     }
     let end_us = shared.history.now_us();
