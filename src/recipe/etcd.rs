@@ -371,13 +371,7 @@ impl Recipe for EtcdRecipe {
     }
 
     async fn release(&self, lease: Lease) -> Result<(), LockError> {
-        let Ok(h) = lease.handle.downcast::<Handle>() else {
-            return Err(LockError::Server(
-                "this lease was not issued by the etcd recipe: release it with the recipe that \
-                 acquired it"
-                    .into(),
-            ));
-        };
+        let h = super::own_handle::<Handle>(lease.handle, &lease.key, System::Etcd)?;
         h.holders.forget(h.holder);
         // Delete only the incarnation of the key we created: after our lease expired, the same
         // name may hold someone else's lock. (Native locks too: Unlock would delete blindly.)

@@ -247,6 +247,20 @@ pub trait Recipe: Send + Sync + 'static {
     fn crash(self) -> impl std::future::Future<Output = ()> + Send;
 }
 
+/// Recovers a recipe's own release state from a lease's handle, or says the lease came from a
+/// different recipe (a programming error the caller can fix by releasing with the acquirer).
+pub(crate) fn own_handle<T: Any + Send + Sync>(
+    handle: Box<dyn Any + Send + Sync>,
+    key: &str,
+    system: System,
+) -> Result<Box<T>, LockError> {
+    handle.downcast::<T>().map_err(|_| {
+        LockError::Server(format!(
+            "lease for '{key}' was not issued by the {system} recipe: release it with the recipe that acquired it"
+        ))
+    })
+}
+
 /// Checks that `strategy` is one of `recipe`'s, with the error users see.
 pub fn check_strategy(
     system: System,

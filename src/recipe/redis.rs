@@ -311,12 +311,7 @@ impl Recipe for RedisRecipe {
     }
 
     async fn release(&self, lease: Lease) -> Result<(), LockError> {
-        let h = lease.handle.downcast::<RedisHandle>().map_err(|_| {
-            LockError::Server(format!(
-                "lease for '{}' was not issued by a Redis recipe: release it with the recipe that acquired it",
-                lease.key
-            ))
-        })?;
+        let h = super::own_handle::<RedisHandle>(lease.handle, &lease.key, System::Redis)?;
         self.watchdogs.stop(h.watchdog);
         // The master may have moved since the grant; the current one is where the key lives now.
         let node = self.master().await;

@@ -390,12 +390,7 @@ impl Recipe for RedlockRecipe {
     }
 
     async fn release(&self, lease: Lease) -> Result<(), LockError> {
-        let h = lease.handle.downcast::<RedisHandle>().map_err(|_| {
-            LockError::Server(format!(
-                "lease for '{}' was not issued by a Redlock recipe: release it with the recipe that acquired it",
-                lease.key
-            ))
-        })?;
+        let h = super::own_handle::<RedisHandle>(lease.handle, &lease.key, System::Redlock)?;
         self.watchdogs.stop(h.watchdog);
         let answers = self
             .release_on(None, &h.keys, &h.owner, lease.token, true, false)

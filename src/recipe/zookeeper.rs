@@ -388,13 +388,7 @@ impl Recipe for ZookeeperRecipe {
     }
 
     async fn release(&self, lease: Lease) -> Result<(), LockError> {
-        let Ok(h) = lease.handle.downcast::<Handle>() else {
-            return Err(LockError::Server(
-                "this lease was not issued by the ZooKeeper recipe: release it with the recipe \
-                 that acquired it"
-                    .into(),
-            ));
-        };
+        let h = super::own_handle::<Handle>(lease.handle, &lease.key, System::Zookeeper)?;
         h.holders.forget(h.holder);
         let lost = |why: &str| LockError::Lost {
             key: lease.key.clone(),
