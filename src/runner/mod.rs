@@ -62,7 +62,7 @@ pub async fn run(
                 progress.cell_started(done + out.len() + 1, total, &cell.id());
                 let summary = run_cell(&cluster, &plan, cell, &folder).await?;
                 progress.cell_finished(&summary);
-                folder.append_summary(&summary)?;
+                folder.refresh_run_summary()?;
                 out.push(summary);
             }
             let removed = cluster.teardown().await?;

@@ -79,8 +79,8 @@ impl RunFolder {
             .with_context(|| format!("writing {}", dir.join("acquire.hgrm").display()))
     }
 
-    /// Rewrites the run summary with one more finished cell.
-    pub(crate) fn append_summary(&self, _latest: &CellSummary) -> anyhow::Result<()> {
+    /// Rewrites the run summary from every cell finished so far (the cell folders are the record).
+    pub(crate) fn refresh_run_summary(&self) -> anyhow::Result<()> {
         let mut all = self.read_cell_summaries()?;
         all.sort_by_key(summary_id);
         self.write_run_summary(&all, &[], false)
