@@ -68,12 +68,17 @@ pub struct Event {
     /// Fencing token of a granted lease.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub token: Option<u64>,
-    /// Notifications received while waiting (acquire `ok`).
+    /// Notifications received while waiting (acquire outcomes, granted or not); absent where
+    /// the client cannot see them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wakeups: Option<u64>,
-    /// Server round trips the acquisition took (acquire `ok`).
+    /// Server round trips the acquisition took (acquire outcomes, granted or not).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub requests: Option<u64>,
+    /// Checks a waiter made because no notification came within the fallback poll interval
+    /// (acquire outcomes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fallback_polls: Option<u64>,
     /// Queue position taken by a predecessor waiter.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub queue_position: Option<u64>,
@@ -101,6 +106,7 @@ impl Event {
             token: None,
             wakeups: None,
             requests: None,
+            fallback_polls: None,
             queue_position: None,
             intended_us: None,
             ttl_ms: None,

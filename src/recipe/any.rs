@@ -7,7 +7,7 @@ use super::etcd::EtcdRecipe;
 use super::redis::{RedisRecipe, RedisTarget};
 use super::redlock::{RedlockOptions, RedlockRecipe};
 use super::zookeeper::ZookeeperRecipe;
-use super::{Lease, LockError, Recipe, RecipeConfig, Strategy};
+use super::{Lease, LockError, Recipe, RecipeConfig, Strategy, Tally};
 use crate::cluster::Cluster;
 use crate::system::System;
 
@@ -80,17 +80,18 @@ impl Recipe for AnyRecipe {
         }
     }
 
-    async fn acquire(
+    async fn acquire_counted(
         &self,
         key: &str,
         strategy: Strategy,
         deadline: Instant,
+        tally: &Tally,
     ) -> Result<Lease, LockError> {
         match self {
-            AnyRecipe::Zookeeper(r) => r.acquire(key, strategy, deadline).await,
-            AnyRecipe::Etcd(r) => r.acquire(key, strategy, deadline).await,
-            AnyRecipe::Redis(r) => r.acquire(key, strategy, deadline).await,
-            AnyRecipe::Redlock(r) => r.acquire(key, strategy, deadline).await,
+            AnyRecipe::Zookeeper(r) => r.acquire_counted(key, strategy, deadline, tally).await,
+            AnyRecipe::Etcd(r) => r.acquire_counted(key, strategy, deadline, tally).await,
+            AnyRecipe::Redis(r) => r.acquire_counted(key, strategy, deadline, tally).await,
+            AnyRecipe::Redlock(r) => r.acquire_counted(key, strategy, deadline, tally).await,
         }
     }
 

@@ -18,9 +18,9 @@ use etcd_client::{
 use super::deadline::Budget;
 use super::etcd_cleanup::{etcd_err, maybe_applied, take_back};
 use super::etcd_lease::EtcdSession;
-use super::etcd_wait::{Counts, wait_deletes, watch_deletes};
+use super::etcd_wait::{wait_deletes, watch_deletes};
 use super::holders::Holders;
-use super::{Lease, LockError, Recipe, RecipeConfig, Strategy, check_strategy};
+use super::{Lease, LockError, Recipe, RecipeConfig, Strategy, Tally, check_strategy};
 use crate::system::System;
 
 const STRATEGIES: &[Strategy] = &[Strategy::Herd, Strategy::Predecessor, Strategy::Native];
@@ -61,7 +61,11 @@ impl EtcdRecipe {
         let limit = config.request_timeout * 3;
         // No per-request gRPC timeout: it would also cut watch streams and the blocking Lock
         // RPC; every call gets its own deadline instead.
-        let opts = ConnectOptions::new().with_connect_timeout(config.request_timeout);
+        // require_leader: a member cut off from the leader refuses requests and cancels our
+        // watches instead of leaving a waiter to hear nothing from it until its deadline.
+        let opts = ConnectOptions::new()
+            .with_connect_timeout(config.request_timeout)
+            .with_require_leader(true);
         let client = match tokio::time::timeout(limit, Client::connect(&urls, Some(opts))).await {
             Ok(Ok(c)) => c,
             Ok(Err(e)) => {
@@ -94,7 +98,7 @@ impl EtcdRecipe {
 
     /// The live lease, granting a new one if the last one expired (as etcd's concurrency
     /// package would open a new session).
-    async fn live_session(&self, counts: &mut Counts) -> Result<Arc<EtcdSession>, LockError> {
+    async fn live_session(&self, tally: &Tally) -> Result<Arc<EtcdSession>, LockError> {
         let mut slot = self.session.lock().await;
         if let Some(s) = slot.as_ref()
             && !s.is_dead()
@@ -109,7 +113,7 @@ impl EtcdRecipe {
                 let _ = tokio::time::timeout(limit, c.lease_revoke(id)).await;
             });
         }
-        counts.requests += 1;
+        tally.requests(1);
         let fresh = Arc::new(EtcdSession::grant(&self.client, &self.config).await?);
         *slot = Some(fresh.clone());
         Ok(fresh)
@@ -148,7 +152,7 @@ impl EtcdRecipe {
         session: &EtcdSession,
         held_key: String,
         rev: i64,
-        counts: Counts,
+        tally: &Tally,
         queued: bool,
     ) -> Lease {
         let (holder, lost) = session.holders.register();
@@ -157,8 +161,9 @@ impl EtcdRecipe {
             token: rev as u64,
             acquired_at: Instant::now(),
             ttl: session.ttl,
-            wakeups: counts.wakeups,
-            requests: counts.requests,
+            wakeups: tally.wakeup_count(),
+            requests: tally.request_count(),
+            fallback_polls: tally.fallback_poll_count(),
             queue_position: queued.then_some(rev as u64),
             lost,
             handle: Box::new(Handle {
@@ -170,9 +175,13 @@ impl EtcdRecipe {
         }
     }
 
-    async fn acquire_herd(&self, key: &str, budget: &Budget) -> Result<Lease, LockError> {
-        let mut counts = Counts::default();
-        let session = self.live_session(&mut counts).await?;
+    async fn acquire_herd(
+        &self,
+        key: &str,
+        budget: &Budget,
+        tally: &Tally,
+    ) -> Result<Lease, LockError> {
+        let session = self.live_session(tally).await?;
         let name = self.lock_name(key);
         // No watch until the first attempt fails, so a free lock costs one request. After the
         // watch is up, one more attempt comes before any wait, so that a deletion between the
@@ -188,7 +197,7 @@ impl EtcdRecipe {
                     format!("{:x}", session.id),
                     Some(PutOptions::new().with_lease(session.id)),
                 )]);
-            counts.requests += 1;
+            tally.requests(1);
             let answer = budget
                 .run("txn", c.txn(txn))
                 .await
@@ -206,28 +215,33 @@ impl EtcdRecipe {
             };
             if resp.succeeded() {
                 let rev = resp.header().map(|h| h.revision()).unwrap_or(0);
-                return Ok(self.lease(key, &session, name, rev, counts, false));
+                return Ok(self.lease(key, &session, name, rev, tally, false));
             }
             let Some(w) = watch.as_mut() else {
-                counts.requests += 1;
+                tally.requests(1);
                 watch = Some(watch_deletes(&self.client, &name, budget).await?.0);
                 continue;
             };
             tokio::select! {
                 m = w.message() => match m {
-                    Ok(Some(r)) if !r.canceled() => counts.wakeups += r.events().len() as u64,
-                    // The stream broke (leader change, compaction): watch again, then retry.
+                    Ok(Some(r)) if !r.canceled() => tally.wakeups(r.events().len() as u64),
+                    // The stream broke (leader change, no leader, compaction): watch again,
+                    // then retry.
                     _ => watch = None,
                 },
-                _ = tokio::time::sleep(self.config.fallback_poll) => {}
+                _ = tokio::time::sleep(self.config.fallback_poll) => tally.fallback_poll(),
                 _ = tokio::time::sleep_until(budget.deadline().into()) => return Err(budget.timeout()),
             }
         }
     }
 
-    async fn acquire_predecessor(&self, key: &str, budget: &Budget) -> Result<Lease, LockError> {
-        let mut counts = Counts::default();
-        let session = self.live_session(&mut counts).await?;
+    async fn acquire_predecessor(
+        &self,
+        key: &str,
+        budget: &Budget,
+        tally: &Tally,
+    ) -> Result<Lease, LockError> {
+        let session = self.live_session(tally).await?;
         let dir = format!("{}/", self.lock_name(key));
         let mine = format!("{dir}{:x}", session.id);
         let mut c = self.client.clone();
@@ -240,7 +254,7 @@ impl EtcdRecipe {
                 Some(PutOptions::new().with_lease(session.id)),
             )])
             .or_else([TxnOp::get(mine.as_str(), None)]);
-        counts.requests += 1;
+        tally.requests(1);
         let answer = budget
             .run("txn", c.txn(txn))
             .await
@@ -269,8 +283,9 @@ impl EtcdRecipe {
                 "etcd gave no create revision for '{mine}'"
             )));
         }
-        match wait_deletes(&self.client, &dir, &mine, my_rev, budget, &mut counts).await {
-            Ok(()) => Ok(self.lease(key, &session, mine, my_rev, counts, true)),
+        let poll = self.config.fallback_poll;
+        match wait_deletes(&self.client, &dir, &mine, my_rev, budget, poll, tally).await {
+            Ok(()) => Ok(self.lease(key, &session, mine, my_rev, tally, true)),
             Err(e) => {
                 self.take_back(
                     key,
@@ -287,12 +302,18 @@ impl EtcdRecipe {
         }
     }
 
-    async fn acquire_native(&self, key: &str, budget: &Budget) -> Result<Lease, LockError> {
-        let mut counts = Counts::default();
-        let session = self.live_session(&mut counts).await?;
+    async fn acquire_native(
+        &self,
+        key: &str,
+        budget: &Budget,
+        tally: &Tally,
+    ) -> Result<Lease, LockError> {
+        // The server wakes the queued waiters itself: this client cannot see those wake-ups.
+        tally.hide_wakeups();
+        let session = self.live_session(tally).await?;
         let name = self.lock_name(key);
         let mut c = self.client.clone();
-        counts.requests += 1;
+        tally.requests(1);
         let locked = budget
             .run_blocking(c.lock(
                 name.as_str(),
@@ -313,7 +334,7 @@ impl EtcdRecipe {
         // Lock answers with the key, not its create revision: read it for the fencing token.
         // We hold the lock by now, so this read gets its own request timeout rather than what
         // is left of the acquire deadline, and a failure gives the lock back.
-        counts.requests += 1;
+        tally.requests(1);
         let read = Budget::cleanup(key, self.config.request_timeout, 1);
         let rev = match read
             .run("get", c.get(held.as_str(), None))
@@ -333,7 +354,7 @@ impl EtcdRecipe {
                 why: "the lock key vanished right after Lock returned (lease expired?)".into(),
             });
         }
-        Ok(self.lease(key, &session, held, rev, counts, true))
+        Ok(self.lease(key, &session, held, rev, tally, true))
     }
 }
 
@@ -346,19 +367,20 @@ impl Recipe for EtcdRecipe {
         STRATEGIES
     }
 
-    async fn acquire(
+    async fn acquire_counted(
         &self,
         key: &str,
         strategy: Strategy,
         deadline: Instant,
+        tally: &Tally,
     ) -> Result<Lease, LockError> {
         check_strategy(System::Etcd, STRATEGIES, strategy)?;
         self.retry_orphans().await;
         let budget = Budget::acquire(key, deadline, self.config.request_timeout);
         let got = match strategy {
-            Strategy::Herd => self.acquire_herd(key, &budget).await,
-            Strategy::Predecessor => self.acquire_predecessor(key, &budget).await,
-            Strategy::Native => self.acquire_native(key, &budget).await,
+            Strategy::Herd => self.acquire_herd(key, &budget, tally).await,
+            Strategy::Predecessor => self.acquire_predecessor(key, &budget, tally).await,
+            Strategy::Native => self.acquire_native(key, &budget, tally).await,
         };
         if let Err(LockError::Lost { why, .. }) = &got {
             // The server showed us our lease is gone before the keep-alive noticed: retire it

@@ -5,16 +5,11 @@ use etcd_client::{
     Client, GetOptions, SortOrder, SortTarget, WatchFilterType, WatchOptions, WatchStream,
 };
 
-use super::LockError;
+use std::time::Duration;
+
 use super::deadline::Budget;
 use super::etcd_cleanup::etcd_err;
-
-/// Counts of one acquisition.
-#[derive(Default)]
-pub(super) struct Counts {
-    pub(super) wakeups: u64,
-    pub(super) requests: u64,
-}
+use super::{LockError, Tally};
 
 /// Opens a watch for deletions of `key` from now on and waits until the server confirms
 /// it; returns the stream and the revision the watch starts after. Watching from "now"
@@ -45,14 +40,17 @@ pub(super) async fn watch_deletes(
 
 /// Waits until no key under `dir` was created before `my_rev` (mutex.go's waitDeletes),
 /// then checks that our own key is still there: a lease that expired while we waited
-/// would otherwise let us believe we hold the lock (etcd issue 11456).
+/// would otherwise let us believe we hold the lock (etcd issue 11456). That last read is a
+/// round trip the herd does not pay (mutex.go pays it too). A waiter that hears nothing for
+/// `fallback_poll` reads the queue again, as a herd waiter does.
 pub(super) async fn wait_deletes(
     client: &Client,
     dir: &str,
     mine: &str,
     my_rev: i64,
     budget: &Budget,
-    counts: &mut Counts,
+    fallback_poll: Duration,
+    tally: &Tally,
 ) -> Result<(), LockError> {
     let mut c = client.clone();
     let mut waited = false;
@@ -62,7 +60,7 @@ pub(super) async fn wait_deletes(
             .with_max_create_revision(my_rev - 1)
             .with_sort(SortTarget::Create, SortOrder::Descend)
             .with_limit(1);
-        counts.requests += 1;
+        tally.requests(1);
         let resp = match budget.run("get", c.get(dir, Some(opts))).await? {
             Ok(r) => r,
             Err(e) => return Err(etcd_err("queue get", e)),
@@ -73,13 +71,13 @@ pub(super) async fn wait_deletes(
         let pred_key = pred.key().to_vec();
         let pred_rev = pred.create_revision();
         let read_at = resp.header().map(|h| h.revision()).unwrap_or(0);
-        counts.requests += 1;
+        tally.requests(1);
         let (mut watch, watch_from) =
             watch_deletes(client, &String::from_utf8_lossy(&pred_key), budget).await?;
         if watch_from != read_at {
             // Something changed between the read and the watch: confirm the predecessor
             // (the same incarnation of it) is still there before waiting on it.
-            counts.requests += 1;
+            tally.requests(1);
             let still = match budget.run("get", c.get(pred_key.clone(), None)).await? {
                 Ok(r) => r.kvs().first().map(|kv| kv.create_revision()) == Some(pred_rev),
                 Err(e) => return Err(etcd_err("predecessor get", e)),
@@ -89,17 +87,19 @@ pub(super) async fn wait_deletes(
             }
         }
         waited = true;
+        // A broken or cancelled stream (no leader, compaction) ends the wait too: read again.
         tokio::select! {
             m = watch.message() => {
                 if let Ok(Some(r)) = m {
-                    counts.wakeups += r.events().len() as u64;
+                    tally.wakeups(r.events().len() as u64);
                 }
             }
+            _ = tokio::time::sleep(fallback_poll) => tally.fallback_poll(),
             _ = tokio::time::sleep_until(budget.deadline().into()) => return Err(budget.timeout()),
         }
     }
     if waited {
-        counts.requests += 1;
+        tally.requests(1);
         let ours = match budget.run("get", c.get(mine, None)).await? {
             Ok(r) => r.kvs().first().map(|kv| kv.create_revision()) == Some(my_rev),
             Err(e) => return Err(etcd_err("own key get", e)),

@@ -8,6 +8,7 @@
 use std::any::Any;
 use std::fmt;
 use std::str::FromStr;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
@@ -117,6 +118,48 @@ impl LostTrigger {
     }
 }
 
+/// What one acquisition cost, whatever its outcome: the recipe counts into it as it goes and the
+/// caller reads it after `acquire_counted` returns, so the wake-ups and requests of a waiter
+/// that timed out are counted too (the herd is at its worst exactly there).
+#[derive(Debug, Default)]
+pub struct Tally {
+    wakeups: AtomicU64,
+    requests: AtomicU64,
+    fallback_polls: AtomicU64,
+    wakeups_hidden: AtomicBool,
+}
+
+impl Tally {
+    /// `n` notifications arrived (useful or not).
+    pub fn wakeups(&self, n: u64) {
+        self.wakeups.fetch_add(n, Ordering::Relaxed);
+    }
+    /// `n` server round trips were sent.
+    pub fn requests(&self, n: u64) {
+        self.requests.fetch_add(n, Ordering::Relaxed);
+    }
+    /// A waiter heard nothing for a whole fallback interval and checked anyway.
+    pub fn fallback_poll(&self) {
+        self.fallback_polls.fetch_add(1, Ordering::Relaxed);
+    }
+    /// This client cannot see its wake-ups (they happen on the server): report them as absent.
+    pub fn hide_wakeups(&self) {
+        self.wakeups_hidden.store(true, Ordering::Relaxed);
+    }
+    /// Wake-ups so far, `None` where the client cannot see them.
+    pub fn wakeup_count(&self) -> Option<u64> {
+        (!self.wakeups_hidden.load(Ordering::Relaxed)).then(|| self.wakeups.load(Ordering::Relaxed))
+    }
+    /// Requests so far.
+    pub fn request_count(&self) -> u64 {
+        self.requests.load(Ordering::Relaxed)
+    }
+    /// Fallback polls so far.
+    pub fn fallback_poll_count(&self) -> u64 {
+        self.fallback_polls.load(Ordering::Relaxed)
+    }
+}
+
 /// A held lock.
 pub struct Lease {
     /// The lock's key, as passed to `acquire`.
@@ -125,12 +168,18 @@ pub struct Lease {
     pub token: u64,
     /// When `acquire` saw the grant.
     pub acquired_at: Instant,
-    /// How long the lock outlives a silent holder (lease TTL or session timeout).
+    /// What the holder may count on from the grant: the session timeout (ZooKeeper), the
+    /// granted lease TTL (etcd), or for Redis and Redlock the validity window (TTL minus the
+    /// acquiring round trip minus the drift allowance of 1 % of the TTL + 2 ms).
     pub ttl: Duration,
-    /// Notifications received while waiting, useful or not: the herd, counted.
-    pub wakeups: u64,
+    /// Notifications received while waiting, useful or not: the herd, counted. `None` where the
+    /// client cannot see them (etcd's server-side Lock wakes its waiters on the server).
+    pub wakeups: Option<u64>,
     /// Server round trips the acquisition took.
     pub requests: u64,
+    /// Checks made because no notification came within the fallback poll interval; a working
+    /// wake-up path keeps this near zero.
+    pub fallback_polls: u64,
     /// Predecessor strategies: the position the waiter took in the queue (sequence number, create
     /// revision, ticket), so grant order can be checked against queue order. `None` for herd.
     pub queue_position: Option<u64>,
@@ -148,6 +197,7 @@ impl fmt::Debug for Lease {
             .field("ttl", &self.ttl)
             .field("wakeups", &self.wakeups)
             .field("requests", &self.requests)
+            .field("fallback_polls", &self.fallback_polls)
             .field("queue_position", &self.queue_position)
             .field("lost", &self.lost.is_lost())
             .finish()
@@ -226,14 +276,29 @@ pub trait Recipe: Send + Sync + 'static {
     /// The strategies this recipe implements.
     fn strategies(&self) -> &'static [Strategy];
 
-    /// Waits for the lock on `key` under `strategy` until `deadline`; on success the lease
-    /// carries the fencing token and the wake-up and request counts it took.
+    /// Waits for the lock on `key` under `strategy` until `deadline`, counting wake-ups,
+    /// requests and fallback polls into `tally` whatever the outcome; on success the lease
+    /// carries the fencing token and the same counts.
+    fn acquire_counted(
+        &self,
+        key: &str,
+        strategy: Strategy,
+        deadline: Instant,
+        tally: &Tally,
+    ) -> impl std::future::Future<Output = Result<Lease, LockError>> + Send;
+
+    /// [`Recipe::acquire_counted`] for a caller that needs no counts of a failed attempt.
     fn acquire(
         &self,
         key: &str,
         strategy: Strategy,
         deadline: Instant,
-    ) -> impl std::future::Future<Output = Result<Lease, LockError>> + Send;
+    ) -> impl std::future::Future<Output = Result<Lease, LockError>> + Send {
+        async move {
+            let tally = Tally::default();
+            self.acquire_counted(key, strategy, deadline, &tally).await
+        }
+    }
 
     /// Gives the lock back. Releasing a lease that was lost (expired and maybe re-granted) does
     /// not touch the current holder's lock and returns [`LockError::Lost`] or `Ok`.

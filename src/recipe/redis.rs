@@ -27,7 +27,8 @@ use super::redis_common::{NodeSource, RedisHandle, Waiter, Watchdogs, entry_ttl,
 use super::redis_node::{Attempt, Node};
 use super::redis_scripts::{Keys, TicketMode};
 use super::{
-    BOTH_STRATEGIES, Lease, LockError, LostSignal, Recipe, RecipeConfig, Strategy, check_strategy,
+    BOTH_STRATEGIES, Lease, LockError, LostSignal, Recipe, RecipeConfig, Strategy, Tally,
+    check_strategy,
 };
 use crate::system::System;
 
@@ -171,6 +172,7 @@ impl RedisRecipe {
         key: &str,
         strategy: Strategy,
         deadline: Instant,
+        tally: &Tally,
     ) -> Result<Lease, LockError> {
         check_strategy(System::Redis, &BOTH_STRATEGIES, strategy)?;
         let started = Instant::now();
@@ -228,11 +230,9 @@ impl RedisRecipe {
                             continue;
                         }
                     }
-                    let mut wait = self.cfg.fallback_poll;
-                    if let Some(ttl_left) = a.retry_within {
-                        wait = wait.min(ttl_left + Duration::from_millis(1));
-                    }
-                    waiter.wait(wait.min(left)).await;
+                    waiter
+                        .wait_or_poll(self.cfg.fallback_poll, a.retry_within, left, tally)
+                        .await;
                 }
                 Err(e) if e.is_indeterminate() => {
                     let pause = self.cfg.fallback_poll.min(Duration::from_millis(100));
@@ -248,6 +248,8 @@ impl RedisRecipe {
             tokio::spawn(async move { n.unsubscribe(&channel, id).await });
             requests += 1;
         }
+        tally.wakeups(waiter.wakeups);
+        tally.requests(requests);
         match outcome {
             Ok((token, queue_position, valid)) => {
                 let (trigger, lost) = LostSignal::new();
@@ -265,9 +267,10 @@ impl RedisRecipe {
                     key: key.to_string(),
                     token,
                     acquired_at: Instant::now(),
-                    ttl: self.cfg.ttl,
-                    wakeups: waiter.wakeups,
-                    requests,
+                    ttl: valid,
+                    wakeups: tally.wakeup_count(),
+                    requests: tally.request_count(),
+                    fallback_polls: tally.fallback_poll_count(),
                     queue_position: if strategy == Strategy::Herd {
                         None
                     } else {
@@ -283,6 +286,7 @@ impl RedisRecipe {
             }
             Err(e) => {
                 // Leave nothing behind: our queue entry, or a lock a lost reply granted us.
+                tally.requests(1);
                 let _ = node
                     .release(&keys, &owner, 0, true, false, self.cfg.request_timeout)
                     .await;
@@ -301,13 +305,14 @@ impl Recipe for RedisRecipe {
         &BOTH_STRATEGIES
     }
 
-    async fn acquire(
+    async fn acquire_counted(
         &self,
         key: &str,
         strategy: Strategy,
         deadline: Instant,
+        tally: &Tally,
     ) -> Result<Lease, LockError> {
-        self.acquire_inner(key, strategy, deadline).await
+        self.acquire_inner(key, strategy, deadline, tally).await
     }
 
     async fn release(&self, lease: Lease) -> Result<(), LockError> {

@@ -43,13 +43,14 @@ impl Waiter {
         }
     }
 
-    /// Waits up to `at_most` for a notification. Each distinct message is one wake-up: the same
-    /// release heard from several Redlock masters carries the same payload and wakes once.
-    pub async fn wait(&mut self, at_most: Duration) {
+    /// Waits up to `at_most` for a notification; false when none came. Each distinct message
+    /// is one wake-up: the same release heard from several Redlock masters carries the same
+    /// payload and wakes once.
+    pub async fn wait(&mut self, at_most: Duration) -> bool {
         let first = match tokio::time::timeout(at_most, self.rx.recv()).await {
             Ok(Some(m)) => m,
             // Timed out (the fallback poll) or every sender gone: the caller tries again.
-            _ => return,
+            _ => return false,
         };
         if self.seen.insert(first) {
             self.wakeups += 1;
@@ -58,6 +59,24 @@ impl Waiter {
             if self.seen.insert(m) {
                 self.wakeups += 1;
             }
+        }
+        true
+    }
+
+    /// Waits for a notification, for the holder's remaining TTL (`ttl_left`, after which the
+    /// lock is free without a release message), or for the fallback poll, whichever is first;
+    /// counts a wait that ended on the fallback poll alone.
+    pub async fn wait_or_poll(
+        &mut self,
+        fallback_poll: Duration,
+        ttl_left: Option<Duration>,
+        left: Duration,
+        tally: &super::Tally,
+    ) {
+        let until_free = ttl_left.map(|t| t + Duration::from_millis(1));
+        let wait = until_free.map_or(fallback_poll, |t| t.min(fallback_poll));
+        if !self.wait(wait.min(left)).await && wait == fallback_poll && wait <= left {
+            tally.fallback_poll();
         }
     }
 }

@@ -35,7 +35,8 @@ use super::redis_common::{NodeSource, RedisHandle, Waiter, Watchdogs, entry_ttl,
 use super::redis_node::{Attempt, Node};
 use super::redis_scripts::{Keys, TicketMode};
 use super::{
-    BOTH_STRATEGIES, Lease, LockError, LostSignal, Recipe, RecipeConfig, Strategy, check_strategy,
+    BOTH_STRATEGIES, Lease, LockError, LostSignal, Recipe, RecipeConfig, Strategy, Tally,
+    check_strategy,
 };
 use crate::system::System;
 
@@ -226,6 +227,7 @@ impl RedlockRecipe {
         key: &str,
         strategy: Strategy,
         deadline: Instant,
+        tally: &Tally,
     ) -> Result<Lease, LockError> {
         check_strategy(System::Redlock, &BOTH_STRATEGIES, strategy)?;
         let started = Instant::now();
@@ -319,11 +321,9 @@ impl RedlockRecipe {
                     continue;
                 }
             }
-            let mut wait = self.cfg.fallback_poll;
-            if let Some(ttl_left) = round.retry_within() {
-                wait = wait.min(ttl_left + Duration::from_millis(1));
-            }
-            waiter.wait(wait.min(left)).await;
+            waiter
+                .wait_or_poll(self.cfg.fallback_poll, round.retry_within(), left, tally)
+                .await;
         };
         if subscribed {
             let nodes = self.nodes.clone();
@@ -333,6 +333,8 @@ impl RedlockRecipe {
             });
             requests += n;
         }
+        tally.wakeups(waiter.wakeups);
+        tally.requests(requests);
         match outcome {
             Ok((token, queue_position, validity)) => {
                 let (trigger, lost) = LostSignal::new();
@@ -351,8 +353,9 @@ impl RedlockRecipe {
                     token,
                     acquired_at: Instant::now(),
                     ttl: validity,
-                    wakeups: waiter.wakeups,
-                    requests,
+                    wakeups: tally.wakeup_count(),
+                    requests: tally.request_count(),
+                    fallback_polls: tally.fallback_poll_count(),
                     queue_position,
                     lost,
                     handle: Box::new(RedisHandle {
@@ -364,6 +367,7 @@ impl RedlockRecipe {
             }
             Err(e) => {
                 // Leave nothing behind on any master: queue entries and partial grants.
+                tally.requests(n);
                 self.release_on(None, &keys, &owner, 0, true, false).await;
                 Err(e)
             }
@@ -380,13 +384,14 @@ impl Recipe for RedlockRecipe {
         &BOTH_STRATEGIES
     }
 
-    async fn acquire(
+    async fn acquire_counted(
         &self,
         key: &str,
         strategy: Strategy,
         deadline: Instant,
+        tally: &Tally,
     ) -> Result<Lease, LockError> {
-        self.acquire_inner(key, strategy, deadline).await
+        self.acquire_inner(key, strategy, deadline, tally).await
     }
 
     async fn release(&self, lease: Lease) -> Result<(), LockError> {

@@ -25,7 +25,7 @@ use super::zookeeper_session::{
     SEQ_PREFIX, ZkSession, delete_own, idempotent, maybe_applied, open_session, sequence,
     session_tag, sweep_own, zk_err,
 };
-use super::{Lease, LockError, Recipe, RecipeConfig, Strategy, check_strategy};
+use super::{Lease, LockError, Recipe, RecipeConfig, Strategy, Tally, check_strategy};
 use crate::system::System;
 
 const STRATEGIES: &[Strategy] = &[Strategy::Herd, Strategy::Predecessor];
@@ -88,12 +88,12 @@ impl ZookeeperRecipe {
 
     /// The live session, opening a new one if the last one ended (an expired ZooKeeper
     /// session never comes back).
-    async fn live_session(&self, requests: &mut u64) -> Result<Arc<ZkSession>, LockError> {
+    async fn live_session(&self, tally: &Tally) -> Result<Arc<ZkSession>, LockError> {
         let mut slot = self.session.lock().await;
         if slot.holders.dead().is_none() {
             return Ok(slot.clone());
         }
-        *requests += 1;
+        tally.requests(1);
         let fresh = Arc::new(open_session(&self.connect_string, &self.config).await?);
         *slot = fresh.clone();
         Ok(fresh)
@@ -142,7 +142,7 @@ impl ZookeeperRecipe {
         s: &ZkSession,
         dir: &str,
         budget: &Budget,
-        requests: &mut u64,
+        tally: &Tally,
     ) -> Result<(), LockError> {
         if self.known_parent(dir) {
             return Ok(());
@@ -152,7 +152,7 @@ impl ZookeeperRecipe {
         for part in dir.split('/').filter(|p| !p.is_empty()) {
             prefix.push('/');
             prefix.push_str(part);
-            *requests += 1;
+            tally.requests(1);
             match idempotent(budget, "create parent", || {
                 s.client.create(&prefix, b"", &opts)
             })
@@ -182,7 +182,7 @@ impl ZookeeperRecipe {
         key: &str,
         path: String,
         czxid: i64,
-        counts: (u64, u64),
+        tally: &Tally,
         queue: Option<u64>,
     ) -> Lease {
         let (holder, lost) = s.holders.register();
@@ -191,8 +191,9 @@ impl ZookeeperRecipe {
             token: czxid as u64,
             acquired_at: Instant::now(),
             ttl: s.client.session_timeout(),
-            wakeups: counts.0,
-            requests: counts.1,
+            wakeups: tally.wakeup_count(),
+            requests: tally.request_count(),
+            fallback_polls: tally.fallback_poll_count(),
             queue_position: queue,
             lost,
             handle: Box::new(Handle {
@@ -205,15 +206,19 @@ impl ZookeeperRecipe {
         }
     }
 
-    async fn acquire_herd(&self, key: &str, budget: &Budget) -> Result<Lease, LockError> {
+    async fn acquire_herd(
+        &self,
+        key: &str,
+        budget: &Budget,
+        tally: &Tally,
+    ) -> Result<Lease, LockError> {
         let dir = self.dir(key);
-        let (mut wakeups, mut requests) = (0, 0);
-        let s = &*self.live_session(&mut requests).await?;
-        self.ensure_dir(s, &dir, budget, &mut requests).await?;
+        let s = &*self.live_session(tally).await?;
+        self.ensure_dir(s, &dir, budget, tally).await?;
         let path = format!("{dir}/{HERD_NODE}");
         let opts = zk::CreateMode::Ephemeral.with_acls(zk::Acls::anyone_all());
         loop {
-            requests += 1;
+            tally.requests(1);
             let created = budget
                 .run("create", s.client.create(&path, b"", &opts))
                 .await
@@ -224,7 +229,7 @@ impl ZookeeperRecipe {
                 });
             match created {
                 Ok(Some((stat, _))) => {
-                    return Ok(self.lease(s, key, path, stat.czxid, (wakeups, requests), None));
+                    return Ok(self.lease(s, key, path, stat.czxid, tally, None));
                 }
                 Ok(None) => {}
                 Err(e) => {
@@ -236,7 +241,7 @@ impl ZookeeperRecipe {
                 }
             }
             // Watch the directory, not the node: every waiter hears every change, the herd.
-            requests += 1;
+            tally.requests(1);
             let (children, watcher) = match idempotent(budget, "getChildren", || {
                 s.client.list_and_watch_children(&dir)
             })
@@ -250,20 +255,24 @@ impl ZookeeperRecipe {
             }
             let poll = self.config.fallback_poll;
             tokio::select! {
-                _ = watcher.changed() => wakeups += 1,
-                _ = tokio::time::sleep(poll) => {}
+                _ = watcher.changed() => tally.wakeups(1),
+                _ = tokio::time::sleep(poll) => tally.fallback_poll(),
                 _ = tokio::time::sleep_until(budget.deadline().into()) => return Err(budget.timeout()),
             }
         }
     }
 
-    async fn acquire_predecessor(&self, key: &str, budget: &Budget) -> Result<Lease, LockError> {
+    async fn acquire_predecessor(
+        &self,
+        key: &str,
+        budget: &Budget,
+        tally: &Tally,
+    ) -> Result<Lease, LockError> {
         let dir = self.dir(key);
-        let (mut wakeups, mut requests) = (0, 0);
-        let s = &*self.live_session(&mut requests).await?;
-        self.ensure_dir(s, &dir, budget, &mut requests).await?;
+        let s = &*self.live_session(tally).await?;
+        self.ensure_dir(s, &dir, budget, tally).await?;
         let opts = zk::CreateMode::EphemeralSequential.with_acls(zk::Acls::anyone_all());
-        requests += 1;
+        tally.requests(1);
         let tag = session_tag(s);
         let base = format!("{dir}/{tag}{SEQ_PREFIX}");
         let created = budget
@@ -283,18 +292,9 @@ impl ZookeeperRecipe {
         };
         let me = seq.into_i64();
         let path = format!("{base}{seq}");
-        let waited = self
-            .wait_turn(s, &dir, me, budget, &mut wakeups, &mut requests)
-            .await;
+        let waited = self.wait_turn(s, &dir, me, budget, tally).await;
         match waited {
-            Ok(()) => Ok(self.lease(
-                s,
-                key,
-                path,
-                stat.czxid,
-                (wakeups, requests),
-                Some(me as u64),
-            )),
+            Ok(()) => Ok(self.lease(s, key, path, stat.czxid, tally, Some(me as u64))),
             Err(e) => {
                 // Leave nothing behind: our node would otherwise block the queue until the
                 // session ends. The acquire deadline is spent, so the delete gets its own.
@@ -313,11 +313,10 @@ impl ZookeeperRecipe {
         dir: &str,
         me: i64,
         budget: &Budget,
-        wakeups: &mut u64,
-        requests: &mut u64,
+        tally: &Tally,
     ) -> Result<(), LockError> {
         loop {
-            *requests += 1;
+            tally.requests(1);
             let children =
                 match idempotent(budget, "getChildren", || s.client.list_children(dir)).await? {
                     Ok(c) => c,
@@ -332,7 +331,7 @@ impl ZookeeperRecipe {
             if queue.iter().any(|(n, c)| *n != me && c.starts_with(&tag)) {
                 // Leftovers of ours (a lost answer to a create or delete): we would wait for
                 // ourselves. Remove them and read the queue again.
-                *requests += 2;
+                tally.requests(2);
                 sweep_own(s, dir, Some(me), budget).await?;
                 continue;
             }
@@ -348,15 +347,18 @@ impl ZookeeperRecipe {
             let pred = format!("{dir}/{}", queue[pos - 1].1);
             // getData rather than exists: a watch on a node that is already gone is not left
             // behind (exists would watch for its re-creation).
-            *requests += 1;
+            tally.requests(1);
             let watcher =
                 match idempotent(budget, "getData", || s.client.get_and_watch_data(&pred)).await? {
                     Ok((_, _, w)) => w,
                     Err(zk::Error::NoNode) => continue,
                     Err(e) => return Err(zk_err(&pred, e)),
                 };
+            // The same fallback as the herd's, so the two strategies differ only in who is
+            // woken: a lost notification costs one poll interval, visible as a fallback poll.
             tokio::select! {
-                _ = watcher.changed() => *wakeups += 1,
+                _ = watcher.changed() => tally.wakeups(1),
+                _ = tokio::time::sleep(self.config.fallback_poll) => tally.fallback_poll(),
                 _ = tokio::time::sleep_until(budget.deadline().into()) => return Err(budget.timeout()),
             }
         }
@@ -372,18 +374,19 @@ impl Recipe for ZookeeperRecipe {
         STRATEGIES
     }
 
-    async fn acquire(
+    async fn acquire_counted(
         &self,
         key: &str,
         strategy: Strategy,
         deadline: Instant,
+        tally: &Tally,
     ) -> Result<Lease, LockError> {
         check_strategy(System::Zookeeper, STRATEGIES, strategy)?;
         self.retry_orphans().await;
         let budget = Budget::acquire(key, deadline, self.config.request_timeout);
         match strategy {
-            Strategy::Herd => self.acquire_herd(key, &budget).await,
-            _ => self.acquire_predecessor(key, &budget).await,
+            Strategy::Herd => self.acquire_herd(key, &budget, tally).await,
+            _ => self.acquire_predecessor(key, &budget, tally).await,
         }
     }
 

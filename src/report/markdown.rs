@@ -6,8 +6,10 @@ fn ms(us: u64) -> String {
     format!("{:.2}", us as f64 / 1000.0)
 }
 
+/// An absent figure (a client that cannot see its wake-ups, nothing granted) reads "n/a",
+/// never 0.
 fn opt(v: Option<f64>) -> String {
-    v.map_or_else(|| "-".to_string(), |x| format!("{x:.2}"))
+    v.map_or_else(|| "n/a".to_string(), |x| format!("{x:.2}"))
 }
 
 /// A Markdown table with one row per cell, in the order given.

@@ -8,7 +8,7 @@ use std::time::Instant;
 use tokio::sync::Barrier;
 
 use crate::history::{Event, EventKind, HistoryHandle, Op};
-use crate::recipe::{Recipe, Strategy};
+use crate::recipe::{Recipe, Strategy, Tally};
 use crate::spec::{Stop, Workload};
 use crate::workload::distribution::{KeyChooser, client_rng};
 
@@ -97,18 +97,24 @@ async fn one_cycle<R: Recipe>(
         intended.map(|t| t.saturating_duration_since(shared.started).as_micros() as u64);
     shared.record(invoke);
     let deadline = Instant::now() + wl.acquire_timeout;
-    let lease = match recipe.acquire(key, shared.strategy, deadline).await {
+    let tally = Tally::default();
+    let acquired = recipe
+        .acquire_counted(key, shared.strategy, deadline, &tally)
+        .await;
+    let lease = match acquired {
         Ok(lease) => lease,
         Err(e) => {
-            shared.record(Event::from_error(shared.now_us(), id, Op::Acquire, key, &e));
+            // What a failed wait cost counts too: the herd is at its worst where waiters give up.
+            let mut failed = Event::from_error(shared.now_us(), id, Op::Acquire, key, &e);
+            with_counts(&mut failed, &tally);
+            shared.record(failed);
             return;
         }
     };
     shared.granted.fetch_add(1, Ordering::Relaxed);
     let mut ok = Event::new(shared.now_us(), id, EventKind::Ok, Op::Acquire, key);
     ok.token = Some(lease.token);
-    ok.wakeups = Some(lease.wakeups);
-    ok.requests = Some(lease.requests);
+    with_counts(&mut ok, &tally);
     ok.queue_position = lease.queue_position;
     ok.ttl_ms = Some(lease.ttl.as_millis() as u64);
     shared.record(ok);
@@ -155,4 +161,11 @@ async fn one_cycle<R: Recipe>(
         )),
         Err(e) => shared.record(Event::from_error(shared.now_us(), id, Op::Release, key, &e)),
     }
+}
+
+/// Copies what an acquisition cost onto its outcome event.
+fn with_counts(ev: &mut Event, tally: &Tally) {
+    ev.wakeups = tally.wakeup_count();
+    ev.requests = Some(tally.request_count());
+    ev.fallback_polls = Some(tally.fallback_poll_count());
 }

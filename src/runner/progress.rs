@@ -25,7 +25,7 @@ pub fn cell_line(s: &CellSummary) -> String {
         s.acquire_latency_us.p50 as f64 / 1000.0,
         s.acquire_latency_us.p99 as f64 / 1000.0,
         s.wakeups_per_acquisition
-            .map_or("-".to_string(), |w| format!("{w:.2}")),
+            .map_or("n/a".to_string(), |w| format!("{w:.2}")),
         s.timeouts,
         s.errors.values().sum::<u64>()
     )

@@ -24,7 +24,7 @@ pub use latency::{LatencySummary, new_histogram, record, write_hgrm, write_hgrm_
 pub use series::{SecondStats, SeriesBuilder};
 
 /// Version of the [`CellSummary`] layout; bump on any incompatible change.
-pub const SCHEMA_VERSION: u32 = 1;
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// What the history does not say about its cell.
 #[derive(Debug, Clone)]
@@ -71,10 +71,18 @@ pub struct CellSummary {
     pub hold_time_us: LatencySummary,
     /// Release invoke → release `ok`.
     pub release_latency_us: LatencySummary,
-    /// `None` when the recipe reported no wake-up counts.
+    /// Wake-ups of every measured attempt, granted or not, per granted acquisition; `None`
+    /// where the client cannot see wake-ups (or nothing was granted).
     pub wakeups_per_acquisition: Option<f64>,
-    /// Mean server round trips per granted acquisition.
+    /// Server round trips of every measured attempt, granted or not, per granted acquisition.
     pub requests_per_acquisition: Option<f64>,
+    /// Wake-ups of every measured attempt; `None` where the client cannot see them.
+    pub wakeups_total: Option<u64>,
+    /// Server round trips of every measured attempt.
+    pub requests_total: u64,
+    /// Checks made because no notification came within the fallback poll interval, over every
+    /// measured attempt: a broken wake-up path shows here.
+    pub fallback_polls: u64,
     /// Grants that overtook an earlier waiter on the same key, one per overtaken waiter.
     pub fifo_inversions: u64,
     /// `None` when no client acquired anything.
@@ -120,6 +128,27 @@ struct Pending {
     start_us: u64,
 }
 
+/// What the measured acquire attempts cost, granted or not.
+#[derive(Debug, Default)]
+struct AttemptCosts {
+    /// `None` until an outcome carries a wake-up count: absent counts stay absent, never 0.
+    wakeups: Option<u64>,
+    requests: Option<u64>,
+    fallback_polls: u64,
+}
+
+impl AttemptCosts {
+    fn add(&mut self, outcome: &Event) {
+        if let Some(w) = outcome.wakeups {
+            *self.wakeups.get_or_insert(0) += w;
+        }
+        if let Some(r) = outcome.requests {
+            *self.requests.get_or_insert(0) += r;
+        }
+        self.fallback_polls += outcome.fallback_polls.unwrap_or(0);
+    }
+}
+
 /// Computes a cell's statistics from its events (in any order; they are sorted by time).
 pub fn analyze(events: &[Event], cell: &CellInfo) -> Analysis {
     let mut sorted: Vec<&Event> = events.iter().collect();
@@ -142,7 +171,7 @@ pub fn analyze(events: &[Event], cell: &CellInfo) -> Analysis {
     let mut last_release: HashMap<String, u64> = HashMap::new(); // key → release invoke time
     let mut per_client: Vec<u64> = vec![0; cell.clients as usize];
     let mut errors: BTreeMap<String, u64> = BTreeMap::new();
-    let (mut wakeups, mut requests) = ((0u64, 0u64), (0u64, 0u64));
+    let mut costs = AttemptCosts::default();
     let (mut fifo_inversions, mut max_wait, mut timeouts) = (0u64, 0u64, 0u64);
     let (mut indeterminate, mut lost_leases, mut unmatched) = (0u64, 0u64, 0u64);
 
@@ -182,6 +211,7 @@ pub fn analyze(events: &[Event], cell: &CellInfo) -> Analysis {
                 if op == Op::Acquire {
                     if measured {
                         max_wait = max_wait.max(took);
+                        costs.add(e);
                     }
                     if kind != EventKind::Ok {
                         fifo.gave_up(&p.key, e.client);
@@ -210,12 +240,6 @@ pub fn analyze(events: &[Event], cell: &CellInfo) -> Analysis {
                         } else if e.client != u32::MAX {
                             per_client.resize(e.client as usize + 1, 0);
                             per_client[e.client as usize] = 1;
-                        }
-                        if let Some(w) = e.wakeups {
-                            wakeups = (wakeups.0 + w, wakeups.1 + 1);
-                        }
-                        if let Some(r) = e.requests {
-                            requests = (requests.0 + r, requests.1 + 1);
                         }
                     }
                     (Op::Release, EventKind::Ok) if measured => record(&mut release, took),
@@ -254,7 +278,7 @@ pub fn analyze(events: &[Event], cell: &CellInfo) -> Analysis {
 
     let duration_s = end_us.saturating_sub(warmup_us) as f64 / 1e6;
     let acquisitions = acquire.len();
-    let mean = |(sum, n): (u64, u64)| (n > 0).then(|| sum as f64 / n as f64);
+    let per_acquisition = |sum: u64| (acquisitions > 0).then(|| sum as f64 / acquisitions as f64);
     let summary = CellSummary {
         schema_version: SCHEMA_VERSION,
         system: cell.system,
@@ -272,8 +296,11 @@ pub fn analyze(events: &[Event], cell: &CellInfo) -> Analysis {
         handoff_latency_us: LatencySummary::of(&handoff),
         hold_time_us: LatencySummary::of(&hold),
         release_latency_us: LatencySummary::of(&release),
-        wakeups_per_acquisition: mean(wakeups),
-        requests_per_acquisition: mean(requests),
+        wakeups_per_acquisition: costs.wakeups.and_then(per_acquisition),
+        requests_per_acquisition: costs.requests.and_then(per_acquisition),
+        wakeups_total: costs.wakeups,
+        requests_total: costs.requests.unwrap_or(0),
+        fallback_polls: costs.fallback_polls,
         fifo_inversions,
         jain_fairness: jain_index(&per_client),
         max_wait_us: max_wait,

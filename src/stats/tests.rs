@@ -85,6 +85,48 @@ fn handoff_hold_release_and_herd_on_two_clients() {
 }
 
 #[test]
+fn failed_attempts_count_their_wakeups_requests_and_polls() {
+    // c0 holds; c1 waits, is woken 7 times in 12 requests with 2 fallback polls and times out;
+    // c2 waits too (3 wake-ups, 5 requests) and is granted. Per granted acquisition (2): wake-ups
+    // (0 + 7 + 3) / 2 = 5, requests (1 + 12 + 5) / 2 = 9; the totals keep the raw sums.
+    let counted = |mut e: Event, w: u64, r: u64, p: u64| {
+        (e.wakeups, e.requests, e.fallback_polls) = (Some(w), Some(r), Some(p));
+        e
+    };
+    let h = vec![
+        inv(0, 0, Acquire),
+        counted(ok(100, 0, Acquire), 0, 1, 0),
+        inv(200, 1, Acquire),
+        inv(300, 2, Acquire),
+        counted(failed(5200, 1, EventKind::Fail, TIMEOUT_ERROR), 7, 12, 2),
+        inv(5300, 0, Release),
+        ok(5400, 0, Release),
+        counted(ok(5500, 2, Acquire), 3, 5, 0),
+    ];
+    let s = analyze(&h, &cell(3)).summary;
+    assert_eq!(s.acquisitions, 2);
+    assert_eq!(s.timeouts, 1);
+    assert_eq!(s.wakeups_per_acquisition, Some(5.0));
+    assert_eq!(s.requests_per_acquisition, Some(9.0));
+    assert_eq!(s.wakeups_total, Some(10));
+    assert_eq!(s.requests_total, 18);
+    assert_eq!(s.fallback_polls, 2);
+}
+
+#[test]
+fn invisible_wakeups_are_absent_not_zero() {
+    // etcd's server-side Lock: outcomes carry requests but no wake-up count.
+    let mut a = ok(100, 0, Acquire);
+    (a.requests, a.fallback_polls) = (Some(2), Some(0));
+    let s = analyze(&[inv(0, 0, Acquire), a], &cell(1)).summary;
+    assert_eq!(s.wakeups_per_acquisition, None);
+    assert_eq!(s.wakeups_total, None);
+    assert_eq!(s.requests_per_acquisition, Some(2.0));
+    let table = crate::report::markdown::comparison_table(&[s]);
+    assert!(table.contains("| n/a |"), "{table}");
+}
+
+#[test]
 fn an_idle_lock_is_not_a_handoff() {
     // c1 asks only after c0 has released: nobody was waiting, so no handoff is measured.
     let h = vec![

@@ -16,8 +16,10 @@ pub struct Hold {
     pub queue_position: Option<u64>,
     pub acquired: Instant,
     pub released: Instant,
-    pub wakeups: u64,
+    /// `None` where the recipe cannot see its wake-ups (etcd native).
+    pub wakeups: Option<u64>,
     pub requests: u64,
+    pub fallback_polls: u64,
     pub acquire_latency: Duration,
 }
 
@@ -60,8 +62,16 @@ impl Outcome {
             .map(|w| (w[0].clone(), w[1].clone()))
             .collect()
     }
+    /// Mean wake-ups per hold; panics if a recipe that should see its wake-ups did not.
     pub fn mean_wakeups(&self) -> f64 {
-        self.holds.iter().map(|h| h.wakeups as f64).sum::<f64>() / self.holds.len().max(1) as f64
+        self.holds
+            .iter()
+            .map(|h| h.wakeups.expect("this recipe reports its wake-ups") as f64)
+            .sum::<f64>()
+            / self.holds.len().max(1) as f64
+    }
+    pub fn total_fallback_polls(&self) -> u64 {
+        self.holds.iter().map(|h| h.fallback_polls).sum()
     }
     pub fn mean_requests(&self) -> f64 {
         self.holds.iter().map(|h| h.requests as f64).sum::<f64>() / self.holds.len().max(1) as f64
@@ -96,13 +106,17 @@ impl Outcome {
     }
     pub fn summary(&self, label: &str) -> String {
         format!(
-            "{label}: {} acquisitions in {:.2} s = {:.1}/s, p50 {:?}, p99 {:?}, wakeups/acq {:.2}, requests/acq {:.2}, errors {}",
+            "{label}: {} acquisitions in {:.2} s = {:.1}/s, p50 {:?}, p99 {:?}, wakeups/acq {}, requests/acq {:.2}, errors {}",
             self.holds.len(),
             self.elapsed.as_secs_f64(),
             self.throughput(),
             self.latency_percentile(0.5),
             self.latency_percentile(0.99),
-            self.mean_wakeups(),
+            if self.holds.iter().all(|h| h.wakeups.is_some()) {
+                format!("{:.2}", self.mean_wakeups())
+            } else {
+                "n/a".to_string()
+            },
             self.mean_requests(),
             self.errors.len()
         )
@@ -148,6 +162,7 @@ pub async fn contend<R: Recipe>(
                             released,
                             wakeups: lease.wakeups,
                             requests: lease.requests,
+                            fallback_polls: lease.fallback_polls,
                             acquire_latency: acquired - t0,
                         };
                         if let Err(e) = r.release(lease).await {
