@@ -13,6 +13,8 @@ use rand::Rng;
 pub struct Hold {
     pub client: usize,
     pub token: u64,
+    /// When this client started waiting (acquire called).
+    pub started: Instant,
     pub queue_position: Option<u64>,
     pub acquired: Instant,
     pub released: Instant,
@@ -69,6 +71,41 @@ impl Outcome {
             .map(|h| h.wakeups.expect("this recipe reports its wake-ups") as f64)
             .sum::<f64>()
             / self.holds.len().max(1) as f64
+    }
+    /// Holds granted while their client was already waiting when the previous holder let go,
+    /// each with that handoff's latency (the previous release → this grant): the acquisitions
+    /// a wake-up, not an idle lock, must have served.
+    pub fn handoffs(&self) -> Vec<(Hold, Duration)> {
+        let mut h = self.holds.clone();
+        h.sort_by_key(|x| x.acquired);
+        h.windows(2)
+            .filter(|w| w[1].started < w[0].released)
+            .map(|w| {
+                (
+                    w[1].clone(),
+                    w[1].acquired.saturating_duration_since(w[0].released),
+                )
+            })
+            .collect()
+    }
+    /// Mean wake-ups over the handed-off holds (`None` when there was no handoff).
+    pub fn wakeups_per_handoff(&self) -> Option<f64> {
+        let h = self.handoffs();
+        (!h.is_empty()).then(|| {
+            h.iter()
+                .map(|(x, _)| x.wakeups.expect("this recipe reports its wake-ups") as f64)
+                .sum::<f64>()
+                / h.len() as f64
+        })
+    }
+    /// The `q` quantile of handoff latency.
+    pub fn handoff_percentile(&self, q: f64) -> Duration {
+        let mut l: Vec<Duration> = self.handoffs().into_iter().map(|(_, d)| d).collect();
+        l.sort();
+        if l.is_empty() {
+            return Duration::ZERO;
+        }
+        l[((l.len() - 1) as f64 * q).round() as usize]
     }
     pub fn total_fallback_polls(&self) -> u64 {
         self.holds.iter().map(|h| h.fallback_polls).sum()
@@ -157,6 +194,7 @@ pub async fn contend<R: Recipe>(
                         let hold = Hold {
                             client: i,
                             token: lease.token,
+                            started: t0,
                             queue_position: lease.queue_position,
                             acquired,
                             released,
