@@ -55,7 +55,7 @@ fn tiny_run_writes_every_file_and_herd_wakes_more() {
             .contains("| redis | herd |")
     );
     let summary = read_json(&run.join("summary.json"));
-    assert_eq!(summary["schema_version"], 1);
+    assert_eq!(summary["schema_version"], lockbench::stats::SCHEMA_VERSION);
     assert_eq!(summary["cells"].as_array().unwrap().len(), 4);
 
     for system in ["redis", "etcd"] {

@@ -281,7 +281,7 @@ fn warmup_excludes_earlier_operations() {
 fn summary_json_has_the_documented_fields() {
     let a = analyze(&two_client_handoff(), &cell(2));
     let v = serde_json::to_value(&a.summary).unwrap();
-    assert_eq!(v["schema_version"], 1);
+    assert_eq!(v["schema_version"], SCHEMA_VERSION);
     assert_eq!(v["system"], "etcd");
     assert_eq!(v["strategy"], "predecessor");
     assert_eq!(v["handoff_latency_us"]["p50"], 300);
