@@ -22,6 +22,7 @@ mod etcd_cleanup;
 mod etcd_lease;
 mod etcd_wait;
 mod holders;
+pub mod mock;
 pub mod redis;
 mod redis_common;
 mod redis_node;

@@ -1,6 +1,7 @@
 //! `lockbench run`: expands the plan, starts each system's cluster once, runs its cells one after
 //! another (fresh key prefix per cell), and writes every cell's folder as soon as it finishes.
 
+mod backend;
 mod client;
 mod output;
 pub mod progress;
@@ -13,12 +14,12 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use tokio::sync::Barrier;
 
-use crate::cluster::{Cluster, ClusterOptions};
 use crate::history::Recorder;
 use crate::plan::{Cell, Plan};
-use crate::recipe::{AnyRecipe, Recipe, RecipeConfig};
+use crate::recipe::{Recipe, RecipeConfig};
 use crate::stats::{self, CellInfo, CellSummary};
 
+pub use backend::{Backend, DockerBackend, MockBackend};
 pub use output::RunFolder;
 
 /// What a finished (or interrupted) run produced.
@@ -30,9 +31,20 @@ pub struct RunOutcome {
     pub interrupted: bool,
 }
 
-/// Runs every cell of `plan`, writing results under `folder`. Ctrl-C (or SIGTERM) stops after
-/// removing the cluster in use; finished cells are kept and the rest listed as not run.
+/// Runs every cell of `plan` on real clusters, writing results under `folder`. Ctrl-C (or
+/// SIGTERM) stops after removing the cluster in use; finished cells are kept and the rest listed
+/// as not run.
 pub async fn run(
+    plan: Plan,
+    folder: RunFolder,
+    progress: &dyn progress::Progress,
+) -> anyhow::Result<RunOutcome> {
+    run_on(&DockerBackend, plan, folder, progress).await
+}
+
+/// [`run`] with the clients (and their clusters) coming from `backend`.
+pub async fn run_on<B: Backend>(
+    backend: &B,
     plan: Plan,
     folder: RunFolder,
     progress: &dyn progress::Progress,
@@ -46,30 +58,18 @@ pub async fn run(
     tokio::pin!(ctrl_c);
     for (system, cells) in plan.by_system() {
         let work = async {
-            crate::image::ensure(&[system.image_kind()], &|l| progress.line(l)).await?;
-            progress.line(&format!("starting {system} cluster"));
-            let cluster =
-                Cluster::start_with_run_id(system, ClusterOptions::default(), &plan.run_id)
-                    .await
-                    .with_context(|| format!("starting the {system} cluster"))?;
-            progress.line(&format!(
-                "{system} ready in {:.1} s",
-                cluster.start_duration().as_secs_f64()
-            ));
-            folder.write_cluster(&cluster.info().await)?;
+            let cluster = backend
+                .start(system, &plan.run_id, &folder, progress)
+                .await?;
             let mut out = Vec::new();
             for cell in cells {
                 progress.cell_started(done + out.len() + 1, total, &cell.id());
-                let summary = run_cell(&cluster, &plan, cell, &folder).await?;
+                let summary = run_cell(backend, &cluster, &plan, cell, &folder).await?;
                 progress.cell_finished(&summary);
                 folder.refresh_run_summary()?;
                 out.push(summary);
             }
-            let removed = cluster.teardown().await?;
-            progress.line(&format!(
-                "{system} removed ({} containers)",
-                removed.containers.len()
-            ));
+            backend.stop(cluster, progress).await?;
             Ok::<_, anyhow::Error>(out)
         };
         tokio::select! {
@@ -109,8 +109,9 @@ pub async fn run(
     })
 }
 
-async fn run_cell(
-    cluster: &Cluster,
+async fn run_cell<B: Backend>(
+    backend: &B,
+    cluster: &B::Cluster,
     plan: &Plan,
     cell: &Cell,
     folder: &RunFolder,
@@ -126,9 +127,10 @@ async fn run_cell(
     let mut clients = Vec::new();
     for _ in 0..wl.clients {
         clients.push(
-            AnyRecipe::connect(cluster, config.clone())
+            backend
+                .connect(cluster, config.clone())
                 .await
-                .with_context(|| format!("connecting a {} client", cluster.system()))?,
+                .with_context(|| format!("connecting a {} client", cell.system))?,
         );
     }
     let recorder = Recorder::create(&dir.join("history.jsonl"))?;

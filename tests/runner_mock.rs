@@ -1,0 +1,147 @@
+//! The runner end to end without Docker: the in-memory mock lock drives `runner::run_on` through
+//! the history, the statistics and the exporters, in about two seconds.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+use lockbench::System;
+use lockbench::history::{EventKind, Op, read_history};
+use lockbench::plan::{Overrides, Plan};
+use lockbench::recipe::Strategy;
+use lockbench::recipe::mock::MockOptions;
+use lockbench::runner::progress::PlainProgress;
+use lockbench::runner::{MockBackend, RunFolder, run_on};
+use lockbench::spec::Workload;
+use lockbench::stats::CellSummary;
+
+const WORKLOAD: &str = r#"
+clients = 8
+keys = 1
+hold = { kind = "fixed", value = "1ms" }
+think = { kind = "fixed", value = "0ms" }
+arrival = "closed"
+duration = "1s"
+warmup = "0s"
+lease_ttl = "10s"
+renew = true
+acquire_timeout = "5s"
+strategies = ["herd", "predecessor"]
+seed = 7
+"#;
+
+fn scratch(name: &str) -> PathBuf {
+    let p = std::env::temp_dir().join(format!("lockbench-mock-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&p);
+    p
+}
+
+async fn run(name: &str, options: MockOptions) -> (PathBuf, Vec<CellSummary>, u64) {
+    let wl = Workload::from_str(WORKLOAD, "mock-hot").expect("workload");
+    let plan =
+        Plan::expand("mockrun", &[System::Redis], &[wl], &Overrides::default()).expect("plan");
+    let out = scratch(name);
+    let folder = RunFolder::create(Some(&out), "mock-hot").expect("folder");
+    let backend = MockBackend::new(options);
+    let outcome = run_on(&backend, plan, folder, &PlainProgress)
+        .await
+        .expect("run");
+    assert!(!outcome.interrupted && outcome.not_run.is_empty());
+    (outcome.folder, outcome.summaries, backend.planted())
+}
+
+/// Pairs of different clients whose holds [acquire ok, release invoke] overlap on one key.
+fn overlaps(history: &std::path::Path) -> usize {
+    let events = read_history(history).expect("history");
+    let mut open: HashMap<u32, u64> = HashMap::new();
+    let mut holds = Vec::new();
+    for e in &events {
+        match (e.op, e.kind) {
+            (Op::Acquire, EventKind::Ok) => {
+                open.insert(e.client, e.t_us);
+            }
+            (Op::Release, EventKind::Invoke) => {
+                if let Some(from) = open.remove(&e.client) {
+                    holds.push((from, e.t_us, e.client));
+                }
+            }
+            _ => {}
+        }
+    }
+    holds.sort();
+    let mut n = 0;
+    for (i, a) in holds.iter().enumerate() {
+        n += holds[i + 1..]
+            .iter()
+            .take_while(|b| b.0 < a.1)
+            .filter(|b| b.2 != a.2)
+            .count();
+    }
+    n
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_mock_run_writes_every_file_and_shows_the_herd() {
+    let (folder, summaries, planted) = run("safe", MockOptions::default()).await;
+    assert_eq!(planted, 0);
+    assert_eq!(summaries.len(), 2);
+    for f in ["plan.toml", "summary.json", "report.md"] {
+        assert!(folder.join(f).is_file(), "{f} missing");
+    }
+    let by = |s: Strategy| summaries.iter().find(|c| c.strategy == s).expect("cell");
+    let (herd, pred) = (by(Strategy::Herd), by(Strategy::Predecessor));
+    for c in [herd, pred] {
+        let dir = folder
+            .join("cells")
+            .join(format!("redis-{}-mock-hot-c8", c.strategy));
+        for f in ["history.jsonl", "summary.json", "acquire.hgrm"] {
+            assert!(dir.join(f).is_file(), "{}: {f} missing", dir.display());
+        }
+        assert!(
+            c.acquisitions > 100,
+            "{}: {} acquisitions",
+            c.strategy,
+            c.acquisitions
+        );
+        assert_eq!(
+            overlaps(&dir.join("history.jsonl")),
+            0,
+            "a correct lock never overlaps"
+        );
+        assert!(c.requests_total >= c.acquisitions);
+        assert_eq!(c.fallback_polls, 0);
+    }
+    let (wh, wp) = (
+        herd.wakeups_per_acquisition.expect("herd wake-ups"),
+        pred.wakeups_per_acquisition.expect("predecessor wake-ups"),
+    );
+    assert!(
+        wh > 2.0 * wp,
+        "herd {wh:.2} vs predecessor {wp:.2} wake-ups per acquisition"
+    );
+    assert!(wp <= 1.0, "one release wakes one queued waiter: {wp:.2}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_unsafe_mock_leaves_overlaps_in_the_history() {
+    let (folder, summaries, planted) = run(
+        "unsafe",
+        MockOptions {
+            overlap_every: Some(10),
+            ..MockOptions::default()
+        },
+    )
+    .await;
+    assert!(planted > 10, "planted {planted}");
+    let mut seen = 0;
+    for c in &summaries {
+        let h = folder
+            .join("cells")
+            .join(format!("redis-{}-mock-hot-c8", c.strategy))
+            .join("history.jsonl");
+        seen += overlaps(&h);
+    }
+    assert!(
+        seen > 0,
+        "the planted double grants show in the history ({planted} planted)"
+    );
+}
