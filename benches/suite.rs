@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use lockbench::history::{Event, EventKind, Op, Recorder};
+use lockbench::plan::{CellId, NO_CHAOS};
 use lockbench::recipe::Strategy;
 use lockbench::stats::{self, CellInfo};
 use lockbench::system::System;
@@ -79,10 +80,13 @@ fn suite(c: &mut Criterion) {
 
     let events = synthetic_history(250_000);
     let cell = CellInfo {
-        system: System::Redis,
-        strategy: Strategy::Predecessor,
-        workload: "synthetic".into(),
-        clients: 16,
+        id: CellId {
+            system: System::Redis,
+            strategy: Strategy::Predecessor,
+            workload: "synthetic".into(),
+            chaos: NO_CHAOS.into(),
+            clients: 16,
+        },
         warmup: Duration::ZERO,
         end_us: None,
     };

@@ -148,11 +148,6 @@ async fn run_comparison(args: lockbench::cli::RunArgs) -> anyhow::Result<ExitCod
     );
     let progress = lockbench::runner::progress::for_stderr(plan.cells.len());
     let outcome = lockbench::runner::run(plan, folder, progress.as_ref()).await?;
-    println!(
-        "{}",
-        lockbench::report::markdown::comparison_table(&outcome.summaries)
-    );
-    println!("results: {}", outcome.folder.display());
     if outcome.interrupted {
         eprintln!(
             "lockbench: interrupted; not run: {}",

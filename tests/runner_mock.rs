@@ -9,6 +9,7 @@ use lockbench::history::{EventKind, Op, read_history};
 use lockbench::plan::{Overrides, Plan};
 use lockbench::recipe::Strategy;
 use lockbench::recipe::mock::MockOptions;
+use lockbench::report::Exporters;
 use lockbench::runner::progress::PlainProgress;
 use lockbench::runner::{MockBackend, RunFolder, run_on};
 use lockbench::spec::Workload;
@@ -42,9 +43,15 @@ async fn run(name: &str, options: MockOptions) -> (PathBuf, Vec<CellSummary>, u6
     let out = scratch(name);
     let folder = RunFolder::create(Some(&out), "mock-hot").expect("folder");
     let backend = MockBackend::new(options);
-    let outcome = run_on(&backend, plan, folder, &PlainProgress)
-        .await
-        .expect("run");
+    let outcome = run_on(
+        &backend,
+        plan,
+        folder,
+        &PlainProgress,
+        &Exporters::files_only(),
+    )
+    .await
+    .expect("run");
     assert!(!outcome.interrupted && outcome.not_run.is_empty());
     (outcome.folder, outcome.summaries, backend.planted())
 }
@@ -87,19 +94,26 @@ async fn a_mock_run_writes_every_file_and_shows_the_herd() {
     for f in ["plan.toml", "summary.json", "report.md"] {
         assert!(folder.join(f).is_file(), "{f} missing");
     }
-    let by = |s: Strategy| summaries.iter().find(|c| c.strategy == s).expect("cell");
+    let by = |s: Strategy| summaries.iter().find(|c| c.id.strategy == s).expect("cell");
     let (herd, pred) = (by(Strategy::Herd), by(Strategy::Predecessor));
     for c in [herd, pred] {
         let dir = folder
             .join("cells")
-            .join(format!("redis-{}-mock-hot-c8", c.strategy));
-        for f in ["history.jsonl", "summary.json", "acquire.hgrm"] {
+            .join(format!("redis-{}-mock-hot-c8", c.id.strategy));
+        for f in ["history.jsonl", "cell.json", "summary.json", "acquire.hgrm"] {
             assert!(dir.join(f).is_file(), "{}: {f} missing", dir.display());
         }
+        // The folder alone gives back what the run wrote (what `lockbench check` relies on).
+        let again = lockbench::check::evaluate(&dir).expect("evaluate the cell folder");
+        let written: CellSummary =
+            serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap())
+                .unwrap();
+        assert_eq!(again.analysis.summary, written);
+        assert_eq!(&written, c);
         assert!(
             c.acquisitions > 100,
             "{}: {} acquisitions",
-            c.strategy,
+            c.id.strategy,
             c.acquisitions
         );
         assert_eq!(
@@ -136,7 +150,7 @@ async fn the_unsafe_mock_leaves_overlaps_in_the_history() {
     for c in &summaries {
         let h = folder
             .join("cells")
-            .join(format!("redis-{}-mock-hot-c8", c.strategy))
+            .join(format!("redis-{}-mock-hot-c8", c.id.strategy))
             .join("history.jsonl");
         seen += overlaps(&h);
     }

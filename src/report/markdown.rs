@@ -1,6 +1,40 @@
-//! The comparison table printed at the end of a run and written to `report.md`.
+//! `report.md`: the comparison table, one row per finished cell, and the cells not run.
 
+use super::{ExportError, Exporter, RunReport, write_file};
 use crate::stats::CellSummary;
+
+/// The file name in the run folder.
+pub const REPORT_FILE: &str = "report.md";
+
+/// The Markdown exporter.
+pub struct Markdown;
+
+impl Exporter for Markdown {
+    fn name(&self) -> &'static str {
+        "markdown"
+    }
+
+    fn run_updated(&self, run: &RunReport<'_>) -> Result<(), ExportError> {
+        let mut md = String::from("# lockbench report\n\n");
+        md.push_str(&comparison_table(run.cells));
+        if run.interrupted || !run.not_run.is_empty() {
+            md.push_str(&format!(
+                "\n{}Cells not run: {}\n",
+                if run.interrupted {
+                    "The run was interrupted. "
+                } else {
+                    ""
+                },
+                if run.not_run.is_empty() {
+                    "none".to_string()
+                } else {
+                    run.not_run.join(", ")
+                }
+            ));
+        }
+        write_file(self.name(), &run.dir.join(REPORT_FILE), &md)
+    }
+}
 
 fn ms(us: u64) -> String {
     format!("{:.2}", us as f64 / 1000.0)
@@ -21,10 +55,10 @@ pub fn comparison_table(cells: &[CellSummary]) -> String {
     for c in cells {
         s.push_str(&format!(
             "| {} | {} | {} | {} | {:.1} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
-            c.system,
-            c.strategy,
-            c.workload,
-            c.clients,
+            c.id.system,
+            c.id.strategy,
+            c.id.workload,
+            c.id.clients,
             c.throughput_per_s,
             ms(c.acquire_latency_us.p50),
             ms(c.acquire_latency_us.p99),

@@ -17,7 +17,8 @@ use tokio::sync::Barrier;
 use crate::history::Recorder;
 use crate::plan::{Cell, Plan};
 use crate::recipe::{Recipe, RecipeConfig};
-use crate::stats::{self, CellInfo, CellSummary};
+use crate::report::{Exporters, RunReport};
+use crate::stats::{CellInfo, CellSummary};
 
 pub use backend::{Backend, DockerBackend, MockBackend};
 pub use output::RunFolder;
@@ -39,7 +40,14 @@ pub async fn run(
     folder: RunFolder,
     progress: &dyn progress::Progress,
 ) -> anyhow::Result<RunOutcome> {
-    run_on(&DockerBackend, plan, folder, progress).await
+    run_on(
+        &DockerBackend,
+        plan,
+        folder,
+        progress,
+        &Exporters::standard(),
+    )
+    .await
 }
 
 /// [`run`] with the clients (and their clusters) coming from `backend`.
@@ -48,6 +56,7 @@ pub async fn run_on<B: Backend>(
     plan: Plan,
     folder: RunFolder,
     progress: &dyn progress::Progress,
+    exporters: &Exporters,
 ) -> anyhow::Result<RunOutcome> {
     folder.write_plan(&plan)?;
     let mut summaries = Vec::new();
@@ -63,10 +72,10 @@ pub async fn run_on<B: Backend>(
                 .await?;
             let mut out = Vec::new();
             for cell in cells {
-                progress.cell_started(done + out.len() + 1, total, &cell.id());
-                let summary = run_cell(backend, &cluster, &plan, cell, &folder).await?;
+                progress.cell_started(done + out.len() + 1, total, &cell.id().to_string());
+                let summary = run_cell(backend, &cluster, &plan, cell, &folder, exporters).await?;
                 progress.cell_finished(&summary);
-                folder.refresh_run_summary()?;
+                refresh(&folder, &plan, exporters)?;
                 out.push(summary);
             }
             backend.stop(cluster, progress).await?;
@@ -90,17 +99,22 @@ pub async fn run_on<B: Backend>(
         // Cells of the interrupted system finished inside the dropped future: the folder has them.
         summaries = folder.read_cell_summaries()?;
     }
-    let order: Vec<String> = plan.cells.iter().map(Cell::id).collect();
-    summaries.sort_by_key(|s| order.iter().position(|id| *id == output::summary_id(s)));
+    sort_by_plan(&mut summaries, &plan);
     let finished: std::collections::BTreeSet<String> =
         summaries.iter().map(output::summary_id).collect();
     let not_run: Vec<String> = plan
         .cells
         .iter()
-        .map(|c| c.id())
+        .map(|c| c.id().to_string())
         .filter(|id| !finished.contains(id))
         .collect();
-    folder.write_run_summary(&summaries, &not_run, interrupted)?;
+    exporters.run_updated(&RunReport {
+        dir: folder.path(),
+        cells: &summaries,
+        not_run: &not_run,
+        interrupted,
+        finished: true,
+    })?;
     Ok(RunOutcome {
         folder: folder.path().to_path_buf(),
         summaries,
@@ -115,6 +129,7 @@ async fn run_cell<B: Backend>(
     plan: &Plan,
     cell: &Cell,
     folder: &RunFolder,
+    exporters: &Exporters,
 ) -> anyhow::Result<CellSummary> {
     let dir = folder.cell_dir(cell)?;
     let wl = &cell.workload;
@@ -169,18 +184,34 @@ async fn run_cell<B: Backend>(
     let end_us = shared.history.now_us();
     drop(shared);
     recorder.finish().await?;
-    let events = crate::history::read_history(&dir.join("history.jsonl"))?;
-    let analysis = stats::analyze(
-        &events,
-        &CellInfo {
-            system: cell.system,
-            strategy: cell.strategy,
-            workload: wl.name.clone(),
-            clients: wl.clients,
-            warmup: wl.warmup,
-            end_us: Some(end_us),
-        },
-    );
-    folder.write_cell(cell, &analysis)?;
-    Ok(analysis.summary)
+    let info = CellInfo {
+        id: cell.id(),
+        warmup: wl.warmup,
+        end_us: Some(end_us),
+    };
+    folder.write_cell_info(cell, &info)?;
+    // The same evaluation `lockbench check` makes later from the folder alone.
+    let result = crate::check::evaluate(&dir)?;
+    exporters.cell_finished(&dir, &result)?;
+    Ok(result.analysis.summary)
+}
+
+/// Rewrites the run-level reports from every cell finished so far (the cell folders are the
+/// record, so an interrupted run's reports are complete up to its last cell).
+fn refresh(folder: &RunFolder, plan: &Plan, exporters: &Exporters) -> anyhow::Result<()> {
+    let mut all = folder.read_cell_summaries()?;
+    sort_by_plan(&mut all, plan);
+    exporters.run_updated(&RunReport {
+        dir: folder.path(),
+        cells: &all,
+        not_run: &[],
+        interrupted: false,
+        finished: false,
+    })?;
+    Ok(())
+}
+
+fn sort_by_plan(summaries: &mut [CellSummary], plan: &Plan) {
+    let order: Vec<String> = plan.cells.iter().map(|c| c.id().to_string()).collect();
+    summaries.sort_by_key(|s| order.iter().position(|id| *id == output::summary_id(s)));
 }

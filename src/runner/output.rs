@@ -1,7 +1,7 @@
-//! The results folder of a run: `plan.toml`, `cells/<id>/{history.jsonl, acquire.hgrm,
-//! summary.json}` written as each cell finishes, and the run's `summary.json` and `report.md`,
-//! rewritten after every cell so an interrupted run still has them. `results/latest` points at
-//! the newest run.
+//! The layout of a run's results folder: `plan.toml`, `clusters/<system>.json`, and
+//! `cells/<id>/` with `history.jsonl` and `cell.json` (what the history does not say); the
+//! exporters (`report/`) add their files to the cell and run folders. `results/latest` points
+//! at the newest run.
 
 use std::path::{Path, PathBuf};
 
@@ -9,8 +9,8 @@ use anyhow::Context;
 use serde::Serialize;
 
 use crate::cluster::ClusterInfo;
-use crate::plan::{Cell, Plan, cell_id};
-use crate::stats::{Analysis, CellSummary, SCHEMA_VERSION};
+use crate::plan::{Cell, Plan};
+use crate::stats::{CellInfo, CellSummary};
 
 /// A run's output folder.
 #[derive(Debug, Clone)]
@@ -18,9 +18,9 @@ pub struct RunFolder {
     path: PathBuf,
 }
 
-/// The id a finished cell's summary belongs to.
+/// The id a finished cell's summary belongs to (its folder name).
 pub(crate) fn summary_id(s: &CellSummary) -> String {
-    cell_id(s.system, s.strategy, &s.workload, s.clients)
+    s.id.to_string()
 }
 
 impl RunFolder {
@@ -64,33 +64,37 @@ impl RunFolder {
     }
 
     pub(crate) fn cell_dir(&self, cell: &Cell) -> anyhow::Result<PathBuf> {
-        let dir = self.path.join("cells").join(cell.id());
+        let dir = self.path.join("cells").join(cell.id().to_string());
         std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
         Ok(dir)
     }
 
-    pub(crate) fn write_cell(&self, cell: &Cell, analysis: &Analysis) -> anyhow::Result<()> {
+    /// Writes `cell.json` (what the history does not say) into the cell's folder, so the
+    /// cell can be evaluated again from the folder alone.
+    pub(crate) fn write_cell_info(&self, cell: &Cell, info: &CellInfo) -> anyhow::Result<()> {
+        #[derive(Serialize)]
+        struct CellFile<'a> {
+            #[serde(flatten)]
+            info: &'a CellInfo,
+            /// The cell's workload, in the workload file's syntax.
+            workload_spec: toml::Table,
+        }
         let dir = self.cell_dir(cell)?;
+        let file = CellFile {
+            info,
+            workload_spec: cell.workload.to_table(),
+        };
         write(
-            &dir.join("summary.json"),
-            &serde_json::to_string_pretty(&analysis.summary)?,
-        )?;
-        crate::stats::write_hgrm_file(&analysis.acquire, &dir.join("acquire.hgrm"))
-            .with_context(|| format!("writing {}", dir.join("acquire.hgrm").display()))
-    }
-
-    /// Rewrites the run summary from every cell finished so far (the cell folders are the record).
-    pub(crate) fn refresh_run_summary(&self) -> anyhow::Result<()> {
-        let mut all = self.read_cell_summaries()?;
-        all.sort_by_key(summary_id);
-        self.write_run_summary(&all, &[], false)
+            &dir.join(crate::check::CELL_FILE),
+            &serde_json::to_string_pretty(&file)?,
+        )
     }
 
     /// Every finished cell's summary, read back from its folder.
     pub(crate) fn read_cell_summaries(&self) -> anyhow::Result<Vec<CellSummary>> {
         let mut out = Vec::new();
         for entry in std::fs::read_dir(self.path.join("cells"))? {
-            let p = entry?.path().join("summary.json");
+            let p = entry?.path().join(crate::report::json::SUMMARY_FILE);
             if let Ok(text) = std::fs::read_to_string(&p) {
                 out.push(
                     serde_json::from_str(&text)
@@ -99,49 +103,6 @@ impl RunFolder {
             }
         }
         Ok(out)
-    }
-
-    pub(crate) fn write_run_summary(
-        &self,
-        cells: &[CellSummary],
-        not_run: &[String],
-        interrupted: bool,
-    ) -> anyhow::Result<()> {
-        #[derive(Serialize)]
-        struct RunSummary<'a> {
-            schema_version: u32,
-            interrupted: bool,
-            not_run: &'a [String],
-            cells: &'a [CellSummary],
-        }
-        let s = RunSummary {
-            schema_version: SCHEMA_VERSION,
-            interrupted,
-            not_run,
-            cells,
-        };
-        write(
-            &self.path.join("summary.json"),
-            &serde_json::to_string_pretty(&s)?,
-        )?;
-        let mut md = String::from("# lockbench report\n\n");
-        md.push_str(&crate::report::markdown::comparison_table(cells));
-        if interrupted || !not_run.is_empty() {
-            md.push_str(&format!(
-                "\n{}Cells not run: {}\n",
-                if interrupted {
-                    "The run was interrupted. "
-                } else {
-                    ""
-                },
-                if not_run.is_empty() {
-                    "none".to_string()
-                } else {
-                    not_run.join(", ")
-                }
-            ));
-        }
-        write(&self.path.join("report.md"), &md)
     }
 }
 

@@ -3,6 +3,7 @@
 
 mod raw;
 mod validate;
+mod write;
 
 use std::path::Path;
 use std::time::Duration;

@@ -16,8 +16,7 @@ use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
 use crate::history::{Event, EventKind, Op, TIMEOUT_ERROR};
-use crate::recipe::Strategy;
-use crate::system::System;
+use crate::plan::CellId;
 
 pub use fairness::{FifoTracker, jain_index};
 pub use latency::{LatencySummary, new_histogram, record, write_hgrm, write_hgrm_file};
@@ -26,22 +25,35 @@ pub use series::{SecondStats, SeriesBuilder};
 /// Version of the [`CellSummary`] layout; bump on any incompatible change.
 pub const SCHEMA_VERSION: u32 = 2;
 
-/// What the history does not say about its cell.
-#[derive(Debug, Clone)]
+/// What the history does not say about its cell; stored beside it as `cell.json`, so the
+/// statistics computed later from the folder equal those written at the end of the run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CellInfo {
-    /// The system the cell ran on.
-    pub system: System,
-    /// The waiting strategy it used.
-    pub strategy: Strategy,
-    /// Workload name.
-    pub workload: String,
-    /// Clients the workload started (clients that never acquired still count for fairness).
-    pub clients: u32,
+    /// The cell's coordinates; `clients` are the clients the workload started (clients that
+    /// never acquired still count for fairness).
+    #[serde(flatten)]
+    pub id: CellId,
     /// Events of operations starting before this are left out.
+    #[serde(with = "micros", rename = "warmup_us")]
     pub warmup: Duration,
     /// When the run ended, µs since its start; `None` uses the last event. Pass it so an outage
     /// at the end shows as zero-throughput seconds.
     pub end_us: Option<u64>,
+}
+
+/// Durations stored as whole microseconds.
+mod micros {
+    use std::time::Duration;
+
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_u64(d.as_micros() as u64)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        u64::deserialize(d).map(Duration::from_micros)
+    }
 }
 
 /// The per-cell results (`summary.json`); see `docs/results-schema.md`.
@@ -49,14 +61,9 @@ pub struct CellInfo {
 pub struct CellSummary {
     /// [`SCHEMA_VERSION`].
     pub schema_version: u32,
-    /// The system the cell ran on.
-    pub system: System,
-    /// The waiting strategy it used.
-    pub strategy: Strategy,
-    /// Workload name.
-    pub workload: String,
-    /// Clients the workload ran.
-    pub clients: u32,
+    /// The cell's coordinates (system, strategy, workload, chaos, clients), flat in the JSON.
+    #[serde(flatten)]
+    pub id: CellId,
     /// Granted acquisitions in the measured window.
     pub acquisitions: u64,
     /// Length of the measured window (warm-up to end), seconds.
@@ -169,7 +176,7 @@ pub fn analyze(events: &[Event], cell: &CellInfo) -> Analysis {
     let mut pending: HashMap<(u32, Op), Pending> = HashMap::new();
     let mut holding: HashMap<u32, u64> = HashMap::new(); // client → acquire ok time
     let mut last_release: HashMap<String, u64> = HashMap::new(); // key → release invoke time
-    let mut per_client: Vec<u64> = vec![0; cell.clients as usize];
+    let mut per_client: Vec<u64> = vec![0; cell.id.clients as usize];
     let mut errors: BTreeMap<String, u64> = BTreeMap::new();
     let mut costs = AttemptCosts::default();
     let (mut fifo_inversions, mut max_wait, mut timeouts) = (0u64, 0u64, 0u64);
@@ -281,10 +288,7 @@ pub fn analyze(events: &[Event], cell: &CellInfo) -> Analysis {
     let per_acquisition = |sum: u64| (acquisitions > 0).then(|| sum as f64 / acquisitions as f64);
     let summary = CellSummary {
         schema_version: SCHEMA_VERSION,
-        system: cell.system,
-        strategy: cell.strategy,
-        workload: cell.workload.clone(),
-        clients: cell.clients,
+        id: cell.id.clone(),
         acquisitions,
         duration_s,
         throughput_per_s: if duration_s > 0.0 {

@@ -18,10 +18,13 @@ fn failed(t: u64, c: u32, kind: EventKind, msg: &str) -> Event {
 }
 fn cell(clients: u32) -> CellInfo {
     CellInfo {
-        system: System::Etcd,
-        strategy: Strategy::Predecessor,
-        workload: "test".into(),
-        clients,
+        id: crate::plan::CellId {
+            system: crate::system::System::Etcd,
+            strategy: crate::recipe::Strategy::Predecessor,
+            workload: "test".into(),
+            chaos: crate::plan::NO_CHAOS.into(),
+            clients,
+        },
         warmup: Duration::ZERO,
         end_us: None,
     }

@@ -1,0 +1,54 @@
+//! `summary.json`: each cell's [`CellSummary`] in its folder, and the run's summary (every
+//! finished cell, the cells not run, whether the run was interrupted) in the run folder. The
+//! fields are documented in `docs/results-schema.md`.
+
+use std::path::Path;
+
+use serde::Serialize;
+
+use super::{ExportError, Exporter, RunReport, write_file};
+use crate::check::CellResult;
+use crate::stats::{CellSummary, SCHEMA_VERSION};
+
+/// The file name, in cell and run folders alike.
+pub const SUMMARY_FILE: &str = "summary.json";
+
+/// The JSON exporter.
+pub struct Json;
+
+fn to_json<T: Serialize>(v: &T, path: &Path) -> Result<String, ExportError> {
+    serde_json::to_string_pretty(v).map_err(|e| ExportError {
+        exporter: "json",
+        path: path.to_path_buf(),
+        source: std::io::Error::other(e),
+    })
+}
+
+impl Exporter for Json {
+    fn name(&self) -> &'static str {
+        "json"
+    }
+
+    fn cell_finished(&self, dir: &Path, cell: &CellResult) -> Result<(), ExportError> {
+        let path = dir.join(SUMMARY_FILE);
+        write_file(self.name(), &path, &to_json(&cell.analysis.summary, &path)?)
+    }
+
+    fn run_updated(&self, run: &RunReport<'_>) -> Result<(), ExportError> {
+        #[derive(Serialize)]
+        struct RunSummary<'a> {
+            schema_version: u32,
+            interrupted: bool,
+            not_run: &'a [String],
+            cells: &'a [CellSummary],
+        }
+        let path = run.dir.join(SUMMARY_FILE);
+        let s = RunSummary {
+            schema_version: SCHEMA_VERSION,
+            interrupted: run.interrupted,
+            not_run: run.not_run,
+            cells: run.cells,
+        };
+        write_file(self.name(), &path, &to_json(&s, &path)?)
+    }
+}
