@@ -96,3 +96,22 @@ pub struct RunArgs {
     #[arg(long)]
     pub out: Option<std::path::PathBuf>,
 }
+
+/// What the `lockbench` process exits with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exit {
+    /// Everything ran and every verdict was as expected.
+    Ok = 0,
+    /// A cell expected safe was judged unsafe, or the gate found a regression.
+    UnsafeOrRegression = 1,
+    /// The tool could not do its job (bad input, Docker missing, a cluster that would not start).
+    ToolError = 2,
+    /// Ctrl-C or SIGTERM ended the run (128 + SIGINT).
+    Interrupted = 130,
+}
+
+impl From<Exit> for std::process::ExitCode {
+    fn from(e: Exit) -> Self {
+        std::process::ExitCode::from(e as u8)
+    }
+}

@@ -1,11 +1,11 @@
 //! The `lockbench` binary: parse arguments, run the verb, map the outcome to an exit code
-//! (0 ok, 1 unsafe or regression, 2 tool error).
+//! ([`Exit`]: 0 ok, 1 unsafe or regression, 2 tool error, 130 interrupted).
 
 use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::Parser;
-use lockbench::cli::{Cli, Command};
+use lockbench::cli::{Cli, Command, Exit};
 use lockbench::cluster::{Cluster, ClusterOptions};
 use lockbench::{docker, doctor, image, system};
 
@@ -22,14 +22,14 @@ fn main() -> ExitCode {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("lockbench: cannot start the async runtime: {e}");
-            return ExitCode::from(2);
+            return Exit::ToolError.into();
         }
     };
     match rt.block_on(run(cli)) {
         Ok(code) => code,
         Err(e) => {
             eprintln!("lockbench: error: {e:#}");
-            ExitCode::from(2)
+            Exit::ToolError.into()
         }
     }
 }
@@ -41,7 +41,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let reports =
                 image::ensure(&system::ALL_IMAGES, &|line| eprintln!("lockbench: {line}")).await?;
             println!("{}", serde_json::to_string_pretty(&reports)?);
-            Ok(ExitCode::SUCCESS)
+            Ok(Exit::Ok.into())
         }
         Command::Doctor => {
             let findings = doctor::diagnose().await;
@@ -55,9 +55,9 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 ok &= f.ok;
             }
             Ok(if ok {
-                ExitCode::SUCCESS
+                Exit::Ok.into()
             } else {
-                ExitCode::from(2)
+                Exit::ToolError.into()
             })
         }
         Command::Up {
@@ -86,7 +86,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 _ = lockbench::signal::shutdown() => {
                     let removed = docker::remove_labelled(&docker::connect().await?, Some(&run_id)).await?;
                     eprintln!("lockbench: interrupted; removed {} containers", removed.containers.len());
-                    return Ok(ExitCode::from(130));
+                    return Ok(Exit::Interrupted.into());
                 }
             };
             println!("{}", serde_json::to_string_pretty(&cluster.info().await)?);
@@ -97,13 +97,13 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 removed.containers.len(),
                 removed.networks.len()
             );
-            Ok(ExitCode::SUCCESS)
+            Ok(Exit::Ok.into())
         }
         Command::Clean { run_id } => {
             let d = docker::connect().await?;
             let removed = docker::remove_labelled(&d, run_id.as_deref()).await?;
             println!("{}", serde_json::to_string_pretty(&removed)?);
-            Ok(ExitCode::SUCCESS)
+            Ok(Exit::Ok.into())
         }
     }
 }
@@ -153,7 +153,7 @@ async fn run_comparison(args: lockbench::cli::RunArgs) -> anyhow::Result<ExitCod
             "lockbench: interrupted; not run: {}",
             outcome.not_run.join(", ")
         );
-        return Ok(ExitCode::from(130));
+        return Ok(Exit::Interrupted.into());
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(Exit::Ok.into())
 }

@@ -136,9 +136,10 @@ impl Plan {
                     .unwrap_or_else(|| wl.strategies.clone());
                 let clients = ov.clients.clone().unwrap_or_else(|| vec![wl.clients]);
                 for &strategy in &strategies {
-                    if strategy == Strategy::Native && system != System::Etcd {
+                    if !system.strategies().contains(&strategy) {
                         skipped.push(format!(
-                            "{system}/{strategy}: the native strategy exists on etcd only"
+                            "{system}/{strategy}: {system} offers {}",
+                            system.strategies_text()
                         ));
                         continue;
                     }
@@ -170,7 +171,7 @@ impl Plan {
         }
         if cells.is_empty() {
             return Err(PlanError::Empty(format!(
-                "no cell left after expansion ({}). Choose a strategy the systems offer (herd, predecessor; native on etcd)",
+                "no cell left after expansion ({}). Choose a strategy the systems offer",
                 skipped.join("; ")
             )));
         }

@@ -5,6 +5,8 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
+use crate::recipe::Strategy;
+
 /// A lock service lockbench knows how to start and drive.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -19,19 +21,19 @@ pub enum System {
     Redlock,
 }
 
-/// Every system, in the order reports list them.
+/// Every system, in the order reports list them (the order of [`FACTS`]).
 pub const ALL_SYSTEMS: [System; 4] = [
-    System::Zookeeper,
-    System::Etcd,
-    System::Redis,
-    System::Redlock,
+    FACTS[0].system,
+    FACTS[1].system,
+    FACTS[2].system,
+    FACTS[3].system,
 ];
 
 /// A system name or a size that lockbench does not accept, with the valid values.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SystemError {
-    #[error("unknown system '{0}': valid systems are zookeeper, etcd, redis, redlock")]
-    Unknown(String),
+    #[error("unknown system '{0}': valid systems are {1}")]
+    Unknown(String, String),
     #[error("invalid size {size} for {system}: valid sizes are {valid}")]
     BadSize {
         system: System,
@@ -40,56 +42,130 @@ pub enum SystemError {
     },
 }
 
+/// What lockbench knows about one system, in one place: the CLI, the plan, error messages and
+/// the cluster providers read it here. A new system is one new entry (plus its cluster provider
+/// and recipe folders).
+#[derive(Debug)]
+pub struct Facts {
+    /// The system.
+    pub system: System,
+    /// The name used on the command line, in files and in image names.
+    pub name: &'static str,
+    /// Other names the command line accepts.
+    pub aliases: &'static [&'static str],
+    /// Server nodes started when no size is given.
+    pub default_size: usize,
+    /// Sizes that can be started.
+    pub sizes: &'static [usize],
+    /// The valid sizes, as error messages say them.
+    pub sizes_text: &'static str,
+    /// The server image it runs on.
+    pub image: ImageKind,
+    /// The waiting strategies its recipe offers.
+    pub strategies: &'static [Strategy],
+}
+
+/// The table of system facts, in the order reports list the systems.
+pub const FACTS: [Facts; 4] = [
+    Facts {
+        system: System::Zookeeper,
+        name: "zookeeper",
+        aliases: &["zk"],
+        default_size: 3,
+        sizes: &[1, 3, 4, 5],
+        sizes_text: "1, 3, 4 (to show the even split), 5",
+        image: ImageKind::Zookeeper,
+        strategies: &[Strategy::Herd, Strategy::Predecessor],
+    },
+    Facts {
+        system: System::Etcd,
+        name: "etcd",
+        aliases: &[],
+        default_size: 3,
+        sizes: &[1, 2, 3, 4, 5, 6, 7],
+        sizes_text: "1 to 7",
+        image: ImageKind::Etcd,
+        strategies: &[Strategy::Herd, Strategy::Predecessor, Strategy::Native],
+    },
+    Facts {
+        system: System::Redis,
+        name: "redis",
+        aliases: &[],
+        // Data nodes (one master plus replicas); the three Sentinels come on top.
+        default_size: 3,
+        sizes: &[1, 2, 3, 4, 5],
+        sizes_text: "1 to 5 (one master plus replicas)",
+        image: ImageKind::Redis,
+        strategies: &[Strategy::Herd, Strategy::Predecessor],
+    },
+    Facts {
+        system: System::Redlock,
+        name: "redlock",
+        aliases: &[],
+        default_size: 5,
+        sizes: &[1, 3, 5, 7, 9],
+        sizes_text: "odd numbers 1 to 9",
+        image: ImageKind::Redis,
+        strategies: &[Strategy::Herd, Strategy::Predecessor],
+    },
+];
+
+/// The valid system names, as error messages list them.
+fn valid_names() -> String {
+    FACTS.iter().map(|f| f.name).collect::<Vec<_>>().join(", ")
+}
+
 impl System {
+    /// This system's entry in [`FACTS`].
+    pub fn facts(self) -> &'static Facts {
+        FACTS
+            .iter()
+            .find(|f| f.system == self)
+            .expect("every system has an entry in FACTS")
+    }
+
     /// The name used on the command line, in files and in image names.
     pub fn name(self) -> &'static str {
-        match self {
-            System::Zookeeper => "zookeeper",
-            System::Etcd => "etcd",
-            System::Redis => "redis",
-            System::Redlock => "redlock",
-        }
+        self.facts().name
     }
 
     /// The number of server nodes started when no size is given.
     pub fn default_size(self) -> usize {
-        match self {
-            System::Zookeeper | System::Etcd => 3,
-            System::Redis => 3,
-            System::Redlock => 5,
-        }
+        self.facts().default_size
     }
 
     /// Checks a requested size. For `redis` the size counts the data nodes (one master plus
     /// replicas); the three Sentinels come on top.
     pub fn validate_size(self, size: usize) -> Result<usize, SystemError> {
-        let (ok, valid) = match self {
-            System::Zookeeper => (
-                matches!(size, 1 | 3 | 4 | 5),
-                "1, 3, 4 (to show the even split), 5",
-            ),
-            System::Etcd => ((1..=7).contains(&size), "1 to 7"),
-            System::Redis => ((1..=5).contains(&size), "1 to 5 (one master plus replicas)"),
-            System::Redlock => (size % 2 == 1 && size <= 9, "odd numbers 1 to 9"),
-        };
-        if ok {
+        let f = self.facts();
+        if f.sizes.contains(&size) {
             Ok(size)
         } else {
             Err(SystemError::BadSize {
                 system: self,
                 size,
-                valid,
+                valid: f.sizes_text,
             })
         }
     }
 
     /// The server image this system runs on (Redlock uses the Redis image).
     pub fn image_kind(self) -> ImageKind {
-        match self {
-            System::Zookeeper => ImageKind::Zookeeper,
-            System::Etcd => ImageKind::Etcd,
-            System::Redis | System::Redlock => ImageKind::Redis,
-        }
+        self.facts().image
+    }
+
+    /// The waiting strategies this system's recipe offers.
+    pub fn strategies(self) -> &'static [Strategy] {
+        self.facts().strategies
+    }
+
+    /// The strategies this system offers, as error messages list them.
+    pub fn strategies_text(self) -> String {
+        self.strategies()
+            .iter()
+            .map(|s| s.name())
+            .collect::<Vec<_>>()
+            .join(", ")
     }
 }
 
@@ -102,13 +178,12 @@ impl fmt::Display for System {
 impl FromStr for System {
     type Err = SystemError;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s.trim().to_ascii_lowercase().as_str() {
-            "zookeeper" | "zk" => Ok(System::Zookeeper),
-            "etcd" => Ok(System::Etcd),
-            "redis" => Ok(System::Redis),
-            "redlock" => Ok(System::Redlock),
-            _ => Err(SystemError::Unknown(s.to_string())),
-        }
+        let wanted = s.trim().to_ascii_lowercase();
+        FACTS
+            .iter()
+            .find(|f| f.name == wanted || f.aliases.contains(&wanted.as_str()))
+            .map(|f| f.system)
+            .ok_or_else(|| SystemError::Unknown(s.to_string(), valid_names()))
     }
 }
 
@@ -165,5 +240,19 @@ mod tests {
         assert!(System::Etcd.validate_size(0).is_err());
         let msg = System::Redlock.validate_size(6).unwrap_err().to_string();
         assert!(msg.contains("odd numbers"), "{msg}");
+    }
+
+    #[test]
+    fn the_table_covers_every_system_once_and_says_its_strategies() {
+        for (i, f) in FACTS.iter().enumerate() {
+            assert_eq!(f.system.facts().name, f.name);
+            assert_eq!(ALL_SYSTEMS[i], f.system);
+            assert!(f.sizes.contains(&f.default_size), "{}", f.name);
+            assert_eq!(f.name.parse::<System>(), Ok(f.system));
+        }
+        assert!(System::Etcd.strategies().contains(&Strategy::Native));
+        assert!(!System::Redis.strategies().contains(&Strategy::Native));
+        assert_eq!(System::Zookeeper.strategies_text(), "herd, predecessor");
+        assert_eq!("zk".parse::<System>(), Ok(System::Zookeeper));
     }
 }
