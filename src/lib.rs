@@ -8,6 +8,7 @@
 //! turns a history into a cell's `summary.json` and `acquire.hgrm`. The chaos nemesis,
 //! checkers and reporters build on these.
 
+pub mod chaos;
 pub mod check;
 pub mod cli;
 pub mod cluster;
