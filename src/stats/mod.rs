@@ -7,6 +7,7 @@
 
 pub mod fairness;
 pub mod latency;
+pub mod pacing;
 pub mod series;
 
 use std::collections::{BTreeMap, HashMap};
@@ -69,6 +70,18 @@ pub struct CellSummary {
     pub handoff_latency_us: LatencySummary,
     /// Acquire `ok` → release invoke.
     pub hold_time_us: LatencySummary,
+    /// The hold times the workload asked for, over the same holds as `hold_time_us`.
+    #[serde(default)]
+    pub hold_requested_us: LatencySummary,
+    /// The think times the workload asked for (closed loop).
+    #[serde(default)]
+    pub think_requested_us: LatencySummary,
+    /// A client's previous outcome → its next acquire invoke, over the same pauses.
+    #[serde(default)]
+    pub think_time_us: LatencySummary,
+    /// Open loop: acquire invoke − its intended start.
+    #[serde(default)]
+    pub arrival_lag_us: LatencySummary,
     /// Release invoke → release `ok`.
     pub release_latency_us: LatencySummary,
     /// `None` when the recipe reported no wake-up counts.
@@ -137,6 +150,7 @@ pub fn analyze(events: &[Event], cell: &CellInfo) -> Analysis {
     );
     let mut series = SeriesBuilder::default();
     let mut fifo = FifoTracker::default();
+    let mut pacing = pacing::Pacing::default();
     let mut pending: HashMap<(u32, Op), Pending> = HashMap::new();
     let mut holding: HashMap<u32, u64> = HashMap::new(); // client → acquire ok time
     let mut last_release: HashMap<String, u64> = HashMap::new(); // key → release invoke time
@@ -159,9 +173,11 @@ pub fn analyze(events: &[Event], cell: &CellInfo) -> Analysis {
                 };
                 if op == Op::Acquire {
                     fifo.invoke(&e.key, e.client, t);
+                    pacing.acquire_invoke(e, warmup_us);
                 } else if let Some(ok_us) = holding.remove(&e.client) {
                     if ok_us >= warmup_us {
                         record(&mut hold, t - ok_us);
+                        pacing.hold_counted(e);
                     }
                     last_release.insert(e.key.clone(), t);
                 }
@@ -173,6 +189,7 @@ pub fn analyze(events: &[Event], cell: &CellInfo) -> Analysis {
                 pending.insert((e.client, op), p);
             }
             (op, kind) => {
+                pacing.outcome(e);
                 let Some(p) = pending.remove(&(e.client, op)) else {
                     unmatched += 1;
                     continue;
@@ -252,6 +269,7 @@ pub fn analyze(events: &[Event], cell: &CellInfo) -> Analysis {
         }
     }
 
+    let paced = pacing.summary();
     let duration_s = end_us.saturating_sub(warmup_us) as f64 / 1e6;
     let acquisitions = acquire.len();
     let mean = |(sum, n): (u64, u64)| (n > 0).then(|| sum as f64 / n as f64);
@@ -271,6 +289,10 @@ pub fn analyze(events: &[Event], cell: &CellInfo) -> Analysis {
         acquire_latency_us: LatencySummary::of(&acquire),
         handoff_latency_us: LatencySummary::of(&handoff),
         hold_time_us: LatencySummary::of(&hold),
+        hold_requested_us: paced.hold_requested,
+        think_requested_us: paced.think_requested,
+        think_time_us: paced.think_measured,
+        arrival_lag_us: paced.arrival_lag,
         release_latency_us: LatencySummary::of(&release),
         wakeups_per_acquisition: mean(wakeups),
         requests_per_acquisition: mean(requests),
@@ -296,3 +318,6 @@ pub fn analyze(events: &[Event], cell: &CellInfo) -> Analysis {
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod fidelity_tests;
