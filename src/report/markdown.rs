@@ -1,6 +1,6 @@
 //! The comparison table printed at the end of a run and written to `report.md`.
 
-use crate::stats::CellSummary;
+use crate::stats::{CellSummary, FifoBasis};
 
 fn ms(us: u64) -> String {
     format!("{:.2}", us as f64 / 1000.0)
@@ -20,10 +20,19 @@ fn hold(c: &CellSummary) -> String {
     format!("{asked}/{}", ms(c.hold_time_us.p50))
 }
 
+/// Inversions with their basis: counts judged by invoke time include network races.
+fn fifo(c: &CellSummary) -> String {
+    let basis = match c.fifo_basis {
+        FifoBasis::QueuePosition => "queue",
+        FifoBasis::InvokeTime => "invoke",
+    };
+    format!("{} ({basis})", c.fifo_inversions)
+}
+
 /// A Markdown table with one row per cell, in the order given.
 pub fn comparison_table(cells: &[CellSummary]) -> String {
     let mut s = String::from(
-        "| system | strategy | workload | clients | acq/s | p50 ms | p99 ms | handoff p50 ms | hold p50 ms asked/held | wakeups/acq | requests/acq | FIFO inversions | Jain | timeouts | errors | lost leases |\n\
+        "| system | strategy | workload | clients | acq/s | p50 ms | p99 ms | handoff p50 ms | hold p50 ms asked/held | wakeups/acq | requests/acq | FIFO inversions (by) | Jain | timeouts | errors | lost leases |\n\
          |---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
     );
     for c in cells {
@@ -40,7 +49,7 @@ pub fn comparison_table(cells: &[CellSummary]) -> String {
             hold(c),
             opt(c.wakeups_per_acquisition),
             opt(c.requests_per_acquisition),
-            c.fifo_inversions,
+            fifo(c),
             opt(c.jain_fairness),
             c.timeouts,
             c.errors.values().sum::<u64>(),
@@ -57,12 +66,14 @@ mod tests {
     use crate::stats::{CellInfo, analyze};
 
     #[test]
-    fn rows_show_hold_asked_and_held() {
+    fn rows_show_hold_asked_and_held_and_the_fifo_basis() {
         let mut release = Event::new(1_300, 0, EventKind::Invoke, Op::Release, "k");
         release.hold_us = Some(1_000);
+        let mut granted = Event::new(100, 0, EventKind::Ok, Op::Acquire, "k");
+        granted.queue_position = Some(7);
         let events = [
             Event::new(0, 0, EventKind::Invoke, Op::Acquire, "k"),
-            Event::new(100, 0, EventKind::Ok, Op::Acquire, "k"),
+            granted,
             release,
         ];
         let cell = CellInfo {
@@ -75,8 +86,9 @@ mod tests {
         };
         let table = comparison_table(&[analyze(&events, &cell).summary]);
         let row = table.lines().nth(2).unwrap();
-        // Held 1300 − 100 = 1200 µs for 1000 asked.
+        // Held 1300 − 100 = 1200 µs for 1000 asked; one grant, by queue position.
         assert!(row.contains("| 1.00/1.20 |"), "{row}");
+        assert!(row.contains("| 0 (queue) |"), "{row}");
         let header_cols = table.lines().next().unwrap().matches('|').count();
         assert_eq!(row.matches('|').count(), header_cols, "{table}");
     }

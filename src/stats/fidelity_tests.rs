@@ -1,4 +1,4 @@
-//! Requested versus measured pacing on hand-made histories; every expected
+//! Requested versus measured pacing, and the FIFO basis, on hand-made histories; every expected
 //! number is worked out by hand (kept apart from `tests.rs` so both can grow without clashing).
 
 use super::*;
@@ -20,6 +20,11 @@ fn release(t: u64, c: u32, hold_us: u64) -> Event {
 fn acquire_after_think(t: u64, c: u32, think_us: u64) -> Event {
     let mut e = inv(t, c, Acquire);
     e.think_us = Some(think_us);
+    e
+}
+fn granted(t: u64, c: u32, position: Option<u64>) -> Event {
+    let mut e = ok(t, c, Acquire);
+    e.queue_position = position;
     e
 }
 fn cell(clients: u32) -> CellInfo {
@@ -119,11 +124,55 @@ fn holds_and_thinks_of_the_warm_up_are_left_out() {
     );
 }
 
+/// Two clients invoke 3 µs apart; the later one reached the server first, took queue position 1
+/// and is granted first. `positions` gives (c1's, c0's) positions.
+fn stampede_race(positions: (Option<u64>, Option<u64>)) -> Vec<Event> {
+    vec![
+        inv(100, 0, Acquire),
+        inv(103, 1, Acquire),
+        granted(200, 1, positions.0),
+        inv(300, 1, Release),
+        ok(310, 1, Release),
+        granted(400, 0, positions.1),
+    ]
+}
+
+#[test]
+fn a_network_race_is_no_inversion_by_queue_position() {
+    let s = analyze(&stampede_race((Some(1), Some(2))), &cell(2)).summary;
+    assert_eq!(
+        (s.fifo_basis, s.fifo_inversions),
+        (FifoBasis::QueuePosition, 0)
+    );
+    // Without positions the invoke times are all there is: c1 overtook c0.
+    let s = analyze(&stampede_race((None, None)), &cell(2)).summary;
+    assert_eq!(
+        (s.fifo_basis, s.fifo_inversions),
+        (FifoBasis::InvokeTime, 1)
+    );
+    // One grant without a position is enough to fall back to invoke times.
+    let s = analyze(&stampede_race((Some(1), None)), &cell(2)).summary;
+    assert_eq!(
+        (s.fifo_basis, s.fifo_inversions),
+        (FifoBasis::InvokeTime, 1)
+    );
+}
+
+#[test]
+fn a_real_overtake_is_an_inversion_by_queue_position() {
+    // c0 queued first (position 1) but c1 (position 2) is granted while c0 waits.
+    let s = analyze(&stampede_race((Some(2), Some(1))), &cell(2)).summary;
+    assert_eq!(
+        (s.fifo_basis, s.fifo_inversions),
+        (FifoBasis::QueuePosition, 1)
+    );
+}
+
 #[test]
 fn summary_json_names_the_new_fields() {
-    let h = [inv(0, 0, Acquire), ok(10, 0, Acquire)];
-    let s = analyze(&h, &cell(1)).summary;
+    let s = analyze(&stampede_race((Some(1), Some(2))), &cell(2)).summary;
     let v = serde_json::to_value(&s).unwrap();
+    assert_eq!(v["fifo_basis"], "queue_position");
     for field in [
         "hold_requested_us",
         "think_requested_us",
@@ -135,6 +184,7 @@ fn summary_json_names_the_new_fields() {
     // A summary written before these fields existed still reads, with the old basis.
     let mut old = v.clone();
     for field in [
+        "fifo_basis",
         "hold_requested_us",
         "think_requested_us",
         "think_time_us",
@@ -143,5 +193,6 @@ fn summary_json_names_the_new_fields() {
         old.as_object_mut().unwrap().remove(field);
     }
     let back: CellSummary = serde_json::from_value(old).unwrap();
+    assert_eq!(back.fifo_basis, FifoBasis::InvokeTime);
     assert_eq!(back.think_time_us, LatencySummary::default());
 }

@@ -20,7 +20,7 @@ use crate::history::{Event, EventKind, Op, TIMEOUT_ERROR};
 use crate::recipe::Strategy;
 use crate::system::System;
 
-pub use fairness::{FifoTracker, jain_index};
+pub use fairness::{FifoBasis, FifoTracker, QueueOrder, jain_index};
 pub use latency::{LatencySummary, new_histogram, record, write_hgrm, write_hgrm_file};
 pub use series::{SecondStats, SeriesBuilder};
 
@@ -90,6 +90,9 @@ pub struct CellSummary {
     pub requests_per_acquisition: Option<f64>,
     /// Grants that overtook an earlier waiter on the same key, one per overtaken waiter.
     pub fifo_inversions: u64,
+    /// What "earlier" meant for `fifo_inversions`: queue position or invoke time.
+    #[serde(default)]
+    pub fifo_basis: FifoBasis,
     /// `None` when no client acquired anything.
     pub jain_fairness: Option<f64>,
     /// Longest acquire wait, any outcome, open waits measured to the end.
@@ -150,6 +153,7 @@ pub fn analyze(events: &[Event], cell: &CellInfo) -> Analysis {
     );
     let mut series = SeriesBuilder::default();
     let mut fifo = FifoTracker::default();
+    let mut queue = QueueOrder::default();
     let mut pacing = pacing::Pacing::default();
     let mut pending: HashMap<(u32, Op), Pending> = HashMap::new();
     let mut holding: HashMap<u32, u64> = HashMap::new(); // client → acquire ok time
@@ -207,6 +211,7 @@ pub fn analyze(events: &[Event], cell: &CellInfo) -> Analysis {
                 match (op, kind) {
                     (Op::Acquire, EventKind::Ok) => {
                         let overtaken = fifo.granted(&p.key, e.client);
+                        queue.granted(&p.key, p.invoke_us, t, e.queue_position, measured);
                         // The lock was idle, not handed off, unless this waiter was already
                         // waiting when the previous holder let go.
                         if let Some(rel) = last_release.remove(&p.key)
@@ -269,6 +274,11 @@ pub fn analyze(events: &[Event], cell: &CellInfo) -> Analysis {
         }
     }
 
+    let (fifo_basis, fifo_inversions) = if queue.usable() {
+        (FifoBasis::QueuePosition, queue.inversions())
+    } else {
+        (FifoBasis::InvokeTime, fifo_inversions)
+    };
     let paced = pacing.summary();
     let duration_s = end_us.saturating_sub(warmup_us) as f64 / 1e6;
     let acquisitions = acquire.len();
@@ -297,6 +307,7 @@ pub fn analyze(events: &[Event], cell: &CellInfo) -> Analysis {
         wakeups_per_acquisition: mean(wakeups),
         requests_per_acquisition: mean(requests),
         fifo_inversions,
+        fifo_basis,
         jain_fairness: jain_index(&per_client),
         max_wait_us: max_wait,
         timeouts,
