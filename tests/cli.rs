@@ -121,3 +121,17 @@ fn a_zero_duration_is_refused_naming_the_flag_and_range() {
     );
     assert!(text.contains("valid 1s to 1day"), "{text}");
 }
+
+#[test]
+fn a_missing_workload_file_is_named_with_its_os_error_once() {
+    let (code, text) = run_offline("nope", &["--workload", "nope.toml"]);
+    assert_eq!(code, 2, "{text}");
+    assert!(
+        text.contains("nope.toml: cannot read the workload file"),
+        "{text}"
+    );
+    // "No such file or directory (os error 2)" on Linux, as the OS words it.
+    let reason = std::io::Error::from_raw_os_error(2).to_string();
+    assert_eq!(text.matches(&reason).count(), 1, "said once: {text}");
+    assert_eq!(text.matches("nope.toml").count(), 1, "{text}");
+}

@@ -24,7 +24,9 @@ pub const RUN_DURATION: (Duration, Duration) =
 #[derive(Debug, thiserror::Error)]
 pub enum SpecError {
     /// The file could not be read.
-    #[error("{origin}: cannot read the workload file: {source}")]
+    #[error(
+        "{origin}: cannot read the workload file: {source} (check the path; the bundled workloads are in workloads/)"
+    )]
     Read {
         origin: String,
         source: std::io::Error,
