@@ -168,3 +168,180 @@ async fn one_cycle<R: Recipe>(
     }
     at
 }
+
+#[cfg(test)]
+mod tests {
+    //! The client loop against an in-process lock that grants at once, so the history shows the
+    //! loop's own pacing: what the workload asked for against what the clients did.
+
+    use super::*;
+    use crate::history::{Recorder, read_history};
+    use crate::recipe::{BOTH_STRATEGIES, Lease, LockError, LostSignal};
+    use crate::stats::{CellInfo, CellSummary, analyze};
+    use crate::system::System;
+
+    /// Grants every acquire at once; with `lose_after`, each lease is lost that long after.
+    struct InstantLock {
+        lose_after: Option<Duration>,
+    }
+
+    impl Recipe for InstantLock {
+        fn system(&self) -> System {
+            System::Redis
+        }
+        fn strategies(&self) -> &'static [Strategy] {
+            &BOTH_STRATEGIES
+        }
+        async fn acquire(
+            &self,
+            key: &str,
+            _strategy: Strategy,
+            _deadline: Instant,
+        ) -> Result<Lease, LockError> {
+            let (trigger, lost) = LostSignal::new();
+            if let Some(after) = self.lose_after {
+                tokio::spawn(async move {
+                    tokio::time::sleep(after).await;
+                    trigger.fire();
+                });
+            }
+            Ok(Lease {
+                key: key.to_string(),
+                token: 1,
+                acquired_at: Instant::now(),
+                ttl: Duration::from_secs(10),
+                wakeups: 0,
+                requests: 1,
+                queue_position: None,
+                lost,
+                handle: Box::new(()),
+            })
+        }
+        async fn release(&self, _lease: Lease) -> Result<(), LockError> {
+            Ok(())
+        }
+        async fn crash(self) {}
+    }
+
+    /// Runs `workload` (TOML) to its end and returns its history and summary.
+    async fn run(
+        name: &str,
+        workload: &str,
+        lose_after: Option<Duration>,
+    ) -> (Vec<Event>, CellSummary) {
+        let wl = Workload::from_str(workload, name).expect("a valid test workload");
+        let dir =
+            std::env::temp_dir().join(format!("lockbench-client-{}-{name}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("history.jsonl");
+        let recorder = Recorder::create(&path).unwrap();
+        let shared = Arc::new(CellShared {
+            workload: wl.clone(),
+            strategy: Strategy::Predecessor,
+            history: recorder.handle(),
+            started: recorder.clock().instant_at(0),
+            granted: AtomicU64::new(0),
+            barrier: None,
+        });
+        let clients: Vec<_> = (0..wl.clients)
+            .map(|i| tokio::spawn(drive(InstantLock { lose_after }, i, shared.clone())))
+            .collect();
+        for c in clients {
+            c.await.unwrap();
+        }
+        drop(shared);
+        recorder.finish().await.unwrap();
+        let events = read_history(&path).unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
+        let cell = CellInfo {
+            system: System::Redis,
+            strategy: Strategy::Predecessor,
+            workload: name.into(),
+            clients: wl.clients,
+            warmup: Duration::ZERO,
+            end_us: None,
+        };
+        let summary = analyze(&events, &cell).summary;
+        (events, summary)
+    }
+
+    /// The requirement: within 5 % or 100 µs of the asked-for value, whichever is larger.
+    fn assert_within(what: &str, measured_us: u64, asked_us: u64) {
+        let tolerance = (asked_us / 20).max(100);
+        assert!(
+            measured_us.abs_diff(asked_us) <= tolerance,
+            "{what}: p50 {measured_us} µs for {asked_us} µs asked (tolerance {tolerance} µs)"
+        );
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn closed_loop_holds_and_thinks_as_asked() {
+        let wl = "clients = 4\nkeys = 4\nhold = \"1ms\"\nthink = \"2ms\"\nacquisitions = 200\nseed = 1\n";
+        let (_, s) = run("closed", wl, None).await;
+        assert!(s.acquisitions >= 200, "{}", s.acquisitions);
+        assert_eq!(s.hold_requested_us.count, s.hold_time_us.count);
+        assert_eq!(
+            (s.hold_requested_us.p50, s.hold_requested_us.max),
+            (1000, 1000)
+        );
+        assert_within("hold", s.hold_time_us.p50, 1000);
+        // Every acquisition but each client's first follows a think.
+        assert_eq!(s.think_requested_us.count, s.acquisitions - 4);
+        assert_eq!(s.think_requested_us.p50, 2000);
+        assert_within("think", s.think_time_us.p50, 2000);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn open_loop_acquisitions_start_on_schedule() {
+        // 2000/s over 4 clients: each is due every 2 ms and holds 0.5 ms, so it is free in time.
+        let wl = "clients = 4\nkeys = 4\nhold = \"500us\"\narrival = { kind = \"open\", rate_per_s = 2000 }\nacquisitions = 200\nseed = 1\n";
+        let (_, s) = run("open", wl, None).await;
+        assert!(s.arrival_lag_us.count >= 200, "{}", s.arrival_lag_us.count);
+        assert_within("arrival lag", s.arrival_lag_us.p50, 0);
+        assert_within("hold", s.hold_time_us.p50, 500);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_lease_lost_mid_hold_is_recorded_and_the_hold_still_ends_on_time() {
+        let wl = "clients = 1\nkeys = 1\nhold = \"5ms\"\nacquisitions = 3\nseed = 1\n";
+        let (events, s) = run("lost", wl, Some(Duration::from_millis(1))).await;
+        assert_eq!(s.lost_leases, 3);
+        let ops: Vec<(EventKind, Op)> = events.iter().map(|e| (e.kind, e.op)).collect();
+        let cycle = [
+            (EventKind::Invoke, Op::Acquire),
+            (EventKind::Ok, Op::Acquire),
+            (EventKind::Info, Op::LeaseLost),
+            (EventKind::Invoke, Op::Release),
+            (EventKind::Ok, Op::Release),
+        ];
+        assert_eq!(ops, cycle.repeat(3));
+        for c in events.chunks(5) {
+            let (ok, lost, release) = (c[1].t_us, c[2].t_us, c[3].t_us);
+            assert!(
+                lost - ok < 5000,
+                "lost signalled mid-hold, not at its end: {c:?}"
+            );
+            // Microsecond stamps round down, so a hold of exactly 5 ms can read 4999 µs.
+            assert!(release - ok >= 4999, "held {} µs of 5000", release - ok);
+            assert_eq!(c[3].hold_us, Some(5000));
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn zero_hold_and_think_do_not_wait() {
+        let wl = "clients = 2\nkeys = 2\nhold = \"0ms\"\nthink = \"0ms\"\nacquisitions = 200\nseed = 1\n";
+        let (_, s) = run("zero", wl, None).await;
+        assert_eq!(s.hold_requested_us.max, 0);
+        // A wait of even one timer tick would be 1000 µs or more.
+        assert!(
+            s.hold_time_us.p50 < 100,
+            "hold p50 {} µs",
+            s.hold_time_us.p50
+        );
+        assert!(
+            s.think_time_us.p50 < 100,
+            "think p50 {} µs",
+            s.think_time_us.p50
+        );
+    }
+}
