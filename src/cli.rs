@@ -83,11 +83,15 @@ pub struct RunArgs {
     /// Workload files (repeatable); default: the built-in hot-lock workload.
     #[arg(long = "workload")]
     pub workloads: Vec<std::path::PathBuf>,
-    /// Client counts, comma-separated; default: the workload's.
-    #[arg(long, value_delimiter = ',')]
+    /// Client counts, comma-separated, each 1 to 4096; default: the workload's.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        value_parser = clap::value_parser!(u32).range(crate::spec::CLIENTS.0..=crate::spec::CLIENTS.1)
+    )]
     pub clients: Option<Vec<u32>>,
-    /// Length of each cell (e.g. 30s); default: the workload's.
-    #[arg(long, value_parser = humantime::parse_duration)]
+    /// Length of each cell (e.g. 30s), 1s to 1day; default: the workload's.
+    #[arg(long, value_parser = run_duration)]
     pub duration: Option<std::time::Duration>,
     /// Seed for every random choice; default: the workload's.
     #[arg(long)]
@@ -114,4 +118,20 @@ impl From<Exit> for std::process::ExitCode {
     fn from(e: Exit) -> Self {
         std::process::ExitCode::from(e as u8)
     }
+}
+
+/// `--duration`: a humantime duration in the range a workload file's `duration` accepts, so a
+/// zero-length run is refused before any cluster starts.
+fn run_duration(text: &str) -> Result<std::time::Duration, String> {
+    let d = humantime::parse_duration(text)
+        .map_err(|e| format!("{e}; write a duration such as \"30s\" or \"2m\""))?;
+    let (min, max) = crate::spec::RUN_DURATION;
+    if d < min || d > max {
+        return Err(format!(
+            "out of range: valid {} to {}",
+            humantime::format_duration(min),
+            humantime::format_duration(max)
+        ));
+    }
+    Ok(d)
 }

@@ -86,6 +86,16 @@ pub struct Event {
     /// can be measured from there and not from when a late client got round to it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub intended_us: Option<u64>,
+    /// The hold time the workload asked for, µs, sampled before the hold (on release `invoke`;
+    /// the measured hold is that event's time minus the acquire `ok`'s).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hold_us: Option<u64>,
+    /// Closed loop: the think time the workload asked for before this acquisition, µs (on
+    /// acquire `invoke`, when the client went from its previous outcome straight to this
+    /// invoke; absent on a client's first acquisition and in stampede rounds, whose barrier
+    /// decides the start).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub think_us: Option<u64>,
     /// Lease TTL of a granted lease, in milliseconds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ttl_ms: Option<u64>,
@@ -109,6 +119,8 @@ impl Event {
             fallback_polls: None,
             queue_position: None,
             intended_us: None,
+            hold_us: None,
+            think_us: None,
             ttl_ms: None,
             error: None,
         }

@@ -4,7 +4,7 @@
 //! The seams, after Jepsen: [`cluster`] starts, inspects and breaks real clusters; [`image`]
 //! builds their server images offline; [`system`] names what can be started; [`recipe`] is the
 //! lock-client contract. [`spec`] reads `workloads/*.toml` into a validated workload, whose
-//! random choices come from [`workload`]; every operation lands in the [`history`]; [`stats`]
+//! random choices and precise waits come from [`workload`]; every operation lands in the [`history`]; [`stats`]
 //! turns a history into a cell's `summary.json` and `acquire.hgrm`. The chaos nemesis,
 //! checkers and reporters build on these.
 

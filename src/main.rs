@@ -28,10 +28,28 @@ fn main() -> ExitCode {
     match rt.block_on(run(cli)) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("lockbench: error: {e:#}");
+            eprintln!("lockbench: error: {}", describe(&e));
             Exit::ToolError.into()
         }
     }
+}
+
+/// The error and its causes joined by ": ", each said once: this project's errors quote their
+/// cause in their own message (so it reads well on its own) and also return it as `source()`,
+/// so `{:#}` printed e.g. the OS error of an unreadable workload file twice.
+fn describe(e: &anyhow::Error) -> String {
+    let mut out = String::new();
+    for cause in e.chain() {
+        let text = cause.to_string();
+        if out.contains(&text) {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push_str(": ");
+        }
+        out.push_str(&text);
+    }
+    out
 }
 
 async fn run(cli: Cli) -> anyhow::Result<ExitCode> {

@@ -57,6 +57,19 @@ pub struct CellId {
     pub clients: u32,
 }
 
+impl CellId {
+    /// The id of a cell that runs without faults.
+    pub fn new(system: System, strategy: Strategy, workload: &str, clients: u32) -> CellId {
+        CellId {
+            system,
+            strategy,
+            workload: workload.to_string(),
+            chaos: NO_CHAOS.to_string(),
+            clients,
+        }
+    }
+}
+
 impl fmt::Display for CellId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}-{}-{}", self.system, self.strategy, self.workload)?;

@@ -145,7 +145,8 @@ async fn the_unsafe_mock_leaves_overlaps_in_the_history() {
         },
     )
     .await;
-    assert!(planted > 10, "planted {planted}");
+    // Every 10th acquisition is granted at once; it overlaps when the key was held then.
+    assert!(planted > 0, "planted {planted}");
     let mut seen = 0;
     for c in &summaries {
         let h = folder

@@ -14,11 +14,20 @@ use crate::workload::{DurationDist, KeyDistribution};
 use raw::RawWorkload;
 use validate::Validator;
 
+/// Valid client counts, in a workload file (`clients`) and on the command line (`--clients`).
+pub const CLIENTS: (i64, i64) = (1, 4096);
+
+/// Valid run lengths, in a workload file (`duration`) and on the command line (`--duration`).
+pub const RUN_DURATION: (Duration, Duration) =
+    (Duration::from_secs(1), Duration::from_secs(86_400));
+
 /// Why a workload file was refused; every message names the file and says what would be valid.
 #[derive(Debug, thiserror::Error)]
 pub enum SpecError {
     /// The file could not be read.
-    #[error("{origin}: cannot read the workload file: {source}")]
+    #[error(
+        "{origin}: cannot read the workload file: {source} (check the path; the bundled workloads are in workloads/)"
+    )]
     Read {
         origin: String,
         source: std::io::Error,

@@ -6,18 +6,16 @@ use std::path::Path;
 use std::time::Duration;
 
 use super::raw::{RawDist, RawKind, RawWorkload};
-use super::{Arrival, SpecError, Stampede, Stop, Workload};
+use super::{Arrival, CLIENTS, RUN_DURATION, SpecError, Stampede, Stop, Workload};
 use crate::recipe::{BOTH_STRATEGIES, Strategy};
 use crate::workload::{DurationDist, KeyDistribution};
 
-const CLIENTS: (i64, i64) = (1, 4096);
 const KEYS: (i64, i64) = (1, 100_000);
 const ACQUISITIONS: (i64, i64) = (1, 1_000_000_000);
 const ROUNDS: (i64, i64) = (1, 1_000_000);
 const MAX_RATE: f64 = 1_000_000.0;
 const MAX_EXPONENT: f64 = 10.0;
 const HOUR: Duration = Duration::from_secs(3600);
-const DAY: Duration = Duration::from_secs(86_400);
 
 pub(super) struct Validator<'a> {
     pub(super) origin: &'a str,
@@ -332,7 +330,8 @@ impl Validator<'_> {
                 return Err(self.conflict("with [stampede], leave out 'duration' and 'acquisitions': rounds × clients acquisitions end the run".into()));
             }
             (Some(d), None, None) => {
-                Stop::Duration(self.duration("duration", d, Duration::from_secs(1), DAY)?)
+                let (min, max) = RUN_DURATION;
+                Stop::Duration(self.duration("duration", d, min, max)?)
             }
             (None, Some(n), None) => {
                 Stop::Acquisitions(self.range("acquisitions", Some(n), None, ACQUISITIONS)? as u64)

@@ -7,6 +7,7 @@
 
 pub mod fairness;
 pub mod latency;
+pub mod pacing;
 pub mod series;
 
 use std::collections::{BTreeMap, HashMap};
@@ -18,7 +19,7 @@ use serde::{Deserialize, Serialize};
 use crate::history::{Event, EventKind, Op, TIMEOUT_ERROR};
 use crate::plan::CellId;
 
-pub use fairness::{FifoTracker, jain_index};
+pub use fairness::{FifoBasis, FifoTracker, QueueOrder, jain_index};
 pub use latency::{LatencySummary, new_histogram, record, write_hgrm, write_hgrm_file};
 pub use series::{SecondStats, SeriesBuilder};
 
@@ -76,6 +77,18 @@ pub struct CellSummary {
     pub handoff_latency_us: LatencySummary,
     /// Acquire `ok` → release invoke.
     pub hold_time_us: LatencySummary,
+    /// The hold times the workload asked for, over the same holds as `hold_time_us`.
+    #[serde(default)]
+    pub hold_requested_us: LatencySummary,
+    /// The think times the workload asked for (closed loop).
+    #[serde(default)]
+    pub think_requested_us: LatencySummary,
+    /// A client's previous outcome → its next acquire invoke, over the same pauses.
+    #[serde(default)]
+    pub think_time_us: LatencySummary,
+    /// Open loop: acquire invoke − its intended start.
+    #[serde(default)]
+    pub arrival_lag_us: LatencySummary,
     /// Release invoke → release `ok`.
     pub release_latency_us: LatencySummary,
     /// Wake-ups of every measured attempt, granted or not, per granted acquisition; `None`
@@ -92,6 +105,9 @@ pub struct CellSummary {
     pub fallback_polls: u64,
     /// Grants that overtook an earlier waiter on the same key, one per overtaken waiter.
     pub fifo_inversions: u64,
+    /// What "earlier" meant for `fifo_inversions`: queue position or invoke time.
+    #[serde(default)]
+    pub fifo_basis: FifoBasis,
     /// `None` when no client acquired anything.
     pub jain_fairness: Option<f64>,
     /// Longest acquire wait, any outcome, open waits measured to the end.
@@ -173,6 +189,8 @@ pub fn analyze(events: &[Event], cell: &CellInfo) -> Analysis {
     );
     let mut series = SeriesBuilder::default();
     let mut fifo = FifoTracker::default();
+    let mut queue = QueueOrder::default();
+    let mut pacing = pacing::Pacing::default();
     let mut pending: HashMap<(u32, Op), Pending> = HashMap::new();
     let mut holding: HashMap<u32, u64> = HashMap::new(); // client → acquire ok time
     let mut last_release: HashMap<String, u64> = HashMap::new(); // key → release invoke time
@@ -195,9 +213,11 @@ pub fn analyze(events: &[Event], cell: &CellInfo) -> Analysis {
                 };
                 if op == Op::Acquire {
                     fifo.invoke(&e.key, e.client, t);
+                    pacing.acquire_invoke(e, warmup_us);
                 } else if let Some(ok_us) = holding.remove(&e.client) {
                     if ok_us >= warmup_us {
                         record(&mut hold, t - ok_us);
+                        pacing.hold_counted(e);
                     }
                     last_release.insert(e.key.clone(), t);
                 }
@@ -209,6 +229,7 @@ pub fn analyze(events: &[Event], cell: &CellInfo) -> Analysis {
                 pending.insert((e.client, op), p);
             }
             (op, kind) => {
+                pacing.outcome(e);
                 let Some(p) = pending.remove(&(e.client, op)) else {
                     unmatched += 1;
                     continue;
@@ -227,6 +248,7 @@ pub fn analyze(events: &[Event], cell: &CellInfo) -> Analysis {
                 match (op, kind) {
                     (Op::Acquire, EventKind::Ok) => {
                         let overtaken = fifo.granted(&p.key, e.client);
+                        queue.granted(&p.key, p.invoke_us, t, e.queue_position, measured);
                         // The lock was idle, not handed off, unless this waiter was already
                         // waiting when the previous holder let go.
                         if let Some(rel) = last_release.remove(&p.key)
@@ -283,6 +305,12 @@ pub fn analyze(events: &[Event], cell: &CellInfo) -> Analysis {
         }
     }
 
+    let (fifo_basis, fifo_inversions) = if queue.usable() {
+        (FifoBasis::QueuePosition, queue.inversions())
+    } else {
+        (FifoBasis::InvokeTime, fifo_inversions)
+    };
+    let paced = pacing.summary();
     let duration_s = end_us.saturating_sub(warmup_us) as f64 / 1e6;
     let acquisitions = acquire.len();
     let per_acquisition = |sum: u64| (acquisitions > 0).then(|| sum as f64 / acquisitions as f64);
@@ -299,6 +327,10 @@ pub fn analyze(events: &[Event], cell: &CellInfo) -> Analysis {
         acquire_latency_us: LatencySummary::of(&acquire),
         handoff_latency_us: LatencySummary::of(&handoff),
         hold_time_us: LatencySummary::of(&hold),
+        hold_requested_us: paced.hold_requested,
+        think_requested_us: paced.think_requested,
+        think_time_us: paced.think_measured,
+        arrival_lag_us: paced.arrival_lag,
         release_latency_us: LatencySummary::of(&release),
         wakeups_per_acquisition: costs.wakeups.and_then(per_acquisition),
         requests_per_acquisition: costs.requests.and_then(per_acquisition),
@@ -306,6 +338,7 @@ pub fn analyze(events: &[Event], cell: &CellInfo) -> Analysis {
         requests_total: costs.requests.unwrap_or(0),
         fallback_polls: costs.fallback_polls,
         fifo_inversions,
+        fifo_basis,
         jain_fairness: jain_index(&per_client),
         max_wait_us: max_wait,
         timeouts,
@@ -327,3 +360,6 @@ pub fn analyze(events: &[Event], cell: &CellInfo) -> Analysis {
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod fidelity_tests;
