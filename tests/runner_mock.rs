@@ -1,11 +1,10 @@
 //! The runner end to end without Docker: the in-memory mock lock drives `runner::run_on` through
 //! the history, the statistics and the exporters, in about two seconds.
 
-use std::collections::HashMap;
 use std::path::PathBuf;
 
 use lockbench::System;
-use lockbench::history::{EventKind, Op, read_history};
+use lockbench::history::{CriticalSection, critical_sections, read_history};
 use lockbench::plan::{Overrides, Plan};
 use lockbench::recipe::Strategy;
 use lockbench::recipe::mock::MockOptions;
@@ -59,28 +58,14 @@ async fn run(name: &str, options: MockOptions) -> (PathBuf, Vec<CellSummary>, u6
 /// Pairs of different clients whose holds [acquire ok, release invoke] overlap on one key.
 fn overlaps(history: &std::path::Path) -> usize {
     let events = read_history(history).expect("history");
-    let mut open: HashMap<u32, u64> = HashMap::new();
-    let mut holds = Vec::new();
-    for e in &events {
-        match (e.op, e.kind) {
-            (Op::Acquire, EventKind::Ok) => {
-                open.insert(e.client, e.t_us);
-            }
-            (Op::Release, EventKind::Invoke) => {
-                if let Some(from) = open.remove(&e.client) {
-                    holds.push((from, e.t_us, e.client));
-                }
-            }
-            _ => {}
-        }
-    }
-    holds.sort();
+    let sections = critical_sections(&events);
+    let end = |s: &CriticalSection| s.released_us.unwrap_or(u64::MAX);
     let mut n = 0;
-    for (i, a) in holds.iter().enumerate() {
-        n += holds[i + 1..]
+    for (i, a) in sections.iter().enumerate() {
+        n += sections[i + 1..]
             .iter()
-            .take_while(|b| b.0 < a.1)
-            .filter(|b| b.2 != a.2)
+            .take_while(|b| b.acquired_us < end(a))
+            .filter(|b| b.client != a.client && b.key == a.key)
             .count();
     }
     n

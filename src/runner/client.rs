@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::Barrier;
 
+use super::outcome;
 use crate::history::{Event, EventKind, HistoryHandle, Op};
 use crate::recipe::{Recipe, Strategy, Tally};
 use crate::spec::{Stop, Workload};
@@ -122,7 +123,7 @@ async fn one_cycle<R: Recipe>(
         Err(e) => {
             // What a failed wait cost counts too: the herd is at its worst where waiters give up.
             let (at, t_us) = shared.stamp();
-            let mut failed = Event::from_error(t_us, id, Op::Acquire, key, &e);
+            let mut failed = outcome::failed(t_us, id, Op::Acquire, key, &e);
             with_counts(&mut failed, &tally);
             shared.record(failed);
             return at;
@@ -170,7 +171,7 @@ async fn one_cycle<R: Recipe>(
     let (at, t_us) = shared.stamp();
     match outcome {
         Ok(()) => shared.record(Event::new(t_us, id, EventKind::Ok, Op::Release, key)),
-        Err(e) => shared.record(Event::from_error(t_us, id, Op::Release, key, &e)),
+        Err(e) => shared.record(outcome::failed(t_us, id, Op::Release, key, &e)),
     }
     at
 }

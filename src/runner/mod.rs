@@ -3,6 +3,7 @@
 
 mod backend;
 mod client;
+mod outcome;
 mod output;
 pub mod progress;
 

@@ -16,7 +16,7 @@ use std::time::Duration;
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
-use crate::history::{Event, EventKind, Op, TIMEOUT_ERROR};
+use crate::history::{ErrorKind, Event, EventKind, Op, TIMEOUT_ERROR};
 use crate::plan::CellId;
 
 pub use fairness::{FifoBasis, FifoTracker, QueueOrder, jain_index};
@@ -114,8 +114,12 @@ pub struct CellSummary {
     pub max_wait_us: u64,
     /// Acquisitions that ran out of their deadline.
     pub timeouts: u64,
-    /// Failed or unknown outcomes other than timeouts, by error text.
+    /// Failed or unknown outcomes other than timeouts, by error kind (`connection`, `lost`,
+    /// `unsupported`, `server`; `unclassified` for events written without a kind).
     pub errors: BTreeMap<String, u64>,
+    /// The same outcomes by error text, for reading what happened.
+    #[serde(default)]
+    pub error_messages: BTreeMap<String, u64>,
     /// Acquire or release outcomes that were `info` (may or may not have happened).
     pub indeterminate: u64,
     /// `lease_lost` events.
@@ -196,12 +200,17 @@ pub fn analyze(events: &[Event], cell: &CellInfo) -> Analysis {
     let mut last_release: HashMap<String, u64> = HashMap::new(); // key → release invoke time
     let mut per_client: Vec<u64> = vec![0; cell.id.clients as usize];
     let mut errors: BTreeMap<String, u64> = BTreeMap::new();
+    let mut error_messages: BTreeMap<String, u64> = BTreeMap::new();
     let mut costs = AttemptCosts::default();
     let (mut fifo_inversions, mut max_wait, mut timeouts) = (0u64, 0u64, 0u64);
     let (mut indeterminate, mut lost_leases, mut unmatched) = (0u64, 0u64, 0u64);
 
     for e in sorted {
         let t = e.t_us;
+        // Faults are the nemesis' events; every statistic here is about the clients.
+        let Some(client) = e.client() else {
+            continue;
+        };
         match (e.op, e.kind) {
             (Op::Fault, _) => {}
             (Op::LeaseLost, _) => lost_leases += u64::from(t >= warmup_us),
@@ -212,9 +221,9 @@ pub fn analyze(events: &[Event], cell: &CellInfo) -> Analysis {
                     t
                 };
                 if op == Op::Acquire {
-                    fifo.invoke(&e.key, e.client, t);
+                    fifo.invoke(&e.key, client, t);
                     pacing.acquire_invoke(e, warmup_us);
-                } else if let Some(ok_us) = holding.remove(&e.client) {
+                } else if let Some(ok_us) = holding.remove(&client) {
                     if ok_us >= warmup_us {
                         record(&mut hold, t - ok_us);
                         pacing.hold_counted(e);
@@ -226,11 +235,11 @@ pub fn analyze(events: &[Event], cell: &CellInfo) -> Analysis {
                     invoke_us: t,
                     start_us,
                 };
-                pending.insert((e.client, op), p);
+                pending.insert((client, op), p);
             }
             (op, kind) => {
                 pacing.outcome(e);
-                let Some(p) = pending.remove(&(e.client, op)) else {
+                let Some(p) = pending.remove(&(client, op)) else {
                     unmatched += 1;
                     continue;
                 };
@@ -242,12 +251,12 @@ pub fn analyze(events: &[Event], cell: &CellInfo) -> Analysis {
                         costs.add(e);
                     }
                     if kind != EventKind::Ok {
-                        fifo.gave_up(&p.key, e.client);
+                        fifo.gave_up(&p.key, client);
                     }
                 }
                 match (op, kind) {
                     (Op::Acquire, EventKind::Ok) => {
-                        let overtaken = fifo.granted(&p.key, e.client);
+                        let overtaken = fifo.granted(&p.key, client);
                         queue.granted(&p.key, p.invoke_us, t, e.queue_position, measured);
                         // The lock was idle, not handed off, unless this waiter was already
                         // waiting when the previous holder let go.
@@ -257,18 +266,18 @@ pub fn analyze(events: &[Event], cell: &CellInfo) -> Analysis {
                         {
                             record(&mut handoff, t.saturating_sub(rel));
                         }
-                        holding.insert(e.client, t);
+                        holding.insert(client, t);
                         if !measured {
                             continue;
                         }
                         record(&mut acquire, took);
                         series.acquired(t, took);
                         fifo_inversions += overtaken;
-                        if let Some(slot) = per_client.get_mut(e.client as usize) {
+                        if let Some(slot) = per_client.get_mut(client as usize) {
                             *slot += 1;
-                        } else if e.client != u32::MAX {
-                            per_client.resize(e.client as usize + 1, 0);
-                            per_client[e.client as usize] = 1;
+                        } else if true {
+                            per_client.resize(client as usize + 1, 0);
+                            per_client[client as usize] = 1;
                         }
                     }
                     (Op::Release, EventKind::Ok) if measured => record(&mut release, took),
@@ -278,13 +287,18 @@ pub fn analyze(events: &[Event], cell: &CellInfo) -> Analysis {
                         if op == Op::Acquire {
                             series.failed(t);
                         }
-                        match e.error.as_deref() {
-                            Some(TIMEOUT_ERROR) => timeouts += 1,
-                            other => {
-                                *errors
-                                    .entry(other.unwrap_or("(no message)").to_string())
-                                    .or_default() += 1
-                            }
+                        // Histories written before error kinds name timeouts by their text.
+                        let kind = e.error_kind.or_else(|| {
+                            (e.error.as_deref() == Some(TIMEOUT_ERROR))
+                                .then_some(ErrorKind::Timeout)
+                        });
+                        if kind == Some(ErrorKind::Timeout) {
+                            timeouts += 1;
+                        } else {
+                            let k = kind.map_or("unclassified", ErrorKind::name);
+                            *errors.entry(k.to_string()).or_default() += 1;
+                            let text = e.error.as_deref().unwrap_or("(no message)");
+                            *error_messages.entry(text.to_string()).or_default() += 1;
                         }
                     }
                     _ => {}
@@ -343,6 +357,7 @@ pub fn analyze(events: &[Event], cell: &CellInfo) -> Analysis {
         max_wait_us: max_wait,
         timeouts,
         errors,
+        error_messages,
         indeterminate,
         lost_leases,
         unfinished,

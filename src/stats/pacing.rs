@@ -17,7 +17,7 @@ pub struct Pacing {
     think_measured: Histogram<u64>,
     arrival_lag: Histogram<u64>,
     /// Client → time of its latest acquire or release outcome, where its think time starts.
-    last_outcome: HashMap<u32, u64>,
+    last_outcome: HashMap<crate::history::Process, u64>,
 }
 
 impl Default for Pacing {
@@ -56,7 +56,7 @@ impl Pacing {
         }
         if let Some(think) = e.think_us
             && e.t_us >= warmup_us
-            && let Some(&since) = self.last_outcome.get(&e.client)
+            && let Some(&since) = self.last_outcome.get(&e.process)
         {
             record(&mut self.think_requested, think);
             record(&mut self.think_measured, e.t_us.saturating_sub(since));
@@ -72,7 +72,7 @@ impl Pacing {
 
     /// An acquire or release outcome (`ok`, `fail` or `info`): the client's think starts here.
     pub fn outcome(&mut self, e: &Event) {
-        self.last_outcome.insert(e.client, e.t_us);
+        self.last_outcome.insert(e.process, e.t_us);
     }
 
     /// The summaries.

@@ -5,6 +5,10 @@
 //! [`Recorder`]; the writer flushes at least every 100 ms so a crash loses at most that much.
 //! Checkers and statistics read only this history.
 
+mod operation;
+
+pub use operation::{CriticalSection, Operation, Operations, critical_sections, operations};
+
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -14,14 +18,89 @@ use tokio::io::{AsyncWriteExt, BufWriter};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
-use crate::recipe::LockError;
-
 /// How often buffered events reach the file, at the latest.
 pub const FLUSH_EVERY: Duration = Duration::from_millis(100);
 
-/// The `error` text of an acquisition that ran out of its deadline; statistics count these as
-/// timeouts rather than errors.
+/// The `error` text of an acquisition that ran out of its deadline (its `error_kind` is
+/// `timeout`).
 pub const TIMEOUT_ERROR: &str = "timeout";
+
+/// Who acted: a lock client, or the nemesis injecting faults (Jepsen's `:process`). Written as
+/// the client's index, or the string `"nemesis"`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Process {
+    /// Lock client number n (from 0).
+    Client(u32),
+    /// The fault injector.
+    Nemesis(Nemesis),
+}
+
+/// The nemesis' name in a history (`"nemesis"`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Nemesis {
+    /// The one fault injector of a cell.
+    Nemesis,
+}
+
+impl Process {
+    /// The nemesis.
+    pub const NEMESIS: Process = Process::Nemesis(Nemesis::Nemesis);
+
+    /// The client's index, `None` for the nemesis.
+    pub fn client(self) -> Option<u32> {
+        match self {
+            Process::Client(c) => Some(c),
+            Process::Nemesis(_) => None,
+        }
+    }
+}
+
+impl From<u32> for Process {
+    fn from(c: u32) -> Process {
+        Process::Client(c)
+    }
+}
+
+impl std::fmt::Display for Process {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Process::Client(c) => write!(f, "client {c}"),
+            Process::Nemesis(_) => f.write_str("nemesis"),
+        }
+    }
+}
+
+/// Why an operation failed or may have failed, so statistics group causes by kind rather than
+/// by matching message text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorKind {
+    /// The acquire deadline passed.
+    Timeout,
+    /// A connection dropped or a request went unanswered: the outcome is unknown.
+    Connection,
+    /// The lease was already gone (expired, session ended, taken over).
+    Lost,
+    /// The system does not offer what was asked (a strategy it lacks).
+    Unsupported,
+    /// The server refused the request.
+    Server,
+}
+
+impl ErrorKind {
+    /// The name used in histories and summaries.
+    pub fn name(self) -> &'static str {
+        match self {
+            ErrorKind::Timeout => "timeout",
+            ErrorKind::Connection => "connection",
+            ErrorKind::Lost => "lost",
+            ErrorKind::Unsupported => "unsupported",
+            ErrorKind::Server => "server",
+        }
+    }
+}
 
 /// What an event says about its operation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -47,7 +126,7 @@ pub enum Op {
     Release,
     /// The holder learned its lease is gone (a single event, usually `info`).
     LeaseLost,
-    /// A nemesis fault starting (`invoke`) or ending (`ok`); `key` names the fault.
+    /// A nemesis fault starting (`invoke`) or ending (`ok`), with `fault` and `targets`.
     Fault,
 }
 
@@ -57,13 +136,15 @@ pub enum Op {
 pub struct Event {
     /// Microseconds since the run started, on the recorder's one monotonic clock.
     pub t_us: u64,
-    /// Client index (the nemesis uses `u32::MAX`).
-    pub client: u32,
+    /// Who acted (`client` in histories written before the nemesis had a name of its own).
+    #[serde(alias = "client")]
+    pub process: Process,
     /// Invocation or outcome.
     pub kind: EventKind,
     /// What was attempted.
     pub op: Op,
-    /// The lock key (or fault name for `fault`).
+    /// The lock key (empty for a `fault`).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub key: String,
     /// Fencing token of a granted lease.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -99,17 +180,33 @@ pub struct Event {
     /// Lease TTL of a granted lease, in milliseconds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ttl_ms: Option<u64>,
-    /// Why a `fail` or `info` happened ([`TIMEOUT_ERROR`] for an acquire deadline).
+    /// Why a `fail` or `info` happened, in words ([`TIMEOUT_ERROR`] for an acquire deadline).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// Why a `fail` or `info` happened, as a kind statistics group by.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_kind: Option<ErrorKind>,
+    /// `fault` events: the fault's kind (`kill`, `pause`, `partition`, ...); its `invoke` is
+    /// the start, its `ok` the end (the heal), `info` a start or end that may have half-happened.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fault: Option<String>,
+    /// `fault` events: the nodes (or client processes) the fault acts on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub targets: Option<Vec<String>>,
 }
 
 impl Event {
     /// An event with every optional field empty.
-    pub fn new(t_us: u64, client: u32, kind: EventKind, op: Op, key: impl Into<String>) -> Event {
+    pub fn new(
+        t_us: u64,
+        process: impl Into<Process>,
+        kind: EventKind,
+        op: Op,
+        key: impl Into<String>,
+    ) -> Event {
         Event {
             t_us,
-            client,
+            process: process.into(),
             kind,
             op,
             key: key.into(),
@@ -123,31 +220,25 @@ impl Event {
             think_us: None,
             ttl_ms: None,
             error: None,
+            error_kind: None,
+            fault: None,
+            targets: None,
         }
     }
 
-    /// The outcome event for a failed lock operation: `info` when the error leaves the outcome
-    /// unknown, `fail` otherwise, with a stable error text so equal causes group together.
-    pub fn from_error(
-        t_us: u64,
-        client: u32,
-        op: Op,
-        key: impl Into<String>,
-        err: &LockError,
-    ) -> Event {
-        let kind = if err.is_indeterminate() {
-            EventKind::Info
-        } else {
-            EventKind::Fail
-        };
-        let text = match err {
-            LockError::Timeout { .. } => TIMEOUT_ERROR.to_string(),
-            other => other.to_string(),
-        };
+    /// A nemesis `fault` event: `invoke` starts the fault named `fault` on `targets`, `ok` ends
+    /// it.
+    pub fn fault(t_us: u64, kind: EventKind, fault: &str, targets: Vec<String>) -> Event {
         Event {
-            error: Some(text),
-            ..Event::new(t_us, client, kind, op, key)
+            fault: Some(fault.to_string()),
+            targets: Some(targets),
+            ..Event::new(t_us, Process::NEMESIS, kind, Op::Fault, "")
         }
+    }
+
+    /// The client that acted, `None` for the nemesis.
+    pub fn client(&self) -> Option<u32> {
+        self.process.client()
     }
 }
 
@@ -371,35 +462,23 @@ mod tests {
         let line = serde_json::to_string(&ev).unwrap();
         assert_eq!(
             line,
-            r#"{"t_us":12,"client":3,"kind":"ok","op":"lease_lost","key":"k","token":7}"#
+            r#"{"t_us":12,"process":3,"kind":"ok","op":"lease_lost","key":"k","token":7}"#
         );
         let back: Event = serde_json::from_str(&line).unwrap();
         assert_eq!(back, ev);
-        let t = Event::from_error(
-            5,
-            1,
-            Op::Acquire,
-            "k",
-            &LockError::Timeout {
-                key: "k".into(),
-                waited: Duration::from_secs(1),
-            },
-        );
+        let line = serde_json::to_string(&Event::fault(
+            9,
+            EventKind::Invoke,
+            "partition",
+            vec!["n1".into(), "n2".into()],
+        ))
+        .unwrap();
         assert_eq!(
-            (t.kind, t.error.as_deref()),
-            (EventKind::Fail, Some(TIMEOUT_ERROR))
+            line,
+            r#"{"t_us":9,"process":"nemesis","kind":"invoke","op":"fault","fault":"partition","targets":["n1","n2"]}"#
         );
-        let c = Event::from_error(
-            5,
-            1,
-            Op::Release,
-            "k",
-            &LockError::Connection("reset".into()),
-        );
-        assert_eq!(
-            (c.kind, c.error.as_deref()),
-            (EventKind::Info, Some("connection problem: reset"))
-        );
+        let back: Event = serde_json::from_str(&line).unwrap();
+        assert_eq!((back.process, back.client()), (Process::NEMESIS, None));
     }
 
     #[tokio::test]
@@ -431,7 +510,7 @@ mod tests {
         for c in 0..8 {
             let tokens: Vec<u64> = events
                 .iter()
-                .filter(|e| e.client == c)
+                .filter(|e| e.client() == Some(c))
                 .filter_map(|e| e.token)
                 .collect();
             assert_eq!(

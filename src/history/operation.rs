@@ -1,0 +1,200 @@
+//! A history read as operations (each invoke paired with its outcome) and critical sections
+//! (a grant to the same client's release), the shapes statistics and checkers fold over.
+
+use std::collections::HashMap;
+
+use super::{Event, EventKind, Op, Process};
+
+/// One invocation and what became of it. Indices point into the event slice it was read from
+/// (line `i + 1` of a `history.jsonl` written by the recorder).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Operation {
+    /// Who invoked it.
+    pub process: Process,
+    /// What was invoked.
+    pub op: Op,
+    /// The invoke event.
+    pub invoke: usize,
+    /// The outcome event (`ok`, `fail` or `info`); `None` when the history ended first.
+    pub outcome: Option<usize>,
+}
+
+impl Operation {
+    /// The outcome's kind, `None` while open.
+    pub fn outcome_kind(&self, events: &[Event]) -> Option<EventKind> {
+        self.outcome.map(|i| events[i].kind)
+    }
+}
+
+/// What pairing found, beside the operations.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Operations {
+    /// In invoke order.
+    pub ops: Vec<Operation>,
+    /// Outcome events with no open invoke of the same process and op (a damaged history).
+    pub unmatched: Vec<usize>,
+}
+
+/// Pairs every `invoke` with the next outcome of the same process and op. `lease_lost` events
+/// are single events, not operations, and are left out.
+pub fn operations(events: &[Event]) -> Operations {
+    let mut open: HashMap<(Process, Op), usize> = HashMap::new();
+    let mut out = Operations::default();
+    for (i, e) in events.iter().enumerate() {
+        if e.op == Op::LeaseLost {
+            continue;
+        }
+        if e.kind == EventKind::Invoke {
+            // An invoke while one is open means the earlier one never finished: it stays open.
+            open.insert((e.process, e.op), out.ops.len());
+            out.ops.push(Operation {
+                process: e.process,
+                op: e.op,
+                invoke: i,
+                outcome: None,
+            });
+        } else {
+            match open.remove(&(e.process, e.op)) {
+                Some(k) => out.ops[k].outcome = Some(i),
+                None => out.unmatched.push(i),
+            }
+        }
+    }
+    out
+}
+
+/// A client's hold of a lock: from its acquire `ok` to its release `invoke` (the inner bounds
+/// of the time it held the lock, so two sections that overlap certainly overlapped).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CriticalSection {
+    /// The holder.
+    pub client: u32,
+    /// The lock key.
+    pub key: String,
+    /// The fencing token granted with it.
+    pub token: Option<u64>,
+    /// The lease TTL (or validity) the holder was given, ms.
+    pub ttl_ms: Option<u64>,
+    /// Acquire `ok` time, µs, and its event index.
+    pub acquired_us: u64,
+    pub acquired_at: usize,
+    /// Release `invoke` time, µs, and its event index; `None` if the history ended first (the
+    /// section is open to the end).
+    pub released_us: Option<u64>,
+    pub released_at: Option<usize>,
+    /// When the holder was told its lease was lost (`lease_lost`), if it was, and that event.
+    pub lost_us: Option<u64>,
+    pub lost_at: Option<usize>,
+}
+
+/// Every critical section, in grant order.
+pub fn critical_sections(events: &[Event]) -> Vec<CriticalSection> {
+    let mut open: HashMap<u32, usize> = HashMap::new();
+    let mut out: Vec<CriticalSection> = Vec::new();
+    for (i, e) in events.iter().enumerate() {
+        let Some(client) = e.client() else {
+            continue;
+        };
+        match (e.op, e.kind) {
+            (Op::Acquire, EventKind::Ok) => {
+                open.insert(client, out.len());
+                out.push(CriticalSection {
+                    client,
+                    key: e.key.clone(),
+                    token: e.token,
+                    ttl_ms: e.ttl_ms,
+                    acquired_us: e.t_us,
+                    acquired_at: i,
+                    released_us: None,
+                    released_at: None,
+                    lost_us: None,
+                    lost_at: None,
+                });
+            }
+            (Op::LeaseLost, _) => {
+                if let Some(&k) = open.get(&client)
+                    && out[k].lost_at.is_none()
+                {
+                    out[k].lost_us = Some(e.t_us);
+                    out[k].lost_at = Some(i);
+                }
+            }
+            (Op::Release, EventKind::Invoke) => {
+                if let Some(k) = open.remove(&client) {
+                    out[k].released_us = Some(e.t_us);
+                    out[k].released_at = Some(i);
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ev(t: u64, c: u32, kind: EventKind, op: Op) -> Event {
+        Event::new(t, c, kind, op, "k")
+    }
+
+    #[test]
+    fn invokes_pair_with_their_outcomes_and_strays_are_named() {
+        use EventKind::*;
+        let h = vec![
+            ev(0, 0, Invoke, Op::Acquire),
+            ev(1, 1, Invoke, Op::Acquire),
+            ev(2, 0, Ok, Op::Acquire),
+            ev(3, 0, Info, Op::LeaseLost),
+            ev(4, 0, Invoke, Op::Release),
+            ev(5, 0, Ok, Op::Release),
+            ev(6, 2, Fail, Op::Acquire),
+            Event::fault(7, Invoke, "kill", vec!["n1".into()]),
+            Event::fault(8, Ok, "kill", vec!["n1".into()]),
+        ];
+        let o = operations(&h);
+        let pairs: Vec<(usize, Option<usize>)> =
+            o.ops.iter().map(|x| (x.invoke, x.outcome)).collect();
+        assert_eq!(pairs, [(0, Some(2)), (1, None), (4, Some(5)), (7, Some(8))]);
+        assert_eq!(o.unmatched, [6]);
+        assert_eq!(o.ops[3].process, Process::NEMESIS);
+        assert_eq!(o.ops[0].outcome_kind(&h), Some(Ok));
+    }
+
+    #[test]
+    fn sections_run_from_grant_to_release_invoke_with_the_lost_signal() {
+        use EventKind::*;
+        let mut g0 = ev(10, 0, Ok, Op::Acquire);
+        (g0.token, g0.ttl_ms) = (Some(5), Some(2000));
+        let mut g1 = ev(40, 1, Ok, Op::Acquire);
+        g1.token = Some(6);
+        let h = vec![
+            ev(0, 0, Invoke, Op::Acquire),
+            g0,
+            ev(20, 1, Invoke, Op::Acquire),
+            ev(30, 0, Info, Op::LeaseLost),
+            g1,
+            ev(50, 0, Invoke, Op::Release),
+            ev(60, 0, Ok, Op::Release),
+        ];
+        let s = critical_sections(&h);
+        assert_eq!(s.len(), 2);
+        assert_eq!(
+            (
+                s[0].client,
+                s[0].token,
+                s[0].ttl_ms,
+                s[0].acquired_us,
+                s[0].released_us
+            ),
+            (0, Some(5), Some(2000), 10, Some(50))
+        );
+        assert_eq!((s[0].lost_us, s[0].lost_at), (Some(30), Some(3)));
+        assert_eq!((s[0].acquired_at, s[0].released_at), (1, Some(5)));
+        assert_eq!(
+            (s[1].client, s[1].released_us, s[1].lost_us),
+            (1, None, None)
+        );
+    }
+}
