@@ -96,6 +96,12 @@ impl EtcdRecipe {
         self.session.lock().await.as_ref().map(|s| s.id)
     }
 
+    /// When the last renewal of the current lease that the server acknowledged was sent: the
+    /// server keeps the lease until at least this + TTL, and holders are told before that.
+    pub async fn renewed_at(&self) -> Option<Instant> {
+        self.session.lock().await.as_ref().map(|s| s.renewed_at())
+    }
+
     /// The live lease, granting a new one if the last one expired (as etcd's concurrency
     /// package would open a new session).
     async fn live_session(&self, tally: &Tally) -> Result<Arc<EtcdSession>, LockError> {
