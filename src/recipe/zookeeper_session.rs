@@ -68,9 +68,10 @@ pub(super) fn zk_err(what: &str, e: zk::Error) -> LockError {
 /// Fires every held lease's signal when the session ends, or when the connection stays down
 /// for a third of the session timeout. The client notices a silent server after 2/5 of the
 /// session timeout, so by then up to 11/15 of it may have passed since the server last heard
-/// from us: the holder is told before the server can expire the session and grant the lock
-/// elsewhere (with room for clock drift), while a quick reconnect (one node restarted, the
-/// session moved to another) tells nobody.
+/// from us; a follower cut off from the leader drops us after `syncLimit × tickTime`. Under
+/// the session-timeout rule of the recipe's module doc, either way the holder is told before
+/// the leader can expire the session and grant the lock elsewhere, while a quick reconnect
+/// (one node restarted, the session moved to another) tells nobody.
 async fn watch_session(mut states: zk::StateWatcher, holders: Arc<Holders>, grace: Duration) {
     let mut state = states.changed().await;
     loop {
