@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 
 use etcd_client::{Client, LeaseKeepAliveStream, LeaseKeeper};
 
+use super::etcd_cleanup::etcd_err;
 use super::holders::Holders;
 use super::{LockError, RecipeConfig};
 
@@ -42,7 +43,8 @@ impl EtcdSession {
             match tokio::time::timeout(config.request_timeout, c.lease_grant(ttl_secs, None)).await
             {
                 Ok(Ok(g)) => g,
-                Ok(Err(e)) => return Err(LockError::Server(format!("lease grant: {e}"))),
+                // "no leader" during an election is a connection problem: try again.
+                Ok(Err(e)) => return Err(etcd_err("lease grant", e)),
                 Err(_) => {
                     return Err(LockError::Connection(format!(
                         "lease grant got no answer within {:?}: check that the etcd cluster has \
