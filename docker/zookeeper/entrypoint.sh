@@ -2,7 +2,20 @@
 # Generates zoo.cfg from the environment and runs one ZooKeeper server in the foreground.
 #   ZK_MYID       this server's id (1..N)
 #   ZK_SERVERS    "1=host1,2=host2,..." (empty or one entry: standalone)
-#   ZK_TICK_MS    tickTime in ms (default 1000); ZK_HEAP: JVM max heap (default 256m)
+#   ZK_TICK_MS    tickTime in ms (default 250); ZK_SYNC_LIMIT: syncLimit in ticks (default 2)
+#   ZK_MIN_SESSION_MS  minSessionTimeout (default and floor: 2 x (syncLimit + 1) ticks)
+#   ZK_HEAP       JVM max heap (default 256m)
+#
+# Why these numbers: a follower cut off from the leader keeps answering its clients' pings for
+# up to syncLimit x tickTime before it gives up and drops them, and only then does a holder's
+# client hear anything (it then waits a third of the session timeout T before telling the
+# holder). The leader may expire a session from about 0.85 T - tickTime/2 after the cut (its
+# last relayed touch is up to one client ping interval, 0.15 T, plus half a tick old). Telling
+# the holder first needs syncLimit x tick + T/3 < 0.85 T - tick/2, which
+# T >= 2 x (syncLimit + 1) x tickTime satisfies with about half a tick to spare. The server
+# clamps shorter session requests up to this floor, so a lease's ttl (the negotiated timeout)
+# always satisfies the rule. With 250 ms ticks the floor is 1.5 s: the 2 s sessions of the
+# long-hold workload and of the tests are safe (at the old 1 s tick they needed 6 s).
 set -euo pipefail
 myid="${ZK_MYID:-1}"
 data=/data
@@ -10,17 +23,26 @@ data=/data
 mkdir -p "$data" /etc/lockbench
 echo "$myid" > "$data/myid"
 conf=/etc/lockbench/zoo.cfg
+tick="${ZK_TICK_MS:-250}"
+sync="${ZK_SYNC_LIMIT:-2}"
+floor=$(( 2 * (sync + 1) * tick ))
+min_session="${ZK_MIN_SESSION_MS:-$floor}"
+if [ "$min_session" -lt "$floor" ]; then
+  echo "lockbench-entrypoint: ZK_MIN_SESSION_MS=$min_session is below 2 x (syncLimit + 1) x tickTime = $floor ms: a holder could be told after the leader expired its session; using $floor" >&2
+  min_session="$floor"
+fi
 cat > "$conf" <<CFG
-tickTime=${ZK_TICK_MS:-1000}
-initLimit=10
-syncLimit=${ZK_SYNC_LIMIT:-2}
+tickTime=$tick
+# Followers get 10 s to connect and sync with a new leader, whatever the tick.
+initLimit=$(( (10000 + tick - 1) / tick ))
+syncLimit=$sync
 dataDir=$data
 clientPort=2181
 maxClientCnxns=0
 4lw.commands.whitelist=*
 admin.enableServer=false
 quorumListenOnAllIPs=true
-minSessionTimeout=${ZK_MIN_SESSION_MS:-1000}
+minSessionTimeout=$min_session
 maxSessionTimeout=${ZK_MAX_SESSION_MS:-60000}
 CFG
 peers=()

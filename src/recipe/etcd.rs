@@ -5,9 +5,19 @@
 //! Keys: herd holds `<prefix>/<key>`; predecessor and native queue under `<prefix>/<key>/` as
 //! `<lease id in hex>` (so the two interoperate, as both are the concurrency mutex). One client
 //! holds at most one lock per key at a time. Fencing token: the create revision of the key that
-//! holds the lock. All keys carry the client's lease, renewed at TTL/3 (see `etcd_lease`).
+//! holds the lock; a key of ours found already queued is a leftover, removed and created anew,
+//! so no two attempts share a token. All keys carry the client's lease, renewed at TTL/3 (see
+//! `etcd_lease`), and herd and queue keys carry the id of the attempt that wrote them (a random
+//! u64 in hex) as their value: every take-back compares it, so a clean-up never removes a lock
+//! this client holds under the same lease.
+//!
+//! The server-side Lock writes its key itself (no value of ours to compare) and may still grant
+//! it after we gave up, so a failed native acquire revokes the lease: that removes the key and
+//! anything that lands later, ends every other lock held under the lease (their holders are
+//! told), and the next acquire grants a fresh lease.
 
-use std::sync::Arc;
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use etcd_client::{
@@ -33,15 +43,38 @@ pub struct EtcdRecipe {
     session: tokio::sync::Mutex<Option<Arc<EtcdSession>>>,
     /// Our keys whose removal got no answer, with the guard that keeps the retry safe; the next
     /// acquire retries them, as they would hold the lock (herd) or a stale queue place.
-    orphans: std::sync::Mutex<Vec<(String, Option<Compare>)>>,
+    orphans: Mutex<Vec<(String, Option<Compare>)>>,
+    /// Values (attempt ids) of the keys that hold locks of this client now: a clean-up never
+    /// removes them.
+    live: Mutex<HashSet<String>>,
 }
 
 /// What `release` needs: the key that holds the lock and its create revision.
 struct Handle {
     key: String,
     create_revision: i64,
+    /// The value our key carries (empty for native: the server writes the key).
+    value: String,
     holders: Arc<Holders>,
     holder: u64,
+}
+
+/// The value a herd or queue key of one attempt carries: its attempt id. The lease alone does
+/// not tell attempts apart, and a client may hold one key while acquiring another.
+fn attempt_value() -> String {
+    format!("{:016x}", rand::random::<u64>())
+}
+
+/// The guard of a take-back: the key still carries this attempt's value.
+fn carries(key: &str, value: &str) -> Compare {
+    Compare::value(key, CompareOp::Equal, value)
+}
+
+/// The error for acquiring a key this client already holds (one acquisition per key per client).
+fn already_held(key: &str) -> LockError {
+    LockError::Server(format!(
+        "this client already holds '{key}': release it before acquiring it again"
+    ))
 }
 
 impl EtcdRecipe {
@@ -87,13 +120,20 @@ impl EtcdRecipe {
             client,
             config,
             session: tokio::sync::Mutex::new(Some(Arc::new(session))),
-            orphans: std::sync::Mutex::new(Vec::new()),
+            orphans: Mutex::new(Vec::new()),
+            live: Mutex::new(HashSet::new()),
         })
     }
 
     /// The current lease id, e.g. for a test that revokes it to expire this client's locks.
     pub async fn lease_id(&self) -> Option<i64> {
         self.session.lock().await.as_ref().map(|s| s.id)
+    }
+
+    /// When the last renewal of the current lease that the server acknowledged was sent: the
+    /// server keeps the lease until at least this + TTL, and holders are told before that.
+    pub async fn renewed_at(&self) -> Option<Instant> {
+        self.session.lock().await.as_ref().map(|s| s.renewed_at())
     }
 
     /// The live lease, granting a new one if the last one expired (as etcd's concurrency
@@ -146,15 +186,56 @@ impl EtcdRecipe {
         format!("{}/{}", self.config.prefix.trim_end_matches('/'), key)
     }
 
+    fn is_live(&self, value: &[u8]) -> bool {
+        let live = self.live.lock().unwrap_or_else(|e| e.into_inner());
+        live.contains(String::from_utf8_lossy(value).as_ref())
+    }
+
+    /// Removes a key of our lease that an earlier attempt left (a lost answer): guarded by its
+    /// create revision and value, so neither a newer incarnation nor a lock we hold can go.
+    async fn remove_leftover(
+        &self,
+        key: &str,
+        target: &str,
+        kv: &etcd_client::KeyValue,
+        budget: &Budget,
+        tally: &Tally,
+    ) -> Result<(), LockError> {
+        if !kv.value().is_empty() && self.is_live(kv.value()) {
+            return Err(already_held(key));
+        }
+        let txn = Txn::new()
+            .when([
+                Compare::create_revision(target, CompareOp::Equal, kv.create_revision()),
+                Compare::value(target, CompareOp::Equal, kv.value().to_vec()),
+            ])
+            .and_then([TxnOp::delete(target, None)]);
+        tally.requests(1);
+        let mut c = self.client.clone();
+        budget
+            .run("delete txn", c.txn(txn))
+            .await?
+            .map_err(|e| etcd_err("leftover delete", e))?;
+        Ok(())
+    }
+
+    #[allow(clippy::too_many_arguments)]
     fn lease(
         &self,
         key: &str,
         session: &EtcdSession,
         held_key: String,
         rev: i64,
+        value: String,
         tally: &Tally,
         queued: bool,
     ) -> Lease {
+        if !value.is_empty() {
+            self.live
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert(value.clone());
+        }
         let (holder, lost) = session.holders.register();
         Lease {
             key: key.to_string(),
@@ -169,6 +250,7 @@ impl EtcdRecipe {
             handle: Box::new(Handle {
                 key: held_key,
                 create_revision: rev,
+                value,
                 holders: session.holders.clone(),
                 holder,
             }),
@@ -189,14 +271,18 @@ impl EtcdRecipe {
         // happened before an attempt only costs one retry.
         let mut watch: Option<WatchStream> = None;
         let mut c = self.client.clone();
+        let value = attempt_value();
         loop {
+            // A failed attempt reads the holder's key in the same round trip: one of our own
+            // lease is a leftover of an earlier attempt, which we would otherwise wait for.
             let txn = Txn::new()
                 .when([Compare::create_revision(name.as_str(), CompareOp::Equal, 0)])
                 .and_then([TxnOp::put(
                     name.as_str(),
-                    format!("{:x}", session.id),
+                    value.as_str(),
                     Some(PutOptions::new().with_lease(session.id)),
-                )]);
+                )])
+                .or_else([TxnOp::get(name.as_str(), None)]);
             tally.requests(1);
             let answer = budget
                 .run("txn", c.txn(txn))
@@ -207,7 +293,7 @@ impl EtcdRecipe {
                 Err(e) => {
                     if maybe_applied(&e) {
                         // The put may have landed after all: take back a lock we may hold.
-                        let ours = Compare::lease(name.as_str(), CompareOp::Equal, session.id);
+                        let ours = carries(&name, &value);
                         self.take_back(key, &name, Some(ours)).await;
                     }
                     return Err(e);
@@ -215,7 +301,14 @@ impl EtcdRecipe {
             };
             if resp.succeeded() {
                 let rev = resp.header().map(|h| h.revision()).unwrap_or(0);
-                return Ok(self.lease(key, &session, name, rev, tally, false));
+                return Ok(self.lease(key, &session, name, rev, value, tally, false));
+            }
+            if let Some(TxnOpResponse::Get(g)) = resp.op_responses().first()
+                && let Some(kv) = g.kvs().first()
+                && kv.lease() == session.id
+            {
+                self.remove_leftover(key, &name, kv, budget, tally).await?;
+                continue;
             }
             let Some(w) = watch.as_mut() else {
                 tally.requests(1);
@@ -245,37 +338,44 @@ impl EtcdRecipe {
         let dir = format!("{}/", self.lock_name(key));
         let mine = format!("{dir}{:x}", session.id);
         let mut c = self.client.clone();
-        // Take a place in the queue, or find the one this lease already has.
-        let txn = Txn::new()
-            .when([Compare::create_revision(mine.as_str(), CompareOp::Equal, 0)])
-            .and_then([TxnOp::put(
-                mine.as_str(),
-                "",
-                Some(PutOptions::new().with_lease(session.id)),
-            )])
-            .or_else([TxnOp::get(mine.as_str(), None)]);
-        tally.requests(1);
-        let answer = budget
-            .run("txn", c.txn(txn))
-            .await
-            .and_then(|r| r.map_err(|e| etcd_err("queue txn", e)));
-        let resp = match answer {
-            Ok(r) => r,
-            Err(e) => {
-                if maybe_applied(&e) {
-                    // Our queue key may exist after all: leave nothing behind.
-                    let ours = Compare::lease(mine.as_str(), CompareOp::Equal, session.id);
-                    self.take_back(key, &mine, Some(ours)).await;
+        let value = attempt_value();
+        // Take a place in the queue. A key this lease already has there is a leftover of an
+        // earlier attempt: remove it and queue anew, so every attempt gets a fresh create
+        // revision (its fencing token) rather than reusing a stale one.
+        let my_rev = loop {
+            let txn = Txn::new()
+                .when([Compare::create_revision(mine.as_str(), CompareOp::Equal, 0)])
+                .and_then([TxnOp::put(
+                    mine.as_str(),
+                    value.as_str(),
+                    Some(PutOptions::new().with_lease(session.id)),
+                )])
+                .or_else([TxnOp::get(mine.as_str(), None)]);
+            tally.requests(1);
+            let answer = budget
+                .run("txn", c.txn(txn))
+                .await
+                .and_then(|r| r.map_err(|e| etcd_err("queue txn", e)));
+            let resp = match answer {
+                Ok(r) => r,
+                Err(e) => {
+                    if maybe_applied(&e) {
+                        // Our queue key may exist after all: leave nothing behind.
+                        self.take_back(key, &mine, Some(carries(&mine, &value)))
+                            .await;
+                    }
+                    return Err(e);
                 }
-                return Err(e);
+            };
+            if resp.succeeded() {
+                break resp.header().map(|h| h.revision()).unwrap_or(0);
             }
-        };
-        let my_rev = if resp.succeeded() {
-            resp.header().map(|h| h.revision()).unwrap_or(0)
-        } else {
             match resp.op_responses().first() {
-                Some(TxnOpResponse::Get(g)) => g.kvs().first().map_or(0, |kv| kv.create_revision()),
-                _ => 0,
+                Some(TxnOpResponse::Get(g)) => match g.kvs().first() {
+                    Some(kv) => self.remove_leftover(key, &mine, kv, budget, tally).await?,
+                    None => continue, // gone between the compare and the read
+                },
+                _ => break 0,
             }
         };
         if my_rev == 0 {
@@ -285,18 +385,10 @@ impl EtcdRecipe {
         }
         let poll = self.config.fallback_poll;
         match wait_deletes(&self.client, &dir, &mine, my_rev, budget, poll, tally).await {
-            Ok(()) => Ok(self.lease(key, &session, mine, my_rev, tally, true)),
+            Ok(()) => Ok(self.lease(key, &session, mine, my_rev, value, tally, true)),
             Err(e) => {
-                self.take_back(
-                    key,
-                    &mine,
-                    Some(Compare::create_revision(
-                        mine.as_str(),
-                        CompareOp::Equal,
-                        my_rev,
-                    )),
-                )
-                .await;
+                self.take_back(key, &mine, Some(carries(&mine, &value)))
+                    .await;
                 Err(e)
             }
         }
@@ -320,13 +412,10 @@ impl EtcdRecipe {
                 Some(LockOptions::new().with_lease(session.id)),
             ))
             .await;
-        // The server queues `<name>/<lease hex>` for us, so that is what a failure leaves.
-        let queue_key = format!("{name}/{:x}", session.id);
         let resp = match locked.and_then(|r| r.map_err(|e| etcd_err("lock", e))) {
             Ok(r) => r,
             Err(e) => {
-                let ours = Compare::lease(queue_key.as_str(), CompareOp::Equal, session.id);
-                self.take_back(key, &queue_key, Some(ours)).await;
+                self.abandon_lease(&session, &e).await;
                 return Err(e);
             }
         };
@@ -343,8 +432,7 @@ impl EtcdRecipe {
         {
             Ok(r) => r.kvs().first().map_or(0, |kv| kv.create_revision()),
             Err(e) => {
-                let ours = Compare::lease(held.as_str(), CompareOp::Equal, session.id);
-                self.take_back(key, &held, Some(ours)).await;
+                self.abandon_lease(&session, &e).await;
                 return Err(e);
             }
         };
@@ -354,7 +442,23 @@ impl EtcdRecipe {
                 why: "the lock key vanished right after Lock returned (lease expired?)".into(),
             });
         }
-        Ok(self.lease(key, &session, held, rev, tally, true))
+        Ok(self.lease(key, &session, held, rev, String::new(), tally, true))
+    }
+
+    /// After a failed server-side Lock: the server runs the queue and may still put or grant
+    /// our key after we gave up (the RPC is not cancelled on the server), and that key carries
+    /// no value of ours to guard a delete with. Revoking the lease removes it and anything that
+    /// lands later; the next acquire grants a fresh lease. Other locks held under this lease
+    /// go too, and their holders are told.
+    async fn abandon_lease(&self, session: &EtcdSession, why: &LockError) {
+        let mut c = self.client.clone();
+        let limit = self.config.request_timeout;
+        // No answer: the keep-alive stops with the retired session, so the lease and its keys
+        // end within a TTL.
+        let _ = tokio::time::timeout(limit, c.lease_revoke(session.id)).await;
+        session
+            .holders
+            .lose_all(&format!("lease revoked after a failed Lock: {why}"));
     }
 }
 
@@ -395,6 +499,10 @@ impl Recipe for EtcdRecipe {
     async fn release(&self, lease: Lease) -> Result<(), LockError> {
         let h = super::own_handle::<Handle>(lease.handle, &lease.key, System::Etcd)?;
         h.holders.forget(h.holder);
+        self.live
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&h.value);
         // Delete only the incarnation of the key we created: after our lease expired, the same
         // name may hold someone else's lock. (Native locks too: Unlock would delete blindly.)
         let ours = Compare::create_revision(h.key.as_str(), CompareOp::Equal, h.create_revision);

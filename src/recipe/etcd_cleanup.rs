@@ -22,6 +22,13 @@ pub(super) fn etcd_err(what: &str, e: etcd_client::Error) -> LockError {
                 why: format!("{}; the next acquire grants a new lease", s.message()),
             }
         }
+        // A connection that broke mid-request surfaces as status UNKNOWN (2), "transport error":
+        // the request may have landed.
+        etcd_client::Error::GRpcStatus(s)
+            if i32::from(s.code()) == 2 && s.message().contains("transport error") =>
+        {
+            LockError::Connection(format!("{what}: {}", s.message()))
+        }
         etcd_client::Error::TransportError(t) => LockError::Connection(format!("{what}: {t}")),
         etcd_client::Error::IoError(t) => LockError::Connection(format!("{what}: {t}")),
         other => LockError::Server(format!("{what}: {other}")),

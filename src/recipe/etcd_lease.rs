@@ -1,11 +1,12 @@
 //! The etcd lease behind one lock client (etcd's "session"), and the keep-alive task that renews
 //! it at TTL/3 and tells every holder when it is gone.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use etcd_client::{Client, LeaseKeepAliveStream, LeaseKeeper};
 
+use super::etcd_cleanup::etcd_err;
 use super::holders::Holders;
 use super::{LockError, RecipeConfig};
 
@@ -17,6 +18,8 @@ pub(crate) struct EtcdSession {
     pub(crate) ttl: Duration,
     /// Held leases to tell when the lease is gone.
     pub(crate) holders: Arc<Holders>,
+    /// When the last renewal the server acknowledged was sent (the grant request at first).
+    renewed_at: Arc<Mutex<Instant>>,
     task: tokio::task::JoinHandle<()>,
 }
 
@@ -40,7 +43,8 @@ impl EtcdSession {
             match tokio::time::timeout(config.request_timeout, c.lease_grant(ttl_secs, None)).await
             {
                 Ok(Ok(g)) => g,
-                Ok(Err(e)) => return Err(LockError::Server(format!("lease grant: {e}"))),
+                // "no leader" during an election is a connection problem: try again.
+                Ok(Err(e)) => return Err(etcd_err("lease grant", e)),
                 Err(_) => {
                     return Err(LockError::Connection(format!(
                         "lease grant got no answer within {:?}: check that the etcd cluster has \
@@ -51,21 +55,29 @@ impl EtcdSession {
             };
         let ttl = Duration::from_secs(granted.ttl().max(1) as u64);
         let holders = Arc::new(Holders::default());
+        let renewed_at = Arc::new(Mutex::new(sent));
         let task = tokio::spawn(keep_alive(
             client.clone(),
             granted.id(),
             ttl,
-            sent,
             config.request_timeout,
             config.renew,
             holders.clone(),
+            renewed_at.clone(),
         ));
         Ok(EtcdSession {
             id: granted.id(),
             ttl,
             holders,
+            renewed_at,
             task,
         })
+    }
+
+    /// When the last renewal the server acknowledged was sent: the server keeps the lease at
+    /// least until this + TTL, and holders are told `drift(ttl)` before that.
+    pub(crate) fn renewed_at(&self) -> Instant {
+        *self.renewed_at.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// True once the lease is known to be gone.
@@ -74,28 +86,37 @@ impl EtcdSession {
     }
 }
 
+/// The clock-drift allowance Redis and Redlock use too (the Redlock spec's 1 % of the TTL +
+/// 2 ms): our timer and the server's may run at slightly different rates, and ours may fire a
+/// little late, so the holder is told this much before the TTL ends by our clock.
+pub(crate) fn drift(ttl: Duration) -> Duration {
+    ttl / 100 + Duration::from_millis(2)
+}
+
 /// Renews lease `id` every `ttl / 3`. The server counts the TTL from when a renewal reaches it,
 /// which is after we sent it, so the lease is certainly alive until `last sent + ttl`: if no
-/// renewal succeeds by then (or the server says the lease is gone), every holder is told.
+/// renewal succeeds by then less the drift allowance (or the server says the lease is gone),
+/// every holder is told.
 async fn keep_alive(
     mut client: Client,
     id: i64,
     ttl: Duration,
-    granted_at: Instant,
     request_timeout: Duration,
     renew: bool,
     holders: Arc<Holders>,
+    renewed_at: Arc<Mutex<Instant>>,
 ) {
+    let valid = ttl.saturating_sub(drift(ttl));
+    let mut alive_since = *renewed_at.lock().unwrap_or_else(|e| e.into_inner());
     if !renew {
-        tokio::time::sleep_until((granted_at + ttl).into()).await;
+        tokio::time::sleep_until((alive_since + valid).into()).await;
         holders.lose_all("lease TTL ran out (renew is off)");
         return;
     }
-    let mut alive_since = granted_at;
     let mut stream: Option<(LeaseKeeper, LeaseKeepAliveStream)> = None;
     loop {
         // Never wait past the moment the lease may be gone, so the holder hears it in time.
-        let give_up = alive_since + ttl;
+        let give_up = alive_since + valid;
         tokio::time::sleep_until((Instant::now() + ttl / 3).min(give_up).into()).await;
         let sent = Instant::now();
         let limit = (sent + request_timeout).min(give_up).into();
@@ -127,18 +148,32 @@ async fn keep_alive(
             }
         };
         match renewed {
-            Ok(true) => alive_since = sent,
+            Ok(true) => {
+                alive_since = sent;
+                *renewed_at.lock().unwrap_or_else(|e| e.into_inner()) = sent;
+            }
             Ok(false) => {}
             Err(why) => {
                 holders.lose_all(&format!("etcd lease {id:x}: {why}"));
                 return;
             }
         }
-        if Instant::now() >= alive_since + ttl {
+        if Instant::now() >= alive_since + valid {
             holders.lose_all(&format!(
                 "etcd lease {id:x} was not renewed for a whole TTL ({ttl:?})"
             ));
             return;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn drift_is_the_redlock_allowance() {
+        assert_eq!(drift(Duration::from_secs(10)), Duration::from_millis(102));
+        assert_eq!(drift(Duration::from_secs(2)), Duration::from_millis(22));
     }
 }

@@ -1,17 +1,33 @@
 //! ZooKeeper locks, after the ZooKeeper "Locks" recipe and Curator's `LockInternals`.
 //!
-//! - **herd**: everyone creates the same ephemeral node `<prefix>/<key>/lock`; losers watch the
-//!   children of `<prefix>/<key>` and all retry on every change.
+//! - **herd**: everyone creates the same ephemeral node `<prefix>/<key>/lock`; losers watch
+//!   that node and all retry on every release.
 //! - **predecessor**: everyone creates an ephemeral sequential
 //!   `<prefix>/<key>/<session id hex>-lock-NNNNNNNNNN`; the lowest sequence number holds, each
 //!   other waiter watches only the node just below its own. The session id in the name (like
 //!   Curator's protected mode) lets a client find nodes of its own that a lost answer left
 //!   behind, which would otherwise make it wait for itself.
 //!
+//! Every lock node carries the id of the attempt that made it (a random u64, in hex) as its
+//! data. A clean-up reads data and version and deletes that version only if the data is the
+//! one it means: a take-back removes its own attempt's node, a leftover sweep removes nodes of
+//! earlier attempts but never one of a lock this client holds, as a client may hold one key
+//! while acquiring another.
+//!
 //! The two strategies use different node names, so they do not exclude each other: use one
 //! strategy per key, and one acquisition per key at a time per client. Fencing token: the lock
-//! node's czxid. One recipe value has one session at a time; sessions are detached, so [`Recipe::crash`] leaves it to expire on the server as a dead
-//! process's would.
+//! node's czxid. One recipe value has one session at a time; sessions are detached, so
+//! [`Recipe::crash`] leaves it to expire on the server as a dead process's would.
+//!
+//! **The session-timeout rule.** A holder is told its lock may be gone when its session ends,
+//! or when its connection stays down for a third of the session timeout T. A follower cut off
+//! from the leader keeps answering pings for up to `syncLimit × tickTime` before it drops its
+//! clients, while the leader may expire the session about 0.85 T − tickTime/2 after the cut.
+//! So the holder is told first only if `T ≥ 2 × (syncLimit + 1) × tickTime`; the suite's image
+//! (250 ms ticks, syncLimit 2) sets `minSessionTimeout` to that floor (1.5 s), so the server
+//! raises any shorter request and a lease's `ttl` (the negotiated timeout) always obeys it.
+//! Against another ensemble, choose T by the same rule (with the defaults of 2 s ticks and
+//! syncLimit 5: T ≥ 24 s).
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
@@ -22,8 +38,8 @@ use zookeeper_client as zk;
 use super::deadline::Budget;
 use super::holders::Holders;
 use super::zookeeper_session::{
-    SEQ_PREFIX, ZkSession, delete_own, idempotent, maybe_applied, open_session, sequence,
-    session_tag, sweep_own, zk_err,
+    Mine, SEQ_PREFIX, ZkSession, attempt_data, attempt_of, delete_own, idempotent, is_live,
+    maybe_applied, open_session, sequence, session_tag, sweep_own, zk_err,
 };
 use super::{Lease, LockError, Recipe, RecipeConfig, Strategy, Tally, check_strategy};
 use crate::system::System;
@@ -41,21 +57,25 @@ pub struct ZookeeperRecipe {
     parents: Mutex<HashSet<String>>,
     /// Our nodes that a release or a failed acquire could not remove; see [`Orphan`].
     orphans: Mutex<Vec<Orphan>>,
+    /// Attempt ids of the locks this client holds now: a clean-up never removes their nodes.
+    live: Mutex<HashSet<u64>>,
 }
 
 /// A lock node of ours whose removal got no answer. The next acquire retries it: while the
 /// session lives, the node would hold the lock (herd) or block our own new node (predecessor).
 struct Orphan {
     path: String,
-    czxid: Option<i64>,
+    /// The attempt whose node it is: the retry removes that node and no other, so it cannot
+    /// touch a lock this client took later under the same name.
+    attempt: u64,
     session_id: i64,
 }
 
-/// What `release` needs: the node, the czxid that proves it is still ours, and the session
-/// that created it.
+/// What `release` needs: the node, the attempt id its data carries (which proves it is still
+/// the node we created), and the session that created it.
 struct Handle {
     path: String,
-    czxid: i64,
+    attempt: u64,
     session_id: i64,
     holders: Arc<Holders>,
     holder: u64,
@@ -73,6 +93,7 @@ impl ZookeeperRecipe {
             session: tokio::sync::Mutex::new(Arc::new(session)),
             parents: Mutex::new(HashSet::new()),
             orphans: Mutex::new(Vec::new()),
+            live: Mutex::new(HashSet::new()),
         })
     }
 
@@ -99,21 +120,25 @@ impl ZookeeperRecipe {
         Ok(fresh)
     }
 
-    /// Removes our node after a failed acquisition; remembers it if the server did not answer.
-    async fn take_back(&self, s: &ZkSession, key: &str, path: &str, czxid: Option<i64>) {
+    /// Removes the node of `attempt` after a failed acquisition; remembers it if the server
+    /// did not answer.
+    async fn take_back(&self, s: &ZkSession, key: &str, path: &str, attempt: u64) {
         let budget = Budget::cleanup(key, self.config.request_timeout, 2);
-        if delete_own(s, path, czxid, &budget).await.is_err() {
-            self.orphan(path, czxid, s.client.session_id().0);
+        if delete_own(s, path, Mine::Attempt(attempt), &self.live, &budget)
+            .await
+            .is_err()
+        {
+            self.orphan(path, attempt, s.client.session_id().0);
         }
     }
 
-    fn orphan(&self, path: &str, czxid: Option<i64>, session_id: i64) {
+    fn orphan(&self, path: &str, attempt: u64, session_id: i64) {
         self.orphans
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .push(Orphan {
                 path: path.to_string(),
-                czxid,
+                attempt,
                 session_id,
             });
     }
@@ -127,7 +152,7 @@ impl ZookeeperRecipe {
         let s = self.session.lock().await.clone();
         for o in orphans {
             if o.session_id == s.client.session_id().0 && s.holders.dead().is_none() {
-                self.take_back(&s, &o.path, &o.path, o.czxid).await;
+                self.take_back(&s, &o.path, &o.path, o.attempt).await;
             }
         }
     }
@@ -176,15 +201,21 @@ impl ZookeeperRecipe {
             .contains(dir)
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn lease(
         &self,
         s: &ZkSession,
         key: &str,
         path: String,
         czxid: i64,
+        attempt: u64,
         tally: &Tally,
         queue: Option<u64>,
     ) -> Lease {
+        self.live
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(attempt);
         let (holder, lost) = s.holders.register();
         Lease {
             key: key.to_string(),
@@ -198,7 +229,7 @@ impl ZookeeperRecipe {
             lost,
             handle: Box::new(Handle {
                 path,
-                czxid,
+                attempt,
                 session_id: s.client.session_id().0,
                 holders: s.holders.clone(),
                 holder,
@@ -217,10 +248,13 @@ impl ZookeeperRecipe {
         self.ensure_dir(s, &dir, budget, tally).await?;
         let path = format!("{dir}/{HERD_NODE}");
         let opts = zk::CreateMode::Ephemeral.with_acls(zk::Acls::anyone_all());
+        let attempt: u64 = rand::random();
+        let data = attempt_data(attempt);
         loop {
+            // The attempt id makes this create safe to repeat after a lost connection: a node
+            // that carries it is ours, found below.
             tally.requests(1);
-            let created = budget
-                .run("create", s.client.create(&path, b"", &opts))
+            let created = idempotent(budget, "create", || s.client.create(&path, &data, &opts))
                 .await
                 .and_then(|r| match r {
                     Ok(created) => Ok(Some(created)),
@@ -229,29 +263,36 @@ impl ZookeeperRecipe {
                 });
             match created {
                 Ok(Some((stat, _))) => {
-                    return Ok(self.lease(s, key, path, stat.czxid, tally, None));
+                    return Ok(self.lease(s, key, path, stat.czxid, attempt, tally, None));
                 }
                 Ok(None) => {}
                 Err(e) => {
                     if maybe_applied(&e) {
                         // The create may have landed after all: take back a lock we may hold.
-                        self.take_back(s, key, &path, None).await;
+                        self.take_back(s, key, &path, attempt).await;
                     }
                     return Err(e);
                 }
             }
-            // Watch the directory, not the node: every waiter hears every change, the herd.
+            // Every waiter watches the one lock node and hears every release: the herd. Its
+            // data and owner also show a node our own session left behind, which we would
+            // otherwise wait for until the deadline.
             tally.requests(1);
-            let (children, watcher) = match idempotent(budget, "getChildren", || {
-                s.client.list_and_watch_children(&dir)
-            })
-            .await?
+            let (data, stat, watcher) =
+                match idempotent(budget, "getData", || s.client.get_and_watch_data(&path)).await? {
+                    Ok(r) => r,
+                    Err(zk::Error::NoNode) => continue, // released between our create and our read
+                    Err(e) => return Err(zk_err(&path, e)),
+                };
+            if stat.ephemeral_owner == s.client.session_id().0 && attempt_of(&data) == Some(attempt)
             {
-                Ok(r) => r,
-                Err(e) => return Err(zk_err(&dir, e)),
-            };
-            if !children.iter().any(|c| c == HERD_NODE) {
-                continue; // released between our create and our read
+                // Our create landed although its answer was lost.
+                return Ok(self.lease(s, key, path, stat.czxid, attempt, tally, None));
+            }
+            if stat.ephemeral_owner == s.client.session_id().0 {
+                self.remove_leftover(s, key, &path, &data, attempt, budget, tally)
+                    .await?;
+                continue;
             }
             let poll = self.config.fallback_poll;
             tokio::select! {
@@ -275,33 +316,67 @@ impl ZookeeperRecipe {
         tally.requests(1);
         let tag = session_tag(s);
         let base = format!("{dir}/{tag}{SEQ_PREFIX}");
+        let attempt: u64 = rand::random();
         let created = budget
-            .run("create", s.client.create(&base, b"", &opts))
+            .run(
+                "create",
+                s.client.create(&base, &attempt_data(attempt), &opts),
+            )
             .await
             .and_then(|r| r.map_err(|e| zk_err(&base, e)));
         let (stat, seq) = match created {
             Ok(r) => r,
             Err(e) => {
                 if maybe_applied(&e) {
-                    // The node may exist under a name we never learnt: find it by our tag.
+                    // The node may exist under a name we never learnt: find it by our tag and
+                    // this attempt's id.
                     let cleanup = Budget::cleanup(key, self.config.request_timeout, 3);
-                    let _ = sweep_own(s, &dir, None, &cleanup).await;
+                    let _ = sweep_own(s, &dir, Mine::Attempt(attempt), &self.live, &cleanup).await;
                 }
                 return Err(e);
             }
         };
         let me = seq.into_i64();
         let path = format!("{base}{seq}");
-        let waited = self.wait_turn(s, &dir, me, budget, tally).await;
+        let waited = self.wait_turn(s, &dir, me, attempt, budget, tally).await;
         match waited {
-            Ok(()) => Ok(self.lease(s, key, path, stat.czxid, tally, Some(me as u64))),
+            Ok(()) => Ok(self.lease(s, key, path, stat.czxid, attempt, tally, Some(me as u64))),
             Err(e) => {
                 // Leave nothing behind: our node would otherwise block the queue until the
                 // session ends. The acquire deadline is spent, so the delete gets its own.
-                self.take_back(s, key, &path, Some(stat.czxid)).await;
+                self.take_back(s, key, &path, attempt).await;
                 Err(e)
             }
         }
+    }
+
+    /// A herd node of our own session that is not this attempt's: a leftover of an earlier
+    /// attempt (removed, guarded by its data and version), or a lock this client holds (an
+    /// error: acquiring it again would wait for ourselves).
+    #[allow(clippy::too_many_arguments)]
+    async fn remove_leftover(
+        &self,
+        s: &ZkSession,
+        key: &str,
+        path: &str,
+        data: &[u8],
+        attempt: u64,
+        budget: &Budget,
+        tally: &Tally,
+    ) -> Result<(), LockError> {
+        if attempt_of(data).is_some_and(|a| is_live(&self.live, a)) {
+            return Err(already_held(key));
+        }
+        tally.requests(2);
+        delete_own(
+            s,
+            path,
+            Mine::Leftover { current: attempt },
+            &self.live,
+            budget,
+        )
+        .await?;
+        Ok(())
     }
 
     /// Waits until our sequence number `me` is the lowest in `dir`, watching only the node just
@@ -312,9 +387,11 @@ impl ZookeeperRecipe {
         s: &ZkSession,
         dir: &str,
         me: i64,
+        attempt: u64,
         budget: &Budget,
         tally: &Tally,
     ) -> Result<(), LockError> {
+        let mut swept = false;
         loop {
             tally.requests(1);
             let children =
@@ -328,11 +405,21 @@ impl ZookeeperRecipe {
                 .collect();
             queue.sort();
             let tag = session_tag(s);
-            if queue.iter().any(|(n, c)| *n != me && c.starts_with(&tag)) {
+            let own = queue
+                .iter()
+                .filter(|(n, c)| *n != me && c.starts_with(&tag))
+                .count() as u64;
+            if own > 0 {
                 // Leftovers of ours (a lost answer to a create or delete): we would wait for
-                // ourselves. Remove them and read the queue again.
-                tally.requests(2);
-                sweep_own(s, dir, Some(me), budget).await?;
+                // ourselves. Remove them (never a node of this attempt or of a lock we hold)
+                // and read the queue again. A node of ours that stays is a lock we hold.
+                if swept {
+                    return Err(already_held(dir));
+                }
+                swept = true;
+                tally.requests(1 + 2 * own);
+                let leftover = Mine::Leftover { current: attempt };
+                sweep_own(s, dir, leftover, &self.live, budget).await?;
                 continue;
             }
             let Some(pos) = queue.iter().position(|(n, _)| *n == me) else {
@@ -363,6 +450,13 @@ impl ZookeeperRecipe {
             }
         }
     }
+}
+
+/// The error for acquiring a key this client already holds (one acquisition per key per client).
+fn already_held(key: &str) -> LockError {
+    LockError::Server(format!(
+        "this client already holds '{key}' or is acquiring it: release it before acquiring it again"
+    ))
 }
 
 impl Recipe for ZookeeperRecipe {
@@ -401,15 +495,19 @@ impl Recipe for ZookeeperRecipe {
         if s.client.session_id().0 != h.session_id || s.holders.dead().is_some() {
             return Err(lost("the session that held it has ended"));
         }
+        self.live
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&h.attempt);
         let budget = Budget::cleanup(&lease.key, self.config.request_timeout, 3);
-        match delete_own(&s, &h.path, Some(h.czxid), &budget).await {
+        match delete_own(&s, &h.path, Mine::Attempt(h.attempt), &self.live, &budget).await {
             Ok(true) => Ok(()),
             Ok(false) => Err(lost(
                 "the lock node is gone or now belongs to another session",
             )),
             Err(e) => {
                 if e.is_indeterminate() {
-                    self.orphan(&h.path, Some(h.czxid), h.session_id);
+                    self.orphan(&h.path, h.attempt, h.session_id);
                 }
                 Err(e)
             }

@@ -1,7 +1,8 @@
 //! One ZooKeeper session of the lock recipe, and the node operations that must stay safe when
 //! answers get lost: deleting only our own nodes, finding our leftovers by the session tag.
 
-use std::sync::Arc;
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use zookeeper_client as zk;
@@ -68,9 +69,10 @@ pub(super) fn zk_err(what: &str, e: zk::Error) -> LockError {
 /// Fires every held lease's signal when the session ends, or when the connection stays down
 /// for a third of the session timeout. The client notices a silent server after 2/5 of the
 /// session timeout, so by then up to 11/15 of it may have passed since the server last heard
-/// from us: the holder is told before the server can expire the session and grant the lock
-/// elsewhere (with room for clock drift), while a quick reconnect (one node restarted, the
-/// session moved to another) tells nobody.
+/// from us; a follower cut off from the leader drops us after `syncLimit × tickTime`. Under
+/// the session-timeout rule of the recipe's module doc, either way the holder is told before
+/// the leader can expire the session and grant the lock elsewhere, while a quick reconnect
+/// (one node restarted, the session moved to another) tells nobody.
 async fn watch_session(mut states: zk::StateWatcher, holders: Arc<Holders>, grace: Duration) {
     let mut state = states.changed().await;
     loop {
@@ -108,11 +110,39 @@ pub(super) fn sequence(name: &str) -> Option<i64> {
     name.rsplit_once(SEQ_PREFIX)?.1.parse().ok()
 }
 
-/// Deletes this session's queue nodes in `dir` other than sequence `keep`.
+/// Which of our session's nodes a clean-up may remove, told apart by the attempt id every lock
+/// node carries as its data: the session alone does not say which attempt made a node, and a
+/// client may hold one key while acquiring another.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Mine {
+    /// Only the node of this attempt (a take-back, a release).
+    Attempt(u64),
+    /// A leftover: a node of our session made by an earlier attempt on this key, never one
+    /// made by `current` nor by any attempt in `live` (locks this client holds).
+    Leftover { current: u64 },
+}
+
+/// The data of a lock node made by `attempt`.
+pub(super) fn attempt_data(attempt: u64) -> Vec<u8> {
+    format!("{attempt:016x}").into_bytes()
+}
+
+/// The attempt id a lock node's data names, if it names one.
+pub(super) fn attempt_of(data: &[u8]) -> Option<u64> {
+    u64::from_str_radix(std::str::from_utf8(data).ok()?, 16).ok()
+}
+
+/// Whether attempt `id` holds a lock of this client now.
+pub(super) fn is_live(live: &Mutex<HashSet<u64>>, id: u64) -> bool {
+    live.lock().unwrap_or_else(|e| e.into_inner()).contains(&id)
+}
+
+/// Deletes this session's queue nodes in `dir` that `which` allows.
 pub(super) async fn sweep_own(
     s: &ZkSession,
     dir: &str,
-    keep: Option<i64>,
+    which: Mine,
+    live: &Mutex<HashSet<u64>>,
     budget: &Budget,
 ) -> Result<(), LockError> {
     let children = match idempotent(budget, "getChildren", || s.client.list_children(dir)).await? {
@@ -121,31 +151,41 @@ pub(super) async fn sweep_own(
     };
     let tag = session_tag(s);
     for c in children.iter().filter(|c| c.starts_with(&tag)) {
-        if sequence(c).is_some() && sequence(c) != keep {
-            delete_own(s, &format!("{dir}/{c}"), None, budget).await?;
+        if sequence(c).is_some() {
+            delete_own(s, &format!("{dir}/{c}"), which, live, budget).await?;
         }
     }
     Ok(())
 }
 
-/// Deletes `path` if it is our session's node (and, with `czxid`, the incarnation we created):
-/// `Ok(true)` removed, `Ok(false)` gone or not ours. Only our own live session deletes our
-/// ephemeral nodes in this recipe, so checking then deleting cannot remove another's lock.
-/// Retries while the client reconnects, within `budget`.
+/// Deletes `path` if it is our session's node and `which` allows it (read data and stat, then
+/// delete that version, so the node deleted is the one whose data was checked): `Ok(true)`
+/// removed, `Ok(false)` gone or not to be touched. `live` holds the attempt ids of the locks this
+/// client holds now. Retries while the client reconnects, within `budget`.
 pub(super) async fn delete_own(
     s: &ZkSession,
     path: &str,
-    czxid: Option<i64>,
+    which: Mine,
+    live: &Mutex<HashSet<u64>>,
     budget: &Budget,
 ) -> Result<bool, LockError> {
     let attempt = || async {
-        let stat = match budget.run("exists", s.client.check_stat(path)).await? {
-            Ok(Some(stat)) => stat,
-            Ok(None) => return Ok(false),
+        let (data, stat) = match budget.run("getData", s.client.get_data(path)).await? {
+            Ok(r) => r,
+            Err(zk::Error::NoNode) => return Ok(false),
             Err(e) => return Err(zk_err(path, e)),
         };
-        if czxid.is_some_and(|c| c != stat.czxid) || stat.ephemeral_owner != s.client.session_id().0
-        {
+        if stat.ephemeral_owner != s.client.session_id().0 {
+            return Ok(false);
+        }
+        let made_by = attempt_of(&data);
+        let allowed = match which {
+            Mine::Attempt(a) => made_by == Some(a),
+            Mine::Leftover { current } => {
+                made_by != Some(current) && !made_by.is_some_and(|m| is_live(live, m))
+            }
+        };
+        if !allowed {
             return Ok(false);
         }
         match budget

@@ -6,6 +6,8 @@ use std::fmt::Debug;
 use std::future::Future;
 use std::time::{Duration, Instant};
 
+use lockbench::Cluster;
+use lockbench::cluster::DataOnRestart;
 use lockbench::recipe::{Lease, LockError, Recipe, RecipeConfig, Strategy};
 
 use super::contention::contend;
@@ -22,43 +24,104 @@ pub fn config(ttl: Duration) -> RecipeConfig {
     }
 }
 
-/// 16 clients × 30 acquisitions per strategy: exclusion, wake-ups, FIFO, fencing.
-/// `strategies` starts with herd and predecessor; every strategy but herd must grant in FIFO order.
-pub async fn contention<R, F, Fut>(make: &F, system: &str, ttl: Duration, strategies: &[Strategy])
-where
+/// What a contention run of one system × strategy must show beyond exclusion.
+pub struct Expect {
+    /// Bounds on the mean requests per acquisition (measured, with margin): a spin loop or a
+    /// retry storm leaves the band.
+    pub requests: (f64, f64),
+    /// Fallback polls allowed over the whole run: a waiter deep in a 16-client queue may
+    /// legitimately hear nothing for a whole poll interval (500 ms, near the acquire p99),
+    /// while a broken wake-up path polls on nearly every one of the 240+ handoffs.
+    pub max_fallback_polls: u64,
+}
+
+/// 16 clients × 30 acquisitions under `strategy`: exclusion, FIFO (all but herd), fencing,
+/// requests within `expect.requests`, and the wake-up path at work: the herd wakes many per
+/// acquisition; a predecessor handoff is woken once (not polled: between 0.8 and 1 wake-up per
+/// handed-off acquisition) and takes less than the fallback poll even at p99.
+pub async fn contention<R, F, Fut>(
+    make: &F,
+    system: &str,
+    ttl: Duration,
+    strategy: Strategy,
+    expect: &Expect,
+) where
     R: Recipe,
     F: Fn(Duration) -> Fut,
     Fut: Future<Output = R>,
 {
-    assert_eq!(strategies[..2], [Strategy::Herd, Strategy::Predecessor]);
-    let mut wakeups = Vec::new();
-    for &strategy in strategies {
-        let clients = futures::future::join_all((0..16).map(|_| make(ttl))).await;
-        let key = format!("mutex-{strategy}");
-        let out = contend(clients, &key, strategy, 30).await;
-        let label = format!("{system} {strategy} x16");
-        eprintln!("{}", out.summary(&label));
-        out.assert_exclusive(&label, 480);
-        assert_eq!(out.holds.len(), 480);
-        if strategy != Strategy::Herd {
-            assert_eq!(
-                out.fifo_violations(),
-                0,
-                "grant order must equal queue order"
+    let clients = futures::future::join_all((0..16).map(|_| make(ttl))).await;
+    let key = format!("mutex-{strategy}");
+    let out = contend(clients, &key, strategy, 30).await;
+    let label = format!("{system} {strategy} x16");
+    let visible = out.holds.iter().all(|h| h.wakeups.is_some());
+    let per_handoff = visible.then(|| out.wakeups_per_handoff()).flatten();
+    let p99 = out.handoff_percentile(0.99);
+    eprintln!(
+        "{}; handoffs {}, wakeups/handoff {}, handoff p99 {p99:?}, fallback polls {}",
+        out.summary(&label),
+        out.handoffs().len(),
+        per_handoff.map_or("n/a".to_string(), |w| format!("{w:.2}")),
+        out.total_fallback_polls()
+    );
+    out.assert_exclusive(&label, 480);
+    assert_eq!(out.holds.len(), 480);
+    if strategy != Strategy::Herd {
+        assert_eq!(
+            out.fifo_violations(),
+            0,
+            "{label}: grant order must equal queue order"
+        );
+    }
+    let requests = out.mean_requests();
+    assert!(
+        (expect.requests.0..=expect.requests.1).contains(&requests),
+        "{label}: {requests:.2} requests per acquisition, outside {:?}",
+        expect.requests
+    );
+    assert!(
+        out.total_fallback_polls() <= expect.max_fallback_polls,
+        "{label}: {} fallback polls (at most {} expected): notifications are not arriving",
+        out.total_fallback_polls(),
+        expect.max_fallback_polls
+    );
+    // Most acquisitions must be handoffs, or the wake-up figures below would say little.
+    assert!(
+        out.handoffs().len() >= 240,
+        "{label}: only {} of 480 acquisitions were handoffs",
+        out.handoffs().len()
+    );
+    let fallback = RecipeConfig::default().fallback_poll;
+    match strategy {
+        Strategy::Herd => {
+            let w = out.mean_wakeups();
+            assert!(w >= 4.0, "{label}: the herd should wake many: {w:.2}/acq");
+        }
+        Strategy::Predecessor => {
+            let w = per_handoff.expect("handoffs were counted");
+            let odd: Vec<Option<u64>> = out
+                .handoffs()
+                .iter()
+                .map(|(h, _)| h.wakeups)
+                .filter(|w| *w != Some(1))
+                .collect();
+            assert!(
+                (0.8..=1.0).contains(&w),
+                "{label}: {w:.4} wake-ups per handoff, expected one (below 0.8 the waiters \
+                 are polling instead of being woken); handoffs woken other than once: {odd:?}"
+            );
+            assert!(
+                p99 < fallback,
+                "{label}: handoff p99 {p99:?} is not below the fallback poll {fallback:?}"
             );
         }
-        wakeups.push(out.mean_wakeups());
+        Strategy::Native => {
+            assert!(
+                p99 < fallback,
+                "{label}: handoff p99 {p99:?} is not below the fallback poll {fallback:?}"
+            );
+        }
     }
-    assert!(
-        wakeups[0] >= 4.0,
-        "herd should wake many: {:.2}/acq",
-        wakeups[0]
-    );
-    assert!(
-        wakeups[1] <= 1.5,
-        "predecessor should wake one: {:.2}/acq",
-        wakeups[1]
-    );
 }
 
 /// A holder that crashes (no release, heartbeats stopped) loses the lock within its lease TTL
@@ -171,15 +234,10 @@ where
     }
 }
 
-/// An acquire that times out leaves nothing behind. `entries(key)` lists what the server holds
-/// for the lock; `settle` is how long the server may still be cleaning up after the timeout.
-pub async fn deadline<R, F, Fut, L, T>(
-    make: &F,
-    strategy: Strategy,
-    ttl: Duration,
-    settle: Option<Duration>,
-    entries: L,
-) where
+/// An acquire that times out leaves nothing behind, as soon as it returns. `entries(key)` lists
+/// what the server holds for the lock.
+pub async fn deadline<R, F, Fut, L, T>(make: &F, strategy: Strategy, ttl: Duration, entries: L)
+where
     R: Recipe,
     F: Fn(Duration) -> Fut,
     Fut: Future<Output = R>,
@@ -206,9 +264,6 @@ pub async fn deadline<R, F, Fut, L, T>(
         waited < Duration::from_millis(1500),
         "timed out late: {waited:?}"
     );
-    if let Some(settle) = settle {
-        tokio::time::sleep(settle).await;
-    }
     assert_eq!(entries(&key).await, before, "b left an entry behind");
     a.release(held).await.expect("a releases");
     assert!(entries(&key).await.is_empty(), "a left an entry behind");
@@ -218,12 +273,19 @@ pub async fn deadline<R, F, Fut, L, T>(
 }
 
 /// A holder that cannot reach the cluster is told its lock may be gone within its
-/// TTL/session timeout, and the client works again once the cluster is back.
-pub async fn lost_when_silent<R, F, Fut>(make: &F, system: &str, cluster: &lockbench::Cluster)
-where
+/// TTL/session timeout, and the client works again once the cluster is back. Where the recipe
+/// knows when its last acknowledged renewal was sent (`renewed_at`), the signal must come
+/// before that + TTL, when the server may expire the lease.
+pub async fn lost_when_silent<R, F, Fut, H>(
+    make: &F,
+    system: &str,
+    cluster: &Cluster,
+    renewed_at: H,
+) where
     R: Recipe,
     F: Fn(Duration) -> Fut,
     Fut: Future<Output = R>,
+    H: AsyncFn(&R) -> Option<Instant>,
 {
     let key = "silent";
     let a = make(Duration::from_secs(3)).await;
@@ -242,7 +304,9 @@ where
     }
     let frozen = Instant::now();
     let told = tokio::time::timeout(ttl + Duration::from_secs(1), held.lost.wait()).await;
-    let after = frozen.elapsed();
+    let told_at = Instant::now();
+    let after = told_at - frozen;
+    let renewed = renewed_at(&a).await;
     for n in &names {
         cluster.resume(n).await.expect("resume");
     }
@@ -251,6 +315,16 @@ where
         "the holder must be told within its TTL ({ttl:?}) that the lock may be gone"
     );
     eprintln!("{system} silent cluster: holder told after {after:?} (ttl {ttl:?})");
+    if let Some(renewed) = renewed {
+        let margin = (renewed + ttl).saturating_duration_since(told_at);
+        eprintln!("{system} silent cluster: told {margin:?} before last renewal sent + TTL");
+        assert!(
+            told_at < renewed + ttl,
+            "told {:?} after the last acknowledged renewal was sent, not before the TTL {ttl:?} \
+             the server counts from its arrival",
+            told_at - renewed
+        );
+    }
     // The signal is due at most a TTL after the last heartbeat, which went out before
     // `frozen`; allow a little scheduling jitter on top.
     assert!(
@@ -273,4 +347,273 @@ async fn acquire_predecessor<R: Recipe>(
 ) -> Result<Lease, LockError> {
     r.acquire(key, Strategy::Predecessor, Instant::now() + within)
         .await
+}
+
+/// A waiter whose session or lease ends while it waits in the queue gets `Lost` or `Timeout`,
+/// leaves nothing on the server, and its next acquire works on a fresh session or lease.
+/// `expire` ends the waiter's session or lease; `entries(key)` lists what the server holds.
+pub async fn waiter_expiry<R, F, Fut, E, L, T>(make: &F, strategy: Strategy, expire: E, entries: L)
+where
+    R: Recipe,
+    F: Fn(Duration) -> Fut,
+    Fut: Future<Output = R>,
+    E: AsyncFn(&R),
+    L: AsyncFn(&str) -> Vec<T>,
+    T: PartialEq + Debug,
+{
+    let key = format!("waiter-expiry-{strategy}");
+    let ttl = Duration::from_secs(2);
+    let (a, b) = (make(ttl).await, make(ttl).await);
+    let held = a
+        .acquire(&key, strategy, Instant::now() + Duration::from_secs(5))
+        .await
+        .expect("a acquires");
+    let only_a = entries(&key).await;
+    let b = std::sync::Arc::new(b);
+    let waiter = {
+        let (b, key) = (b.clone(), key.clone());
+        tokio::spawn(async move {
+            b.acquire(&key, strategy, Instant::now() + Duration::from_secs(4))
+                .await
+        })
+    };
+    // Let b take its place in the queue before its session or lease ends.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    if strategy != Strategy::Herd {
+        // A herd waiter writes nothing while it waits; a queued one has its place.
+        assert_ne!(
+            entries(&key).await,
+            only_a,
+            "b must be waiting in the queue"
+        );
+    }
+    expire(&b).await;
+    let got = waiter.await.expect("waiter task");
+    assert!(
+        matches!(got, Err(LockError::Lost { .. } | LockError::Timeout { .. })),
+        "a waiter whose session or lease ended must get Lost or Timeout: {got:?}"
+    );
+    assert_eq!(
+        entries(&key).await,
+        only_a,
+        "b left an entry behind after its session or lease ended"
+    );
+    a.release(held).await.expect("a releases");
+    let l = b
+        .acquire(&key, strategy, Instant::now() + Duration::from_secs(5))
+        .await
+        .expect("b acquires again on a fresh session or lease");
+    b.release(l).await.expect("b releases");
+    assert!(
+        entries(&key).await.is_empty(),
+        "entries left after b released"
+    );
+    a.crash().await;
+    if let Ok(b) = std::sync::Arc::try_unwrap(b) {
+        b.crash().await;
+    }
+}
+
+/// Waiters keep waiting through a leader change: the leader is killed while they wait, a new
+/// one is elected, the old one comes back, and only then does the holder release: every waiter
+/// still gets the lock, one at a time, with growing tokens. (The old leader is back before the
+/// handoffs because the etcd client keeps sending a share of its requests to a dead member;
+/// that is a client limit, not what this scenario is about.)
+pub async fn leader_change<R, F, Fut>(make: &F, system: &str, strategy: Strategy, cluster: &Cluster)
+where
+    R: Recipe,
+    F: Fn(Duration) -> Fut,
+    Fut: Future<Output = R>,
+{
+    let key = format!("leader-change-{strategy}");
+    // Sessions long enough that an election (a second or two) does not end them.
+    let ttl = Duration::from_secs(6);
+    let a = make(ttl).await;
+    let held = a
+        .acquire(&key, strategy, Instant::now() + Duration::from_secs(5))
+        .await
+        .expect("a acquires");
+    let mut waiters = Vec::new();
+    for i in 0..3 {
+        let r = make(ttl).await;
+        let key = key.clone();
+        waiters.push(tokio::spawn(async move {
+            let until = Instant::now() + Duration::from_secs(60);
+            let mut errors = Vec::new();
+            // A request that meets the election may fail with an unknown outcome (the recipe
+            // then cleans up): a client tries again, as any would.
+            loop {
+                match r.acquire(&key, strategy, until).await {
+                    Ok(l) => {
+                        let acquired = Instant::now();
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                        let released = Instant::now();
+                        let token = l.token;
+                        let lost = l.lost.is_lost();
+                        let rel = r.release(l).await;
+                        r.crash().await;
+                        return Ok((i, token, acquired, released, lost, rel.err(), errors));
+                    }
+                    Err(e) if Instant::now() < until && e.is_indeterminate() => {
+                        errors.push(e.to_string());
+                        tokio::time::sleep(Duration::from_millis(200)).await;
+                    }
+                    Err(e) => {
+                        let n = errors.len();
+                        errors.truncate(3);
+                        return Err(format!(
+                            "waiter {i}: {e} (after {n} errors: {errors:?} ...)"
+                        ));
+                    }
+                }
+            }
+        }));
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let leader = cluster
+        .leader()
+        .await
+        .expect("leader")
+        .expect("one leader before the kill");
+    cluster.kill(&leader).await.expect("kill the leader");
+    let (new_leader, took) = cluster
+        .wait_new_leader(&leader, Duration::from_secs(30))
+        .await
+        .expect("a new leader");
+    cluster
+        .restart(&leader, DataOnRestart::Keep)
+        .await
+        .expect("restart the old leader");
+    cluster
+        .wait_ready(Duration::from_secs(60))
+        .await
+        .expect("cluster ready again");
+    eprintln!(
+        "{system} {strategy} leader change: {leader} killed, {new_leader} elected in {took:?}"
+    );
+    let a = match a.release(held).await {
+        Ok(()) => Some(a),
+        Err(e) => {
+            // The release may not have happened: crash, so that the session or lease ends
+            // the lock instead of the keep-alive keeping it forever.
+            eprintln!("{system} {strategy} leader change: a's release: {e}; a crashes");
+            a.crash().await;
+            None
+        }
+    };
+    let released = Instant::now();
+    let mut holds = Vec::new();
+    let mut failures = Vec::new();
+    for w in waiters {
+        match w.await.expect("waiter task") {
+            Ok(h) => holds.push(h),
+            Err(e) => failures.push(e),
+        }
+    }
+    if let Some(a) = a {
+        a.crash().await;
+    }
+    eprintln!(
+        "{system} {strategy} leader change: grants {:?} after the release, errors on the way {:?}",
+        holds.iter().map(|h| h.2 - released).collect::<Vec<_>>(),
+        holds.iter().map(|h| h.6.len()).collect::<Vec<_>>()
+    );
+    assert!(failures.is_empty(), "waiters failed: {failures:?}");
+    assert_eq!(holds.len(), 3);
+    holds.sort_by_key(|h| h.2);
+    for w in holds.windows(2) {
+        assert!(
+            w[1].2 >= w[0].3,
+            "double grant: waiter {} got the lock while waiter {} held it",
+            w[1].0,
+            w[0].0
+        );
+        assert!(
+            w[1].1 > w[0].1,
+            "tokens must grow: {} then {}",
+            w[0].1,
+            w[1].1
+        );
+    }
+    for h in &holds {
+        assert!(
+            !h.4,
+            "waiter {} was told its lock was lost while holding",
+            h.0
+        );
+        // A release of unknown outcome is honest (the etcd client may still send to the
+        // member that was just restarted); the waiter crashed after it, so its session or
+        // lease ended the lock, and the order checks above still hold.
+        assert!(
+            h.5.as_ref().is_none_or(|e| e.is_indeterminate()),
+            "waiter {} release: {:?}",
+            h.0,
+            h.5
+        );
+        assert!(
+            h.2 >= released,
+            "waiter {} got the lock before a released it",
+            h.0
+        );
+    }
+}
+
+/// What the system-specific side of [`hold_and_acquire`] does on the servers.
+pub struct Leftover<P, H, L> {
+    /// Leaves a lock node or key of this client's session or lease on `key`, as an
+    /// unanswered create of an earlier attempt would; returns its fencing token (czxid, create
+    /// revision).
+    pub plant: P,
+    /// Whether the lock on `key` granted with `token` is still on the server.
+    pub held: H,
+    /// What the server holds for lock `key`.
+    pub entries: L,
+}
+
+/// One client holds key X and acquires key Y, where a leftover of its own waits: it must not
+/// wait for itself, nor remove its live lock on X (X's node or key stays, no lost signal), and
+/// the new grant gets a fresh token, never the leftover's.
+pub async fn hold_and_acquire<R, F, Fut, P, H, L, T>(
+    make: &F,
+    strategy: Strategy,
+    side: &Leftover<P, H, L>,
+) where
+    R: Recipe,
+    F: Fn(Duration) -> Fut,
+    Fut: Future<Output = R>,
+    P: AsyncFn(&R, &str) -> u64,
+    H: AsyncFn(&str, u64) -> bool,
+    L: AsyncFn(&str) -> Vec<T>,
+    T: PartialEq + Debug,
+{
+    let (x, y) = (format!("hold-x-{strategy}"), format!("hold-y-{strategy}"));
+    let a = make(Duration::from_secs(6)).await;
+    let soon = || Instant::now() + Duration::from_secs(5);
+    let on_x = a.acquire(&x, strategy, soon()).await.expect("a acquires X");
+    let stale = (side.plant)(&a, &y).await;
+    let t0 = Instant::now();
+    let on_y = a
+        .acquire(&y, strategy, soon())
+        .await
+        .expect("a acquires Y despite its own leftover there (it must not wait for itself)");
+    eprintln!(
+        "{strategy} hold X, acquire Y over a leftover: {:?}",
+        t0.elapsed()
+    );
+    assert!(
+        on_y.token > stale,
+        "Y's token {} must be fresh, not the leftover's {stale}",
+        on_y.token
+    );
+    assert!(on_y.token != on_x.token);
+    assert!(!on_x.lost.is_lost(), "X must not be signalled lost");
+    assert!(
+        (side.held)(&x, on_x.token).await,
+        "a's lock on X must still be on the server"
+    );
+    a.release(on_y).await.expect("a releases Y");
+    a.release(on_x).await.expect("a releases X, still its own");
+    assert!((side.entries)(&x).await.is_empty(), "X left entries");
+    assert!((side.entries)(&y).await.is_empty(), "Y left entries");
+    a.crash().await;
 }
