@@ -1,12 +1,27 @@
 //! lockbench: benchmark and chaos-test distributed locks on real ZooKeeper, etcd and Redis
 //! (Sentinel and Redlock) clusters started in Docker.
 //!
-//! The seams, after Jepsen: [`cluster`] starts, inspects and breaks real clusters; [`image`]
-//! builds their server images offline; [`system`] names what can be started; [`recipe`] is the
-//! lock-client contract. [`spec`] reads `workloads/*.toml` into a validated workload, whose
-//! random choices and precise waits come from [`workload`]; every operation lands in the [`history`]; [`stats`]
-//! turns a history into a cell's `summary.json` and `acquire.hgrm`. The chaos nemesis,
-//! checkers and reporters build on these.
+//! A run, after Jepsen: **clusters** come up ([`cluster`], from images [`image`] builds
+//! offline; what each [`system`] is, is one entry of [`system::FACTS`]); **clients** run a
+//! **workload** ([`spec`] reads `workloads/*.toml`, [`workload`] draws its random choices and
+//! paces it) through a lock **recipe** ([`recipe`]: one folder of logic per system, both
+//! strategies side by side; [`recipe::mock`] stands in for a server only in Docker-free tests of
+//! the runner); the **nemesis** ([`chaos`]) breaks the cluster with faults as verb pairs;
+//! everything that happens lands in one **history** ([`history`]: events, operations, critical
+//! sections); **checkers** ([`check`]) and **statistics** ([`stats`]) read only the history and
+//! `cell.json`, through one entry point, [`check::evaluate`], that `lockbench run` and later
+//! `lockbench check` share; **exporters** ([`report`]) turn each finished cell and the run so far
+//! into files. [`plan`] expands the matrix (each cell has a [`plan::CellId`]); [`runner`] plays
+//! it, with clients from a [`runner::Backend`] (real clusters, or the mock).
+//!
+//! Where a new piece goes:
+//! - a system: a cluster provider in `cluster/`, a recipe folder in `recipe/`, one entry in
+//!   [`system::FACTS`] and one arm in [`recipe::AnyRecipe`];
+//! - a fault: a variant of [`chaos::Fault`] (its start and its end), using [`chaos::Faultable`];
+//! - a checker: a file in `check/` implementing [`check::Checker`], listed in
+//!   [`check::checkers`];
+//! - an exporter: a file in `report/` implementing [`report::Exporter`], listed in
+//!   [`report::Exporters::standard`].
 
 pub mod chaos;
 pub mod check;
