@@ -273,12 +273,10 @@ pub fn analyze(events: &[Event], cell: &CellInfo) -> Analysis {
                         record(&mut acquire, took);
                         series.acquired(t, took);
                         fifo_inversions += overtaken;
-                        if let Some(slot) = per_client.get_mut(client as usize) {
-                            *slot += 1;
-                        } else if true {
+                        if per_client.len() <= client as usize {
                             per_client.resize(client as usize + 1, 0);
-                            per_client[client as usize] = 1;
                         }
+                        per_client[client as usize] += 1;
                     }
                     (Op::Release, EventKind::Ok) if measured => record(&mut release, took),
                     (Op::Release, EventKind::Ok) => {}

@@ -441,7 +441,8 @@ where
             let until = Instant::now() + Duration::from_secs(60);
             let mut errors = Vec::new();
             // A request that meets the election may fail with an unknown outcome (the recipe
-            // then cleans up): a client tries again, as any would.
+            // then cleans up), and a lease whose keep-alives went to the dead leader for a whole
+            // TTL ends (the recipe then grants a fresh one): a client tries again, as any would.
             loop {
                 match r.acquire(&key, strategy, until).await {
                     Ok(l) => {
@@ -454,7 +455,10 @@ where
                         r.crash().await;
                         return Ok((i, token, acquired, released, lost, rel.err(), errors));
                     }
-                    Err(e) if Instant::now() < until && e.is_indeterminate() => {
+                    Err(e)
+                        if Instant::now() < until
+                            && (e.is_indeterminate() || matches!(e, LockError::Lost { .. })) =>
+                    {
                         errors.push(e.to_string());
                         tokio::time::sleep(Duration::from_millis(200)).await;
                     }
