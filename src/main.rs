@@ -85,8 +85,8 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         } => {
             let opts = ClusterOptions {
                 size,
-                redis_persistence: persistence,
                 ready_timeout: None,
+                redis: lockbench::cluster::RedisOptions { persistence },
             };
             if let Some(s) = size {
                 system.validate_size(s)?;

@@ -126,7 +126,7 @@ async fn redlock_masters_are_independent_and_forget_on_restart() {
 async fn persistence_keeps_keys_and_wipe_empties_the_data_dir() {
     let opts = lockbench::ClusterOptions {
         size: Some(1),
-        redis_persistence: true,
+        redis: lockbench::cluster::RedisOptions { persistence: true },
         ..Default::default()
     };
     let cluster = lockbench::Cluster::start(System::Redlock, opts)

@@ -65,10 +65,17 @@ pub enum ClusterError {
 pub struct ClusterOptions {
     /// Number of server nodes (Redis: master plus replicas); `None` for the system's default.
     pub size: Option<usize>,
-    /// Redis and Redlock: append-only file with fsync always, so a restarted node keeps its keys.
-    pub redis_persistence: bool,
     /// How long to wait for readiness; `None` for 120 s.
     pub ready_timeout: Option<Duration>,
+    /// What only the Redis image's systems (Redis with Sentinel, Redlock) take.
+    pub redis: RedisOptions,
+}
+
+/// Options of the systems that run on the Redis image (Redis with Sentinel, Redlock).
+#[derive(Debug, Clone, Default)]
+pub struct RedisOptions {
+    /// Append-only file with fsync always, so a restarted node keeps its keys.
+    pub persistence: bool,
 }
 
 /// A started cluster of one system.
@@ -134,8 +141,8 @@ impl Cluster {
         let specs = match system {
             System::Zookeeper => zookeeper::node_specs(run_id, size),
             System::Etcd => etcd::node_specs(run_id, size),
-            System::Redis => redis::node_specs(run_id, size, opts.redis_persistence),
-            System::Redlock => redlock::node_specs(size, opts.redis_persistence),
+            System::Redis => redis::node_specs(run_id, size, opts.redis.persistence),
+            System::Redlock => redlock::node_specs(size, opts.redis.persistence),
         };
         // Start in order (a Redis master before its replicas and Sentinels); entrypoints wait for
         // their peers' names to resolve, so the readiness wait below covers the rest.
