@@ -1,5 +1,6 @@
 //! The Redis (Sentinel) lock recipe against a real master + 2 replicas + 3 Sentinels.
-//! One cluster for every scenario (distinct keys and prefixes), torn down even on failure.
+//! One cluster for every scenario (distinct keys and prefixes), torn down even on failure; each
+//! scenario reports its name (`LOCKBENCH_SCENARIO=<part of a name>` runs only matching ones).
 
 mod common;
 
@@ -13,6 +14,7 @@ use lockbench::recipe::redis::{RedisRecipe, RedisTarget};
 use lockbench::recipe::{Recipe, RecipeConfig, Strategy};
 use lockbench::{Cluster, System};
 
+use common::Scenarios;
 use common::redis_scenarios::{self as sc, config};
 
 fn target(cluster: &Cluster) -> RedisTarget {
@@ -29,22 +31,28 @@ fn target(cluster: &Cluster) -> RedisTarget {
     }
 }
 
-async fn scenarios(cluster: &Cluster) {
+async fn connect(t: &RedisTarget, cfg: RecipeConfig) -> RedisRecipe {
+    RedisRecipe::connect(t.clone(), cfg, Instant::now() + Duration::from_secs(10))
+        .await
+        .expect("connect through Sentinel")
+}
+
+async fn scenarios(s: &mut Scenarios, cluster: &Cluster) {
     let t = target(cluster);
-    let make = |cfg: RecipeConfig| {
-        let t = t.clone();
-        async move {
-            RedisRecipe::connect(t, cfg, Instant::now() + Duration::from_secs(10))
-                .await
-                .expect("connect through Sentinel")
-        }
-    };
+    let make = |cfg: RecipeConfig| connect(&t, cfg);
     let leader = cluster.leader().await.expect("leader").expect("a master");
     let master_ep = vec![cluster.node(&leader).expect("master node").endpoint()];
 
-    sc::all(&make, "redis", &master_ep).await;
+    sc::all(s, &make, "redis", &master_ep).await;
 
-    // Failover: kill the master; a client that follows Sentinel can lock again.
+    // Last: it moves the master.
+    sc::run(s, "redis/sentinel_failover", failover(cluster, &t)).await;
+}
+
+/// Kills the master: a client that follows Sentinel can lock again.
+async fn failover(cluster: &Cluster, t: &RedisTarget) {
+    let make = |cfg: RecipeConfig| connect(t, cfg);
+    let leader = cluster.leader().await.expect("leader").expect("a master");
     let cfg = config("/t/failover", Duration::from_secs(5), true);
     let old_client = make(cfg.clone()).await;
     // A lock held at the kill survives only if replication carried it before the crash.
@@ -122,9 +130,13 @@ async fn scenarios(cluster: &Cluster) {
 #[tokio::test(flavor = "multi_thread")]
 async fn redis_recipe_on_a_real_sentinel_cluster() {
     let cluster = common::start(System::Redis, None).await;
-    let result = AssertUnwindSafe(scenarios(&cluster)).catch_unwind().await;
+    let mut s = Scenarios::new(Duration::from_secs(180));
+    let result = AssertUnwindSafe(scenarios(&mut s, &cluster))
+        .catch_unwind()
+        .await;
     common::teardown_and_assert_gone(cluster).await;
     if let Err(panic) = result {
         std::panic::resume_unwind(panic);
     }
+    s.finish();
 }

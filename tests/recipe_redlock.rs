@@ -1,5 +1,6 @@
 //! The Redlock recipe against 5 real independent Redis masters.
-//! One cluster for every scenario (distinct keys and prefixes), torn down even on failure.
+//! One cluster for every scenario (distinct keys and prefixes), torn down even on failure; each
+//! scenario reports its name (`LOCKBENCH_SCENARIO=<part of a name>` runs only matching ones).
 
 mod common;
 
@@ -11,29 +12,36 @@ use lockbench::recipe::redlock::{RedlockOptions, RedlockRecipe};
 use lockbench::recipe::{Recipe, RecipeConfig, Strategy};
 use lockbench::{Cluster, System};
 
+use common::Scenarios;
 use common::contention::contend;
 use common::redis_scenarios::{self as sc, config};
 
-async fn scenarios(cluster: &Cluster) {
+async fn connect(endpoints: &[String], cfg: RecipeConfig) -> RedlockRecipe {
+    RedlockRecipe::connect(
+        endpoints,
+        cfg,
+        RedlockOptions::default(),
+        Instant::now() + Duration::from_secs(10),
+    )
+    .await
+    .expect("connect to the Redlock masters")
+}
+
+async fn scenarios(s: &mut Scenarios, cluster: &Cluster) {
     let endpoints = cluster.endpoints();
     assert_eq!(endpoints.len(), 5);
-    let make = |cfg: RecipeConfig| {
-        let endpoints = endpoints.clone();
-        async move {
-            RedlockRecipe::connect(
-                &endpoints,
-                cfg,
-                RedlockOptions::default(),
-                Instant::now() + Duration::from_secs(10),
-            )
-            .await
-            .expect("connect to the Redlock masters")
-        }
-    };
-    sc::all(&make, "redlock", &endpoints).await;
+    let make = |cfg: RecipeConfig| connect(&endpoints, cfg);
+    sc::all(s, &make, "redlock", &endpoints).await;
+    sc::run(s, "redlock/one_master_paused", one_master_paused(cluster)).await;
+    // Last: it kills masters for good.
+    sc::run(s, "redlock/minority_down", minority_down(cluster)).await;
+}
 
-    // One master paused mid-contention: safety holds and the other four keep granting, each
-    // round losing only the per-node timeout on the paused one.
+/// One master paused mid-contention: safety holds and the other four keep granting, each round
+/// losing only the per-node timeout on the paused one.
+async fn one_master_paused(cluster: &Cluster) {
+    let endpoints = cluster.endpoints();
+    let make = |cfg: RecipeConfig| connect(&endpoints, cfg);
     let paused = cluster
         .servers()
         .last()
@@ -52,8 +60,12 @@ async fn scenarios(cluster: &Cluster) {
         println!("{}", out.summary(&label));
         out.assert_exclusive(&label, 80);
     }
+}
 
-    // A minority of masters down: the quorum still grants, and the validity is below the TTL.
+/// A minority of masters down: the quorum still grants, and the validity is below the TTL.
+async fn minority_down(cluster: &Cluster) {
+    let endpoints = cluster.endpoints();
+    let make = |cfg: RecipeConfig| connect(&endpoints, cfg);
     let cfg = config("/t/minority", Duration::from_secs(5), false);
     let client = make(cfg.clone()).await;
     let names: Vec<String> = cluster.servers().map(|n| n.name().to_string()).collect();
@@ -84,9 +96,13 @@ async fn scenarios(cluster: &Cluster) {
 #[tokio::test(flavor = "multi_thread")]
 async fn redlock_recipe_on_five_real_masters() {
     let cluster = common::start(System::Redlock, None).await;
-    let result = AssertUnwindSafe(scenarios(&cluster)).catch_unwind().await;
+    let mut s = Scenarios::new(Duration::from_secs(180));
+    let result = AssertUnwindSafe(scenarios(&mut s, &cluster))
+        .catch_unwind()
+        .await;
     common::teardown_and_assert_gone(cluster).await;
     if let Err(panic) = result {
         std::panic::resume_unwind(panic);
     }
+    s.finish();
 }

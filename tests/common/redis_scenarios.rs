@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 
 use lockbench::recipe::{LockError, Recipe, RecipeConfig, Strategy};
 
+use super::Scenarios;
 use super::contention::{Outcome, contend};
 
 /// A config with a namespace of its own.
@@ -51,61 +52,69 @@ pub async fn snapshot(
     out
 }
 
-/// Every scenario above, for both strategies, each strategy on a prefix of its own; `endpoints`
-/// are the servers that hold the locks, `system` names the recipe in the output.
-pub async fn all<R, F, Fut>(make: &F, system: &str, endpoints: &[String])
+/// Runs `scenario` under `name` unless `LOCKBENCH_SCENARIO` is set and `name` does not contain
+/// it (to rerun one failing scenario without the rest).
+pub async fn run(s: &mut Scenarios, name: &str, scenario: impl Future<Output = ()>) {
+    match std::env::var("LOCKBENCH_SCENARIO") {
+        Ok(f) if !name.contains(&f) => {
+            eprintln!("scenario {name} skipped (LOCKBENCH_SCENARIO={f})")
+        }
+        _ => s.run(name, scenario).await,
+    }
+}
+
+/// Every scenario both recipes share, for both strategies, each strategy on a prefix of its own
+/// and each scenario under its own name (`<system>/<strategy>/<scenario>`); `endpoints` are the
+/// servers that hold the locks.
+pub async fn all<R, F, Fut>(s: &mut Scenarios, make: &F, system: &str, endpoints: &[String])
 where
     R: Recipe,
     F: Fn(RecipeConfig) -> Fut,
     Fut: Future<Output = R>,
 {
-    for s in [Strategy::Herd, Strategy::Predecessor] {
-        let label = format!("{system}/{s}");
-        let prefix = format!("/t/{s}");
-        mutual_exclusion(
-            make,
-            &label,
-            config(&prefix, Duration::from_secs(10), true),
+    for st in [Strategy::Herd, Strategy::Predecessor] {
+        let label = format!("{system}/{st}");
+        let prefix = format!("/t/{st}");
+        let cfg = |ttl: u64, renew: bool| config(&prefix, Duration::from_secs(ttl), renew);
+        run(s, &format!("{label}/mutual_exclusion"), async {
+            mutual_exclusion(make, &label, cfg(10, true), st).await;
+        })
+        .await;
+        run(
             s,
+            &format!("{label}/crash_frees_within_ttl"),
+            crash_frees_within_ttl(make, &label, cfg(2, true), st, endpoints),
         )
         .await;
-        crash_frees_within_ttl(
-            make,
-            &label,
-            config(&prefix, Duration::from_secs(2), true),
+        run(
             s,
-            endpoints,
+            &format!("{label}/stale_release_is_harmless"),
+            stale_release_is_harmless(make, &label, cfg(1, false), st, endpoints),
         )
         .await;
-        stale_release_is_harmless(
-            make,
-            &label,
-            config(&prefix, Duration::from_secs(1), false),
+        run(
             s,
-            endpoints,
+            &format!("{label}/timeout_leaves_nothing"),
+            timeout_leaves_nothing(make, &label, cfg(10, true), st, endpoints),
         )
         .await;
-        timeout_leaves_nothing(
-            make,
-            &label,
-            config(&prefix, Duration::from_secs(10), true),
+        run(
             s,
-            endpoints,
-        )
-        .await;
-        watchdog_reports_a_stolen_lock(
-            make,
-            &label,
-            config(&prefix, Duration::from_secs(3), true),
-            s,
-            endpoints,
+            &format!("{label}/watchdog_reports_a_stolen_lock"),
+            watchdog_reports_a_stolen_lock(make, &label, cfg(3, true), st, endpoints),
         )
         .await;
     }
     let mut quick = config("/t/dead", Duration::from_secs(10), true);
     quick.fallback_poll = Duration::from_millis(200);
     quick.request_timeout = Duration::from_secs(1);
-    dead_waiter_does_not_block_queue(make, &format!("{system}/predecessor"), quick).await;
+    let label = format!("{system}/predecessor");
+    run(
+        s,
+        &format!("{label}/dead_waiter_does_not_block_queue"),
+        dead_waiter_does_not_block_queue(make, &label, quick),
+    )
+    .await;
 }
 
 /// 16 contenders x 30 acquisitions: exact register, no overlap, no errors, growing tokens;
