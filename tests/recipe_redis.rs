@@ -45,8 +45,46 @@ async fn scenarios(s: &mut Scenarios, cluster: &Cluster) {
 
     sc::all(s, &make, "redis", &master_ep).await;
 
+    for ttl in [2, 10] {
+        let cfg = config("/t/paused", Duration::from_secs(ttl), true);
+        let label = format!("redis/lost_before_expiry_when_master_paused/ttl-{ttl}s");
+        let scenario = sc::lost_before_expiry_when_paused(
+            &make,
+            &label,
+            cfg,
+            &master_ep[0],
+            pause_master(cluster, &leader),
+            resume_master(cluster, &leader),
+        );
+        sc::run(s, &label, scenario).await;
+    }
+
     // Last: it moves the master.
     sc::run(s, "redis/sentinel_failover", failover(cluster, &t)).await;
+}
+
+/// Sets how long the Sentinels wait before they call the master down.
+async fn set_down_after(cluster: &Cluster, ms: u64) {
+    for ep in cluster.sentinel_endpoints() {
+        let mut cmd = redis::cmd("SENTINEL");
+        cmd.arg("SET")
+            .arg("mymaster")
+            .arg("down-after-milliseconds")
+            .arg(ms);
+        sc::raw(&ep, &cmd).await;
+    }
+}
+
+/// Freezes the master with Sentinel told to wait a minute first: a failover would move the
+/// lock to a replica that has it, where the watchdog's renewal would rightly succeed.
+async fn pause_master(cluster: &Cluster, master: &str) {
+    set_down_after(cluster, 60_000).await;
+    cluster.pause(master).await.expect("pause the master");
+}
+
+async fn resume_master(cluster: &Cluster, master: &str) {
+    cluster.resume(master).await.expect("resume the master");
+    set_down_after(cluster, 1_000).await;
 }
 
 /// Kills the master: a client that follows Sentinel can lock again.

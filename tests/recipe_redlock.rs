@@ -32,9 +32,39 @@ async fn scenarios(s: &mut Scenarios, cluster: &Cluster) {
     assert_eq!(endpoints.len(), 5);
     let make = |cfg: RecipeConfig| connect(&endpoints, cfg);
     sc::all(s, &make, "redlock", &endpoints).await;
+
+    let names: Vec<String> = cluster.servers().map(|n| n.name().to_string()).collect();
+    let majority = &names[..3];
+    let probe = cluster.node(&names[0]).expect("node").endpoint();
+    for ttl in [2, 10] {
+        let cfg = config("/t/paused", Duration::from_secs(ttl), true);
+        let label = format!("redlock/lost_before_expiry_when_majority_paused/ttl-{ttl}s");
+        let scenario = sc::lost_before_expiry_when_paused(
+            &make,
+            &label,
+            cfg,
+            &probe,
+            pause_all(cluster, majority),
+            resume_all(cluster, majority),
+        );
+        sc::run(s, &label, scenario).await;
+    }
     sc::run(s, "redlock/one_master_paused", one_master_paused(cluster)).await;
     // Last: it kills masters for good.
     sc::run(s, "redlock/minority_down", minority_down(cluster)).await;
+}
+
+/// Freezes `names` at once (so they stop within milliseconds of each other).
+async fn pause_all(cluster: &Cluster, names: &[String]) {
+    for r in futures::future::join_all(names.iter().map(|n| cluster.pause(n))).await {
+        r.expect("pause");
+    }
+}
+
+async fn resume_all(cluster: &Cluster, names: &[String]) {
+    for r in futures::future::join_all(names.iter().map(|n| cluster.resume(n))).await {
+        r.expect("resume");
+    }
 }
 
 /// One master paused mid-contention: safety holds and the other four keep granting, each round

@@ -23,7 +23,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use super::redis_common::{NodeSource, RedisHandle, Waiter, Watchdogs, entry_ttl, new_client_id};
+use super::redis_common::{
+    Held, NodeSource, RedisHandle, Waiter, Watchdogs, entry_ttl, new_client_id, valid_until,
+};
 use super::redis_node::{Attempt, Node};
 use super::redis_scripts::{Keys, TicketMode};
 use super::{
@@ -205,13 +207,7 @@ impl RedisRecipe {
                 .try_once(&node, &keys, &owner, strategy, ticket, left)
                 .await;
             match attempt {
-                Ok(a) if a.token > 0 => {
-                    // The server started the TTL somewhere within the round trip: count from
-                    // the send, less the drift allowance, so `lost` never fires late.
-                    let drift = self.cfg.ttl / 100 + Duration::from_millis(2);
-                    let valid = self.cfg.ttl.saturating_sub(sent.elapsed() + drift);
-                    break Ok((a.token, a.ticket.or(ticket), valid));
-                }
+                Ok(a) if a.token > 0 => break Ok((a.token, a.ticket.or(ticket), sent)),
                 Ok(a) => {
                     ticket = a.ticket.or(ticket);
                     let on_node = subscribed.as_ref().is_some_and(|s| Arc::ptr_eq(s, &node));
@@ -251,23 +247,24 @@ impl RedisRecipe {
         tally.wakeups(waiter.wakeups);
         tally.requests(requests);
         match outcome {
-            Ok((token, queue_position, valid)) => {
+            Ok((token, queue_position, granted_at)) => {
                 let (trigger, lost) = LostSignal::new();
-                let watchdog = self.watchdogs.start(
-                    NodeSource::Master(self.master.clone()),
-                    1,
-                    keys.clone(),
-                    owner.clone(),
-                    self.cfg.ttl,
-                    valid,
-                    self.cfg.renew,
-                    trigger,
-                );
+                let held = Held {
+                    source: NodeSource::Master(self.master.clone()),
+                    quorum: 1,
+                    keys: keys.clone(),
+                    owner: owner.clone(),
+                    ttl: self.cfg.ttl,
+                    granted_at,
+                };
+                let watchdog = self.watchdogs.start(held, self.cfg.renew, trigger);
+                let acquired_at = Instant::now();
                 Ok(Lease {
                     key: key.to_string(),
                     token,
-                    acquired_at: Instant::now(),
-                    ttl: valid,
+                    acquired_at,
+                    ttl: valid_until(granted_at, self.cfg.ttl)
+                        .saturating_duration_since(acquired_at),
                     wakeups: tally.wakeup_count(),
                     requests: tally.request_count(),
                     fallback_polls: tally.fallback_poll_count(),

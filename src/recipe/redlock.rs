@@ -31,7 +31,9 @@ use std::time::{Duration, Instant};
 use futures::future::join_all;
 use rand::Rng;
 
-use super::redis_common::{NodeSource, RedisHandle, Waiter, Watchdogs, entry_ttl, new_client_id};
+use super::redis_common::{
+    Held, NodeSource, RedisHandle, Waiter, Watchdogs, entry_ttl, new_client_id, valid_until,
+};
 use super::redis_node::{Attempt, Node};
 use super::redis_scripts::{Keys, TicketMode};
 use super::{
@@ -74,7 +76,7 @@ pub struct RedlockRecipe {
 /// One round's answers.
 struct Round {
     answers: Vec<Result<Attempt, LockError>>,
-    elapsed: Duration,
+    started: Instant,
 }
 
 impl Round {
@@ -152,11 +154,6 @@ impl RedlockRecipe {
             .min(self.cfg.request_timeout)
     }
 
-    /// Clock drift allowance of the spec: 1% of the TTL plus 2 ms.
-    fn drift(&self) -> Duration {
-        self.cfg.ttl / 100 + Duration::from_millis(2)
-    }
-
     async fn round(
         &self,
         keys: &Keys,
@@ -178,10 +175,7 @@ impl RedlockRecipe {
             }
         }))
         .await;
-        Round {
-            answers,
-            elapsed: started.elapsed(),
-        }
+        Round { answers, started }
     }
 
     /// Gives back what `owner` holds on the masters `which` (all when `None`).
@@ -265,18 +259,15 @@ impl RedlockRecipe {
                 .filter(|(_, a)| matches!(a, Ok(a) if a.token > 0) || a.is_err())
                 .map(|(i, _)| i)
                 .collect();
-            let validity = self
-                .cfg
-                .ttl
-                .checked_sub(round.elapsed + self.drift())
-                .unwrap_or_default();
-            if granted.len() >= self.quorum && !validity.is_zero() {
+            // The spec's validity: TTL − round time − drift, counted from the round's start.
+            let valid = valid_until(round.started, self.cfg.ttl);
+            if granted.len() >= self.quorum && valid > Instant::now() {
                 let token = round.granted().map(|(_, a)| a.token).max().unwrap_or(0);
                 let ticket = match mode {
                     TicketMode::Final(t) => Some(t),
                     _ => None,
                 };
-                break Ok((token, ticket, validity));
+                break Ok((token, ticket, round.started));
             }
             if strategy == Strategy::Predecessor {
                 if mode == TicketMode::Tentative {
@@ -336,23 +327,24 @@ impl RedlockRecipe {
         tally.wakeups(waiter.wakeups);
         tally.requests(requests);
         match outcome {
-            Ok((token, queue_position, validity)) => {
+            Ok((token, queue_position, granted_at)) => {
                 let (trigger, lost) = LostSignal::new();
-                let watchdog = self.watchdogs.start(
-                    NodeSource::Fixed(self.nodes.clone()),
-                    self.quorum,
-                    keys.clone(),
-                    owner.clone(),
-                    self.cfg.ttl,
-                    validity,
-                    self.cfg.renew,
-                    trigger,
-                );
+                let held = Held {
+                    source: NodeSource::Fixed(self.nodes.clone()),
+                    quorum: self.quorum,
+                    keys: keys.clone(),
+                    owner: owner.clone(),
+                    ttl: self.cfg.ttl,
+                    granted_at,
+                };
+                let watchdog = self.watchdogs.start(held, self.cfg.renew, trigger);
+                let acquired_at = Instant::now();
                 Ok(Lease {
                     key: key.to_string(),
                     token,
-                    acquired_at: Instant::now(),
-                    ttl: validity,
+                    acquired_at,
+                    ttl: valid_until(granted_at, self.cfg.ttl)
+                        .saturating_duration_since(acquired_at),
                     wakeups: tally.wakeup_count(),
                     requests: tally.request_count(),
                     fallback_polls: tally.fallback_poll_count(),
@@ -427,6 +419,7 @@ impl Recipe for RedlockRecipe {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::recipe::redis_common::drift;
 
     fn recipe(ttl: Duration) -> RedlockRecipe {
         let cfg = RecipeConfig {
@@ -447,7 +440,7 @@ mod tests {
     #[test]
     fn drift_and_per_node_timeout_follow_the_spec() {
         let r = recipe(Duration::from_secs(10));
-        assert_eq!(r.drift(), Duration::from_millis(102));
+        assert_eq!(drift(r.cfg.ttl), Duration::from_millis(102));
         assert_eq!(r.per_node_timeout(), Duration::from_millis(50));
         assert_eq!(
             recipe(Duration::from_secs(1)).per_node_timeout(),

@@ -408,3 +408,101 @@ pub async fn watchdog_reports_a_stolen_lock<R, F, Fut>(
     );
     client.crash().await;
 }
+
+/// The Redlock spec's clock-drift allowance, as the recipes subtract it: 1 % of the TTL + 2 ms.
+pub fn drift(ttl: Duration) -> Duration {
+    ttl / 100 + Duration::from_millis(2)
+}
+
+/// Polls `key`'s PTTL on `endpoint` every 5 ms until it jumps up (a watchdog renewal landed),
+/// for at most `within`; returns a lower bound of the key's server-side expiry then: the send
+/// time of the read that saw the jump plus the PTTL it answered.
+pub async fn wait_for_renewal(endpoint: &str, key: &str, within: Duration) -> Instant {
+    let client = redis::Client::open(format!("redis://{endpoint}/")).expect("redis url");
+    let cfg = redis::AsyncConnectionConfig::new()
+        .set_connection_timeout(Some(Duration::from_secs(2)))
+        .set_response_timeout(Some(Duration::from_secs(2)));
+    let mut con = client
+        .get_multiplexed_async_connection_with_config(&cfg)
+        .await
+        .unwrap_or_else(|e| panic!("connect {endpoint}: {e}"));
+    let until = Instant::now() + within;
+    let mut last: Option<i64> = None;
+    while Instant::now() < until {
+        let sent = Instant::now();
+        let pttl: i64 = redis::cmd("PTTL")
+            .arg(key)
+            .query_async(&mut con)
+            .await
+            .unwrap_or_else(|e| panic!("{endpoint}: {e}"));
+        assert!(pttl > 0, "{key} has no TTL on {endpoint}: {pttl}");
+        // A renewal puts the TTL back up; polling alone only sees it shrink.
+        if last.is_some_and(|l| pttl > l + 20) {
+            return sent + Duration::from_millis(pttl as u64);
+        }
+        last = Some(pttl);
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    panic!("no renewal of {key} on {endpoint} within {within:?}");
+}
+
+/// Timer and scheduling lateness allowed on a loaded 2-core machine when a signal must come
+/// by a deadline; the watchdog bug these tests guard against was about TTL/3 late.
+const LATE: Duration = Duration::from_millis(30);
+
+/// A renewing holder whose servers stop answering (`pause`, a majority of them for Redlock)
+/// right after a renewal: the lost signal comes no later than the key's server-side expiry
+/// (`probe` is a paused server), and not a renewal period before the validity's end either.
+pub async fn lost_before_expiry_when_paused<R, F, Fut>(
+    make: &F,
+    label: &str,
+    cfg: RecipeConfig,
+    probe: &str,
+    pause: impl Future<Output = ()>,
+    resume: impl Future<Output = ()>,
+) where
+    R: Recipe,
+    F: Fn(RecipeConfig) -> Fut,
+    Fut: Future<Output = R>,
+{
+    let ttl = cfg.ttl;
+    let client = make(cfg.clone()).await;
+    let mut lease = client
+        .acquire(
+            "paused-holder",
+            Strategy::Herd,
+            Instant::now() + Duration::from_secs(5),
+        )
+        .await
+        .expect("acquire");
+    let key = format!("{}/paused-holder", cfg.prefix);
+    // Right after a renewal is the worst moment: a watchdog that finds out only on its next
+    // attempts, or counts from a reply, reports the loss up to a renewal period late.
+    let expiry_floor = wait_for_renewal(probe, &key, ttl).await;
+    let paused_at = Instant::now();
+    pause.await;
+    let fired = tokio::time::timeout(ttl * 2, lease.lost.wait()).await;
+    let lost_at = Instant::now();
+    resume.await;
+    let after_pause = lost_at - paused_at;
+    println!(
+        "{label}: ttl {ttl:?}: lost signalled {after_pause:?} after the pause, {:?} before the key's expiry",
+        expiry_floor.checked_duration_since(lost_at)
+    );
+    assert!(fired.is_ok(), "{label}: no lost signal within 2 × TTL");
+    assert!(
+        lost_at <= expiry_floor + LATE,
+        "{label}: ttl {ttl:?}: lost signalled {:?} after the key expired on the server",
+        lost_at - expiry_floor
+    );
+    assert!(
+        after_pause <= ttl - drift(ttl) + LATE,
+        "{label}: ttl {ttl:?}: lost signalled {after_pause:?} after the pause, past TTL − drift"
+    );
+    assert!(
+        after_pause >= ttl - drift(ttl) - ttl / 3,
+        "{label}: ttl {ttl:?}: lost signalled already {after_pause:?} after the pause"
+    );
+    let _ = client.release(lease).await;
+    client.crash().await;
+}
