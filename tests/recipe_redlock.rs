@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use futures::FutureExt;
 use lockbench::recipe::redlock::{RedlockOptions, RedlockRecipe};
-use lockbench::recipe::{Recipe, RecipeConfig, Strategy};
+use lockbench::recipe::{LockError, Recipe, RecipeConfig, Strategy};
 use lockbench::{Cluster, System};
 
 use common::Scenarios;
@@ -49,6 +49,12 @@ async fn scenarios(s: &mut Scenarios, cluster: &Cluster) {
         );
         sc::run(s, &label, scenario).await;
     }
+    sc::run(
+        s,
+        "redlock/release_needs_a_majority",
+        release_needs_a_majority(cluster),
+    )
+    .await;
     sc::run(s, "redlock/one_master_paused", one_master_paused(cluster)).await;
     // Last: it kills masters for good.
     sc::run(s, "redlock/minority_down", minority_down(cluster)).await;
@@ -65,6 +71,47 @@ async fn resume_all(cluster: &Cluster, names: &[String]) {
     for r in futures::future::join_all(names.iter().map(|n| cluster.resume(n))).await {
         r.expect("resume");
     }
+}
+
+/// A release is a success only where a majority of masters still held the lock: one whose key
+/// was deleted on 3 of 5 masters behind its back (as expiry would) is told Lost, and one whose
+/// release a majority could not answer gets the connection error (it may still hold).
+async fn release_needs_a_majority(cluster: &Cluster) {
+    let endpoints = cluster.endpoints();
+    let names: Vec<String> = cluster.servers().map(|n| n.name().to_string()).collect();
+    let cfg = config("/t/release-majority", Duration::from_secs(10), true);
+    let client = connect(&endpoints, cfg.clone()).await;
+    let deadline = || Instant::now() + Duration::from_secs(5);
+    let lease = client
+        .acquire("deleted", Strategy::Herd, deadline())
+        .await
+        .expect("acquire");
+    let key = format!("{}/deleted", cfg.prefix);
+    for e in &endpoints[..3] {
+        sc::raw(e, redis::cmd("DEL").arg(&key)).await;
+    }
+    let r = client.release(lease).await;
+    assert!(
+        matches!(r, Err(LockError::Lost { .. })),
+        "release with the lock gone from 3 of 5 masters: {r:?}"
+    );
+    for e in &endpoints {
+        let v = sc::raw(e, redis::cmd("EXISTS").arg(&key)).await;
+        assert_eq!(v, redis::Value::Int(0), "{key} left on {e}");
+    }
+
+    let lease = client
+        .acquire("unanswered", Strategy::Herd, deadline())
+        .await
+        .expect("acquire");
+    pause_all(cluster, &names[..3]).await;
+    let r = client.release(lease).await;
+    resume_all(cluster, &names[..3]).await;
+    assert!(
+        matches!(r, Err(LockError::Connection(_))),
+        "release that 3 of 5 masters did not answer: {r:?}"
+    );
+    client.crash().await;
 }
 
 /// One master paused mid-contention: safety holds and the other four keep granting, each round

@@ -3,7 +3,8 @@
 //! A round runs the take script on every master at once, each with a short per-node timeout.
 //! It succeeds with a majority (N/2+1) of grants and a positive validity = TTL − round time −
 //! drift (drift = 1% of TTL + 2 ms); the lease's `ttl` is that validity. Release runs on every
-//! master.
+//! master and succeeds only if a majority still held the lock (else the lease was lost, or,
+//! when too few masters answered to tell, the connection error).
 //!
 //! - **herd**: a failed round that won some masters gives them back at once (without notifying:
 //!   the lock was never free) and retries after a random delay, so split votes untangle. A round
@@ -28,7 +29,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use futures::StreamExt;
 use futures::future::join_all;
+use futures::stream::FuturesUnordered;
 use rand::Rng;
 
 use super::redis_common::{
@@ -389,24 +392,47 @@ impl Recipe for RedlockRecipe {
     async fn release(&self, lease: Lease) -> Result<(), LockError> {
         let h = super::own_handle::<RedisHandle>(lease.handle, &lease.key, System::Redlock)?;
         self.watchdogs.stop(h.watchdog);
-        let answers = self
-            .release_on(None, &h.keys, &h.owner, lease.token, true, false)
-            .await;
-        if answers.iter().any(|a| matches!(a, Ok(true))) {
-            Ok(())
-        } else if let Some(Err(e)) = answers.iter().find(|a| a.is_err()) {
-            if answers.iter().filter(|a| a.is_err()).count() >= self.quorum {
-                return Err(e.clone());
+        let n = self.nodes.len();
+        let limit = self.cfg.request_timeout;
+        // One task per master, so every release lands even after the outcome is decided and
+        // the caller has moved on; the caller waits only while it is undecided.
+        let mut answers: FuturesUnordered<_> = self
+            .nodes
+            .iter()
+            .map(|node| {
+                let (node, keys, owner) = (node.clone(), h.keys.clone(), h.owner.clone());
+                tokio::spawn(async move {
+                    node.release(&keys, &owner, lease.token, true, false, limit)
+                        .await
+                })
+            })
+            .collect();
+        let (mut deleted, mut refused, mut errors) = (0, 0, Vec::new());
+        while let Some(a) = answers.next().await {
+            match a {
+                Ok(Ok(true)) => deleted += 1,
+                Ok(Ok(false)) => refused += 1,
+                Ok(Err(e)) => errors.push(e),
+                Err(e) => errors.push(LockError::Server(format!("release task failed: {e}"))),
             }
-            Err(LockError::Lost {
+            if deleted >= self.quorum || refused > n - self.quorum {
+                break;
+            }
+        }
+        if deleted >= self.quorum {
+            return Ok(());
+        }
+        match errors.into_iter().next() {
+            // Masters that did not answer may still hold it: a majority may be ours yet.
+            Some(e) if deleted + (n - deleted - refused) >= self.quorum => Err(e),
+            _ => Err(LockError::Lost {
                 key: lease.key,
-                why: "no master still held the lock at release".into(),
-            })
-        } else {
-            Err(LockError::Lost {
-                key: lease.key,
-                why: "no master still held the lock at release (it expired)".into(),
-            })
+                why: format!(
+                    "the lock had already expired (or been taken over) on a majority of masters: \
+                     {deleted} of {n} still held it, {} needed",
+                    self.quorum
+                ),
+            }),
         }
     }
 
