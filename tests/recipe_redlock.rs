@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use futures::FutureExt;
 use lockbench::recipe::redlock::{RedlockOptions, RedlockRecipe};
-use lockbench::recipe::{LockError, Recipe, RecipeConfig, Strategy};
+use lockbench::recipe::{LockError, Recipe, RecipeConfig, Strategy, Tally};
 use lockbench::{Cluster, System};
 
 use common::Scenarios;
@@ -53,6 +53,24 @@ async fn scenarios(s: &mut Scenarios, cluster: &Cluster) {
         s,
         "redlock/release_needs_a_majority",
         release_needs_a_majority(cluster),
+    )
+    .await;
+    sc::run(
+        s,
+        "redlock/predecessor/gives_back_without_waking_itself",
+        gives_back_without_waking_itself(cluster),
+    )
+    .await;
+    sc::run(
+        s,
+        "redlock/predecessor/partial_grant_does_not_spin",
+        partial_grant_does_not_spin(cluster),
+    )
+    .await;
+    sc::run(
+        s,
+        "redlock/predecessor/two_masters_paused",
+        two_masters_paused(cluster),
     )
     .await;
     sc::run(s, "redlock/one_master_paused", one_master_paused(cluster)).await;
@@ -112,6 +130,140 @@ async fn release_needs_a_majority(cluster: &Cluster) {
         "release that 3 of 5 masters did not answer: {r:?}"
     );
     client.crash().await;
+}
+
+/// A waiter first in line on 2 masters but queued behind another waiter ("ghost", written
+/// directly) on 3 gives its 2 grants back and waits. Nobody else releases anything, so any
+/// wake-up it counts is a message it sent to itself; and it must wait, not spin.
+async fn gives_back_without_waking_itself(cluster: &Cluster) {
+    let endpoints = cluster.endpoints();
+    let cfg = config("/t/self-wake", Duration::from_secs(10), true);
+    let k = format!("{}/ghost", cfg.prefix);
+    for e in &endpoints[..3] {
+        // Ticket 1, alive until 2100: ahead of anyone who takes a ticket from the counter.
+        sc::raw(
+            e,
+            redis::cmd("ZADD").arg(format!("{k}:q")).arg(1).arg("ghost"),
+        )
+        .await;
+        sc::raw(
+            e,
+            redis::cmd("ZADD")
+                .arg(format!("{k}:qx"))
+                .arg(4_102_444_800_000u64)
+                .arg("ghost"),
+        )
+        .await;
+        sc::raw(e, redis::cmd("SET").arg(format!("{k}:tickets")).arg(5)).await;
+    }
+    let client = connect(&endpoints, cfg.clone()).await;
+    let tally = Tally::default();
+    let wait = Duration::from_millis(1500);
+    let r = client
+        .acquire_counted(
+            "ghost",
+            Strategy::Predecessor,
+            Instant::now() + wait,
+            &tally,
+        )
+        .await;
+    client.crash().await;
+    for e in &endpoints {
+        let mut del = redis::cmd("DEL");
+        del.arg(format!("{k}:q"))
+            .arg(format!("{k}:qx"))
+            .arg(format!("{k}:tickets"));
+        sc::raw(e, &del).await;
+    }
+    let (wakeups, requests) = (tally.wakeup_count(), tally.request_count());
+    println!(
+        "redlock/predecessor behind a ghost on 3 of 5 masters for {wait:?}: {wakeups:?} wake-ups, {requests} requests, {} fallback polls",
+        tally.fallback_poll_count()
+    );
+    assert!(
+        matches!(r, Err(LockError::Timeout { .. })),
+        "expected a timeout behind the ghost, got {r:?}"
+    );
+    assert_eq!(wakeups, Some(0), "the waiter woke itself");
+    // Two rounds to queue, a give-back and a subscription, then one round and one give-back
+    // per fallback poll (500 ms): about 50. A waiter that wakes itself retries every few ms.
+    assert!(requests <= 100, "{requests} requests in {wait:?}");
+}
+
+/// With 3 of 5 masters paused a waiter can win only 2: it holds them and waits for the
+/// fallback poll. Granted answers must not count as "retry at once" (a spin of a round per
+/// per-node timeout, 10 ms at this TTL).
+async fn partial_grant_does_not_spin(cluster: &Cluster) {
+    let endpoints = cluster.endpoints();
+    let names: Vec<String> = cluster.servers().map(|n| n.name().to_string()).collect();
+    let cfg = config("/t/partial", Duration::from_secs(2), true);
+    let client = connect(&endpoints, cfg.clone()).await;
+    let tally = Tally::default();
+    let wait = Duration::from_secs(2);
+    pause_all(cluster, &names[2..]).await;
+    let r = client
+        .acquire_counted(
+            "partial",
+            Strategy::Predecessor,
+            Instant::now() + wait,
+            &tally,
+        )
+        .await;
+    resume_all(cluster, &names[2..]).await;
+    client.crash().await;
+    let requests = tally.request_count();
+    println!(
+        "redlock/predecessor with 3 of 5 masters paused for {wait:?}: {requests} requests, {} fallback polls",
+        tally.fallback_poll_count()
+    );
+    assert!(
+        matches!(r, Err(LockError::Timeout { .. })),
+        "expected a timeout with a majority paused, got {r:?}"
+    );
+    // Two rounds and a subscription, then a round per fallback poll (500 ms), a clean-up: ~40.
+    assert!(requests <= 100, "{requests} requests in {wait:?}");
+}
+
+/// Two clients take turns with 2 of 5 masters paused: every round needs all 3 others. No
+/// handoff takes more than one wake-up, and requests stay in a band.
+async fn two_masters_paused(cluster: &Cluster) {
+    let endpoints = cluster.endpoints();
+    let names: Vec<String> = cluster.servers().map(|n| n.name().to_string()).collect();
+    let label = "redlock/predecessor with 2 of 5 masters paused";
+    let mut clients = Vec::new();
+    for _ in 0..2 {
+        clients.push(
+            connect(
+                &endpoints,
+                config("/t/two-paused", Duration::from_secs(10), true),
+            )
+            .await,
+        );
+    }
+    pause_all(cluster, &names[3..]).await;
+    let out = contend(clients, "two-paused", Strategy::Predecessor, 15).await;
+    resume_all(cluster, &names[3..]).await;
+    println!("{}", out.summary(label));
+    println!(
+        "{label}: {} handoffs, wake-ups per handoff {:?}, handoff p99 {:?}, fallback polls {}",
+        out.handoffs().len(),
+        out.wakeups_per_handoff(),
+        out.handoff_percentile(0.99),
+        out.total_fallback_polls()
+    );
+    out.assert_exclusive(label, 30);
+    // No lower bound here: each round waits the 50 ms per-node timeout on the paused masters,
+    // longer than a hold, so a waiter's next round often finds the lock free unwoken.
+    let per_handoff = out.wakeups_per_handoff().expect("handoffs");
+    assert!(
+        per_handoff <= 1.0,
+        "{label}: {per_handoff:.2} wake-ups per handoff"
+    );
+    let requests = out.mean_requests();
+    assert!(
+        (10.0..=60.0).contains(&requests),
+        "{label}: {requests:.1} requests per acquisition"
+    );
 }
 
 /// One master paused mid-contention: safety holds and the other four keep granting, each round

@@ -25,6 +25,7 @@ use std::time::{Duration, Instant};
 
 use super::redis_common::{
     Held, NodeSource, RedisHandle, Waiter, Watchdogs, entry_ttl, new_client_id, valid_until,
+    wake_message,
 };
 use super::redis_node::{Attempt, Node};
 use super::redis_scripts::{Keys, TicketMode};
@@ -284,8 +285,16 @@ impl RedisRecipe {
             Err(e) => {
                 // Leave nothing behind: our queue entry, or a lock a lost reply granted us.
                 tally.requests(1);
+                let wake = wake_message(&owner);
                 let _ = node
-                    .release(&keys, &owner, 0, true, false, self.cfg.request_timeout)
+                    .release(
+                        &keys,
+                        &owner,
+                        0,
+                        Some(&wake),
+                        false,
+                        self.cfg.request_timeout,
+                    )
                     .await;
                 Err(e)
             }
@@ -317,8 +326,16 @@ impl Recipe for RedisRecipe {
         self.watchdogs.stop(h.watchdog);
         // The master may have moved since the grant; the current one is where the key lives now.
         let node = self.master().await;
+        let wake = wake_message(&h.owner);
         match node
-            .release(&h.keys, &h.owner, 0, true, false, self.cfg.request_timeout)
+            .release(
+                &h.keys,
+                &h.owner,
+                0,
+                Some(&wake),
+                false,
+                self.cfg.request_timeout,
+            )
             .await
         {
             Ok(true) => Ok(()),

@@ -21,6 +21,14 @@ pub(crate) fn new_client_id() -> String {
 }
 
 static NEXT_WAITER: AtomicU64 = AtomicU64::new(1);
+static NEXT_RELEASE: AtomicU64 = AtomicU64::new(1);
+
+/// The message one release (or give-back) of `owner` publishes: the same on every server it
+/// reaches, so a waiter that hears it from several Redlock masters counts one wake-up, and new
+/// for every release, so two releases by the same owner count two.
+pub(crate) fn wake_message(owner: &str) -> String {
+    format!("{owner}/{}", NEXT_RELEASE.fetch_add(1, Ordering::Relaxed))
+}
 
 /// The waiting side of one acquisition: notifications from every node arrive on one channel.
 pub(crate) struct Waiter {

@@ -212,13 +212,17 @@ impl Node {
         })
     }
 
-    /// Compare-and-delete plus queue exit; true if this call deleted `owner`'s lock.
+    /// Compare-and-delete plus queue exit; true if this call deleted `owner`'s lock. `wake` is
+    /// the message for the waiters this may let in (see [`wake_message`]); `None` is silent.
+    ///
+    /// [`wake_message`]: super::redis_common::wake_message
+    #[allow(clippy::too_many_arguments)]
     pub async fn release(
         &self,
         keys: &Keys,
         owner: &str,
         token: u64,
-        notify: bool,
+        wake: Option<&str>,
         keep_entry: bool,
         limit: Duration,
     ) -> Result<bool, LockError> {
@@ -235,7 +239,7 @@ impl Node {
                 &[
                     owner.to_string(),
                     token.to_string(),
-                    u8::from(notify).to_string(),
+                    wake.unwrap_or_default().to_string(),
                     u8::from(keep_entry).to_string(),
                 ],
                 limit,

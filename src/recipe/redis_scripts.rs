@@ -68,11 +68,14 @@ local function purge(q, qx, tent, now)
     redis.call('SREM', tent, head)
   end
 end
--- Tells only the head of the queue that the lock is free (a tentative head will try by itself).
-local function wake_head(lock, q, qx, tent, now, why)
+-- Tells only the head of the queue that the lock is free (a tentative head will try by itself),
+-- with `msg`. Never `from`, the caller: a Redlock waiter giving back what it won while it is
+-- still first here is not woken by its own give-back (it would only retry at once, in a loop).
+local function wake_head(lock, q, qx, tent, now, from, msg)
   local head = purge(q, qx, tent, now)
-  if head and redis.call('EXISTS', lock) == 0 and redis.call('SISMEMBER', tent, head) == 0 then
-    redis.call('PUBLISH', lock .. ':w:' .. head, why)
+  if head and head ~= from and redis.call('EXISTS', lock) == 0
+      and redis.call('SISMEMBER', tent, head) == 0 then
+    redis.call('PUBLISH', lock .. ':w:' .. head, msg)
   end
 end
 "#;
@@ -133,15 +136,16 @@ if head == owner and redis.call('SISMEMBER', KEYS[6], owner) == 0 then
   return {0, ticket, redis.call('PTTL', KEYS[1])}
 end
 -- Finalising may move this entry behind another one: that one may now be the head.
-if was_tentative then wake_head(KEYS[1], KEYS[3], KEYS[4], KEYS[6], now, owner) end
+if was_tentative then wake_head(KEYS[1], KEYS[3], KEYS[4], KEYS[6], now, owner, owner .. '/final') end
 return {0, ticket, -1}
 "#;
 
 /// Give back (also: leave the queue, undo a partial Redlock grant).
-/// KEYS: lock, fence, queue, expiry, tentative. ARGV: owner, token (0 = none), notify (1/0),
-/// keep queue entry (1/0). Deletes the lock only if `owner` holds it; raises the fencing counter
-/// to `token` so the next grant on this server exceeds it (Redlock's monotonic tokens); with
-/// notify, publishes to herd waiters and wakes the queue head. Returns 1 if it deleted the lock.
+/// KEYS: lock, fence, queue, expiry, tentative. ARGV: owner, token (0 = none), wake message
+/// ('' = none), keep queue entry (1/0). Deletes the lock only if `owner` holds it; raises the
+/// fencing counter to `token` so the next grant on this server exceeds it (Redlock's monotonic
+/// tokens); with a wake message, publishes it to herd waiters and to the queue head (unless that
+/// is `owner`). Returns 1 if it deleted the lock.
 const RELEASE: &str = r#"
 local now = now_ms()
 local owner = ARGV[1]
@@ -157,9 +161,9 @@ if ARGV[4] ~= '1' then
   redis.call('ZREM', KEYS[4], owner)
   redis.call('SREM', KEYS[5], owner)
 end
-if ARGV[3] == '1' then
-  if released == 1 then redis.call('PUBLISH', KEYS[1] .. ':released', owner) end
-  wake_head(KEYS[1], KEYS[3], KEYS[4], KEYS[5], now, owner)
+if ARGV[3] ~= '' then
+  if released == 1 then redis.call('PUBLISH', KEYS[1] .. ':released', ARGV[3]) end
+  wake_head(KEYS[1], KEYS[3], KEYS[4], KEYS[5], now, owner, ARGV[3])
 end
 return released
 "#;

@@ -36,6 +36,7 @@ use rand::Rng;
 
 use super::redis_common::{
     Held, NodeSource, RedisHandle, Waiter, Watchdogs, entry_ttl, new_client_id, valid_until,
+    wake_message,
 };
 use super::redis_node::{Attempt, Node};
 use super::redis_scripts::{Keys, TicketMode};
@@ -89,11 +90,14 @@ impl Round {
             .enumerate()
             .filter_map(|(i, a)| a.as_ref().ok().filter(|a| a.token > 0).map(|a| (i, a)))
     }
-    /// The shortest wait any master suggested (a holder's remaining TTL).
+    /// The shortest wait any master that refused suggested (a holder's remaining TTL). A grant
+    /// suggests nothing: what the round lacks is elsewhere, and retrying at once would only
+    /// renew what it already won (a spin while a majority is down).
     fn retry_within(&self) -> Option<Duration> {
         self.answers
             .iter()
-            .filter_map(|a| a.as_ref().ok().and_then(|a| a.retry_within))
+            .filter_map(|a| a.as_ref().ok().filter(|a| a.token == 0))
+            .filter_map(|a| a.retry_within)
             .min()
     }
 }
@@ -194,12 +198,13 @@ impl RedlockRecipe {
         // A release that misses a master leaves the lock there until its TTL, as the spec
         // accepts; waiting longer for a dead master would only stall the caller.
         let limit = self.per_node_timeout();
+        let wake = notify.then(|| wake_message(owner));
         join_all(
             self.nodes
                 .iter()
                 .enumerate()
                 .filter(|(i, _)| which.is_none_or(|w| w.contains(i)))
-                .map(|(_, n)| n.release(keys, owner, token, notify, keep_entry, limit)),
+                .map(|(_, n)| n.release(keys, owner, token, wake.as_deref(), keep_entry, limit)),
         )
         .await
     }
@@ -394,6 +399,7 @@ impl Recipe for RedlockRecipe {
         self.watchdogs.stop(h.watchdog);
         let n = self.nodes.len();
         let limit = self.cfg.request_timeout;
+        let wake = wake_message(&h.owner);
         // One task per master, so every release lands even after the outcome is decided and
         // the caller has moved on; the caller waits only while it is undecided.
         let mut answers: FuturesUnordered<_> = self
@@ -401,8 +407,9 @@ impl Recipe for RedlockRecipe {
             .iter()
             .map(|node| {
                 let (node, keys, owner) = (node.clone(), h.keys.clone(), h.owner.clone());
+                let wake = wake.clone();
                 tokio::spawn(async move {
-                    node.release(&keys, &owner, lease.token, true, false, limit)
+                    node.release(&keys, &owner, lease.token, Some(&wake), false, limit)
                         .await
                 })
             })
