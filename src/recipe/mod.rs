@@ -25,6 +25,7 @@ mod holders;
 pub mod redis;
 mod redis_common;
 mod redis_node;
+mod redis_pubsub;
 mod redis_scripts;
 pub mod redlock;
 pub mod zookeeper;

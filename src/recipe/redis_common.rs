@@ -12,6 +12,7 @@ use tokio::task::AbortHandle;
 use super::LostTrigger;
 use super::redis::Master;
 use super::redis_node::Node;
+use super::redis_pubsub::LOOK_AGAIN;
 use super::redis_scripts::Keys;
 
 /// A fresh client identity: owner values are `<client>:<sequence>`, unique per acquisition, so
@@ -53,22 +54,25 @@ impl Waiter {
 
     /// Waits up to `at_most` for a notification; false when none came. Each distinct message
     /// is one wake-up: the same release heard from several Redlock masters carries the same
-    /// payload and wakes once.
+    /// payload and wakes once. A prompt to look again after a pub/sub reconnect (`LOOK_AGAIN`)
+    /// ends the wait too but is no wake-up: no server sent it.
     pub async fn wait(&mut self, at_most: Duration) -> bool {
         let first = match tokio::time::timeout(at_most, self.rx.recv()).await {
             Ok(Some(m)) => m,
             // Timed out (the fallback poll) or every sender gone: the caller tries again.
             _ => return false,
         };
-        if self.seen.insert(first) {
-            self.wakeups += 1;
-        }
+        self.count(first);
         while let Ok(m) = self.rx.try_recv() {
-            if self.seen.insert(m) {
-                self.wakeups += 1;
-            }
+            self.count(m);
         }
         true
+    }
+
+    fn count(&mut self, m: Vec<u8>) {
+        if m != LOOK_AGAIN && self.seen.insert(m) {
+            self.wakeups += 1;
+        }
     }
 
     /// Waits for a notification, for the holder's remaining TTL (`ttl_left`, after which the

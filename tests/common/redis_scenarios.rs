@@ -100,6 +100,12 @@ where
         .await;
         run(
             s,
+            &format!("{label}/wakeups_survive_a_pubsub_kill"),
+            wakeups_survive_a_pubsub_kill(make, &label, cfg(10, true), st, endpoints),
+        )
+        .await;
+        run(
+            s,
             &format!("{label}/watchdog_reports_a_stolen_lock"),
             watchdog_reports_a_stolen_lock(make, &label, cfg(3, true), st, endpoints),
         )
@@ -505,4 +511,78 @@ pub async fn lost_before_expiry_when_paused<R, F, Fut>(
     );
     let _ = client.release(lease).await;
     client.crash().await;
+}
+
+/// 8 contenders × 40 while every pub/sub connection on the servers is killed twice
+/// (`CLIENT KILL TYPE pubsub`, 0.7 s apart): the handoffs after the kill are still woken by
+/// messages, not by the 500 ms fallback poll.
+pub async fn wakeups_survive_a_pubsub_kill<R, F, Fut>(
+    make: &F,
+    label: &str,
+    cfg: RecipeConfig,
+    strategy: Strategy,
+    endpoints: &[String],
+) where
+    R: Recipe,
+    F: Fn(RecipeConfig) -> Fut,
+    Fut: Future<Output = R>,
+{
+    let mut clients = Vec::new();
+    for _ in 0..8 {
+        clients.push(make(cfg.clone()).await);
+    }
+    let killer = async {
+        let mut kills = Vec::new();
+        for _ in 0..2 {
+            tokio::time::sleep(Duration::from_millis(700)).await;
+            kills.push(Instant::now());
+            for e in endpoints {
+                raw(
+                    e,
+                    redis::cmd("CLIENT").arg("KILL").arg("TYPE").arg("pubsub"),
+                )
+                .await;
+            }
+        }
+        kills
+    };
+    let (out, kills) = tokio::join!(contend(clients, "pubsub-kill", strategy, 40), killer);
+    println!("{}", out.summary(label));
+    out.assert_exclusive(label, 320);
+    let killed = kills[0];
+    let mut after: Vec<Duration> = out
+        .handoffs()
+        .into_iter()
+        .filter(|(h, _)| h.acquired > killed)
+        .map(|(_, d)| d)
+        .collect();
+    after.sort();
+    let polls: u64 = out
+        .holds
+        .iter()
+        .filter(|h| h.acquired > killed)
+        .map(|h| h.fallback_polls)
+        .sum();
+    let p99 = after
+        .get(((after.len().max(1) - 1) as f64 * 0.99).round() as usize)
+        .copied()
+        .unwrap_or_default();
+    println!(
+        "{label}: after the pub/sub kill: {} handoffs, p99 {p99:?}, {polls} fallback polls",
+        after.len()
+    );
+    // The herd hands off less often (a releaser that asks again at once often wins).
+    assert!(
+        after.len() >= 5,
+        "{label}: only {} handoffs after the kill (contention ended too soon to tell)",
+        after.len()
+    );
+    assert!(
+        polls <= 2,
+        "{label}: {polls} fallback polls after the pub/sub kill"
+    );
+    assert!(
+        p99 < Duration::from_millis(250),
+        "{label}: handoff p99 {p99:?} after the pub/sub kill (fallback poll 500 ms)"
+    );
 }
