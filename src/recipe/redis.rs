@@ -7,12 +7,15 @@
 //!   runs out (no message comes when a holder dies) and at least every `fallback_poll`.
 //! - **predecessor**: a FIFO queue per key kept by the scripts; a release publishes only to the
 //!   queue head's own channel, so one release wakes one waiter, which then takes the lock.
-//!   Entries expire unless their waiter refreshes them (on every poll), so a dead waiter
-//!   blocks the queue for at most the entry TTL. The wake-up is a message on a per-waiter
-//!   channel (as `RedissonFairLock` does) rather than a `BLPOP` on a per-waiter list: the same
-//!   targeted wake-up, but over the client's one pub/sub connection instead of one blocking
-//!   connection per waiting acquisition; a message lost with a connection is covered by the
-//!   fallback poll, as for the herd.
+//!   Entries expire unless their waiter refreshes them (on every take attempt; a waiter with
+//!   others ahead of it, which has nothing to hear until it is first, makes one only every third
+//!   of the entry TTL rather than every fallback poll), so a dead waiter blocks the queue for at
+//!   most the entry TTL; the refresh that drops a dead head wakes the next one. The wake-up is a
+//!   message on a per-waiter channel (as `RedissonFairLock` does) rather than a `BLPOP` on a
+//!   per-waiter list: the same targeted wake-up, but over the client's one pub/sub connection
+//!   instead of one blocking connection per waiting acquisition. A pub/sub connection that dies
+//!   is reopened at once and its waiters look again (`redis_pubsub`); a message lost otherwise
+//!   is covered by the fallback poll (the head) or the next refresh.
 //!
 //! Fencing tokens come from `INCR` on the master. After a Sentinel failover, writes that had not
 //! reached the promoted replica are lost, the lock key included: two clients may then hold the
@@ -24,7 +27,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use super::redis_common::{
-    Held, NodeSource, RedisHandle, Waiter, Watchdogs, entry_ttl, new_client_id, valid_until,
+    Held, NodeSource, Poll, RedisHandle, Waiter, Watchdogs, entry_ttl, new_client_id, valid_until,
     wake_message,
 };
 use super::redis_node::{Attempt, Node};
@@ -163,8 +166,8 @@ impl RedisRecipe {
             Strategy::Herd => node.herd_acquire(keys, owner, self.cfg.ttl, limit).await,
             _ => {
                 let mode = ticket.map_or(TicketMode::Propose, TicketMode::Final);
-                let e = entry_ttl(&self.cfg);
-                node.fair_acquire(keys, owner, self.cfg.ttl, e, mode, limit)
+                let (e, wake) = (entry_ttl(&self.cfg), wake_message(owner));
+                node.fair_acquire(keys, owner, self.cfg.ttl, e, mode, &wake, limit)
                     .await
             }
         }
@@ -227,9 +230,8 @@ impl RedisRecipe {
                             continue;
                         }
                     }
-                    waiter
-                        .wait_or_poll(self.cfg.fallback_poll, a.retry_within, left, tally)
-                        .await;
+                    let poll = Poll::after(strategy, a.retry_within.is_none(), &self.cfg);
+                    waiter.wait_or_poll(poll, a.retry_within, left, tally).await;
                 }
                 Err(e) if e.is_indeterminate() => {
                     let pause = self.cfg.fallback_poll.min(Duration::from_millis(100));

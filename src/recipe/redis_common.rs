@@ -76,19 +76,52 @@ impl Waiter {
     }
 
     /// Waits for a notification, for the holder's remaining TTL (`ttl_left`, after which the
-    /// lock is free without a release message), or for the fallback poll, whichever is first;
-    /// counts a wait that ended on the fallback poll alone.
+    /// lock is free without a release message), or for `poll`, whichever is first; counts a
+    /// wait that ended on a [`Poll::Fallback`] alone.
     pub async fn wait_or_poll(
         &mut self,
-        fallback_poll: Duration,
+        poll: Poll,
         ttl_left: Option<Duration>,
         left: Duration,
         tally: &super::Tally,
     ) {
+        let (interval, counted) = match poll {
+            Poll::Fallback(d) => (d, true),
+            Poll::Refresh(d) => (d, false),
+        };
         let until_free = ttl_left.map(|t| t + Duration::from_millis(1));
-        let wait = until_free.map_or(fallback_poll, |t| t.min(fallback_poll));
-        if !self.wait(wait.min(left)).await && wait == fallback_poll && wait <= left {
+        let wait = until_free.map_or(interval, |t| t.min(interval));
+        if !self.wait(wait.min(left)).await && counted && wait == interval && wait <= left {
             tally.fallback_poll();
+        }
+    }
+}
+
+/// How long a waiter that hears nothing waits before it asks the server again.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Poll {
+    /// A waiter that expects a message any time now (a herd waiter, the first in a queue) and
+    /// checks in case it was lost: a fallback poll, counted.
+    Fallback(Duration),
+    /// A queued waiter with other waiters ahead of it: nothing to hear until it is first, and
+    /// becoming first comes with a message (a release, or a dead waiter's entry dropped by
+    /// someone's refresh). It asks again only to keep its entry alive ([`entry_refresh`]): not
+    /// counted as a fallback poll, though each is a request.
+    Refresh(Duration),
+}
+
+impl Poll {
+    /// The wait after an answer that did not grant: a queue waiter told it is not first
+    /// (`queued_behind`) refreshes; everyone else falls back to `cfg.fallback_poll`.
+    pub fn after(
+        strategy: super::Strategy,
+        queued_behind: bool,
+        cfg: &super::RecipeConfig,
+    ) -> Poll {
+        if strategy == super::Strategy::Predecessor && queued_behind {
+            Poll::Refresh(entry_refresh(cfg))
+        } else {
+            Poll::Fallback(cfg.fallback_poll)
         }
     }
 }
@@ -235,10 +268,18 @@ async fn keep(held: Held) {
     }
 }
 
-/// How long a queue entry lives without a refresh. A waiter refreshes it on every poll (at least
-/// every `fallback_poll`), so only a dead or departed waiter's entry expires.
+/// How long a queue entry lives without a refresh. A waiter refreshes it on every take attempt,
+/// at least every [`entry_refresh`], so only a dead or departed waiter's entry expires.
 pub(crate) fn entry_ttl(cfg: &super::RecipeConfig) -> Duration {
     cfg.fallback_poll * 3 + cfg.request_timeout * 2
+}
+
+/// How often a waiter with others ahead of it refreshes its queue entry: a third of the entry
+/// TTL, which leaves the refresh two thirds (at least two request timeouts) to land. A waiter
+/// deep in a long queue pays one request per refresh: about wait / refresh of them (see
+/// docs/results-schema.md, "What a request is").
+pub(crate) fn entry_refresh(cfg: &super::RecipeConfig) -> Duration {
+    entry_ttl(cfg) / 3
 }
 
 /// What a Redis lease keeps for release.

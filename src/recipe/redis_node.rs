@@ -30,8 +30,9 @@ pub(crate) struct Attempt {
     pub token: u64,
     /// Queue ticket (queue takes only).
     pub ticket: Option<u64>,
-    /// How long to wait at most before trying again: `None` = until notified (or the fallback
-    /// poll), else the holder's remaining TTL (after which the lock is free without a release).
+    /// How long to wait at most before trying again: `None` = until notified (a queue take:
+    /// others are ahead of this waiter), else the holder's remaining TTL (after which the lock
+    /// is free without a release).
     pub retry_within: Option<Duration>,
 }
 
@@ -154,7 +155,11 @@ impl Node {
         })
     }
 
-    /// One queue take (enqueue or refresh, then take if at the head and free).
+    /// One queue take (enqueue or refresh, then take if at the head and free). `wake` is the
+    /// message for a waiter this may make first (see [`wake_message`]).
+    ///
+    /// [`wake_message`]: super::redis_common::wake_message
+    #[allow(clippy::too_many_arguments)]
     pub async fn fair_acquire(
         &self,
         keys: &Keys,
@@ -162,6 +167,7 @@ impl Node {
         ttl: Duration,
         entry_ttl: Duration,
         mode: TicketMode,
+        wake: &str,
         limit: Duration,
     ) -> Result<Attempt, LockError> {
         let (mode, ticket) = mode.args();
@@ -182,6 +188,7 @@ impl Node {
                     ms(entry_ttl).to_string(),
                     mode.to_string(),
                     ticket.to_string(),
+                    wake.to_string(),
                 ],
                 limit,
             )

@@ -56,16 +56,19 @@ local function now_ms()
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
--- Drops heads whose waiter stopped refreshing its entry (it died or gave up); returns the head.
+-- Drops heads whose waiter stopped refreshing its entry (it died or gave up); returns the head
+-- and whether it dropped any.
 local function purge(q, qx, tent, now)
+  local dropped = false
   while true do
     local head = redis.call('ZRANGE', q, 0, 0)[1]
-    if not head then return nil end
+    if not head then return nil, dropped end
     local exp = tonumber(redis.call('ZSCORE', qx, head))
-    if exp and exp > now then return head end
+    if exp and exp > now then return head, dropped end
     redis.call('ZREM', q, head)
     redis.call('ZREM', qx, head)
     redis.call('SREM', tent, head)
+    dropped = true
   end
 end
 -- Tells only the head of the queue that the lock is free (a tentative head will try by itself),
@@ -97,12 +100,13 @@ return {0, redis.call('PTTL', KEYS[1])}
 "#;
 
 /// Queue take. KEYS: lock, fence, queue, expiry, tickets, tentative.
-/// ARGV: owner, ttl ms, entry ttl ms, mode, ticket.
+/// ARGV: owner, ttl ms, entry ttl ms, mode, ticket, wake message.
 /// mode `propose` takes a ticket if the owner has none; `tentative` does the same but marks the
 /// entry tentative (never granted until finalised); `final` sets the given ticket (re-adding an
 /// entry that expired) and raises the ticket counter to it.
-/// Returns {token, ticket, hint}: token > 0 when granted; hint -1 = not at the head (wait for
-/// the wake message), otherwise the holder's remaining TTL.
+/// Returns {token, ticket, hint}: token > 0 when granted; hint -1 = others ahead (wait for the
+/// wake message), otherwise the holder's remaining TTL (first in line: at the head, or right
+/// behind the holder's own entry).
 const FAIR_ACQUIRE: &str = r#"
 local now = now_ms()
 local owner = ARGV[1]
@@ -120,7 +124,7 @@ elseif not redis.call('ZSCORE', KEYS[3], owner) then
 end
 local ticket = tonumber(redis.call('ZSCORE', KEYS[3], owner))
 redis.call('ZADD', KEYS[4], now + entry_ttl, owner)
-local head = purge(KEYS[3], KEYS[4], KEYS[6], now)
+local head, dropped = purge(KEYS[3], KEYS[4], KEYS[6], now)
 if head == owner and redis.call('SISMEMBER', KEYS[6], owner) == 0 then
   local cur = redis.call('GET', KEYS[1])
   if not cur then
@@ -135,8 +139,17 @@ if head == owner and redis.call('SISMEMBER', KEYS[6], owner) == 0 then
   end
   return {0, ticket, redis.call('PTTL', KEYS[1])}
 end
--- Finalising may move this entry behind another one: that one may now be the head.
-if was_tentative then wake_head(KEYS[1], KEYS[3], KEYS[4], KEYS[6], now, owner, owner .. '/final') end
+-- Finalising may move this entry behind another one, and dropping dead heads may have made
+-- another waiter first: that one is told, as it only refreshes its entry now and then.
+if was_tentative or dropped then
+  wake_head(KEYS[1], KEYS[3], KEYS[4], KEYS[6], now, owner, ARGV[6])
+end
+-- First in line behind the holder (whose entry heads the queue while it holds): the lock is
+-- free at the latest when the holder's TTL ends, so that is when to look again unwoken.
+if head and redis.call('GET', KEYS[1]) == head and redis.call('ZRANK', KEYS[3], owner) == 1
+    and redis.call('SISMEMBER', KEYS[6], owner) == 0 then
+  return {0, ticket, redis.call('PTTL', KEYS[1])}
+end
 return {0, ticket, -1}
 "#;
 

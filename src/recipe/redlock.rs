@@ -35,7 +35,7 @@ use futures::stream::FuturesUnordered;
 use rand::Rng;
 
 use super::redis_common::{
-    Held, NodeSource, RedisHandle, Waiter, Watchdogs, entry_ttl, new_client_id, valid_until,
+    Held, NodeSource, Poll, RedisHandle, Waiter, Watchdogs, entry_ttl, new_client_id, valid_until,
     wake_message,
 };
 use super::redis_node::{Attempt, Node};
@@ -89,6 +89,19 @@ impl Round {
             .iter()
             .enumerate()
             .filter_map(|(i, a)| a.as_ref().ok().filter(|a| a.token > 0).map(|a| (i, a)))
+    }
+    /// True when every master that answered queues another waiter first (none granted, none
+    /// named a holder's TTL): nothing to hear until the head moves.
+    fn queued_behind(&self) -> bool {
+        let answered: Vec<&Attempt> = self
+            .answers
+            .iter()
+            .filter_map(|a| a.as_ref().ok())
+            .collect();
+        !answered.is_empty()
+            && answered
+                .iter()
+                .all(|a| a.token == 0 && a.retry_within.is_none())
     }
     /// The shortest wait any master that refused suggested (a holder's remaining TTL). A grant
     /// suggests nothing: what the round lacks is elsewhere, and retrying at once would only
@@ -172,11 +185,14 @@ impl RedlockRecipe {
         let limit = self.per_node_timeout().min(left);
         let started = Instant::now();
         let e = entry_ttl(&self.cfg);
+        // One message for the whole round: a waiter it wakes on several masters wakes once.
+        let wake = wake_message(owner);
+        let wake = &wake;
         let answers = join_all(self.nodes.iter().map(|n| async move {
             match strategy {
                 Strategy::Herd => n.herd_acquire(keys, owner, self.cfg.ttl, limit).await,
                 _ => {
-                    n.fair_acquire(keys, owner, self.cfg.ttl, e, mode, limit)
+                    n.fair_acquire(keys, owner, self.cfg.ttl, e, mode, wake, limit)
                         .await
                 }
             }
@@ -320,8 +336,9 @@ impl RedlockRecipe {
                     continue;
                 }
             }
+            let poll = Poll::after(strategy, round.queued_behind(), &self.cfg);
             waiter
-                .wait_or_poll(self.cfg.fallback_poll, round.retry_within(), left, tally)
+                .wait_or_poll(poll, round.retry_within(), left, tally)
                 .await;
         };
         if subscribed {

@@ -121,6 +121,16 @@ where
         dead_waiter_does_not_block_queue(make, &label, quick),
     )
     .await;
+    run(
+        s,
+        &format!("{label}/queued_waiters_do_not_poll"),
+        queued_waiters_do_not_poll(
+            make,
+            &label,
+            config("/t/queued", Duration::from_secs(10), true),
+        ),
+    )
+    .await;
 }
 
 /// 16 contenders x 30 acquisitions: exact register, no overlap, no errors, growing tokens;
@@ -584,5 +594,59 @@ pub async fn wakeups_survive_a_pubsub_kill<R, F, Fut>(
     assert!(
         p99 < Duration::from_millis(250),
         "{label}: handoff p99 {p99:?} after the pub/sub kill (fallback poll 500 ms)"
+    );
+}
+
+/// Four waiters queue behind a 3 s hold. Only the first of them expects a message any moment and
+/// polls every 500 ms; the others, with waiters ahead, refresh their entries every third of the
+/// entry TTL (1.83 s here) and are not fallback polls. Every waiter polling every 500 ms (as
+/// before issue 7) made 4 × 6.
+pub async fn queued_waiters_do_not_poll<R, F, Fut>(make: &F, label: &str, cfg: RecipeConfig)
+where
+    R: Recipe,
+    F: Fn(RecipeConfig) -> Fut,
+    Fut: Future<Output = R>,
+{
+    let key = "long-hold";
+    let strategy = Strategy::Predecessor;
+    let holder = make(cfg.clone()).await;
+    let lease = holder
+        .acquire(key, strategy, Instant::now() + Duration::from_secs(5))
+        .await
+        .expect("holder");
+    let mut waiters = Vec::new();
+    for _ in 0..4 {
+        let c = make(cfg.clone()).await;
+        waiters.push(tokio::spawn(async move {
+            let tally = lockbench::recipe::Tally::default();
+            let r = c
+                .acquire_counted(
+                    key,
+                    strategy,
+                    Instant::now() + Duration::from_secs(20),
+                    &tally,
+                )
+                .await;
+            if let Ok(lease) = r {
+                let _ = c.release(lease).await;
+            }
+            c.crash().await;
+            (tally.request_count(), tally.fallback_poll_count())
+        }));
+        // Queue in a known order, each behind the one before.
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    holder.release(lease).await.expect("release");
+    holder.crash().await;
+    let mut counts = Vec::new();
+    for w in waiters {
+        counts.push(w.await.expect("waiter task"));
+    }
+    let polls: u64 = counts.iter().map(|c| c.1).sum();
+    println!("{label}: (requests, fallback polls) of 4 waiters behind a 3 s hold: {counts:?}");
+    assert!(
+        polls <= 8,
+        "{label}: {polls} fallback polls behind a 3 s hold (the head alone makes about 6)"
     );
 }
