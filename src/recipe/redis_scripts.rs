@@ -113,6 +113,9 @@ local owner = ARGV[1]
 local ttl = tonumber(ARGV[2])
 local entry_ttl = tonumber(ARGV[3])
 local was_tentative = redis.call('SISMEMBER', KEYS[6], owner) == 1
+-- A tentative entry at the head blocks the queue (it is never granted): finalising it behind
+-- another waiter lets that one in, which must then be told.
+local blocked = was_tentative and redis.call('ZRANGE', KEYS[3], 0, 0)[1] == owner
 if ARGV[4] == 'final' then
   local t = tonumber(ARGV[5])
   redis.call('ZADD', KEYS[3], t, owner)
@@ -139,9 +142,10 @@ if head == owner and redis.call('SISMEMBER', KEYS[6], owner) == 0 then
   end
   return {0, ticket, redis.call('PTTL', KEYS[1])}
 end
--- Finalising may move this entry behind another one, and dropping dead heads may have made
--- another waiter first: that one is told, as it only refreshes its entry now and then.
-if was_tentative or dropped then
+-- Finalising moved this entry from the head behind another one, or dropping dead heads made
+-- another waiter first: that one is told, as it only refreshes its entry now and then. (Waking
+-- it on every finalisation woke a head already woken by the release: a useless wake-up.)
+if blocked or dropped then
   wake_head(KEYS[1], KEYS[3], KEYS[4], KEYS[6], now, owner, ARGV[6])
 end
 -- First in line behind the holder (whose entry heads the queue while it holds): the lock is
