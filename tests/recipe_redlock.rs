@@ -16,6 +16,15 @@ use common::Scenarios;
 use common::contention::contend;
 use common::redis_scenarios::{self as sc, config};
 
+/// Requests per acquisition, 16 contenders × 30, counting one per master: measured with `cargo
+/// test --test recipe_redlock -- --nocapture` (redlock/<strategy>: ... requests/acq): herd
+/// 120-131 (split votes: give-backs and random retries), predecessor 29.95-30.44 (two ticket
+/// rounds, SUBSCRIBE, a round after the wake-up, UNSUBSCRIBE: 5 each).
+const BANDS: sc::RequestBands = sc::RequestBands {
+    herd: (60.0, 260.0),
+    predecessor: (25.0, 40.0),
+};
+
 async fn connect(endpoints: &[String], cfg: RecipeConfig) -> RedlockRecipe {
     RedlockRecipe::connect(
         endpoints,
@@ -31,7 +40,7 @@ async fn scenarios(s: &mut Scenarios, cluster: &Cluster) {
     let endpoints = cluster.endpoints();
     assert_eq!(endpoints.len(), 5);
     let make = |cfg: RecipeConfig| connect(&endpoints, cfg);
-    sc::all(s, &make, "redlock", &endpoints).await;
+    sc::all(s, &make, "redlock", &endpoints, BANDS).await;
 
     let names: Vec<String> = cluster.servers().map(|n| n.name().to_string()).collect();
     let majority = &names[..3];
@@ -309,12 +318,12 @@ async fn minority_down(cluster: &Cluster) {
         )
         .await
         .expect("3 of 5 masters grant");
+    let took = t0.elapsed();
     println!(
-        "redlock with 2 of 5 masters down: locked in {:?}, validity {:?}",
-        t0.elapsed(),
+        "redlock with 2 of 5 masters down: locked in {took:?}, validity {:?}",
         lease.ttl
     );
-    assert!(lease.ttl < cfg.ttl);
+    sc::assert_validity("redlock with 2 of 5 masters down", &lease, cfg.ttl, took);
     client
         .release(lease)
         .await

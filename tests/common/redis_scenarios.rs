@@ -63,11 +63,34 @@ pub async fn run(s: &mut Scenarios, name: &str, scenario: impl Future<Output = (
     }
 }
 
+/// Requests per acquisition a recipe must stay within in [`mutual_exclusion`] (16 contenders ×
+/// 30 on one key, hold 1-5 ms), as (low, high) per strategy: measured values with room for a
+/// noisy machine, so a spin loop or a retry storm fails.
+#[derive(Debug, Clone, Copy)]
+pub struct RequestBands {
+    pub herd: (f64, f64),
+    pub predecessor: (f64, f64),
+}
+
+impl RequestBands {
+    fn of(&self, strategy: Strategy) -> (f64, f64) {
+        match strategy {
+            Strategy::Predecessor => self.predecessor,
+            _ => self.herd,
+        }
+    }
+}
+
 /// Every scenario both recipes share, for both strategies, each strategy on a prefix of its own
 /// and each scenario under its own name (`<system>/<strategy>/<scenario>`); `endpoints` are the
 /// servers that hold the locks.
-pub async fn all<R, F, Fut>(s: &mut Scenarios, make: &F, system: &str, endpoints: &[String])
-where
+pub async fn all<R, F, Fut>(
+    s: &mut Scenarios,
+    make: &F,
+    system: &str,
+    endpoints: &[String],
+    bands: RequestBands,
+) where
     R: Recipe,
     F: Fn(RecipeConfig) -> Fut,
     Fut: Future<Output = R>,
@@ -77,8 +100,14 @@ where
         let prefix = format!("/t/{st}");
         let cfg = |ttl: u64, renew: bool| config(&prefix, Duration::from_secs(ttl), renew);
         run(s, &format!("{label}/mutual_exclusion"), async {
-            mutual_exclusion(make, &label, cfg(10, true), st).await;
+            mutual_exclusion(make, &label, cfg(10, true), st, bands.of(st)).await;
         })
+        .await;
+        run(
+            s,
+            &format!("{label}/one_client_two_keys"),
+            one_client_two_keys(make, &label, cfg(2, true), st, endpoints),
+        )
         .await;
         run(
             s,
@@ -133,13 +162,17 @@ where
     .await;
 }
 
-/// 16 contenders x 30 acquisitions: exact register, no overlap, no errors, growing tokens;
-/// for predecessor also FIFO grants. Returns the outcome for the strategy-specific checks.
+/// 16 contenders x 30 acquisitions: exact register, no overlap, no errors, growing tokens,
+/// requests per acquisition within `requests`; for predecessor also FIFO grants, one wake-up per
+/// handoff (at least 0.8 on average: handoffs are served by the wake-up, not by polls) and handoff
+/// p99 below the fallback poll; for herd at least 4 wake-ups per acquisition. Returns the outcome
+/// for further checks.
 pub async fn mutual_exclusion<R, F, Fut>(
     make: &F,
     label: &str,
     cfg: RecipeConfig,
     strategy: Strategy,
+    requests: (f64, f64),
 ) -> Outcome
 where
     R: Recipe,
@@ -152,17 +185,35 @@ where
     }
     let out = contend(clients, "mutex", strategy, 30).await;
     println!("{}", out.summary(label));
+    let p99 = out.handoff_percentile(0.99);
+    println!(
+        "{label}: {} handoffs, wake-ups per handoff {:?}, handoff p50 {:?} p99 {p99:?}, fallback polls {}",
+        out.handoffs().len(),
+        out.wakeups_per_handoff(),
+        out.handoff_percentile(0.5),
+        out.total_fallback_polls()
+    );
     out.assert_exclusive(label, 480);
+    let r = out.mean_requests();
+    assert!(
+        (requests.0..=requests.1).contains(&r),
+        "{label}: {r:.2} requests per acquisition, outside {requests:?}"
+    );
     if strategy == Strategy::Predecessor {
         assert_eq!(
             out.fifo_violations(),
             0,
             "{label}: grants out of queue order"
         );
+        let w = out.wakeups_per_handoff().expect("16 contenders hand off");
         assert!(
-            out.mean_wakeups() <= 1.5,
-            "{label}: {:.2} wakeups per acquisition",
-            out.mean_wakeups()
+            (0.8..=1.0).contains(&w),
+            "{label}: {w:.3} wake-ups per handoff (one release wakes one waiter)"
+        );
+        assert!(
+            p99 < cfg.fallback_poll,
+            "{label}: handoff p99 {p99:?}, not below the fallback poll {:?}",
+            cfg.fallback_poll
         );
     } else {
         assert!(
@@ -172,6 +223,91 @@ where
         );
     }
     out
+}
+
+/// Asserts a fresh lease's validity arithmetic: its `ttl` is at most TTL − drift (the server
+/// may have started the TTL as the request left) and at least that less `took`, the acquire
+/// call's duration (which contains the granting round trip).
+pub fn assert_validity(
+    label: &str,
+    lease: &lockbench::recipe::Lease,
+    ttl: Duration,
+    took: Duration,
+) {
+    let most = ttl - drift(ttl);
+    assert!(
+        lease.ttl <= most,
+        "{label}: lease ttl {:?} above TTL − drift {most:?}",
+        lease.ttl
+    );
+    assert!(
+        lease.ttl + took >= most,
+        "{label}: lease ttl {:?} below TTL − drift − the acquire's {took:?}",
+        lease.ttl
+    );
+}
+
+/// A client holding `first` waits for `second` (held by another client for 1.5 × TTL) and gets
+/// it: its lease on `first` stays held meanwhile (renewed, no lost signal, the key still on a
+/// majority of servers), and both leases release cleanly.
+pub async fn one_client_two_keys<R, F, Fut>(
+    make: &F,
+    label: &str,
+    cfg: RecipeConfig,
+    strategy: Strategy,
+    endpoints: &[String],
+) where
+    R: Recipe,
+    F: Fn(RecipeConfig) -> Fut,
+    Fut: Future<Output = R>,
+{
+    let ttl = cfg.ttl;
+    let a = make(cfg.clone()).await;
+    let b = make(cfg.clone()).await;
+    let deadline = || Instant::now() + Duration::from_secs(5);
+    let held_by_b = b
+        .acquire("second", strategy, deadline())
+        .await
+        .expect("b takes second");
+    let t0 = Instant::now();
+    let first = a
+        .acquire("first", strategy, deadline())
+        .await
+        .expect("a takes first");
+    assert_validity(label, &first, ttl, t0.elapsed());
+    let b_lets_go = async {
+        tokio::time::sleep(ttl * 3 / 2).await;
+        b.release(held_by_b).await
+    };
+    let (second, released) = tokio::join!(
+        a.acquire("second", strategy, Instant::now() + ttl * 4),
+        b_lets_go
+    );
+    released.expect("b releases second");
+    let second = second.unwrap_or_else(|e| panic!("{label}: a never got second: {e}"));
+    assert!(
+        !first.lost.is_lost(),
+        "{label}: a's lease on first was reported lost while it waited for second"
+    );
+    let k = format!("{}/first", cfg.prefix);
+    let mut holding = 0;
+    for e in endpoints {
+        if raw(e, redis::cmd("EXISTS").arg(&k)).await == redis::Value::Int(1) {
+            holding += 1;
+        }
+    }
+    assert!(
+        holding > endpoints.len() / 2,
+        "{label}: first is on only {holding} of {} servers after {:?}",
+        endpoints.len(),
+        ttl * 3 / 2
+    );
+    a.release(second).await.expect("a releases second");
+    a.release(first)
+        .await
+        .expect("a releases first, still its own");
+    a.crash().await;
+    b.crash().await;
 }
 
 /// A renewing holder keeps the lock past its TTL, then crashes: a waiter gets it within TTL + 2 s.
@@ -464,7 +600,7 @@ pub async fn wait_for_renewal(endpoint: &str, key: &str, within: Duration) -> In
 
 /// Timer and scheduling lateness allowed on a loaded 2-core machine when a signal must come
 /// by a deadline; the watchdog bug these tests guard against was about TTL/3 late.
-const LATE: Duration = Duration::from_millis(30);
+pub const LATE: Duration = Duration::from_millis(30);
 
 /// A renewing holder whose servers stop answering (`pause`, a majority of them for Redlock)
 /// right after a renewal: the lost signal comes no later than the key's server-side expiry
