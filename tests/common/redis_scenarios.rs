@@ -398,14 +398,33 @@ pub async fn stale_release_is_harmless<R, F, Fut>(
         Err(e) => panic!("{label}: stale release failed oddly: {e}"),
     }
     let after = snapshot(endpoints, &cfg.prefix, "stale").await;
-    assert_eq!(
-        before, after,
-        "{label}: a stale release changed the new holder's lock"
-    );
-    assert!(
-        before.iter().any(|s| s.0 != redis::Value::Nil),
-        "{label}: new holder has no lock"
-    );
+    // The new holder's value is the one most servers hold. A Redlock master that answered the
+    // stale holder's round too late still granted it (the command was on its way), so that
+    // master may still carry the stale key, which its own release rightly deletes: only the
+    // new holder's keys and the queues must be untouched.
+    let values: Vec<&redis::Value> = before
+        .iter()
+        .map(|s| &s.0)
+        .filter(|v| **v != redis::Value::Nil)
+        .collect();
+    let holder = values
+        .iter()
+        .max_by_key(|v| values.iter().filter(|w| w == v).count())
+        .unwrap_or_else(|| panic!("{label}: new holder has no lock"));
+    for (b, a) in before.iter().zip(&after) {
+        if &b.0 == *holder {
+            assert_eq!(
+                b, a,
+                "{label}: a stale release changed the new holder's lock"
+            );
+        } else {
+            assert_eq!(
+                (&b.1, &b.2),
+                (&a.1, &a.2),
+                "{label}: a stale release changed a queue"
+            );
+        }
+    }
     b.release(fresh).await.expect("new holder releases");
     a.crash().await;
     b.crash().await;
