@@ -26,6 +26,7 @@ pub mod mock;
 pub mod redis;
 mod redis_common;
 mod redis_node;
+mod redis_pubsub;
 mod redis_scripts;
 pub mod redlock;
 pub mod zookeeper;

@@ -7,12 +7,15 @@
 //!   runs out (no message comes when a holder dies) and at least every `fallback_poll`.
 //! - **predecessor**: a FIFO queue per key kept by the scripts; a release publishes only to the
 //!   queue head's own channel, so one release wakes one waiter, which then takes the lock.
-//!   Entries expire unless their waiter refreshes them (on every poll), so a dead waiter
-//!   blocks the queue for at most the entry TTL. The wake-up is a message on a per-waiter
-//!   channel (as `RedissonFairLock` does) rather than a `BLPOP` on a per-waiter list: the same
-//!   targeted wake-up, but over the client's one pub/sub connection instead of one blocking
-//!   connection per waiting acquisition; a message lost with a connection is covered by the
-//!   fallback poll, as for the herd.
+//!   Entries expire unless their waiter refreshes them (on every take attempt; a waiter with
+//!   others ahead of it, which has nothing to hear until it is first, makes one only every third
+//!   of the entry TTL rather than every fallback poll), so a dead waiter blocks the queue for at
+//!   most the entry TTL; the refresh that drops a dead head wakes the next one. The wake-up is a
+//!   message on a per-waiter channel (as `RedissonFairLock` does) rather than a `BLPOP` on a
+//!   per-waiter list: the same targeted wake-up, but over the client's one pub/sub connection
+//!   instead of one blocking connection per waiting acquisition. A pub/sub connection that dies
+//!   is reopened at once and its waiters look again (`redis_pubsub`); a message lost otherwise
+//!   is covered by the fallback poll (the head) or the next refresh.
 //!
 //! Fencing tokens come from `INCR` on the master. After a Sentinel failover, writes that had not
 //! reached the promoted replica are lost, the lock key included: two clients may then hold the
@@ -23,7 +26,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use super::redis_common::{NodeSource, RedisHandle, Waiter, Watchdogs, entry_ttl, new_client_id};
+use super::redis_common::{
+    Held, NodeSource, Poll, RedisHandle, Waiter, Watchdogs, entry_ttl, new_client_id, valid_until,
+    wake_message,
+};
 use super::redis_node::{Attempt, Node};
 use super::redis_scripts::{Keys, TicketMode};
 use super::{
@@ -160,8 +166,8 @@ impl RedisRecipe {
             Strategy::Herd => node.herd_acquire(keys, owner, self.cfg.ttl, limit).await,
             _ => {
                 let mode = ticket.map_or(TicketMode::Propose, TicketMode::Final);
-                let e = entry_ttl(&self.cfg);
-                node.fair_acquire(keys, owner, self.cfg.ttl, e, mode, limit)
+                let (e, wake) = (entry_ttl(&self.cfg), wake_message(owner));
+                node.fair_acquire(keys, owner, self.cfg.ttl, e, mode, &wake, limit)
                     .await
             }
         }
@@ -205,13 +211,7 @@ impl RedisRecipe {
                 .try_once(&node, &keys, &owner, strategy, ticket, left)
                 .await;
             match attempt {
-                Ok(a) if a.token > 0 => {
-                    // The server started the TTL somewhere within the round trip: count from
-                    // the send, less the drift allowance, so `lost` never fires late.
-                    let drift = self.cfg.ttl / 100 + Duration::from_millis(2);
-                    let valid = self.cfg.ttl.saturating_sub(sent.elapsed() + drift);
-                    break Ok((a.token, a.ticket.or(ticket), valid));
-                }
+                Ok(a) if a.token > 0 => break Ok((a.token, a.ticket.or(ticket), sent)),
                 Ok(a) => {
                     ticket = a.ticket.or(ticket);
                     let on_node = subscribed.as_ref().is_some_and(|s| Arc::ptr_eq(s, &node));
@@ -230,9 +230,8 @@ impl RedisRecipe {
                             continue;
                         }
                     }
-                    waiter
-                        .wait_or_poll(self.cfg.fallback_poll, a.retry_within, left, tally)
-                        .await;
+                    let poll = Poll::after(strategy, a.retry_within.is_none(), &self.cfg);
+                    waiter.wait_or_poll(poll, a.retry_within, left, tally).await;
                 }
                 Err(e) if e.is_indeterminate() => {
                     let pause = self.cfg.fallback_poll.min(Duration::from_millis(100));
@@ -251,23 +250,24 @@ impl RedisRecipe {
         tally.wakeups(waiter.wakeups);
         tally.requests(requests);
         match outcome {
-            Ok((token, queue_position, valid)) => {
+            Ok((token, queue_position, granted_at)) => {
                 let (trigger, lost) = LostSignal::new();
-                let watchdog = self.watchdogs.start(
-                    NodeSource::Master(self.master.clone()),
-                    1,
-                    keys.clone(),
-                    owner.clone(),
-                    self.cfg.ttl,
-                    valid,
-                    self.cfg.renew,
-                    trigger,
-                );
+                let held = Held {
+                    source: NodeSource::Master(self.master.clone()),
+                    quorum: 1,
+                    keys: keys.clone(),
+                    owner: owner.clone(),
+                    ttl: self.cfg.ttl,
+                    granted_at,
+                };
+                let watchdog = self.watchdogs.start(held, self.cfg.renew, trigger);
+                let acquired_at = Instant::now();
                 Ok(Lease {
                     key: key.to_string(),
                     token,
-                    acquired_at: Instant::now(),
-                    ttl: valid,
+                    acquired_at,
+                    ttl: valid_until(granted_at, self.cfg.ttl)
+                        .saturating_duration_since(acquired_at),
                     wakeups: tally.wakeup_count(),
                     requests: tally.request_count(),
                     fallback_polls: tally.fallback_poll_count(),
@@ -287,8 +287,16 @@ impl RedisRecipe {
             Err(e) => {
                 // Leave nothing behind: our queue entry, or a lock a lost reply granted us.
                 tally.requests(1);
+                let wake = wake_message(&owner);
                 let _ = node
-                    .release(&keys, &owner, 0, true, false, self.cfg.request_timeout)
+                    .release(
+                        &keys,
+                        &owner,
+                        0,
+                        Some(&wake),
+                        false,
+                        self.cfg.request_timeout,
+                    )
                     .await;
                 Err(e)
             }
@@ -320,8 +328,16 @@ impl Recipe for RedisRecipe {
         self.watchdogs.stop(h.watchdog);
         // The master may have moved since the grant; the current one is where the key lives now.
         let node = self.master().await;
+        let wake = wake_message(&h.owner);
         match node
-            .release(&h.keys, &h.owner, 0, true, false, self.cfg.request_timeout)
+            .release(
+                &h.keys,
+                &h.owner,
+                0,
+                Some(&wake),
+                false,
+                self.cfg.request_timeout,
+            )
             .await
         {
             Ok(true) => Ok(()),

@@ -12,6 +12,7 @@ use tokio::task::AbortHandle;
 use super::LostTrigger;
 use super::redis::Master;
 use super::redis_node::Node;
+use super::redis_pubsub::LOOK_AGAIN;
 use super::redis_scripts::Keys;
 
 /// A fresh client identity: owner values are `<client>:<sequence>`, unique per acquisition, so
@@ -21,6 +22,14 @@ pub(crate) fn new_client_id() -> String {
 }
 
 static NEXT_WAITER: AtomicU64 = AtomicU64::new(1);
+static NEXT_RELEASE: AtomicU64 = AtomicU64::new(1);
+
+/// The message one release (or give-back) of `owner` publishes: the same on every server it
+/// reaches, so a waiter that hears it from several Redlock masters counts one wake-up, and new
+/// for every release, so two releases by the same owner count two.
+pub(crate) fn wake_message(owner: &str) -> String {
+    format!("{owner}/{}", NEXT_RELEASE.fetch_add(1, Ordering::Relaxed))
+}
 
 /// The waiting side of one acquisition: notifications from every node arrive on one channel.
 pub(crate) struct Waiter {
@@ -45,40 +54,89 @@ impl Waiter {
 
     /// Waits up to `at_most` for a notification; false when none came. Each distinct message
     /// is one wake-up: the same release heard from several Redlock masters carries the same
-    /// payload and wakes once.
+    /// payload and wakes once. A prompt to look again after a pub/sub reconnect (`LOOK_AGAIN`)
+    /// ends the wait too but is no wake-up: no server sent it.
     pub async fn wait(&mut self, at_most: Duration) -> bool {
         let first = match tokio::time::timeout(at_most, self.rx.recv()).await {
             Ok(Some(m)) => m,
             // Timed out (the fallback poll) or every sender gone: the caller tries again.
             _ => return false,
         };
-        if self.seen.insert(first) {
-            self.wakeups += 1;
-        }
+        self.count(first);
         while let Ok(m) = self.rx.try_recv() {
-            if self.seen.insert(m) {
-                self.wakeups += 1;
-            }
+            self.count(m);
         }
         true
     }
 
+    fn count(&mut self, m: Vec<u8>) {
+        if m != LOOK_AGAIN && self.seen.insert(m) {
+            self.wakeups += 1;
+        }
+    }
+
     /// Waits for a notification, for the holder's remaining TTL (`ttl_left`, after which the
-    /// lock is free without a release message), or for the fallback poll, whichever is first;
-    /// counts a wait that ended on the fallback poll alone.
+    /// lock is free without a release message), or for `poll`, whichever is first; counts a
+    /// wait that ended on a [`Poll::Fallback`] alone.
     pub async fn wait_or_poll(
         &mut self,
-        fallback_poll: Duration,
+        poll: Poll,
         ttl_left: Option<Duration>,
         left: Duration,
         tally: &super::Tally,
     ) {
+        let (interval, counted) = match poll {
+            Poll::Fallback(d) => (d, true),
+            Poll::Refresh(d) => (d, false),
+        };
         let until_free = ttl_left.map(|t| t + Duration::from_millis(1));
-        let wait = until_free.map_or(fallback_poll, |t| t.min(fallback_poll));
-        if !self.wait(wait.min(left)).await && wait == fallback_poll && wait <= left {
+        let wait = until_free.map_or(interval, |t| t.min(interval));
+        if !self.wait(wait.min(left)).await && counted && wait == interval && wait <= left {
             tally.fallback_poll();
         }
     }
+}
+
+/// How long a waiter that hears nothing waits before it asks the server again.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Poll {
+    /// A waiter that expects a message any time now (a herd waiter, the first in a queue) and
+    /// checks in case it was lost: a fallback poll, counted.
+    Fallback(Duration),
+    /// A queued waiter with other waiters ahead of it: nothing to hear until it is first, and
+    /// becoming first comes with a message (a release, or a dead waiter's entry dropped by
+    /// someone's refresh). It asks again only to keep its entry alive ([`entry_refresh`]): not
+    /// counted as a fallback poll, though each is a request.
+    Refresh(Duration),
+}
+
+impl Poll {
+    /// The wait after an answer that did not grant: a queue waiter told it is not first
+    /// (`queued_behind`) refreshes; everyone else falls back to `cfg.fallback_poll`.
+    pub fn after(
+        strategy: super::Strategy,
+        queued_behind: bool,
+        cfg: &super::RecipeConfig,
+    ) -> Poll {
+        if strategy == super::Strategy::Predecessor && queued_behind {
+            Poll::Refresh(entry_refresh(cfg))
+        } else {
+            Poll::Fallback(cfg.fallback_poll)
+        }
+    }
+}
+
+/// The Redlock spec's allowance for clock drift between client and servers: 1 % of the TTL
+/// plus 2 ms.
+pub(crate) fn drift(ttl: Duration) -> Duration {
+    ttl / 100 + Duration::from_millis(2)
+}
+
+/// The end of a lock's validity when the request that granted or renewed it was sent at `sent`:
+/// the server starts its TTL somewhere within the round trip, so counting from the send (less
+/// the drift) never ends later than the server does.
+pub(crate) fn valid_until(sent: Instant, ttl: Duration) -> Instant {
+    sent + ttl.saturating_sub(drift(ttl))
 }
 
 /// Where a watchdog renews: fixed servers (Redlock), or whichever server is the master now.
@@ -95,12 +153,28 @@ impl NodeSource {
         }
     }
 
-    /// A renewal could not reach the master: it may have moved (Sentinel failover).
-    async fn unreachable(&self, nodes: &[Arc<Node>], deadline: Instant) {
+    /// A renewal could not reach the master: it may have moved (Sentinel failover). Asks
+    /// Sentinel in a task of its own, so a slow answer cannot delay the lost signal.
+    fn unreachable(&self, nodes: &[Arc<Node>], deadline: Instant) {
         if let (NodeSource::Master(m), [node]) = (self, nodes) {
-            m.reresolve(node, deadline).await;
+            let (m, node) = (m.clone(), node.clone());
+            tokio::spawn(async move {
+                m.reresolve(&node, deadline).await;
+            });
         }
     }
+}
+
+/// What a watchdog needs to know about the lock it keeps.
+pub(crate) struct Held {
+    pub source: NodeSource,
+    /// Renewals needed per round (1 for one master, a majority for Redlock).
+    pub quorum: usize,
+    pub keys: Keys,
+    pub owner: String,
+    pub ttl: Duration,
+    /// When the granting request (or Redlock round) was sent.
+    pub granted_at: Instant,
 }
 
 /// Renewal watchdogs of one recipe, so `crash` can stop them all.
@@ -108,54 +182,19 @@ impl NodeSource {
 pub(crate) struct Watchdogs(Arc<Mutex<HashMap<u64, AbortHandle>>>);
 
 impl Watchdogs {
-    /// Starts the task that keeps `owner`'s lock on `nodes` alive (every ttl/3, needing
-    /// `quorum` renewals), or, without renewal, fires `lost` when `valid_for` ends.
-    #[allow(clippy::too_many_arguments)]
-    pub fn start(
-        &self,
-        source: NodeSource,
-        quorum: usize,
-        keys: Keys,
-        owner: String,
-        ttl: Duration,
-        valid_for: Duration,
-        renew: bool,
-        lost: LostTrigger,
-    ) -> u64 {
+    /// Starts the task that fires `lost` when the lock stops being certainly ours: at the end
+    /// of its validity (`valid_until` of the grant, then of the last renewal a quorum applied),
+    /// or earlier when a quorum says it is someone else's. With `renew` it renews every ttl/3.
+    pub fn start(&self, held: Held, renew: bool, lost: LostTrigger) -> u64 {
         let id = NEXT_WAITER.fetch_add(1, Ordering::Relaxed);
         let map = self.0.clone();
         let task = tokio::spawn(async move {
-            if !renew {
-                tokio::time::sleep(valid_for).await;
-                lost.fire();
-                return;
+            if renew {
+                keep(held).await;
+            } else {
+                tokio::time::sleep_until(valid_until(held.granted_at, held.ttl).into()).await;
             }
-            let mut valid_until = Instant::now() + valid_for;
-            loop {
-                tokio::time::sleep(ttl / 3).await;
-                let started = Instant::now();
-                let limit = ttl / 3;
-                let nodes = source.nodes().await;
-                let answers = futures::future::join_all(
-                    nodes.iter().map(|n| n.renew(&keys, &owner, ttl, limit)),
-                )
-                .await;
-                let renewed = answers.iter().filter(|a| matches!(a, Ok(true))).count();
-                let refused = answers.iter().filter(|a| matches!(a, Ok(false))).count();
-                if answers
-                    .iter()
-                    .any(|a| matches!(a, Err(e) if e.is_indeterminate()))
-                {
-                    source.unreachable(&nodes, started + limit).await;
-                }
-                if renewed >= quorum {
-                    valid_until = started + ttl;
-                } else if refused > nodes.len() - quorum || Instant::now() >= valid_until {
-                    // Not ours on a majority any more, or not renewed within the TTL.
-                    lost.fire();
-                    break;
-                }
-            }
+            lost.fire();
             map.lock().unwrap_or_else(|p| p.into_inner()).remove(&id);
         });
         self.0
@@ -180,10 +219,67 @@ impl Watchdogs {
     }
 }
 
-/// How long a queue entry lives without a refresh. A waiter refreshes it on every poll (at least
-/// every `fallback_poll`), so only a dead or departed waiter's entry expires.
+/// Renews `held` until it is lost; returns at the moment the holder must stop counting on it.
+async fn keep(held: Held) {
+    let Held {
+        source,
+        quorum,
+        keys,
+        owner,
+        ttl,
+        granted_at,
+    } = held;
+    let period = ttl / 3;
+    // After a failed round: soon, so a brief outage costs no more validity than it must.
+    let retry = (ttl / 20).max(Duration::from_millis(10));
+    let mut valid = valid_until(granted_at, ttl);
+    let mut next = granted_at + period;
+    loop {
+        let round = async {
+            tokio::time::sleep_until(next.into()).await;
+            let sent = Instant::now();
+            let nodes = source.nodes().await;
+            let answers = futures::future::join_all(
+                nodes.iter().map(|n| n.renew(&keys, &owner, ttl, period)),
+            )
+            .await;
+            (sent, nodes, answers)
+        };
+        // Whatever the servers do (answer late, never), the lease ends at `valid`.
+        let Ok((sent, nodes, answers)) = tokio::time::timeout_at(valid.into(), round).await else {
+            return;
+        };
+        if answers
+            .iter()
+            .any(|a| matches!(a, Err(e) if e.is_indeterminate()))
+        {
+            source.unreachable(&nodes, sent + period);
+        }
+        let renewed = answers.iter().filter(|a| matches!(a, Ok(true))).count();
+        let refused = answers.iter().filter(|a| matches!(a, Ok(false))).count();
+        if renewed >= quorum {
+            valid = valid_until(sent, ttl);
+            next = sent + period;
+        } else if refused > nodes.len() - quorum {
+            return; // not ours on a majority any more
+        } else {
+            next = Instant::now() + retry;
+        }
+    }
+}
+
+/// How long a queue entry lives without a refresh. A waiter refreshes it on every take attempt,
+/// at least every [`entry_refresh`], so only a dead or departed waiter's entry expires.
 pub(crate) fn entry_ttl(cfg: &super::RecipeConfig) -> Duration {
     cfg.fallback_poll * 3 + cfg.request_timeout * 2
+}
+
+/// How often a waiter with others ahead of it refreshes its queue entry: a third of the entry
+/// TTL, which leaves the refresh two thirds (at least two request timeouts) to land. A waiter
+/// deep in a long queue pays one request per refresh: about wait / refresh of them (see
+/// docs/results-schema.md, "What a request is").
+pub(crate) fn entry_refresh(cfg: &super::RecipeConfig) -> Duration {
+    entry_ttl(cfg) / 3
 }
 
 /// What a Redis lease keeps for release.
@@ -191,4 +287,71 @@ pub(crate) struct RedisHandle {
     pub keys: Keys,
     pub owner: String,
     pub watchdog: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::recipe::LostSignal;
+
+    #[test]
+    fn validity_counts_from_the_send_less_the_drift() {
+        let t = Instant::now();
+        assert_eq!(drift(Duration::from_secs(10)), Duration::from_millis(102));
+        assert_eq!(
+            valid_until(t, Duration::from_secs(2)),
+            t + Duration::from_millis(1978)
+        );
+    }
+
+    /// A server that accepts connections and never answers, as a paused one does.
+    async fn black_hole() -> (String, tokio::task::JoinHandle<()>) {
+        let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = l.local_addr().unwrap().to_string();
+        let task = tokio::spawn(async move {
+            let mut held = Vec::new();
+            while let Ok((s, _)) = l.accept().await {
+                held.push(s);
+            }
+        });
+        (addr, task)
+    }
+
+    async fn lost_after(renew: bool, ttl: Duration) -> (Instant, Duration) {
+        let (addr, server) = black_hole().await;
+        let node = Arc::new(Node::new(&addr, Duration::from_secs(2)).unwrap());
+        let (trigger, mut lost) = LostSignal::new();
+        let granted_at = Instant::now();
+        let held = Held {
+            source: NodeSource::Fixed(vec![node]),
+            quorum: 1,
+            keys: Keys::new("/t", "k"),
+            owner: "o".into(),
+            ttl,
+            granted_at,
+        };
+        let dogs = Watchdogs::default();
+        dogs.start(held, renew, trigger);
+        tokio::time::timeout(ttl * 2, lost.wait())
+            .await
+            .expect("lost fires");
+        server.abort();
+        (granted_at, granted_at.elapsed())
+    }
+
+    #[tokio::test]
+    async fn lost_fires_at_the_validity_end_when_the_server_never_answers() {
+        // Renewals sent at ttl/3 hang until their own deadline (ttl/3): a watchdog that waits
+        // for them before looking at the clock fires a third of the TTL late.
+        let ttl = Duration::from_millis(900);
+        for renew in [true, false] {
+            let (t, after) = lost_after(renew, ttl).await;
+            let end = valid_until(t, ttl) - t;
+            assert!(after >= end, "renew {renew}: fired early, after {after:?}");
+            assert!(
+                after <= end + Duration::from_millis(60),
+                "renew {renew}: fired {after:?} after the grant, validity ends at {end:?}"
+            );
+        }
+    }
 }

@@ -1,43 +1,26 @@
 //! One Redis server as the lock recipes see it: a self-reconnecting command connection, one
-//! pub/sub connection whose messages are routed to the waiters that asked for them, and the
-//! script calls with their deadlines.
+//! pub/sub connection whose messages are routed to the waiters that asked for them (in
+//! `redis_pubsub`), and the script calls with their deadlines.
 
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
-use ::redis::aio::{ConnectionManager, ConnectionManagerConfig, PubSubSink};
+use ::redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use ::redis::{RedisError, Script};
-use futures::StreamExt;
 use tokio::sync::mpsc::UnboundedSender;
-use tokio::task::AbortHandle;
 
 use super::LockError;
+use super::redis_pubsub::PubSub;
 use super::redis_scripts::{
     FAIR_ACQUIRE_SCRIPT, HERD_ACQUIRE_SCRIPT, Keys, RELEASE_SCRIPT, RENEW_SCRIPT, TicketMode,
 };
 
-type Routes = Arc<Mutex<HashMap<String, Vec<(u64, UnboundedSender<Vec<u8>>)>>>>;
-
-/// The pub/sub side of a node: subscriptions are reference-counted per channel and serialised
-/// under one async lock, so a SUBSCRIBE can never overtake the UNSUBSCRIBE of the same channel.
-#[derive(Default)]
-struct PubSubState {
-    sink: Option<PubSubSink>,
-    alive: Arc<AtomicBool>,
-    task: Option<AbortHandle>,
-    counts: HashMap<String, usize>,
-}
-
 /// One Redis server.
 pub(crate) struct Node {
     endpoint: String,
-    client: ::redis::Client,
     conn: ConnectionManager,
     request_timeout: Duration,
-    routes: Routes,
-    pubsub: tokio::sync::Mutex<PubSubState>,
+    pubsub: Arc<PubSub>,
 }
 
 /// What one take attempt answered.
@@ -47,8 +30,9 @@ pub(crate) struct Attempt {
     pub token: u64,
     /// Queue ticket (queue takes only).
     pub ticket: Option<u64>,
-    /// How long to wait at most before trying again: `None` = until notified (or the fallback
-    /// poll), else the holder's remaining TTL (after which the lock is free without a release).
+    /// How long to wait at most before trying again: `None` = until notified (a queue take:
+    /// others are ahead of this waiter), else the holder's remaining TTL (after which the lock
+    /// is free without a release).
     pub retry_within: Option<Duration>,
 }
 
@@ -89,11 +73,9 @@ impl Node {
             .map_err(|e| lock_error(endpoint, e))?;
         Ok(Node {
             endpoint: endpoint.to_string(),
-            client,
+            pubsub: PubSub::new(endpoint, client, request_timeout),
             conn,
             request_timeout,
-            routes: Arc::default(),
-            pubsub: tokio::sync::Mutex::default(),
         })
     }
 
@@ -173,7 +155,11 @@ impl Node {
         })
     }
 
-    /// One queue take (enqueue or refresh, then take if at the head and free).
+    /// One queue take (enqueue or refresh, then take if at the head and free). `wake` is the
+    /// message for a waiter this may make first (see [`wake_message`]).
+    ///
+    /// [`wake_message`]: super::redis_common::wake_message
+    #[allow(clippy::too_many_arguments)]
     pub async fn fair_acquire(
         &self,
         keys: &Keys,
@@ -181,6 +167,7 @@ impl Node {
         ttl: Duration,
         entry_ttl: Duration,
         mode: TicketMode,
+        wake: &str,
         limit: Duration,
     ) -> Result<Attempt, LockError> {
         let (mode, ticket) = mode.args();
@@ -201,6 +188,7 @@ impl Node {
                     ms(entry_ttl).to_string(),
                     mode.to_string(),
                     ticket.to_string(),
+                    wake.to_string(),
                 ],
                 limit,
             )
@@ -212,13 +200,17 @@ impl Node {
         })
     }
 
-    /// Compare-and-delete plus queue exit; true if this call deleted `owner`'s lock.
+    /// Compare-and-delete plus queue exit; true if this call deleted `owner`'s lock. `wake` is
+    /// the message for the waiters this may let in (see [`wake_message`]); `None` is silent.
+    ///
+    /// [`wake_message`]: super::redis_common::wake_message
+    #[allow(clippy::too_many_arguments)]
     pub async fn release(
         &self,
         keys: &Keys,
         owner: &str,
         token: u64,
-        notify: bool,
+        wake: Option<&str>,
         keep_entry: bool,
         limit: Duration,
     ) -> Result<bool, LockError> {
@@ -235,7 +227,7 @@ impl Node {
                 &[
                     owner.to_string(),
                     token.to_string(),
-                    u8::from(notify).to_string(),
+                    wake.unwrap_or_default().to_string(),
                     u8::from(keep_entry).to_string(),
                 ],
                 limit,
@@ -263,8 +255,8 @@ impl Node {
         Ok(ok == 1)
     }
 
-    /// Routes messages on `channel` to `tx` (tagged `id`) until [`Node::unsubscribe`].
-    /// Reconnects the pub/sub connection if it died, re-subscribing what it carried.
+    /// Routes messages on `channel` to `tx` (tagged `id`) until [`Node::unsubscribe`], over
+    /// the node's one pub/sub connection (see `redis_pubsub`).
     pub async fn subscribe(
         &self,
         channel: &str,
@@ -272,115 +264,16 @@ impl Node {
         tx: UnboundedSender<Vec<u8>>,
         limit: Duration,
     ) -> Result<(), LockError> {
-        let limit = limit.min(self.request_timeout);
-        let mut st = self.pubsub.lock().await;
-        if st.sink.is_none() || !st.alive.load(Ordering::SeqCst) {
-            self.reconnect_pubsub(&mut st, limit).await?;
-        }
-        self.routes
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .entry(channel.to_string())
-            .or_default()
-            .push((id, tx));
-        let count = st.counts.entry(channel.to_string()).or_default();
-        *count += 1;
-        if *count == 1 {
-            let mut sink = st.sink.clone().ok_or_else(|| {
-                LockError::Connection(format!("{}: no pub/sub connection", self.endpoint))
-            })?;
-            let r = match tokio::time::timeout(limit, sink.subscribe(channel)).await {
-                Ok(Ok(())) => Ok(()),
-                Ok(Err(e)) => Err(lock_error(&self.endpoint, e)),
-                Err(_) => Err(self.timed_out(limit)),
-            };
-            if r.is_err() {
-                // Undo, so the next waiter on this channel sends SUBSCRIBE again.
-                st.counts.remove(channel);
-                self.routes
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .remove(channel);
-            }
-            return r;
-        }
-        Ok(())
+        self.pubsub.subscribe(channel, id, tx, limit).await
     }
 
     /// Stops routing `channel` to waiter `id`; unsubscribes when nobody else listens.
     pub async fn unsubscribe(&self, channel: &str, id: u64) {
-        let mut st = self.pubsub.lock().await;
-        if let Some(v) = self
-            .routes
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .get_mut(channel)
-        {
-            v.retain(|(i, _)| *i != id);
-        }
-        let Some(count) = st.counts.get_mut(channel) else {
-            return;
-        };
-        *count = count.saturating_sub(1);
-        if *count > 0 {
-            return;
-        }
-        st.counts.remove(channel);
-        self.routes
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(channel);
-        if let Some(mut sink) = st.sink.clone() {
-            // A failed UNSUBSCRIBE only costs stray messages nobody is routed to.
-            let _ = tokio::time::timeout(self.request_timeout, sink.unsubscribe(channel)).await;
-        }
-    }
-
-    async fn reconnect_pubsub(
-        &self,
-        st: &mut PubSubState,
-        limit: Duration,
-    ) -> Result<(), LockError> {
-        if let Some(t) = st.task.take() {
-            t.abort();
-        }
-        let pubsub = tokio::time::timeout(limit, self.client.get_async_pubsub())
-            .await
-            .map_err(|_| self.timed_out(limit))?
-            .map_err(|e| lock_error(&self.endpoint, e))?;
-        let (mut sink, mut stream) = pubsub.split();
-        for channel in st.counts.keys() {
-            tokio::time::timeout(limit, sink.subscribe(channel))
-                .await
-                .map_err(|_| self.timed_out(limit))?
-                .map_err(|e| lock_error(&self.endpoint, e))?;
-        }
-        let alive = Arc::new(AtomicBool::new(true));
-        let routes = self.routes.clone();
-        let flag = alive.clone();
-        let task = tokio::spawn(async move {
-            while let Some(msg) = stream.next().await {
-                let routes = routes.lock().unwrap_or_else(|p| p.into_inner());
-                if let Some(v) = routes.get(msg.get_channel_name()) {
-                    for (_, tx) in v {
-                        let _ = tx.send(msg.get_payload_bytes().to_vec());
-                    }
-                }
-            }
-            flag.store(false, Ordering::SeqCst);
-        });
-        st.sink = Some(sink);
-        st.alive = alive;
-        st.task = Some(task.abort_handle());
-        Ok(())
+        self.pubsub.unsubscribe(channel, id).await
     }
 
     /// Drops the pub/sub connection (the command connection goes with the last `Arc`).
     pub async fn shutdown(&self) {
-        let mut st = self.pubsub.lock().await;
-        if let Some(t) = st.task.take() {
-            t.abort();
-        }
-        st.sink = None;
+        self.pubsub.shutdown().await
     }
 }

@@ -56,23 +56,29 @@ local function now_ms()
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
--- Drops heads whose waiter stopped refreshing its entry (it died or gave up); returns the head.
+-- Drops heads whose waiter stopped refreshing its entry (it died or gave up); returns the head
+-- and whether it dropped any.
 local function purge(q, qx, tent, now)
+  local dropped = false
   while true do
     local head = redis.call('ZRANGE', q, 0, 0)[1]
-    if not head then return nil end
+    if not head then return nil, dropped end
     local exp = tonumber(redis.call('ZSCORE', qx, head))
-    if exp and exp > now then return head end
+    if exp and exp > now then return head, dropped end
     redis.call('ZREM', q, head)
     redis.call('ZREM', qx, head)
     redis.call('SREM', tent, head)
+    dropped = true
   end
 end
--- Tells only the head of the queue that the lock is free (a tentative head will try by itself).
-local function wake_head(lock, q, qx, tent, now, why)
+-- Tells only the head of the queue that the lock is free (a tentative head will try by itself),
+-- with `msg`. Never `from`, the caller: a Redlock waiter giving back what it won while it is
+-- still first here is not woken by its own give-back (it would only retry at once, in a loop).
+local function wake_head(lock, q, qx, tent, now, from, msg)
   local head = purge(q, qx, tent, now)
-  if head and redis.call('EXISTS', lock) == 0 and redis.call('SISMEMBER', tent, head) == 0 then
-    redis.call('PUBLISH', lock .. ':w:' .. head, why)
+  if head and head ~= from and redis.call('EXISTS', lock) == 0
+      and redis.call('SISMEMBER', tent, head) == 0 then
+    redis.call('PUBLISH', lock .. ':w:' .. head, msg)
   end
 end
 "#;
@@ -94,18 +100,22 @@ return {0, redis.call('PTTL', KEYS[1])}
 "#;
 
 /// Queue take. KEYS: lock, fence, queue, expiry, tickets, tentative.
-/// ARGV: owner, ttl ms, entry ttl ms, mode, ticket.
+/// ARGV: owner, ttl ms, entry ttl ms, mode, ticket, wake message.
 /// mode `propose` takes a ticket if the owner has none; `tentative` does the same but marks the
 /// entry tentative (never granted until finalised); `final` sets the given ticket (re-adding an
 /// entry that expired) and raises the ticket counter to it.
-/// Returns {token, ticket, hint}: token > 0 when granted; hint -1 = not at the head (wait for
-/// the wake message), otherwise the holder's remaining TTL.
+/// Returns {token, ticket, hint}: token > 0 when granted; hint -1 = others ahead (wait for the
+/// wake message), otherwise the holder's remaining TTL (first in line: at the head, or right
+/// behind the holder's own entry).
 const FAIR_ACQUIRE: &str = r#"
 local now = now_ms()
 local owner = ARGV[1]
 local ttl = tonumber(ARGV[2])
 local entry_ttl = tonumber(ARGV[3])
 local was_tentative = redis.call('SISMEMBER', KEYS[6], owner) == 1
+-- A tentative entry at the head blocks the queue (it is never granted): finalising it behind
+-- another waiter lets that one in, which must then be told.
+local blocked = was_tentative and redis.call('ZRANGE', KEYS[3], 0, 0)[1] == owner
 if ARGV[4] == 'final' then
   local t = tonumber(ARGV[5])
   redis.call('ZADD', KEYS[3], t, owner)
@@ -117,7 +127,7 @@ elseif not redis.call('ZSCORE', KEYS[3], owner) then
 end
 local ticket = tonumber(redis.call('ZSCORE', KEYS[3], owner))
 redis.call('ZADD', KEYS[4], now + entry_ttl, owner)
-local head = purge(KEYS[3], KEYS[4], KEYS[6], now)
+local head, dropped = purge(KEYS[3], KEYS[4], KEYS[6], now)
 if head == owner and redis.call('SISMEMBER', KEYS[6], owner) == 0 then
   local cur = redis.call('GET', KEYS[1])
   if not cur then
@@ -132,16 +142,27 @@ if head == owner and redis.call('SISMEMBER', KEYS[6], owner) == 0 then
   end
   return {0, ticket, redis.call('PTTL', KEYS[1])}
 end
--- Finalising may move this entry behind another one: that one may now be the head.
-if was_tentative then wake_head(KEYS[1], KEYS[3], KEYS[4], KEYS[6], now, owner) end
+-- Finalising moved this entry from the head behind another one, or dropping dead heads made
+-- another waiter first: that one is told, as it only refreshes its entry now and then. (Waking
+-- it on every finalisation woke a head already woken by the release: a useless wake-up.)
+if blocked or dropped then
+  wake_head(KEYS[1], KEYS[3], KEYS[4], KEYS[6], now, owner, ARGV[6])
+end
+-- First in line behind the holder (whose entry heads the queue while it holds): the lock is
+-- free at the latest when the holder's TTL ends, so that is when to look again unwoken.
+if head and redis.call('GET', KEYS[1]) == head and redis.call('ZRANK', KEYS[3], owner) == 1
+    and redis.call('SISMEMBER', KEYS[6], owner) == 0 then
+  return {0, ticket, redis.call('PTTL', KEYS[1])}
+end
 return {0, ticket, -1}
 "#;
 
 /// Give back (also: leave the queue, undo a partial Redlock grant).
-/// KEYS: lock, fence, queue, expiry, tentative. ARGV: owner, token (0 = none), notify (1/0),
-/// keep queue entry (1/0). Deletes the lock only if `owner` holds it; raises the fencing counter
-/// to `token` so the next grant on this server exceeds it (Redlock's monotonic tokens); with
-/// notify, publishes to herd waiters and wakes the queue head. Returns 1 if it deleted the lock.
+/// KEYS: lock, fence, queue, expiry, tentative. ARGV: owner, token (0 = none), wake message
+/// ('' = none), keep queue entry (1/0). Deletes the lock only if `owner` holds it; raises the
+/// fencing counter to `token` so the next grant on this server exceeds it (Redlock's monotonic
+/// tokens); with a wake message, publishes it to herd waiters and to the queue head (unless that
+/// is `owner`). Returns 1 if it deleted the lock.
 const RELEASE: &str = r#"
 local now = now_ms()
 local owner = ARGV[1]
@@ -157,9 +178,9 @@ if ARGV[4] ~= '1' then
   redis.call('ZREM', KEYS[4], owner)
   redis.call('SREM', KEYS[5], owner)
 end
-if ARGV[3] == '1' then
-  if released == 1 then redis.call('PUBLISH', KEYS[1] .. ':released', owner) end
-  wake_head(KEYS[1], KEYS[3], KEYS[4], KEYS[5], now, owner)
+if ARGV[3] ~= '' then
+  if released == 1 then redis.call('PUBLISH', KEYS[1] .. ':released', ARGV[3]) end
+  wake_head(KEYS[1], KEYS[3], KEYS[4], KEYS[5], now, owner, ARGV[3])
 end
 return released
 "#;

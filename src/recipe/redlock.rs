@@ -3,7 +3,8 @@
 //! A round runs the take script on every master at once, each with a short per-node timeout.
 //! It succeeds with a majority (N/2+1) of grants and a positive validity = TTL − round time −
 //! drift (drift = 1% of TTL + 2 ms); the lease's `ttl` is that validity. Release runs on every
-//! master.
+//! master and succeeds only if a majority still held the lock (else the lease was lost, or,
+//! when too few masters answered to tell, the connection error).
 //!
 //! - **herd**: a failed round that won some masters gives them back at once (without notifying:
 //!   the lock was never free) and retries after a random delay, so split votes untangle. A round
@@ -28,10 +29,15 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use futures::StreamExt;
 use futures::future::join_all;
+use futures::stream::FuturesUnordered;
 use rand::Rng;
 
-use super::redis_common::{NodeSource, RedisHandle, Waiter, Watchdogs, entry_ttl, new_client_id};
+use super::redis_common::{
+    Held, NodeSource, Poll, RedisHandle, Waiter, Watchdogs, entry_ttl, new_client_id, valid_until,
+    wake_message,
+};
 use super::redis_node::{Attempt, Node};
 use super::redis_scripts::{Keys, TicketMode};
 use super::{
@@ -74,7 +80,7 @@ pub struct RedlockRecipe {
 /// One round's answers.
 struct Round {
     answers: Vec<Result<Attempt, LockError>>,
-    elapsed: Duration,
+    started: Instant,
 }
 
 impl Round {
@@ -84,11 +90,27 @@ impl Round {
             .enumerate()
             .filter_map(|(i, a)| a.as_ref().ok().filter(|a| a.token > 0).map(|a| (i, a)))
     }
-    /// The shortest wait any master suggested (a holder's remaining TTL).
+    /// True when every master that answered queues another waiter first (none granted, none
+    /// named a holder's TTL): nothing to hear until the head moves.
+    fn queued_behind(&self) -> bool {
+        let answered: Vec<&Attempt> = self
+            .answers
+            .iter()
+            .filter_map(|a| a.as_ref().ok())
+            .collect();
+        !answered.is_empty()
+            && answered
+                .iter()
+                .all(|a| a.token == 0 && a.retry_within.is_none())
+    }
+    /// The shortest wait any master that refused suggested (a holder's remaining TTL). A grant
+    /// suggests nothing: what the round lacks is elsewhere, and retrying at once would only
+    /// renew what it already won (a spin while a majority is down).
     fn retry_within(&self) -> Option<Duration> {
         self.answers
             .iter()
-            .filter_map(|a| a.as_ref().ok().and_then(|a| a.retry_within))
+            .filter_map(|a| a.as_ref().ok().filter(|a| a.token == 0))
+            .filter_map(|a| a.retry_within)
             .min()
     }
 }
@@ -152,11 +174,6 @@ impl RedlockRecipe {
             .min(self.cfg.request_timeout)
     }
 
-    /// Clock drift allowance of the spec: 1% of the TTL plus 2 ms.
-    fn drift(&self) -> Duration {
-        self.cfg.ttl / 100 + Duration::from_millis(2)
-    }
-
     async fn round(
         &self,
         keys: &Keys,
@@ -168,20 +185,20 @@ impl RedlockRecipe {
         let limit = self.per_node_timeout().min(left);
         let started = Instant::now();
         let e = entry_ttl(&self.cfg);
+        // One message for the whole round: a waiter it wakes on several masters wakes once.
+        let wake = wake_message(owner);
+        let wake = &wake;
         let answers = join_all(self.nodes.iter().map(|n| async move {
             match strategy {
                 Strategy::Herd => n.herd_acquire(keys, owner, self.cfg.ttl, limit).await,
                 _ => {
-                    n.fair_acquire(keys, owner, self.cfg.ttl, e, mode, limit)
+                    n.fair_acquire(keys, owner, self.cfg.ttl, e, mode, wake, limit)
                         .await
                 }
             }
         }))
         .await;
-        Round {
-            answers,
-            elapsed: started.elapsed(),
-        }
+        Round { answers, started }
     }
 
     /// Gives back what `owner` holds on the masters `which` (all when `None`).
@@ -197,12 +214,13 @@ impl RedlockRecipe {
         // A release that misses a master leaves the lock there until its TTL, as the spec
         // accepts; waiting longer for a dead master would only stall the caller.
         let limit = self.per_node_timeout();
+        let wake = notify.then(|| wake_message(owner));
         join_all(
             self.nodes
                 .iter()
                 .enumerate()
                 .filter(|(i, _)| which.is_none_or(|w| w.contains(i)))
-                .map(|(_, n)| n.release(keys, owner, token, notify, keep_entry, limit)),
+                .map(|(_, n)| n.release(keys, owner, token, wake.as_deref(), keep_entry, limit)),
         )
         .await
     }
@@ -265,18 +283,15 @@ impl RedlockRecipe {
                 .filter(|(_, a)| matches!(a, Ok(a) if a.token > 0) || a.is_err())
                 .map(|(i, _)| i)
                 .collect();
-            let validity = self
-                .cfg
-                .ttl
-                .checked_sub(round.elapsed + self.drift())
-                .unwrap_or_default();
-            if granted.len() >= self.quorum && !validity.is_zero() {
+            // The spec's validity: TTL − round time − drift, counted from the round's start.
+            let valid = valid_until(round.started, self.cfg.ttl);
+            if granted.len() >= self.quorum && valid > Instant::now() {
                 let token = round.granted().map(|(_, a)| a.token).max().unwrap_or(0);
                 let ticket = match mode {
                     TicketMode::Final(t) => Some(t),
                     _ => None,
                 };
-                break Ok((token, ticket, validity));
+                break Ok((token, ticket, round.started));
             }
             if strategy == Strategy::Predecessor {
                 if mode == TicketMode::Tentative {
@@ -321,8 +336,9 @@ impl RedlockRecipe {
                     continue;
                 }
             }
+            let poll = Poll::after(strategy, round.queued_behind(), &self.cfg);
             waiter
-                .wait_or_poll(self.cfg.fallback_poll, round.retry_within(), left, tally)
+                .wait_or_poll(poll, round.retry_within(), left, tally)
                 .await;
         };
         if subscribed {
@@ -336,23 +352,24 @@ impl RedlockRecipe {
         tally.wakeups(waiter.wakeups);
         tally.requests(requests);
         match outcome {
-            Ok((token, queue_position, validity)) => {
+            Ok((token, queue_position, granted_at)) => {
                 let (trigger, lost) = LostSignal::new();
-                let watchdog = self.watchdogs.start(
-                    NodeSource::Fixed(self.nodes.clone()),
-                    self.quorum,
-                    keys.clone(),
-                    owner.clone(),
-                    self.cfg.ttl,
-                    validity,
-                    self.cfg.renew,
-                    trigger,
-                );
+                let held = Held {
+                    source: NodeSource::Fixed(self.nodes.clone()),
+                    quorum: self.quorum,
+                    keys: keys.clone(),
+                    owner: owner.clone(),
+                    ttl: self.cfg.ttl,
+                    granted_at,
+                };
+                let watchdog = self.watchdogs.start(held, self.cfg.renew, trigger);
+                let acquired_at = Instant::now();
                 Ok(Lease {
                     key: key.to_string(),
                     token,
-                    acquired_at: Instant::now(),
-                    ttl: validity,
+                    acquired_at,
+                    ttl: valid_until(granted_at, self.cfg.ttl)
+                        .saturating_duration_since(acquired_at),
                     wakeups: tally.wakeup_count(),
                     requests: tally.request_count(),
                     fallback_polls: tally.fallback_poll_count(),
@@ -397,24 +414,49 @@ impl Recipe for RedlockRecipe {
     async fn release(&self, lease: Lease) -> Result<(), LockError> {
         let h = super::own_handle::<RedisHandle>(lease.handle, &lease.key, System::Redlock)?;
         self.watchdogs.stop(h.watchdog);
-        let answers = self
-            .release_on(None, &h.keys, &h.owner, lease.token, true, false)
-            .await;
-        if answers.iter().any(|a| matches!(a, Ok(true))) {
-            Ok(())
-        } else if let Some(Err(e)) = answers.iter().find(|a| a.is_err()) {
-            if answers.iter().filter(|a| a.is_err()).count() >= self.quorum {
-                return Err(e.clone());
+        let n = self.nodes.len();
+        let limit = self.cfg.request_timeout;
+        let wake = wake_message(&h.owner);
+        // One task per master, so every release lands even after the outcome is decided and
+        // the caller has moved on; the caller waits only while it is undecided.
+        let mut answers: FuturesUnordered<_> = self
+            .nodes
+            .iter()
+            .map(|node| {
+                let (node, keys, owner) = (node.clone(), h.keys.clone(), h.owner.clone());
+                let wake = wake.clone();
+                tokio::spawn(async move {
+                    node.release(&keys, &owner, lease.token, Some(&wake), false, limit)
+                        .await
+                })
+            })
+            .collect();
+        let (mut deleted, mut refused, mut errors) = (0, 0, Vec::new());
+        while let Some(a) = answers.next().await {
+            match a {
+                Ok(Ok(true)) => deleted += 1,
+                Ok(Ok(false)) => refused += 1,
+                Ok(Err(e)) => errors.push(e),
+                Err(e) => errors.push(LockError::Server(format!("release task failed: {e}"))),
             }
-            Err(LockError::Lost {
+            if deleted >= self.quorum || refused > n - self.quorum {
+                break;
+            }
+        }
+        if deleted >= self.quorum {
+            return Ok(());
+        }
+        match errors.into_iter().next() {
+            // Masters that did not answer may still hold it: a majority may be ours yet.
+            Some(e) if deleted + (n - deleted - refused) >= self.quorum => Err(e),
+            _ => Err(LockError::Lost {
                 key: lease.key,
-                why: "no master still held the lock at release".into(),
-            })
-        } else {
-            Err(LockError::Lost {
-                key: lease.key,
-                why: "no master still held the lock at release (it expired)".into(),
-            })
+                why: format!(
+                    "the lock had already expired (or been taken over) on a majority of masters: \
+                     {deleted} of {n} still held it, {} needed",
+                    self.quorum
+                ),
+            }),
         }
     }
 
@@ -427,6 +469,7 @@ impl Recipe for RedlockRecipe {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::recipe::redis_common::drift;
 
     fn recipe(ttl: Duration) -> RedlockRecipe {
         let cfg = RecipeConfig {
@@ -447,7 +490,7 @@ mod tests {
     #[test]
     fn drift_and_per_node_timeout_follow_the_spec() {
         let r = recipe(Duration::from_secs(10));
-        assert_eq!(r.drift(), Duration::from_millis(102));
+        assert_eq!(drift(r.cfg.ttl), Duration::from_millis(102));
         assert_eq!(r.per_node_timeout(), Duration::from_millis(50));
         assert_eq!(
             recipe(Duration::from_secs(1)).per_node_timeout(),

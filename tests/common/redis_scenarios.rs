@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 
 use lockbench::recipe::{LockError, Recipe, RecipeConfig, Strategy};
 
+use super::Scenarios;
 use super::contention::{Outcome, contend};
 
 /// A config with a namespace of its own.
@@ -51,70 +52,121 @@ pub async fn snapshot(
     out
 }
 
-/// Every scenario above, for both strategies, each strategy on a prefix of its own; `endpoints`
-/// are the servers that hold the locks, `system` names the recipe in the output.
-pub async fn all<R, F, Fut>(make: &F, system: &str, endpoints: &[String])
-where
+/// Runs `scenario` under `name` (`LOCKBENCH_SCENARIO=a,b` runs only names containing a or b).
+pub async fn run(s: &mut Scenarios, name: &str, scenario: impl Future<Output = ()>) {
+    s.run(name, Box::pin(scenario)).await
+}
+
+/// Requests per acquisition a recipe must stay within in [`mutual_exclusion`] (16 contenders ×
+/// 30 on one key, hold 1-5 ms), as (low, high) per strategy: measured values with room for a
+/// noisy machine, so a spin loop or a retry storm fails.
+#[derive(Debug, Clone, Copy)]
+pub struct RequestBands {
+    pub herd: (f64, f64),
+    pub predecessor: (f64, f64),
+}
+
+impl RequestBands {
+    fn of(&self, strategy: Strategy) -> (f64, f64) {
+        match strategy {
+            Strategy::Predecessor => self.predecessor,
+            _ => self.herd,
+        }
+    }
+}
+
+/// Every scenario both recipes share, for both strategies, each strategy on a prefix of its own
+/// and each scenario under its own name (`<system>/<strategy>/<scenario>`); `endpoints` are the
+/// servers that hold the locks.
+pub async fn all<R, F, Fut>(
+    s: &mut Scenarios,
+    make: &F,
+    system: &str,
+    endpoints: &[String],
+    bands: RequestBands,
+) where
     R: Recipe,
     F: Fn(RecipeConfig) -> Fut,
     Fut: Future<Output = R>,
 {
-    for s in [Strategy::Herd, Strategy::Predecessor] {
-        let label = format!("{system}/{s}");
-        let prefix = format!("/t/{s}");
-        mutual_exclusion(
-            make,
-            &label,
-            config(&prefix, Duration::from_secs(10), true),
+    for st in [Strategy::Herd, Strategy::Predecessor] {
+        let label = format!("{system}/{st}");
+        let prefix = format!("/t/{st}");
+        let cfg = |ttl: u64, renew: bool| config(&prefix, Duration::from_secs(ttl), renew);
+        run(s, &format!("{label}/mutual_exclusion"), async {
+            mutual_exclusion(make, &label, cfg(10, true), st, bands.of(st)).await;
+        })
+        .await;
+        run(
             s,
+            &format!("{label}/one_client_two_keys"),
+            one_client_two_keys(make, &label, cfg(2, true), st, endpoints),
         )
         .await;
-        crash_frees_within_ttl(
-            make,
-            &label,
-            config(&prefix, Duration::from_secs(2), true),
+        run(
             s,
-            endpoints,
+            &format!("{label}/crash_frees_within_ttl"),
+            crash_frees_within_ttl(make, &label, cfg(2, true), st, endpoints),
         )
         .await;
-        stale_release_is_harmless(
-            make,
-            &label,
-            config(&prefix, Duration::from_secs(1), false),
+        run(
             s,
-            endpoints,
+            &format!("{label}/stale_release_is_harmless"),
+            stale_release_is_harmless(make, &label, cfg(1, false), st, endpoints),
         )
         .await;
-        timeout_leaves_nothing(
-            make,
-            &label,
-            config(&prefix, Duration::from_secs(10), true),
+        run(
             s,
-            endpoints,
+            &format!("{label}/timeout_leaves_nothing"),
+            timeout_leaves_nothing(make, &label, cfg(10, true), st, endpoints),
         )
         .await;
-        watchdog_reports_a_stolen_lock(
-            make,
-            &label,
-            config(&prefix, Duration::from_secs(3), true),
+        run(
             s,
-            endpoints,
+            &format!("{label}/wakeups_survive_a_pubsub_kill"),
+            wakeups_survive_a_pubsub_kill(make, &label, cfg(10, true), st, endpoints),
+        )
+        .await;
+        run(
+            s,
+            &format!("{label}/watchdog_reports_a_stolen_lock"),
+            watchdog_reports_a_stolen_lock(make, &label, cfg(3, true), st, endpoints),
         )
         .await;
     }
     let mut quick = config("/t/dead", Duration::from_secs(10), true);
     quick.fallback_poll = Duration::from_millis(200);
     quick.request_timeout = Duration::from_secs(1);
-    dead_waiter_does_not_block_queue(make, &format!("{system}/predecessor"), quick).await;
+    let label = format!("{system}/predecessor");
+    run(
+        s,
+        &format!("{label}/dead_waiter_does_not_block_queue"),
+        dead_waiter_does_not_block_queue(make, &label, quick),
+    )
+    .await;
+    run(
+        s,
+        &format!("{label}/queued_waiters_do_not_poll"),
+        queued_waiters_do_not_poll(
+            make,
+            &label,
+            config("/t/queued", Duration::from_secs(10), true),
+        ),
+    )
+    .await;
 }
 
-/// 16 contenders x 30 acquisitions: exact register, no overlap, no errors, growing tokens;
-/// for predecessor also FIFO grants. Returns the outcome for the strategy-specific checks.
+/// 16 contenders x 30 acquisitions: exact register, no overlap, no errors, growing tokens,
+/// requests per acquisition within `requests`; for predecessor also FIFO grants, one wake-up per
+/// handoff (at least 0.8 on average: handoffs are served by the wake-up, not by polls) and handoff
+/// p99 below the fallback poll; for herd at least 4 wake-ups per acquisition. Returns the outcome
+/// for further checks.
 pub async fn mutual_exclusion<R, F, Fut>(
     make: &F,
     label: &str,
     cfg: RecipeConfig,
     strategy: Strategy,
+    requests: (f64, f64),
 ) -> Outcome
 where
     R: Recipe,
@@ -127,17 +179,35 @@ where
     }
     let out = contend(clients, "mutex", strategy, 30).await;
     println!("{}", out.summary(label));
+    let p99 = out.handoff_percentile(0.99);
+    println!(
+        "{label}: {} handoffs, wake-ups per handoff {:?}, handoff p50 {:?} p99 {p99:?}, fallback polls {}",
+        out.handoffs().len(),
+        out.wakeups_per_handoff(),
+        out.handoff_percentile(0.5),
+        out.total_fallback_polls()
+    );
     out.assert_exclusive(label, 480);
+    let r = out.mean_requests();
+    assert!(
+        (requests.0..=requests.1).contains(&r),
+        "{label}: {r:.2} requests per acquisition, outside {requests:?}"
+    );
     if strategy == Strategy::Predecessor {
         assert_eq!(
             out.fifo_violations(),
             0,
             "{label}: grants out of queue order"
         );
+        let w = out.wakeups_per_handoff().expect("16 contenders hand off");
         assert!(
-            out.mean_wakeups() <= 1.5,
-            "{label}: {:.2} wakeups per acquisition",
-            out.mean_wakeups()
+            (0.8..=1.0).contains(&w),
+            "{label}: {w:.3} wake-ups per handoff (one release wakes one waiter)"
+        );
+        assert!(
+            p99 < cfg.fallback_poll,
+            "{label}: handoff p99 {p99:?}, not below the fallback poll {:?}",
+            cfg.fallback_poll
         );
     } else {
         assert!(
@@ -147,6 +217,91 @@ where
         );
     }
     out
+}
+
+/// Asserts a fresh lease's validity arithmetic: its `ttl` is at most TTL − drift (the server
+/// may have started the TTL as the request left) and at least that less `took`, the acquire
+/// call's duration (which contains the granting round trip).
+pub fn assert_validity(
+    label: &str,
+    lease: &lockbench::recipe::Lease,
+    ttl: Duration,
+    took: Duration,
+) {
+    let most = ttl - drift(ttl);
+    assert!(
+        lease.ttl <= most,
+        "{label}: lease ttl {:?} above TTL − drift {most:?}",
+        lease.ttl
+    );
+    assert!(
+        lease.ttl + took >= most,
+        "{label}: lease ttl {:?} below TTL − drift − the acquire's {took:?}",
+        lease.ttl
+    );
+}
+
+/// A client holding `first` waits for `second` (held by another client for 1.5 × TTL) and gets
+/// it: its lease on `first` stays held meanwhile (renewed, no lost signal, the key still on a
+/// majority of servers), and both leases release cleanly.
+pub async fn one_client_two_keys<R, F, Fut>(
+    make: &F,
+    label: &str,
+    cfg: RecipeConfig,
+    strategy: Strategy,
+    endpoints: &[String],
+) where
+    R: Recipe,
+    F: Fn(RecipeConfig) -> Fut,
+    Fut: Future<Output = R>,
+{
+    let ttl = cfg.ttl;
+    let a = make(cfg.clone()).await;
+    let b = make(cfg.clone()).await;
+    let deadline = || Instant::now() + Duration::from_secs(5);
+    let held_by_b = b
+        .acquire("second", strategy, deadline())
+        .await
+        .expect("b takes second");
+    let t0 = Instant::now();
+    let first = a
+        .acquire("first", strategy, deadline())
+        .await
+        .expect("a takes first");
+    assert_validity(label, &first, ttl, t0.elapsed());
+    let b_lets_go = async {
+        tokio::time::sleep(ttl * 3 / 2).await;
+        b.release(held_by_b).await
+    };
+    let (second, released) = tokio::join!(
+        a.acquire("second", strategy, Instant::now() + ttl * 4),
+        b_lets_go
+    );
+    released.expect("b releases second");
+    let second = second.unwrap_or_else(|e| panic!("{label}: a never got second: {e}"));
+    assert!(
+        !first.lost.is_lost(),
+        "{label}: a's lease on first was reported lost while it waited for second"
+    );
+    let k = format!("{}/first", cfg.prefix);
+    let mut holding = 0;
+    for e in endpoints {
+        if raw(e, redis::cmd("EXISTS").arg(&k)).await == redis::Value::Int(1) {
+            holding += 1;
+        }
+    }
+    assert!(
+        holding > endpoints.len() / 2,
+        "{label}: first is on only {holding} of {} servers after {:?}",
+        endpoints.len(),
+        ttl * 3 / 2
+    );
+    a.release(second).await.expect("a releases second");
+    a.release(first)
+        .await
+        .expect("a releases first, still its own");
+    a.crash().await;
+    b.crash().await;
 }
 
 /// A renewing holder keeps the lock past its TTL, then crashes: a waiter gets it within TTL + 2 s.
@@ -237,14 +392,33 @@ pub async fn stale_release_is_harmless<R, F, Fut>(
         Err(e) => panic!("{label}: stale release failed oddly: {e}"),
     }
     let after = snapshot(endpoints, &cfg.prefix, "stale").await;
-    assert_eq!(
-        before, after,
-        "{label}: a stale release changed the new holder's lock"
-    );
-    assert!(
-        before.iter().any(|s| s.0 != redis::Value::Nil),
-        "{label}: new holder has no lock"
-    );
+    // The new holder's value is the one most servers hold. A Redlock master that answered the
+    // stale holder's round too late still granted it (the command was on its way), so that
+    // master may still carry the stale key, which its own release rightly deletes: only the
+    // new holder's keys and the queues must be untouched.
+    let values: Vec<&redis::Value> = before
+        .iter()
+        .map(|s| &s.0)
+        .filter(|v| **v != redis::Value::Nil)
+        .collect();
+    let holder = values
+        .iter()
+        .max_by_key(|v| values.iter().filter(|w| w == v).count())
+        .unwrap_or_else(|| panic!("{label}: new holder has no lock"));
+    for (b, a) in before.iter().zip(&after) {
+        if &b.0 == *holder {
+            assert_eq!(
+                b, a,
+                "{label}: a stale release changed the new holder's lock"
+            );
+        } else {
+            assert_eq!(
+                (&b.1, &b.2),
+                (&a.1, &a.2),
+                "{label}: a stale release changed a queue"
+            );
+        }
+    }
     b.release(fresh).await.expect("new holder releases");
     a.crash().await;
     b.crash().await;
@@ -398,4 +572,266 @@ pub async fn watchdog_reports_a_stolen_lock<R, F, Fut>(
         "{label}: release of a stolen lock must say Lost"
     );
     client.crash().await;
+}
+
+/// The Redlock spec's clock-drift allowance, as the recipes subtract it: 1 % of the TTL + 2 ms.
+pub fn drift(ttl: Duration) -> Duration {
+    ttl / 100 + Duration::from_millis(2)
+}
+
+/// Polls `key`'s PTTL on `endpoint` every 5 ms until it jumps up (a watchdog renewal landed),
+/// for at most `within`; returns a lower bound of the key's server-side expiry then: the send
+/// time of the read that saw the jump plus the PTTL it answered.
+pub async fn wait_for_renewal(endpoint: &str, key: &str, within: Duration) -> Instant {
+    let client = redis::Client::open(format!("redis://{endpoint}/")).expect("redis url");
+    let cfg = redis::AsyncConnectionConfig::new()
+        .set_connection_timeout(Some(Duration::from_secs(2)))
+        .set_response_timeout(Some(Duration::from_secs(2)));
+    let mut con = client
+        .get_multiplexed_async_connection_with_config(&cfg)
+        .await
+        .unwrap_or_else(|e| panic!("connect {endpoint}: {e}"));
+    let until = Instant::now() + within;
+    let mut last: Option<i64> = None;
+    while Instant::now() < until {
+        let sent = Instant::now();
+        let pttl: i64 = redis::cmd("PTTL")
+            .arg(key)
+            .query_async(&mut con)
+            .await
+            .unwrap_or_else(|e| panic!("{endpoint}: {e}"));
+        assert!(pttl > 0, "{key} has no TTL on {endpoint}: {pttl}");
+        // A renewal puts the TTL back up; polling alone only sees it shrink.
+        if last.is_some_and(|l| pttl > l + 20) {
+            return sent + Duration::from_millis(pttl as u64);
+        }
+        last = Some(pttl);
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    panic!("no renewal of {key} on {endpoint} within {within:?}");
+}
+
+/// Timer and scheduling lateness allowed on a loaded 2-core machine when a signal must come
+/// by a deadline; the watchdog bug these tests guard against was about TTL/3 late.
+pub const LATE: Duration = Duration::from_millis(30);
+
+/// A renewing holder whose servers stop answering (`pause`, a majority of them for Redlock)
+/// right after a renewal: the lost signal comes no later than the key's server-side expiry
+/// (`probe` is a paused server), and not a renewal period before the validity's end either.
+pub async fn lost_before_expiry_when_paused<R, F, Fut>(
+    make: &F,
+    label: &str,
+    cfg: RecipeConfig,
+    probe: &str,
+    pause: impl Future<Output = ()>,
+    resume: impl Future<Output = ()>,
+) where
+    R: Recipe,
+    F: Fn(RecipeConfig) -> Fut,
+    Fut: Future<Output = R>,
+{
+    let ttl = cfg.ttl;
+    let client = make(cfg.clone()).await;
+    let mut lease = client
+        .acquire(
+            "paused-holder",
+            Strategy::Herd,
+            Instant::now() + Duration::from_secs(5),
+        )
+        .await
+        .expect("acquire");
+    let key = format!("{}/paused-holder", cfg.prefix);
+    // Right after a renewal is the worst moment: a watchdog that finds out only on its next
+    // attempts, or counts from a reply, reports the loss up to a renewal period late.
+    let expiry_floor = wait_for_renewal(probe, &key, ttl).await;
+    let paused_at = Instant::now();
+    pause.await;
+    let fired = tokio::time::timeout(ttl * 2, lease.lost.wait()).await;
+    let lost_at = Instant::now();
+    resume.await;
+    let after_pause = lost_at - paused_at;
+    println!(
+        "{label}: ttl {ttl:?}: lost signalled {after_pause:?} after the pause, {:?} before the key's expiry",
+        expiry_floor.checked_duration_since(lost_at)
+    );
+    assert!(fired.is_ok(), "{label}: no lost signal within 2 × TTL");
+    assert!(
+        lost_at <= expiry_floor + LATE,
+        "{label}: ttl {ttl:?}: lost signalled {:?} after the key expired on the server",
+        lost_at - expiry_floor
+    );
+    assert!(
+        after_pause <= ttl - drift(ttl) + LATE,
+        "{label}: ttl {ttl:?}: lost signalled {after_pause:?} after the pause, past TTL − drift"
+    );
+    assert!(
+        after_pause >= ttl - drift(ttl) - ttl / 3,
+        "{label}: ttl {ttl:?}: lost signalled already {after_pause:?} after the pause"
+    );
+    let _ = client.release(lease).await;
+    client.crash().await;
+}
+
+/// Kills every pub/sub connection on `endpoint` but Sentinel's (`CLIENT KILL ID` for each client
+/// `CLIENT LIST TYPE pubsub` names): with its hello-channel link gone a Sentinel counts the
+/// master unreachable since its last PING reply, and with a 1 s down-after that can start a
+/// failover (seen once). Returns how many it killed.
+pub async fn kill_pubsub_clients(endpoint: &str) -> usize {
+    let list = raw(
+        endpoint,
+        redis::cmd("CLIENT").arg("LIST").arg("TYPE").arg("pubsub"),
+    )
+    .await;
+    let list: String = redis::from_redis_value_ref(&list).expect("CLIENT LIST is text");
+    let mut killed = 0;
+    for line in list.lines() {
+        let field = |k: &str| {
+            line.split(' ')
+                .find_map(|f| f.strip_prefix(k).and_then(|v| v.strip_prefix('=')))
+                .unwrap_or_default()
+                .to_string()
+        };
+        if field("name").starts_with("sentinel-") {
+            continue;
+        }
+        raw(
+            endpoint,
+            redis::cmd("CLIENT").arg("KILL").arg("ID").arg(field("id")),
+        )
+        .await;
+        killed += 1;
+    }
+    killed
+}
+
+/// 8 contenders × 40 while the clients' pub/sub connections on the servers are killed twice
+/// ([`kill_pubsub_clients`], 0.7 s apart): the handoffs after the kill are still woken by
+/// messages, not by the 500 ms fallback poll.
+pub async fn wakeups_survive_a_pubsub_kill<R, F, Fut>(
+    make: &F,
+    label: &str,
+    cfg: RecipeConfig,
+    strategy: Strategy,
+    endpoints: &[String],
+) where
+    R: Recipe,
+    F: Fn(RecipeConfig) -> Fut,
+    Fut: Future<Output = R>,
+{
+    let mut clients = Vec::new();
+    for _ in 0..8 {
+        clients.push(make(cfg.clone()).await);
+    }
+    let killer = async {
+        let mut kills = Vec::new();
+        for _ in 0..2 {
+            tokio::time::sleep(Duration::from_millis(700)).await;
+            let at = Instant::now();
+            let mut killed = 0;
+            for e in endpoints {
+                killed += kill_pubsub_clients(e).await;
+            }
+            kills.push((at, killed));
+        }
+        kills
+    };
+    let (out, kills) = tokio::join!(contend(clients, "pubsub-kill", strategy, 40), killer);
+    println!("{}", out.summary(label));
+    let killed: usize = kills.iter().map(|k| k.1).sum();
+    assert!(
+        killed >= 8,
+        "{label}: only {killed} pub/sub connections killed"
+    );
+    let kills: Vec<Instant> = kills.into_iter().map(|k| k.0).collect();
+    out.assert_exclusive(label, 320);
+    let killed = kills[0];
+    let mut after: Vec<Duration> = out
+        .handoffs()
+        .into_iter()
+        .filter(|(h, _)| h.acquired > killed)
+        .map(|(_, d)| d)
+        .collect();
+    after.sort();
+    let polls: u64 = out
+        .holds
+        .iter()
+        .filter(|h| h.acquired > killed)
+        .map(|h| h.fallback_polls)
+        .sum();
+    let p99 = after
+        .get(((after.len().max(1) - 1) as f64 * 0.99).round() as usize)
+        .copied()
+        .unwrap_or_default();
+    println!(
+        "{label}: after the pub/sub kill: {} handoffs, p99 {p99:?}, {polls} fallback polls",
+        after.len()
+    );
+    // The herd hands off less often (a releaser that asks again at once often wins).
+    assert!(
+        after.len() >= 5,
+        "{label}: only {} handoffs after the kill (contention ended too soon to tell)",
+        after.len()
+    );
+    assert!(
+        polls <= 2,
+        "{label}: {polls} fallback polls after the pub/sub kill"
+    );
+    assert!(
+        p99 < Duration::from_millis(250),
+        "{label}: handoff p99 {p99:?} after the pub/sub kill (fallback poll 500 ms)"
+    );
+}
+
+/// Four waiters queue behind a 3 s hold. Only the first of them expects a message any moment and
+/// polls every 500 ms; the others, with waiters ahead, refresh their entries every third of the
+/// entry TTL (1.83 s here) and are not fallback polls. Every waiter polling every 500 ms (as
+/// before issue 7) made 4 × 6.
+pub async fn queued_waiters_do_not_poll<R, F, Fut>(make: &F, label: &str, cfg: RecipeConfig)
+where
+    R: Recipe,
+    F: Fn(RecipeConfig) -> Fut,
+    Fut: Future<Output = R>,
+{
+    let key = "long-hold";
+    let strategy = Strategy::Predecessor;
+    let holder = make(cfg.clone()).await;
+    let lease = holder
+        .acquire(key, strategy, Instant::now() + Duration::from_secs(5))
+        .await
+        .expect("holder");
+    let mut waiters = Vec::new();
+    for _ in 0..4 {
+        let c = make(cfg.clone()).await;
+        waiters.push(tokio::spawn(async move {
+            let tally = lockbench::recipe::Tally::default();
+            let r = c
+                .acquire_counted(
+                    key,
+                    strategy,
+                    Instant::now() + Duration::from_secs(20),
+                    &tally,
+                )
+                .await;
+            if let Ok(lease) = r {
+                let _ = c.release(lease).await;
+            }
+            c.crash().await;
+            (tally.request_count(), tally.fallback_poll_count())
+        }));
+        // Queue in a known order, each behind the one before.
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    holder.release(lease).await.expect("release");
+    holder.crash().await;
+    let mut counts = Vec::new();
+    for w in waiters {
+        counts.push(w.await.expect("waiter task"));
+    }
+    let polls: u64 = counts.iter().map(|c| c.1).sum();
+    println!("{label}: (requests, fallback polls) of 4 waiters behind a 3 s hold: {counts:?}");
+    assert!(
+        polls <= 8,
+        "{label}: {polls} fallback polls behind a 3 s hold (the head alone makes about 6)"
+    );
 }
