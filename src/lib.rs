@@ -38,6 +38,7 @@ pub mod runner;
 pub mod signal;
 pub mod spec;
 pub mod stats;
+mod sync;
 pub mod system;
 pub mod workload;
 

@@ -7,6 +7,13 @@ use std::time::{Duration, Instant};
 
 use super::LockError;
 
+/// The clock-drift allowance of every recipe's lost signal (the Redlock spec's 1 % of the TTL +
+/// 2 ms): our timer and the server's may run at slightly different rates, and ours may fire a
+/// little late, so the holder is told this much before the TTL ends by our clock.
+pub(crate) fn drift(ttl: Duration) -> Duration {
+    ttl / 100 + Duration::from_millis(2)
+}
+
 /// The time budget of one `acquire` or `release`.
 #[derive(Debug, Clone)]
 pub(crate) struct Budget {
@@ -100,6 +107,12 @@ impl Budget {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn drift_is_the_redlock_allowance() {
+        assert_eq!(drift(Duration::from_secs(10)), Duration::from_millis(102));
+        assert_eq!(drift(Duration::from_secs(2)), Duration::from_millis(22));
+    }
 
     #[tokio::test]
     async fn a_slow_request_is_a_timeout_only_when_the_deadline_passes() {

@@ -1,6 +1,7 @@
 //! The leases one client currently holds, so a background task that learns the session or lease
 //! is gone (ZooKeeper session expiry, etcd keep-alive failure) can tell every holder at once.
 
+use crate::sync::LockUnpoisoned;
 use std::collections::HashMap;
 use std::sync::Mutex;
 
@@ -66,7 +67,7 @@ impl Holders {
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
         // A panic while holding this lock cannot leave the map inconsistent: keep going.
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+        self.state.locked()
     }
 }
 

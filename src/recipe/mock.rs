@@ -8,6 +8,7 @@
 //! a checker can be shown to find violations that are known to be there ([`MockService::planted`]
 //! counts them). A crashed client's locks are freed at once (the mock has no TTL).
 
+use crate::sync::LockUnpoisoned;
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -94,7 +95,7 @@ impl MockService {
 
     fn state(&self) -> MutexGuard<'_, HashMap<String, KeyState>> {
         // A panicking test thread cannot leave the map half-updated: every change is one call.
-        self.inner.state.lock().unwrap_or_else(|p| p.into_inner())
+        self.inner.state.locked()
     }
 
     fn next_id(&self) -> u64 {
@@ -159,10 +160,7 @@ struct Handle {
 
 impl MockRecipe {
     fn lease(&self, key: &str, id: u64, token: u64, queued: Option<u64>, tally: &Tally) -> Lease {
-        self.held
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .push((key.to_string(), id));
+        self.held.locked().push((key.to_string(), id));
         Lease {
             key: key.to_string(),
             token,
@@ -293,10 +291,7 @@ impl Recipe for MockRecipe {
         let h = super::own_handle::<Handle>(lease.handle, &lease.key, self.system())?;
         let tally = Tally::default();
         self.service.round_trip(&tally).await;
-        self.held
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .retain(|(_, id)| *id != h.id);
+        self.held.locked().retain(|(_, id)| *id != h.id);
         if self.service.free(&lease.key, h.id) {
             Ok(())
         } else {
@@ -308,7 +303,7 @@ impl Recipe for MockRecipe {
     }
 
     async fn crash(self) {
-        let held = std::mem::take(&mut *self.held.lock().unwrap_or_else(|p| p.into_inner()));
+        let held = std::mem::take(&mut *self.held.locked());
         for (key, id) in held {
             self.service.free(&key, id);
         }

@@ -18,19 +18,12 @@ use crate::system::System;
 mod any;
 mod deadline;
 pub mod etcd;
-mod etcd_cleanup;
-mod etcd_lease;
-mod etcd_wait;
 mod holders;
 pub mod mock;
 pub mod redis;
-mod redis_common;
-mod redis_node;
-mod redis_pubsub;
-mod redis_scripts;
-pub mod redlock;
 pub mod zookeeper;
-mod zookeeper_session;
+
+pub use redis::redlock;
 
 pub use any::AnyRecipe;
 pub use etcd::EtcdRecipe;
@@ -328,23 +321,16 @@ pub(crate) fn own_handle<T: Any + Send + Sync>(
     })
 }
 
-/// Checks that `strategy` is one of `recipe`'s, with the error users see.
-pub fn check_strategy(
-    system: System,
-    offered: &[Strategy],
-    strategy: Strategy,
-) -> Result<(), LockError> {
-    if offered.contains(&strategy) {
+/// Checks that `system` offers `strategy` (see [`crate::system::FACTS`]), with the error users
+/// see.
+pub fn check_strategy(system: System, strategy: Strategy) -> Result<(), LockError> {
+    if system.strategies().contains(&strategy) {
         Ok(())
     } else {
         Err(LockError::Unsupported {
             system,
             strategy,
-            valid: offered
-                .iter()
-                .map(|s| s.name())
-                .collect::<Vec<_>>()
-                .join(", "),
+            valid: system.strategies_text(),
         })
     }
 }
@@ -362,7 +348,7 @@ mod tests {
                 .unwrap_err()
                 .contains("herd, predecessor")
         );
-        let e = check_strategy(System::Redis, &BOTH_STRATEGIES, Strategy::Native).unwrap_err();
+        let e = check_strategy(System::Redis, Strategy::Native).unwrap_err();
         assert!(e.to_string().contains("herd, predecessor"));
     }
 

@@ -1,6 +1,7 @@
 //! Where a run's clients come from: real clusters in Docker (what `lockbench run` uses), or an
 //! in-memory lock so the runner, checkers and exporters are tested end to end without Docker.
 
+use crate::sync::LockUnpoisoned;
 use std::future::Future;
 
 use anyhow::Context;
@@ -110,11 +111,7 @@ impl MockBackend {
 
     /// Overlapping grants planted by the last service started (unsafe mode).
     pub fn planted(&self) -> u64 {
-        self.last
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .as_ref()
-            .map_or(0, MockService::planted)
+        self.last.locked().as_ref().map_or(0, MockService::planted)
     }
 }
 
@@ -130,7 +127,7 @@ impl Backend for MockBackend {
         _progress: &dyn Progress,
     ) -> anyhow::Result<MockService> {
         let service = MockService::new(self.options.clone());
-        *self.last.lock().unwrap_or_else(|p| p.into_inner()) = Some(service.clone());
+        *self.last.locked() = Some(service.clone());
         Ok(service)
     }
 

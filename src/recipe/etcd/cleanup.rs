@@ -4,8 +4,8 @@ use std::time::Duration;
 
 use etcd_client::{Client, Compare, Txn, TxnOp};
 
-use super::LockError;
-use super::deadline::Budget;
+use crate::recipe::LockError;
+use crate::recipe::deadline::Budget;
 
 /// Maps an etcd client error to the lock error a caller can act on.
 pub(super) fn etcd_err(what: &str, e: etcd_client::Error) -> LockError {

@@ -205,6 +205,24 @@ pub(crate) static RELEASE_SCRIPT: LazyLock<Script> =
 pub(crate) static RENEW_SCRIPT: LazyLock<Script> =
     LazyLock::new(|| Script::new(&format!("{HELPERS}{RENEW}")));
 
+/// What a give-back does with the caller's place in the queue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum QueueEntry {
+    /// Keep it: a Redlock waiter giving back partial grants stays in line.
+    Keep,
+    /// Leave the queue (a release, or an acquisition that gave up).
+    Leave,
+}
+
+/// Whether a give-back tells the waiters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Notify {
+    /// Wake the herd and the queue head: the lock may be free for them now.
+    Waiters,
+    /// Tell nobody: the lock was never free for anyone else to take.
+    Nobody,
+}
+
 /// How a queue take treats the caller's ticket (see `FAIR_ACQUIRE`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum TicketMode {

@@ -29,22 +29,24 @@
 //! Against another ensemble, choose T by the same rule (with the defaults of 2 s ticks and
 //! syncLimit 5: T ≥ 24 s).
 
+mod session;
+
+use crate::sync::LockUnpoisoned;
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use zookeeper_client as zk;
 
-use super::deadline::Budget;
-use super::holders::Holders;
-use super::zookeeper_session::{
+use crate::recipe::deadline::Budget;
+use crate::recipe::holders::Holders;
+use crate::recipe::zookeeper::session::{
     Mine, SEQ_PREFIX, ZkSession, attempt_data, attempt_of, delete_own, idempotent, is_live,
     maybe_applied, open_session, sequence, session_tag, sweep_own, zk_err,
 };
-use super::{Lease, LockError, Recipe, RecipeConfig, Strategy, Tally, check_strategy};
+use crate::recipe::{Lease, LockError, Recipe, RecipeConfig, Strategy, Tally, check_strategy};
 use crate::system::System;
 
-const STRATEGIES: &[Strategy] = &[Strategy::Herd, Strategy::Predecessor];
 const HERD_NODE: &str = "lock";
 
 /// A ZooKeeper lock client: one session at a time (a new one replaces an expired one at the
@@ -133,19 +135,16 @@ impl ZookeeperRecipe {
     }
 
     fn orphan(&self, path: &str, attempt: u64, session_id: i64) {
-        self.orphans
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(Orphan {
-                path: path.to_string(),
-                attempt,
-                session_id,
-            });
+        self.orphans.locked().push(Orphan {
+            path: path.to_string(),
+            attempt,
+            session_id,
+        });
     }
 
     /// Retries removing orphans of the current session; those of an ended session are gone.
     async fn retry_orphans(&self) {
-        let orphans = std::mem::take(&mut *self.orphans.lock().unwrap_or_else(|e| e.into_inner()));
+        let orphans = std::mem::take(&mut *self.orphans.locked());
         if orphans.is_empty() {
             return;
         }
@@ -187,18 +186,12 @@ impl ZookeeperRecipe {
                 Err(e) => return Err(zk_err(&prefix, e)),
             }
         }
-        self.parents
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(dir.to_string());
+        self.parents.locked().insert(dir.to_string());
         Ok(())
     }
 
     fn known_parent(&self, dir: &str) -> bool {
-        self.parents
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .contains(dir)
+        self.parents.locked().contains(dir)
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -212,10 +205,7 @@ impl ZookeeperRecipe {
         tally: &Tally,
         queue: Option<u64>,
     ) -> Lease {
-        self.live
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(attempt);
+        self.live.locked().insert(attempt);
         let (holder, lost) = s.holders.register();
         Lease {
             key: key.to_string(),
@@ -465,7 +455,7 @@ impl Recipe for ZookeeperRecipe {
     }
 
     fn strategies(&self) -> &'static [Strategy] {
-        STRATEGIES
+        System::Zookeeper.strategies()
     }
 
     async fn acquire_counted(
@@ -475,7 +465,7 @@ impl Recipe for ZookeeperRecipe {
         deadline: Instant,
         tally: &Tally,
     ) -> Result<Lease, LockError> {
-        check_strategy(System::Zookeeper, STRATEGIES, strategy)?;
+        check_strategy(System::Zookeeper, strategy)?;
         self.retry_orphans().await;
         let budget = Budget::acquire(key, deadline, self.config.request_timeout);
         match strategy {
@@ -485,7 +475,7 @@ impl Recipe for ZookeeperRecipe {
     }
 
     async fn release(&self, lease: Lease) -> Result<(), LockError> {
-        let h = super::own_handle::<Handle>(lease.handle, &lease.key, System::Zookeeper)?;
+        let h = crate::recipe::own_handle::<Handle>(lease.handle, &lease.key, System::Zookeeper)?;
         h.holders.forget(h.holder);
         let lost = |why: &str| LockError::Lost {
             key: lease.key.clone(),
@@ -495,10 +485,7 @@ impl Recipe for ZookeeperRecipe {
         if s.client.session_id().0 != h.session_id || s.holders.dead().is_some() {
             return Err(lost("the session that held it has ended"));
         }
-        self.live
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(&h.attempt);
+        self.live.locked().remove(&h.attempt);
         let budget = Budget::cleanup(&lease.key, self.config.request_timeout, 3);
         match delete_own(&s, &h.path, Mine::Attempt(h.attempt), &self.live, &budget).await {
             Ok(true) => Ok(()),

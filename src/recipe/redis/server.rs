@@ -9,14 +9,15 @@ use ::redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use ::redis::{RedisError, Script};
 use tokio::sync::mpsc::UnboundedSender;
 
-use super::LockError;
-use super::redis_pubsub::PubSub;
-use super::redis_scripts::{
-    FAIR_ACQUIRE_SCRIPT, HERD_ACQUIRE_SCRIPT, Keys, RELEASE_SCRIPT, RENEW_SCRIPT, TicketMode,
+use crate::recipe::LockError;
+use crate::recipe::redis::pubsub::PubSub;
+use crate::recipe::redis::scripts::{
+    FAIR_ACQUIRE_SCRIPT, HERD_ACQUIRE_SCRIPT, Keys, QueueEntry, RELEASE_SCRIPT, RENEW_SCRIPT,
+    TicketMode,
 };
 
 /// One Redis server.
-pub(crate) struct Node {
+pub(crate) struct Server {
     endpoint: String,
     conn: ConnectionManager,
     request_timeout: Duration,
@@ -55,10 +56,10 @@ fn ms(d: Duration) -> u64 {
     d.as_millis().max(1) as u64
 }
 
-impl Node {
+impl Server {
     /// A node whose connections open lazily and reconnect by themselves, so a server that is
     /// down now (a Redlock master) can serve later calls once it is back.
-    pub fn new(endpoint: &str, request_timeout: Duration) -> Result<Node, LockError> {
+    pub fn new(endpoint: &str, request_timeout: Duration) -> Result<Server, LockError> {
         let client = ::redis::Client::open(format!("redis://{endpoint}/")).map_err(|e| {
             LockError::Server(format!(
                 "'{endpoint}' is not a valid Redis address (use host:port): {e}"
@@ -71,7 +72,7 @@ impl Node {
             .set_max_delay(Duration::from_millis(200));
         let conn = ConnectionManager::new_lazy_with_config(client.clone(), cfg)
             .map_err(|e| lock_error(endpoint, e))?;
-        Ok(Node {
+        Ok(Server {
             endpoint: endpoint.to_string(),
             pubsub: PubSub::new(endpoint, client, request_timeout),
             conn,
@@ -158,7 +159,7 @@ impl Node {
     /// One queue take (enqueue or refresh, then take if at the head and free). `wake` is the
     /// message for a waiter this may make first (see [`wake_message`]).
     ///
-    /// [`wake_message`]: super::redis_common::wake_message
+    /// [`wake_message`]: crate::recipe::redis::common::wake_message
     #[allow(clippy::too_many_arguments)]
     pub async fn fair_acquire(
         &self,
@@ -203,7 +204,7 @@ impl Node {
     /// Compare-and-delete plus queue exit; true if this call deleted `owner`'s lock. `wake` is
     /// the message for the waiters this may let in (see [`wake_message`]); `None` is silent.
     ///
-    /// [`wake_message`]: super::redis_common::wake_message
+    /// [`wake_message`]: crate::recipe::redis::common::wake_message
     #[allow(clippy::too_many_arguments)]
     pub async fn release(
         &self,
@@ -211,7 +212,7 @@ impl Node {
         owner: &str,
         token: u64,
         wake: Option<&str>,
-        keep_entry: bool,
+        entry: QueueEntry,
         limit: Duration,
     ) -> Result<bool, LockError> {
         let deleted: i64 = self
@@ -228,7 +229,7 @@ impl Node {
                     owner.to_string(),
                     token.to_string(),
                     wake.unwrap_or_default().to_string(),
-                    u8::from(keep_entry).to_string(),
+                    u8::from(entry == QueueEntry::Keep).to_string(),
                 ],
                 limit,
             )
@@ -255,7 +256,7 @@ impl Node {
         Ok(ok == 1)
     }
 
-    /// Routes messages on `channel` to `tx` (tagged `id`) until [`Node::unsubscribe`], over
+    /// Routes messages on `channel` to `tx` (tagged `id`) until [`Server::unsubscribe`], over
     /// the node's one pub/sub connection (see `redis_pubsub`).
     pub async fn subscribe(
         &self,

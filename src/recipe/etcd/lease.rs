@@ -1,14 +1,16 @@
 //! The etcd lease behind one lock client (etcd's "session"), and the keep-alive task that renews
 //! it at TTL/3 and tells every holder when it is gone.
 
+use crate::sync::LockUnpoisoned;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use etcd_client::{Client, LeaseKeepAliveStream, LeaseKeeper};
 
-use super::etcd_cleanup::etcd_err;
-use super::holders::Holders;
-use super::{LockError, RecipeConfig};
+use crate::recipe::deadline::drift;
+use crate::recipe::etcd::cleanup::etcd_err;
+use crate::recipe::holders::Holders;
+use crate::recipe::{LockError, RecipeConfig};
 
 /// One granted lease and its keep-alive task; dropping it stops the keep-alive.
 pub(crate) struct EtcdSession {
@@ -77,20 +79,13 @@ impl EtcdSession {
     /// When the last renewal the server acknowledged was sent: the server keeps the lease at
     /// least until this + TTL, and holders are told `drift(ttl)` before that.
     pub(crate) fn renewed_at(&self) -> Instant {
-        *self.renewed_at.lock().unwrap_or_else(|e| e.into_inner())
+        *self.renewed_at.locked()
     }
 
     /// True once the lease is known to be gone.
     pub(crate) fn is_dead(&self) -> bool {
         self.holders.dead().is_some()
     }
-}
-
-/// The clock-drift allowance Redis and Redlock use too (the Redlock spec's 1 % of the TTL +
-/// 2 ms): our timer and the server's may run at slightly different rates, and ours may fire a
-/// little late, so the holder is told this much before the TTL ends by our clock.
-pub(crate) fn drift(ttl: Duration) -> Duration {
-    ttl / 100 + Duration::from_millis(2)
 }
 
 /// Renews lease `id` every `ttl / 3`. The server counts the TTL from when a renewal reaches it,
@@ -107,7 +102,7 @@ async fn keep_alive(
     renewed_at: Arc<Mutex<Instant>>,
 ) {
     let valid = ttl.saturating_sub(drift(ttl));
-    let mut alive_since = *renewed_at.lock().unwrap_or_else(|e| e.into_inner());
+    let mut alive_since = *renewed_at.locked();
     if !renew {
         tokio::time::sleep_until((alive_since + valid).into()).await;
         holders.lose_all("lease TTL ran out (renew is off)");
@@ -150,7 +145,7 @@ async fn keep_alive(
         match renewed {
             Ok(true) => {
                 alive_since = sent;
-                *renewed_at.lock().unwrap_or_else(|e| e.into_inner()) = sent;
+                *renewed_at.locked() = sent;
             }
             Ok(false) => {}
             Err(why) => {
@@ -164,16 +159,5 @@ async fn keep_alive(
             ));
             return;
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn drift_is_the_redlock_allowance() {
-        assert_eq!(drift(Duration::from_secs(10)), Duration::from_millis(102));
-        assert_eq!(drift(Duration::from_secs(2)), Duration::from_millis(22));
     }
 }

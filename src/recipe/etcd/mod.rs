@@ -16,6 +16,11 @@
 //! anything that lands later, ends every other lock held under the lease (their holders are
 //! told), and the next acquire grants a fresh lease.
 
+mod cleanup;
+mod lease;
+mod wait;
+
+use crate::sync::LockUnpoisoned;
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -25,15 +30,13 @@ use etcd_client::{
     WatchStream,
 };
 
-use super::deadline::Budget;
-use super::etcd_cleanup::{etcd_err, maybe_applied, take_back};
-use super::etcd_lease::EtcdSession;
-use super::etcd_wait::{wait_deletes, watch_deletes};
-use super::holders::Holders;
-use super::{Lease, LockError, Recipe, RecipeConfig, Strategy, Tally, check_strategy};
+use crate::recipe::deadline::Budget;
+use crate::recipe::etcd::cleanup::{etcd_err, maybe_applied, take_back};
+use crate::recipe::etcd::lease::EtcdSession;
+use crate::recipe::etcd::wait::{wait_deletes, watch_deletes};
+use crate::recipe::holders::Holders;
+use crate::recipe::{Lease, LockError, Recipe, RecipeConfig, Strategy, Tally, check_strategy};
 use crate::system::System;
-
-const STRATEGIES: &[Strategy] = &[Strategy::Herd, Strategy::Predecessor, Strategy::Native];
 
 /// An etcd lock client: one connection, one lease, three strategies.
 pub struct EtcdRecipe {
@@ -168,15 +171,12 @@ impl EtcdRecipe {
     }
 
     fn orphan(&self, target: &str, guard: Option<Compare>) {
-        self.orphans
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push((target.to_string(), guard));
+        self.orphans.locked().push((target.to_string(), guard));
     }
 
     /// Retries the removals that got no answer before.
     async fn retry_orphans(&self) {
-        let orphans = std::mem::take(&mut *self.orphans.lock().unwrap_or_else(|e| e.into_inner()));
+        let orphans = std::mem::take(&mut *self.orphans.locked());
         for (target, guard) in orphans {
             self.take_back(&target, &target, guard).await;
         }
@@ -187,7 +187,7 @@ impl EtcdRecipe {
     }
 
     fn is_live(&self, value: &[u8]) -> bool {
-        let live = self.live.lock().unwrap_or_else(|e| e.into_inner());
+        let live = self.live.locked();
         live.contains(String::from_utf8_lossy(value).as_ref())
     }
 
@@ -231,10 +231,7 @@ impl EtcdRecipe {
         queued: bool,
     ) -> Lease {
         if !value.is_empty() {
-            self.live
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .insert(value.clone());
+            self.live.locked().insert(value.clone());
         }
         let (holder, lost) = session.holders.register();
         Lease {
@@ -468,7 +465,7 @@ impl Recipe for EtcdRecipe {
     }
 
     fn strategies(&self) -> &'static [Strategy] {
-        STRATEGIES
+        System::Etcd.strategies()
     }
 
     async fn acquire_counted(
@@ -478,7 +475,7 @@ impl Recipe for EtcdRecipe {
         deadline: Instant,
         tally: &Tally,
     ) -> Result<Lease, LockError> {
-        check_strategy(System::Etcd, STRATEGIES, strategy)?;
+        check_strategy(System::Etcd, strategy)?;
         self.retry_orphans().await;
         let budget = Budget::acquire(key, deadline, self.config.request_timeout);
         let got = match strategy {
@@ -497,12 +494,9 @@ impl Recipe for EtcdRecipe {
     }
 
     async fn release(&self, lease: Lease) -> Result<(), LockError> {
-        let h = super::own_handle::<Handle>(lease.handle, &lease.key, System::Etcd)?;
+        let h = crate::recipe::own_handle::<Handle>(lease.handle, &lease.key, System::Etcd)?;
         h.holders.forget(h.holder);
-        self.live
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(&h.value);
+        self.live.locked().remove(&h.value);
         // Delete only the incarnation of the key we created: after our lease expired, the same
         // name may hold someone else's lock. (Native locks too: Unlock would delete blindly.)
         let ours = Compare::create_revision(h.key.as_str(), CompareOp::Equal, h.create_revision);

@@ -1,6 +1,7 @@
 //! What both Redis recipes share around the servers: owner identities, waiting for
 //! notifications, the renewal watchdog, and the lease handle.
 
+use crate::sync::LockUnpoisoned;
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -9,11 +10,12 @@ use std::time::{Duration, Instant};
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
 use tokio::task::AbortHandle;
 
-use super::LostTrigger;
-use super::redis::Master;
-use super::redis_node::Node;
-use super::redis_pubsub::LOOK_AGAIN;
-use super::redis_scripts::Keys;
+use crate::recipe::LostTrigger;
+use crate::recipe::deadline::drift;
+use crate::recipe::redis::Master;
+use crate::recipe::redis::pubsub::LOOK_AGAIN;
+use crate::recipe::redis::scripts::Keys;
+use crate::recipe::redis::server::Server;
 
 /// A fresh client identity: owner values are `<client>:<sequence>`, unique per acquisition, so
 /// a stale lease or a stray wake message can never be mistaken for a current one.
@@ -83,7 +85,7 @@ impl Waiter {
         poll: Poll,
         ttl_left: Option<Duration>,
         left: Duration,
-        tally: &super::Tally,
+        tally: &crate::recipe::Tally,
     ) {
         let (interval, counted) = match poll {
             Poll::Fallback(d) => (d, true),
@@ -114,22 +116,16 @@ impl Poll {
     /// The wait after an answer that did not grant: a queue waiter told it is not first
     /// (`queued_behind`) refreshes; everyone else falls back to `cfg.fallback_poll`.
     pub fn after(
-        strategy: super::Strategy,
+        strategy: crate::recipe::Strategy,
         queued_behind: bool,
-        cfg: &super::RecipeConfig,
+        cfg: &crate::recipe::RecipeConfig,
     ) -> Poll {
-        if strategy == super::Strategy::Predecessor && queued_behind {
+        if strategy == crate::recipe::Strategy::Predecessor && queued_behind {
             Poll::Refresh(entry_refresh(cfg))
         } else {
             Poll::Fallback(cfg.fallback_poll)
         }
     }
-}
-
-/// The Redlock spec's allowance for clock drift between client and servers: 1 % of the TTL
-/// plus 2 ms.
-pub(crate) fn drift(ttl: Duration) -> Duration {
-    ttl / 100 + Duration::from_millis(2)
 }
 
 /// The end of a lock's validity when the request that granted or renewed it was sent at `sent`:
@@ -141,12 +137,12 @@ pub(crate) fn valid_until(sent: Instant, ttl: Duration) -> Instant {
 
 /// Where a watchdog renews: fixed servers (Redlock), or whichever server is the master now.
 pub(crate) enum NodeSource {
-    Fixed(Vec<Arc<Node>>),
+    Fixed(Vec<Arc<Server>>),
     Master(Arc<Master>),
 }
 
 impl NodeSource {
-    async fn nodes(&self) -> Vec<Arc<Node>> {
+    async fn nodes(&self) -> Vec<Arc<Server>> {
         match self {
             NodeSource::Fixed(v) => v.clone(),
             NodeSource::Master(m) => vec![m.current().await],
@@ -155,7 +151,7 @@ impl NodeSource {
 
     /// A renewal could not reach the master: it may have moved (Sentinel failover). Asks
     /// Sentinel in a task of its own, so a slow answer cannot delay the lost signal.
-    fn unreachable(&self, nodes: &[Arc<Node>], deadline: Instant) {
+    fn unreachable(&self, nodes: &[Arc<Server>], deadline: Instant) {
         if let (NodeSource::Master(m), [node]) = (self, nodes) {
             let (m, node) = (m.clone(), node.clone());
             tokio::spawn(async move {
@@ -195,25 +191,22 @@ impl Watchdogs {
                 tokio::time::sleep_until(valid_until(held.granted_at, held.ttl).into()).await;
             }
             lost.fire();
-            map.lock().unwrap_or_else(|p| p.into_inner()).remove(&id);
+            map.locked().remove(&id);
         });
-        self.0
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(id, task.abort_handle());
+        self.0.locked().insert(id, task.abort_handle());
         id
     }
 
     /// Stops one watchdog (on release).
     pub fn stop(&self, id: u64) {
-        if let Some(h) = self.0.lock().unwrap_or_else(|p| p.into_inner()).remove(&id) {
+        if let Some(h) = self.0.locked().remove(&id) {
             h.abort();
         }
     }
 
     /// Stops them all (on crash).
     pub fn stop_all(&self) {
-        for (_, h) in self.0.lock().unwrap_or_else(|p| p.into_inner()).drain() {
+        for (_, h) in self.0.locked().drain() {
             h.abort();
         }
     }
@@ -270,7 +263,7 @@ async fn keep(held: Held) {
 
 /// How long a queue entry lives without a refresh. A waiter refreshes it on every take attempt,
 /// at least every [`entry_refresh`], so only a dead or departed waiter's entry expires.
-pub(crate) fn entry_ttl(cfg: &super::RecipeConfig) -> Duration {
+pub(crate) fn entry_ttl(cfg: &crate::recipe::RecipeConfig) -> Duration {
     cfg.fallback_poll * 3 + cfg.request_timeout * 2
 }
 
@@ -278,7 +271,7 @@ pub(crate) fn entry_ttl(cfg: &super::RecipeConfig) -> Duration {
 /// TTL, which leaves the refresh two thirds (at least two request timeouts) to land. A waiter
 /// deep in a long queue pays one request per refresh: about wait / refresh of them (see
 /// docs/results-schema.md, "What a request is").
-pub(crate) fn entry_refresh(cfg: &super::RecipeConfig) -> Duration {
+pub(crate) fn entry_refresh(cfg: &crate::recipe::RecipeConfig) -> Duration {
     entry_ttl(cfg) / 3
 }
 
@@ -319,7 +312,7 @@ mod tests {
 
     async fn lost_after(renew: bool, ttl: Duration) -> (Instant, Duration) {
         let (addr, server) = black_hole().await;
-        let node = Arc::new(Node::new(&addr, Duration::from_secs(2)).unwrap());
+        let node = Arc::new(Server::new(&addr, Duration::from_secs(2)).unwrap());
         let (trigger, mut lost) = LostSignal::new();
         let granted_at = Instant::now();
         let held = Held {

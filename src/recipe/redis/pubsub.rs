@@ -7,6 +7,7 @@
 //! fall back to the poll, so the reader task that sees the end reconnects, subscribes every
 //! routed channel again and has every waiter look again (a message published meanwhile was lost).
 
+use crate::sync::LockUnpoisoned;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
@@ -17,8 +18,8 @@ use futures::StreamExt;
 use tokio::sync::mpsc::UnboundedSender;
 use tokio::task::AbortHandle;
 
-use super::LockError;
-use super::redis_node::lock_error;
+use crate::recipe::LockError;
+use crate::recipe::redis::server::lock_error;
 
 type Routes = Arc<Mutex<HashMap<String, Vec<(u64, UnboundedSender<Vec<u8>>)>>>>;
 
@@ -91,8 +92,7 @@ impl PubSub {
             self.connect(&mut st, limit).await?;
         }
         self.routes
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
+            .locked()
             .entry(channel.to_string())
             .or_default()
             .push((id, tx));
@@ -112,10 +112,7 @@ impl PubSub {
         if r.is_err() {
             // Undo, so the next waiter on this channel sends SUBSCRIBE again.
             st.counts.remove(channel);
-            self.routes
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .remove(channel);
+            self.routes.locked().remove(channel);
         }
         r
     }
@@ -123,12 +120,7 @@ impl PubSub {
     /// Stops routing `channel` to waiter `id`; unsubscribes when nobody else listens.
     pub async fn unsubscribe(&self, channel: &str, id: u64) {
         let mut st = self.state.lock().await;
-        if let Some(v) = self
-            .routes
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .get_mut(channel)
-        {
+        if let Some(v) = self.routes.locked().get_mut(channel) {
             v.retain(|(i, _)| *i != id);
         }
         let Some(count) = st.counts.get_mut(channel) else {
@@ -139,10 +131,7 @@ impl PubSub {
             return;
         }
         st.counts.remove(channel);
-        self.routes
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(channel);
+        self.routes.locked().remove(channel);
         if let Some(mut sink) = st.sink.clone() {
             // A failed UNSUBSCRIBE only costs stray messages nobody is routed to.
             let _ = tokio::time::timeout(self.request_timeout, sink.unsubscribe(channel)).await;
@@ -185,7 +174,7 @@ impl PubSub {
         let (routes, flag, this) = (self.routes.clone(), alive.clone(), Arc::downgrade(self));
         let task = tokio::spawn(async move {
             while let Some(msg) = stream.next().await {
-                let routes = routes.lock().unwrap_or_else(|p| p.into_inner());
+                let routes = routes.locked();
                 if let Some(v) = routes.get(msg.get_channel_name()) {
                     for (_, tx) in v {
                         let _ = tx.send(msg.get_payload_bytes().to_vec());
@@ -204,7 +193,7 @@ impl PubSub {
 
     /// Prompts every waiter of the channels `st` carries to check the lock.
     fn look_again(&self, st: &State) {
-        let routes = self.routes.lock().unwrap_or_else(|p| p.into_inner());
+        let routes = self.routes.locked();
         for channel in st.counts.keys() {
             for (_, tx) in routes.get(channel).into_iter().flatten() {
                 let _ = tx.send(LOOK_AGAIN);

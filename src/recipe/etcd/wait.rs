@@ -7,9 +7,9 @@ use etcd_client::{
 
 use std::time::Duration;
 
-use super::deadline::Budget;
-use super::etcd_cleanup::etcd_err;
-use super::{LockError, Tally};
+use crate::recipe::deadline::Budget;
+use crate::recipe::etcd::cleanup::etcd_err;
+use crate::recipe::{LockError, Tally};
 
 /// Opens a watch for deletions of `key` from now on and waits until the server confirms
 /// it; returns the stream and the revision the watch starts after. Watching from "now"

@@ -34,15 +34,14 @@ use futures::future::join_all;
 use futures::stream::FuturesUnordered;
 use rand::Rng;
 
-use super::redis_common::{
+use crate::recipe::redis::common::{
     Held, NodeSource, Poll, RedisHandle, Waiter, Watchdogs, entry_ttl, new_client_id, valid_until,
     wake_message,
 };
-use super::redis_node::{Attempt, Node};
-use super::redis_scripts::{Keys, TicketMode};
-use super::{
-    BOTH_STRATEGIES, Lease, LockError, LostSignal, Recipe, RecipeConfig, Strategy, Tally,
-    check_strategy,
+use crate::recipe::redis::scripts::{Keys, Notify, QueueEntry, TicketMode};
+use crate::recipe::redis::server::{Attempt, Server};
+use crate::recipe::{
+    Lease, LockError, LostSignal, Recipe, RecipeConfig, Strategy, Tally, check_strategy,
 };
 use crate::system::System;
 
@@ -68,7 +67,7 @@ impl Default for RedlockOptions {
 
 /// A Redlock client over independent masters.
 pub struct RedlockRecipe {
-    nodes: Vec<Arc<Node>>,
+    nodes: Vec<Arc<Server>>,
     quorum: usize,
     cfg: RecipeConfig,
     opts: RedlockOptions,
@@ -131,7 +130,7 @@ impl RedlockRecipe {
         }
         let nodes = endpoints
             .iter()
-            .map(|e| Node::new(e, cfg.request_timeout).map(Arc::new))
+            .map(|e| Server::new(e, cfg.request_timeout).map(Arc::new))
             .collect::<Result<Vec<_>, _>>()?;
         let quorum = nodes.len() / 2 + 1;
         loop {
@@ -202,25 +201,26 @@ impl RedlockRecipe {
     }
 
     /// Gives back what `owner` holds on the masters `which` (all when `None`).
+    /// Gives back what `owner` holds on the masters `which` (all when `None`), waiting at most
+    /// `limit` for each.
+    #[allow(clippy::too_many_arguments)]
     async fn release_on(
         &self,
         which: Option<&[usize]>,
         keys: &Keys,
         owner: &str,
         token: u64,
-        notify: bool,
-        keep_entry: bool,
+        notify: Notify,
+        entry: QueueEntry,
+        limit: Duration,
     ) -> Vec<Result<bool, LockError>> {
-        // A release that misses a master leaves the lock there until its TTL, as the spec
-        // accepts; waiting longer for a dead master would only stall the caller.
-        let limit = self.per_node_timeout();
-        let wake = notify.then(|| wake_message(owner));
+        let wake = (notify == Notify::Waiters).then(|| wake_message(owner));
         join_all(
             self.nodes
                 .iter()
                 .enumerate()
                 .filter(|(i, _)| which.is_none_or(|w| w.contains(i)))
-                .map(|(_, n)| n.release(keys, owner, token, wake.as_deref(), keep_entry, limit)),
+                .map(|(_, n)| n.release(keys, owner, token, wake.as_deref(), entry, limit)),
         )
         .await
     }
@@ -247,7 +247,7 @@ impl RedlockRecipe {
         deadline: Instant,
         tally: &Tally,
     ) -> Result<Lease, LockError> {
-        check_strategy(System::Redlock, &BOTH_STRATEGIES, strategy)?;
+        check_strategy(System::Redlock, strategy)?;
         let started = Instant::now();
         let keys = Keys::new(&self.cfg.prefix, key);
         let owner = format!(
@@ -313,14 +313,34 @@ impl RedlockRecipe {
                     .any(|a| matches!(a, Ok(a) if a.token == 0 && a.retry_within.is_none()));
                 if behind && !granted.is_empty() {
                     requests += maybe.len() as u64;
-                    self.release_on(Some(&maybe), &keys, &owner, 0, true, true)
-                        .await;
+                    // Between rounds a slow master costs the round, not the wait: give back
+                    // within the per-node deadline, as the spec accepts.
+                    let limit = self.per_node_timeout();
+                    self.release_on(
+                        Some(&maybe),
+                        &keys,
+                        &owner,
+                        0,
+                        Notify::Waiters,
+                        QueueEntry::Keep,
+                        limit,
+                    )
+                    .await;
                 }
             } else if !maybe.is_empty() {
                 // Give back silently (the lock was never free for anyone else to take).
                 requests += maybe.len() as u64;
-                self.release_on(Some(&maybe), &keys, &owner, 0, false, false)
-                    .await;
+                let limit = self.per_node_timeout();
+                self.release_on(
+                    Some(&maybe),
+                    &keys,
+                    &owner,
+                    0,
+                    Notify::Nobody,
+                    QueueEntry::Leave,
+                    limit,
+                )
+                .await;
             }
             if strategy == Strategy::Herd && !granted.is_empty() {
                 // Split vote: pause at random so the contenders spread out.
@@ -385,7 +405,19 @@ impl RedlockRecipe {
             Err(e) => {
                 // Leave nothing behind on any master: queue entries and partial grants.
                 tally.requests(n);
-                self.release_on(None, &keys, &owner, 0, true, false).await;
+                // The acquisition is over: the clean-up may take a whole request timeout, so a
+                // slow master does not keep a lock or queue entry a late reply left there.
+                let limit = self.cfg.request_timeout;
+                self.release_on(
+                    None,
+                    &keys,
+                    &owner,
+                    0,
+                    Notify::Waiters,
+                    QueueEntry::Leave,
+                    limit,
+                )
+                .await;
                 Err(e)
             }
         }
@@ -398,7 +430,7 @@ impl Recipe for RedlockRecipe {
     }
 
     fn strategies(&self) -> &'static [Strategy] {
-        &BOTH_STRATEGIES
+        System::Redlock.strategies()
     }
 
     async fn acquire_counted(
@@ -412,7 +444,8 @@ impl Recipe for RedlockRecipe {
     }
 
     async fn release(&self, lease: Lease) -> Result<(), LockError> {
-        let h = super::own_handle::<RedisHandle>(lease.handle, &lease.key, System::Redlock)?;
+        let h =
+            crate::recipe::own_handle::<RedisHandle>(lease.handle, &lease.key, System::Redlock)?;
         self.watchdogs.stop(h.watchdog);
         let n = self.nodes.len();
         let limit = self.cfg.request_timeout;
@@ -426,8 +459,15 @@ impl Recipe for RedlockRecipe {
                 let (node, keys, owner) = (node.clone(), h.keys.clone(), h.owner.clone());
                 let wake = wake.clone();
                 tokio::spawn(async move {
-                    node.release(&keys, &owner, lease.token, Some(&wake), false, limit)
-                        .await
+                    node.release(
+                        &keys,
+                        &owner,
+                        lease.token,
+                        Some(&wake),
+                        QueueEntry::Leave,
+                        limit,
+                    )
+                    .await
                 })
             })
             .collect();
@@ -469,7 +509,7 @@ impl Recipe for RedlockRecipe {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::recipe::redis_common::drift;
+    use crate::recipe::deadline::drift;
 
     fn recipe(ttl: Duration) -> RedlockRecipe {
         let cfg = RecipeConfig {

@@ -1,15 +1,16 @@
 //! One ZooKeeper session of the lock recipe, and the node operations that must stay safe when
 //! answers get lost: deleting only our own nodes, finding our leftovers by the session tag.
 
+use crate::sync::LockUnpoisoned;
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use zookeeper_client as zk;
 
-use super::deadline::Budget;
-use super::holders::Holders;
-use super::{LockError, RecipeConfig};
+use crate::recipe::deadline::Budget;
+use crate::recipe::holders::Holders;
+use crate::recipe::{LockError, RecipeConfig};
 
 /// Queue nodes are named `<session tag>lock-<sequence>`.
 pub(super) const SEQ_PREFIX: &str = "lock-";
@@ -134,7 +135,7 @@ pub(super) fn attempt_of(data: &[u8]) -> Option<u64> {
 
 /// Whether attempt `id` holds a lock of this client now.
 pub(super) fn is_live(live: &Mutex<HashSet<u64>>, id: u64) -> bool {
-    live.lock().unwrap_or_else(|e| e.into_inner()).contains(&id)
+    live.locked().contains(&id)
 }
 
 /// Deletes this session's queue nodes in `dir` that `which` allows.
