@@ -268,8 +268,10 @@ pub trait Recipe: Send + Sync + 'static {
     /// The system this client talks to.
     fn system(&self) -> System;
 
-    /// The strategies this recipe implements.
-    fn strategies(&self) -> &'static [Strategy];
+    /// The strategies this recipe implements: its system's, from [`crate::system::FACTS`].
+    fn strategies(&self) -> &'static [Strategy] {
+        self.system().strategies()
+    }
 
     /// Waits for the lock on `key` under `strategy` until `deadline`, counting wake-ups,
     /// requests and fallback polls into `tally` whatever the outcome; on success the lease

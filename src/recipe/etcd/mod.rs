@@ -464,10 +464,6 @@ impl Recipe for EtcdRecipe {
         System::Etcd
     }
 
-    fn strategies(&self) -> &'static [Strategy] {
-        System::Etcd.strategies()
-    }
-
     async fn acquire_counted(
         &self,
         key: &str,

@@ -314,10 +314,6 @@ impl Recipe for RedisRecipe {
         System::Redis
     }
 
-    fn strategies(&self) -> &'static [Strategy] {
-        System::Redis.strategies()
-    }
-
     async fn acquire_counted(
         &self,
         key: &str,

@@ -429,10 +429,6 @@ impl Recipe for RedlockRecipe {
         System::Redlock
     }
 
-    fn strategies(&self) -> &'static [Strategy] {
-        System::Redlock.strategies()
-    }
-
     async fn acquire_counted(
         &self,
         key: &str,

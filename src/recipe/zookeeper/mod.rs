@@ -454,10 +454,6 @@ impl Recipe for ZookeeperRecipe {
         System::Zookeeper
     }
 
-    fn strategies(&self) -> &'static [Strategy] {
-        System::Zookeeper.strategies()
-    }
-
     async fn acquire_counted(
         &self,
         key: &str,
