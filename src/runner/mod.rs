@@ -25,7 +25,7 @@ use crate::stats::{CellInfo, CellSummary};
 
 pub use backend::{Backend, DockerBackend, MockBackend};
 pub use output::RunFolder;
-pub use worker::{WorkerControl, WorkerError, WorkerState, WorkerTarget, Workers};
+pub use worker::{WorkerControl, WorkerError, WorkerPlan, WorkerState, WorkerTarget, Workers};
 
 /// What a finished (or interrupted) run produced.
 #[derive(Debug)]
