@@ -213,7 +213,7 @@ async fn a_worker_that_dies_is_an_error_showing_its_stderr() {
     let exe = script(
         &dir,
         &format!(
-            "{HANDSHAKE}\necho '{{\"event\":{{\"t_us\":5,\"process\":0,\"kind\":\"invoke\",\"op\":\"acquire\",\"key\":\"k\"}}}}'\necho 'lost my mind' >&2\nkill -9 $$\n"
+            "{HANDSHAKE}\necho '{{\"event\":{{\"t_us\":5,\"process\":'$clients',\"kind\":\"invoke\",\"op\":\"acquire\",\"key\":\"k\"}}}}'\necho 'lost my mind' >&2\nkill -9 $$\n"
         ),
     );
     let mut workers = Workers::spawn(&target(exe), &p).await.expect("spawn");
@@ -307,5 +307,58 @@ async fn the_mock_refuses_worker_processes_and_says_why() {
             && e.contains("use clients_as = \"tasks\""),
         "{e}"
     );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_left_stopped_past_the_cell_is_killed_and_its_clients_listed_stuck() {
+    let dir = scratch("stuck");
+    let exe = script(
+        &dir,
+        &format!(
+            "{HANDSHAKE}\necho '{{\"event\":{{\"t_us\":5,\"process\":0,\"kind\":\"invoke\",\"op\":\"acquire\",\"key\":\"k\"}}}}'\nexec sleep 60\n"
+        ),
+    );
+    // The shortest cell: 1 s, plus the grace of acquire timeout + lease TTL + 10 s.
+    let p = plan(
+        "clients = 1\nduration = \"1s\"\nacquire_timeout = \"1ms\"\nlease_ttl = \"1s\"",
+        1,
+    );
+    let mut workers = Workers::spawn(&target(exe), &p).await.expect("spawn");
+    let control = workers.control();
+    let pid = control.pids()[0];
+    let path = dir.join("history.jsonl");
+    let recorder = Recorder::create(&path).unwrap();
+    workers.start(recorder.clock()).await;
+    // Once it has written its event and become `sleep`, a nemesis stops it and never
+    // resumes it.
+    let cmdline = || std::fs::read_to_string(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+    for _ in 0..500 {
+        if cmdline().starts_with("sleep") {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(cmdline().starts_with("sleep"), "{:?}", cmdline());
+    control.pause(0).unwrap();
+    let t = std::time::Instant::now();
+    let ran = tokio::time::timeout(
+        Duration::from_secs(30),
+        workers.run(&recorder.handle(), &p.workload),
+    )
+    .await
+    .expect("the cell ends at its deadline")
+    .expect("a stuck worker is no error");
+    let took = t.elapsed();
+    assert_eq!(ran.stuck, vec![0]);
+    assert!(
+        (Duration::from_secs(11)..Duration::from_secs(20)).contains(&took),
+        "{took:?}"
+    );
+    assert_eq!(control.state(0), Some(WorkerState::Exited));
+    assert_eq!(proc_state(pid), None, "killed and reaped");
+    drop(workers);
+    recorder.finish().await.unwrap();
+    assert_eq!(read_history(&path).unwrap().len(), 1);
     let _ = std::fs::remove_dir_all(&dir);
 }

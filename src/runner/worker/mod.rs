@@ -367,14 +367,20 @@ impl Workers {
         let mut arrivals: BTreeMap<u64, u64> = BTreeMap::new();
         let mut heard = Instant::now();
         let mut stuck = Vec::new();
+        // Once the stragglers are killed: how long their last lines and EOF may take.
+        let mut draining: Option<Instant> = None;
         while self.slots.iter().any(|s| !s.eof) {
-            let limit = end.unwrap_or(heard + quiet);
+            let limit = draining.unwrap_or_else(|| end.unwrap_or(heard + quiet));
             let (index, read) = tokio::select! {
                 m = self.msgs.recv() => match m {
                     Some(m) => m,
                     None => break,
                 },
                 () = tokio::time::sleep_until(limit.into()) => {
+                    if draining.is_some() {
+                        // Killed and still silent: `Drop` reaps what is left.
+                        break;
+                    }
                     for i in 0..self.slots.len() {
                         if !self.slots[i].eof && !self.slots[i].killed {
                             self.kill(i);
@@ -382,7 +388,7 @@ impl Workers {
                         }
                     }
                     // What they wrote before being killed still arrives; then their EOF.
-                    heard = Instant::now();
+                    draining = Some(Instant::now() + EXIT_TIMEOUT);
                     continue;
                 }
             };
@@ -425,6 +431,7 @@ impl Workers {
                     }
                 }
                 Read::Msg(FromWorker::Done) => self.slots[index].done = true,
+                Read::Msg(FromWorker::Failed { error }) => return Err(self.failed(index, error)),
                 Read::Msg(other) => {
                     return Err(self.protocol(index, format!("{other:?} while running")));
                 }
@@ -459,15 +466,7 @@ impl Workers {
             };
             match read {
                 Read::Msg(FromWorker::Ready { .. }) => self.slots[index].ready = true,
-                Read::Msg(FromWorker::Failed { error }) => {
-                    let p = &self.control.0[index];
-                    return Err(WorkerError::Failed {
-                        index,
-                        pid: p.pid,
-                        clients: list(&p.clients),
-                        error,
-                    });
-                }
+                Read::Msg(FromWorker::Failed { error }) => return Err(self.failed(index, error)),
                 Read::Msg(other) => {
                     return Err(self.protocol(index, format!("{other:?} before ready")));
                 }
@@ -479,6 +478,16 @@ impl Workers {
             }
         }
         Ok(())
+    }
+
+    fn failed(&self, index: usize, error: String) -> WorkerError {
+        let p = &self.control.0[index];
+        WorkerError::Failed {
+            index,
+            pid: p.pid,
+            clients: list(&p.clients),
+            error,
+        }
     }
 
     fn protocol(&self, index: usize, problem: String) -> WorkerError {
