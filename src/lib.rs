@@ -5,9 +5,8 @@
 //! builds their server images offline; [`system`] names what can be started; [`recipe`] is the
 //! lock-client contract. [`spec`] reads `workloads/*.toml` into a validated workload, whose
 //! random choices and precise waits come from [`workload`]; every operation lands in the [`history`]; [`stats`]
-//! turns a history into a cell's `summary.json` and `acquire.hgrm`. The [`runner`] runs the
-//! cells, their clients as tasks or as `lockbench worker` processes ([`runner::worker`]) that a
-//! pause fault can stop one at a time. The chaos nemesis, checkers and reporters build on these.
+//! turns a history into a cell's `summary.json` and `acquire.hgrm`. The chaos nemesis,
+//! checkers and reporters build on these.
 
 pub mod chaos;
 pub mod check;
