@@ -65,6 +65,10 @@ pub enum Command {
         #[arg(long = "run")]
         run_id: Option<String>,
     },
+    /// A client process of `lockbench run --clients-as processes`: reads its setup as JSON
+    /// lines on stdin and writes its events as JSON lines on stdout. Not for use by hand.
+    #[command(hide = true)]
+    Worker,
 }
 
 /// Arguments of `lockbench run`.
@@ -99,6 +103,50 @@ pub struct RunArgs {
     /// Folder under which the run's folder is made (default: results/).
     #[arg(long)]
     pub out: Option<std::path::PathBuf>,
+    /// Run each cell's clients as tasks of this process or as `lockbench worker` processes
+    /// (which a pause fault can stop one at a time); default: the workload's `clients_as`.
+    #[arg(long, value_enum)]
+    pub clients_as: Option<ClientsAsArg>,
+    /// Clients per worker process, 1 to 4096; implies --clients-as processes; default: the
+    /// workload's `clients_per_process`, else 1.
+    #[arg(
+        long,
+        value_parser = clap::value_parser!(u32).range(1..=crate::spec::CLIENTS.1)
+    )]
+    pub clients_per_process: Option<u32>,
+}
+
+/// `--clients-as`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ClientsAsArg {
+    /// Tasks of the runner's process.
+    Tasks,
+    /// `lockbench worker` processes.
+    Processes,
+}
+
+impl RunArgs {
+    /// `--clients-as` and `--clients-per-process` together, or why they cannot go together.
+    pub fn clients_override(&self) -> Result<Option<crate::plan::ClientsOverride>, String> {
+        use crate::plan::ClientsOverride;
+        Ok(match (self.clients_as, self.clients_per_process) {
+            (Some(ClientsAsArg::Tasks), Some(_)) => {
+                return Err(
+                    "--clients-per-process applies only to --clients-as processes: \
+                     drop one of the two"
+                        .into(),
+                );
+            }
+            (Some(ClientsAsArg::Tasks), None) => Some(ClientsOverride::Tasks),
+            (Some(ClientsAsArg::Processes) | None, Some(n)) => Some(ClientsOverride::Processes {
+                per_process: Some(n),
+            }),
+            (Some(ClientsAsArg::Processes), None) => {
+                Some(ClientsOverride::Processes { per_process: None })
+            }
+            (None, None) => None,
+        })
+    }
 }
 
 /// What the `lockbench` process exits with.

@@ -117,6 +117,11 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             );
             Ok(Exit::Ok.into())
         }
+        Command::Worker => {
+            // Exit here: the worker's stdin thread may still be blocked in a read, which would
+            // hold up the runtime's shutdown.
+            std::process::exit(lockbench::runner::worker::serve().await)
+        }
         Command::Clean { run_id } => {
             let d = docker::connect().await?;
             let removed = docker::remove_labelled(&d, run_id.as_deref()).await?;
@@ -141,7 +146,9 @@ async fn run_comparison(args: lockbench::cli::RunArgs) -> anyhow::Result<ExitCod
             .map(|p| Workload::from_file(p))
             .collect::<Result<Vec<_>, _>>()?
     };
+    let clients_as = args.clients_override().map_err(anyhow::Error::msg)?;
     let ov = Overrides {
+        clients_as,
         strategies: args.strategies,
         clients: args.clients,
         duration: args.duration,

@@ -7,7 +7,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::recipe::Strategy;
-use crate::spec::{Stop, Workload};
+use crate::spec::{ClientsAs, Stop, Workload};
 use crate::system::System;
 
 /// One cell of the matrix: a workload at one client count on one system under one strategy.
@@ -128,6 +128,37 @@ pub struct Overrides {
     pub clients: Option<Vec<u32>>,
     pub duration: Option<Duration>,
     pub seed: Option<u64>,
+    /// Where clients run (`--clients-as`, `--clients-per-process`).
+    pub clients_as: Option<ClientsOverride>,
+}
+
+/// `--clients-as` over a workload's `clients_as`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClientsOverride {
+    /// Every cell's clients as tasks of the runner.
+    Tasks,
+    /// Every cell's clients as worker processes: `per_process` clients each, or, when `None`,
+    /// as many as the workload says (1 if it said tasks).
+    Processes { per_process: Option<u32> },
+}
+
+impl ClientsOverride {
+    /// What `workload`'s clients run as under this override.
+    pub fn apply(self, workload: ClientsAs) -> ClientsAs {
+        match (self, workload) {
+            (ClientsOverride::Tasks, _) => ClientsAs::Tasks,
+            (
+                ClientsOverride::Processes {
+                    per_process: Some(n),
+                },
+                _,
+            ) => ClientsAs::Processes { per_process: n },
+            (ClientsOverride::Processes { per_process: None }, ClientsAs::Tasks) => {
+                ClientsAs::Processes { per_process: 1 }
+            }
+            (ClientsOverride::Processes { per_process: None }, own) => own,
+        }
+    }
 }
 
 impl Plan {
@@ -172,6 +203,9 @@ impl Plan {
                         }
                         if let Some(s) = ov.seed {
                             w.seed = s;
+                        }
+                        if let Some(c) = ov.clients_as {
+                            w.clients_as = c.apply(w.clients_as);
                         }
                         cells.push(Cell {
                             system,
@@ -276,6 +310,9 @@ mod tests {
             clients: Some(vec![2, 8]),
             duration: Some(Duration::from_secs(7)),
             seed: Some(99),
+            clients_as: Some(ClientsOverride::Processes {
+                per_process: Some(3),
+            }),
             ..Overrides::default()
         };
         let systems = [System::Etcd, System::Redlock];
@@ -290,12 +327,29 @@ mod tests {
         for (a, b) in plan.cells.iter().zip(&back.cells) {
             assert_eq!((a.system, a.strategy), (b.system, b.strategy));
             assert_eq!(a.workload, b.workload, "{}", a.id());
+            assert_eq!(
+                b.workload.clients_as,
+                ClientsAs::Processes { per_process: 3 }
+            );
             assert_eq!(a.id(), b.id());
         }
         let e = Plan::from_toml("cells = 3", "x/plan.toml")
             .unwrap_err()
             .to_string();
         assert!(e.starts_with("x/plan.toml: not a lockbench plan"), "{e}");
+    }
+
+    #[test]
+    fn clients_as_override_keeps_a_workloads_own_process_size_unless_given() {
+        let per = |n| ClientsAs::Processes { per_process: n };
+        let keep = ClientsOverride::Processes { per_process: None };
+        assert_eq!(keep.apply(ClientsAs::Tasks), per(1));
+        assert_eq!(keep.apply(per(4)), per(4));
+        let two = ClientsOverride::Processes {
+            per_process: Some(2),
+        };
+        assert_eq!(two.apply(per(4)), per(2));
+        assert_eq!(ClientsOverride::Tasks.apply(per(4)), ClientsAs::Tasks);
     }
 
     #[test]

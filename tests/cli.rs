@@ -135,3 +135,55 @@ fn a_missing_workload_file_is_named_with_its_os_error_once() {
     assert_eq!(text.matches(&reason).count(), 1, "said once: {text}");
     assert_eq!(text.matches("nope.toml").count(), 1, "{text}");
 }
+
+#[test]
+fn clients_as_flags_are_checked_and_the_worker_is_hidden() {
+    let (code, text) = lockbench(&["run", "--clients-as", "threads"]);
+    assert_eq!(code, 2, "{text}");
+    assert!(text.contains("possible values: tasks, processes"), "{text}");
+    let (code, text) = lockbench(&["run", "--clients-per-process", "0"]);
+    assert_eq!(code, 2, "{text}");
+    assert!(text.contains("1..=4096"), "{text}");
+    let (code, text) = lockbench(&["run", "--clients-as", "tasks", "--clients-per-process", "2"]);
+    assert_eq!(code, 2, "{text}");
+    assert!(
+        text.contains("--clients-per-process applies only to --clients-as processes"),
+        "{text}"
+    );
+    let (_, help) = lockbench(&["--help"]);
+    assert!(!help.contains("worker"), "{help}");
+    // With its stdin closed it takes the runner for gone (exit 3); a first line that is not
+    // a setup is a `failed` line on stdout and exit 2.
+    let out = Command::new(env!("CARGO_BIN_EXE_lockbench"))
+        .arg("worker")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("run lockbench worker");
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "stdin closed: the runner is gone"
+    );
+    assert!(out.stdout.is_empty());
+    let out = Command::new(env!("CARGO_BIN_EXE_lockbench"))
+        .arg("worker")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .and_then(|mut c| {
+            use std::io::Write;
+            c.stdin
+                .take()
+                .unwrap()
+                .write_all(b"{\"start\":{\"epoch_ns\":1}}\n")?;
+            c.wait_with_output()
+        })
+        .expect("run lockbench worker");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(2), "{stdout}");
+    assert!(
+        stdout.starts_with("{\"failed\":{\"error\":\"expected the setup line first"),
+        "{stdout}"
+    );
+}

@@ -102,6 +102,21 @@ pub struct ClusterInfo {
     pub nodes: Vec<NodeInfo>,
 }
 
+/// What a lock client needs to reach a cluster, also from another process on this machine (a
+/// `lockbench worker`): serialisable, unlike the [`Cluster`] that owns the containers.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ConnectInfo {
+    /// The system the cluster runs.
+    pub system: System,
+    /// `127.0.0.1:<port>` of every server's client port.
+    pub endpoints: Vec<String>,
+    /// `127.0.0.1:<port>` of every Sentinel (Redis only).
+    pub sentinel_endpoints: Vec<String>,
+    /// Every node's in-network host name (what Sentinel reports as the master) mapped to the
+    /// endpoint this machine reaches it at.
+    pub address_map: std::collections::BTreeMap<String, String>,
+}
+
 impl Cluster {
     /// Starts a cluster of `system` and waits until it is ready: ZooKeeper has exactly one leader,
     /// every etcd member reports the same leader, Sentinel names the Redis master, every Redlock
@@ -264,6 +279,19 @@ impl Cluster {
             .filter(|n| n.role == NodeRole::Sentinel)
             .map(|n| n.endpoint())
             .collect()
+    }
+    /// How a client reaches this cluster, from this process or another on this machine.
+    pub fn connect_info(&self) -> ConnectInfo {
+        ConnectInfo {
+            system: self.system,
+            endpoints: self.endpoints(),
+            sentinel_endpoints: self.sentinel_endpoints(),
+            address_map: self
+                .nodes
+                .iter()
+                .map(|n| (n.hostname().to_string(), n.endpoint()))
+                .collect(),
+        }
     }
     /// Maps a node's in-network host name (as Sentinel or etcd report it) to its node.
     pub fn node_by_hostname(&self, hostname: &str) -> Option<&Node> {

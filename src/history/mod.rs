@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncWriteExt, BufWriter};
-use tokio::sync::mpsc;
+use tokio::sync::{broadcast, mpsc};
 use tokio::task::JoinHandle;
 
 /// How often buffered events reach the file, at the latest.
@@ -263,18 +263,71 @@ pub enum HistoryError {
     },
 }
 
-/// The run's one monotonic clock; clones share the same start.
+/// The raw `CLOCK_MONOTONIC` reading now, in nanoseconds: the one clock every process of this
+/// machine reads alike, so a worker process can stamp events on its runner's clock.
+pub fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec; CLOCK_MONOTONIC exists on every Unix this
+    // tool runs on, so the call cannot fail (and a zeroed reading would only skew, not crash).
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// An `Instant` and the raw monotonic reading of the same moment. `Instant` is `CLOCK_MONOTONIC`
+/// on Linux but does not expose its raw value, so the raw clock is read on both sides of
+/// `Instant::now()` and the middle taken; a pair whose readings lie more than a microsecond
+/// apart (the thread was preempted in between) is read again, keeping the tightest.
+fn paired_now() -> (Instant, u64) {
+    let mut best: Option<(Instant, u64, u64)> = None;
+    for _ in 0..8 {
+        let before = monotonic_ns();
+        let at = Instant::now();
+        let after = monotonic_ns();
+        let width = after.saturating_sub(before);
+        if best.is_none_or(|(_, _, w)| width < w) {
+            best = Some((at, before + width / 2, width));
+        }
+        if width <= 1_000 {
+            break;
+        }
+    }
+    let (at, mono, _) = best.expect("the loop runs at least once");
+    (at, mono)
+}
+
+/// The run's one monotonic clock; clones share the same start. Its zero is also known as a raw
+/// `CLOCK_MONOTONIC` reading ([`Clock::epoch_ns`]), from which worker processes build the same
+/// clock ([`Clock::from_epoch_ns`]) and stamp their events themselves: the events of a stopped
+/// worker keep the times they happened at, not the time they reached the recorder.
 #[derive(Debug, Clone, Copy)]
 pub struct Clock {
     start: Instant,
+    epoch_ns: u64,
 }
 
 impl Clock {
     /// A clock whose zero is now.
     pub fn start() -> Clock {
-        Clock {
-            start: Instant::now(),
-        }
+        let (start, epoch_ns) = paired_now();
+        Clock { start, epoch_ns }
+    }
+    /// The clock whose zero is the raw `CLOCK_MONOTONIC` reading `epoch_ns` (another process's
+    /// [`Clock::epoch_ns`] on this machine); `None` if no `Instant` can stand for that reading.
+    pub fn from_epoch_ns(epoch_ns: u64) -> Option<Clock> {
+        let (now, now_ns) = paired_now();
+        let start = if epoch_ns <= now_ns {
+            now.checked_sub(Duration::from_nanos(now_ns - epoch_ns))?
+        } else {
+            now.checked_add(Duration::from_nanos(epoch_ns - now_ns))?
+        };
+        Some(Clock { start, epoch_ns })
+    }
+    /// The raw `CLOCK_MONOTONIC` reading of this clock's zero, ns.
+    pub fn epoch_ns(&self) -> u64 {
+        self.epoch_ns
     }
     /// Microseconds since the start.
     pub fn now_us(&self) -> u64 {
@@ -287,6 +340,24 @@ impl Clock {
     /// The instant of a history timestamp, e.g. an open-loop intended start.
     pub fn instant_at(&self, t_us: u64) -> Instant {
         self.start + Duration::from_micros(t_us)
+    }
+}
+
+/// Where a lock client's events go: the recorder of this process ([`HistoryHandle`]), or a
+/// worker process's stdout, which its runner reads into the one recorder.
+///
+/// Contract: every sink of a cell stamps on the same [`Clock`] (same zero, same monotonic
+/// source), and `record` neither blocks nor fails loudly: an event that cannot be delivered
+/// (the recorder finished, the runner went away) is dropped, and whoever owns the recorder or
+/// the worker sees that failure where it finishes them.
+pub trait EventSink: Send + Sync {
+    /// The cell's clock, for stamping events.
+    fn clock(&self) -> Clock;
+    /// Hands `event` on, in the order of calls from one task.
+    fn record(&self, event: Event);
+    /// Microseconds since the cell started.
+    fn now_us(&self) -> u64 {
+        self.clock().now_us()
     }
 }
 
@@ -319,11 +390,26 @@ impl HistoryHandle {
     }
 }
 
+impl EventSink for HistoryHandle {
+    fn clock(&self) -> Clock {
+        self.clock
+    }
+    fn record(&self, event: Event) {
+        // Fails only after the recorder finished; its owner sees that at `finish`.
+        let _ = HistoryHandle::record(self, event);
+    }
+}
+
 /// Owns the writer task that streams events to `history.jsonl`.
 pub struct Recorder {
     handle: HistoryHandle,
+    tap: broadcast::Sender<Event>,
     task: JoinHandle<Result<u64, HistoryError>>,
 }
+
+/// How many written events a slow [`Recorder::subscribe`] receiver may fall behind by before it
+/// misses some (it is told how many it missed).
+pub const TAP_CAPACITY: usize = 4096;
 
 impl Recorder {
     /// Creates (truncates) `path` and starts the writer; the clock starts now. Must be called
@@ -335,18 +421,28 @@ impl Recorder {
         };
         let file = std::fs::File::create(path).map_err(io)?;
         let (tx, rx) = mpsc::unbounded_channel();
+        let (tap, _) = broadcast::channel(TAP_CAPACITY);
         let task = tokio::spawn(write_events(
             path.to_path_buf(),
             tokio::fs::File::from_std(file),
             rx,
+            tap.clone(),
         ));
         Ok(Recorder {
             handle: HistoryHandle {
                 tx,
                 clock: Clock::start(),
             },
+            tap,
             task,
         })
+    }
+
+    /// Every event written from now on, in file order, as it is written: for whoever acts on
+    /// what clients do while the cell runs (a nemesis that pauses the lock holder, a test).
+    /// A receiver more than [`TAP_CAPACITY`] events behind misses the oldest.
+    pub fn subscribe(&self) -> broadcast::Receiver<Event> {
+        self.tap.subscribe()
     }
 
     /// A handle for one client (or the nemesis).
@@ -373,6 +469,7 @@ async fn write_events(
     path: PathBuf,
     file: tokio::fs::File,
     mut rx: mpsc::UnboundedReceiver<Msg>,
+    tap: broadcast::Sender<Event>,
 ) -> Result<u64, HistoryError> {
     let path = Arc::new(path);
     let io = |source| HistoryError::Io {
@@ -391,6 +488,10 @@ async fn write_events(
                     write_line(&mut out, &ev).await.map_err(io)?;
                     count += 1;
                     dirty = true;
+                    // A clone per event only while someone listens.
+                    if tap.receiver_count() > 0 {
+                        let _ = tap.send(*ev);
+                    }
                 }
                 Some(Msg::Close) | None => break,
             },
@@ -406,6 +507,9 @@ async fn write_events(
         if let Msg::Event(ev) = msg {
             write_line(&mut out, &ev).await.map_err(io)?;
             count += 1;
+            if tap.receiver_count() > 0 {
+                let _ = tap.send(*ev);
+            }
         }
     }
     out.flush().await.map_err(io)?;
@@ -535,6 +639,54 @@ mod tests {
             "flushed without finish"
         );
         assert_eq!(rec.finish().await.unwrap(), 1);
+    }
+
+    #[test]
+    fn a_clock_rebuilt_from_its_raw_epoch_reads_the_same() {
+        let clock = Clock::start();
+        std::thread::sleep(Duration::from_millis(3));
+        let again = Clock::from_epoch_ns(clock.epoch_ns()).expect("a past epoch is representable");
+        assert_eq!(again.epoch_ns(), clock.epoch_ns());
+        let t = Instant::now();
+        // Both stand for the same zero, to within the pairing's microsecond.
+        assert!(
+            clock.us_at(t).abs_diff(again.us_at(t)) <= 1,
+            "{} vs {}",
+            clock.us_at(t),
+            again.us_at(t)
+        );
+        assert!(clock.us_at(t) >= 3000);
+        // The raw clock and Instant advance together: 3 ms later is 3 ms later on both.
+        let raw = monotonic_ns();
+        let us = (raw - clock.epoch_ns()) / 1000;
+        assert!(
+            us.abs_diff(clock.now_us()) <= 50,
+            "raw {us} µs vs clock {} µs",
+            clock.now_us()
+        );
+        // An epoch in the (near) future is a clock that has not started yet.
+        let later = Clock::from_epoch_ns(monotonic_ns() + 1_000_000_000).unwrap();
+        assert_eq!(later.now_us(), 0);
+    }
+
+    #[tokio::test]
+    async fn subscribers_see_events_as_they_are_written() {
+        let path = tmp("tap");
+        let rec = Recorder::create(&path).unwrap();
+        let mut tap = rec.subscribe();
+        for t in 0..3 {
+            rec.handle()
+                .record(Event::new(t, 1, EventKind::Invoke, Op::Acquire, "k"))
+                .unwrap();
+        }
+        for t in 0..3 {
+            let ev = tokio::time::timeout(Duration::from_secs(5), tap.recv())
+                .await
+                .expect("the tap delivers within 5 s")
+                .unwrap();
+            assert_eq!(ev.t_us, t);
+        }
+        assert_eq!(rec.finish().await.unwrap(), 3);
     }
 
     #[test]

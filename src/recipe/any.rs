@@ -1,5 +1,6 @@
 //! One type over every system's recipe, so the runner can hold clients of any system; connecting
-//! one takes what it needs from a started [`Cluster`].
+//! one takes what it needs from a started [`Cluster`], or from its [`ConnectInfo`] in a worker
+//! process.
 
 use std::time::{Duration, Instant};
 
@@ -8,11 +9,11 @@ use super::redis::{RedisRecipe, RedisTarget};
 use super::redlock::{RedlockOptions, RedlockRecipe};
 use super::zookeeper::ZookeeperRecipe;
 use super::{Lease, LockError, Recipe, RecipeConfig, Strategy, Tally};
-use crate::cluster::Cluster;
+use crate::cluster::{Cluster, ConnectInfo};
 use crate::system::System;
 
 /// How long connecting one client may take.
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(15);
+pub(crate) const CONNECT_TIMEOUT: Duration = Duration::from_secs(15);
 
 /// A lock client of whichever system the cluster runs.
 pub enum AnyRecipe {
@@ -27,30 +28,37 @@ impl AnyRecipe {
     /// Connects one client to `cluster` (Redis: through its Sentinels, with the cluster's host
     /// names mapped to the endpoints this machine can reach).
     pub async fn connect(cluster: &Cluster, config: RecipeConfig) -> Result<AnyRecipe, LockError> {
+        AnyRecipe::connect_to(&cluster.connect_info(), config).await
+    }
+
+    /// [`AnyRecipe::connect`] from a cluster's description, as a worker process gets it.
+    pub async fn connect_to(
+        cluster: &ConnectInfo,
+        config: RecipeConfig,
+    ) -> Result<AnyRecipe, LockError> {
         let deadline = Instant::now() + CONNECT_TIMEOUT;
-        Ok(match cluster.system() {
+        Ok(match cluster.system {
             System::Zookeeper => {
-                AnyRecipe::Zookeeper(ZookeeperRecipe::connect(&cluster.endpoints(), config).await?)
+                AnyRecipe::Zookeeper(ZookeeperRecipe::connect(&cluster.endpoints, config).await?)
             }
             System::Etcd => AnyRecipe::Etcd(Box::new(
-                EtcdRecipe::connect(&cluster.endpoints(), config).await?,
+                EtcdRecipe::connect(&cluster.endpoints, config).await?,
             )),
             System::Redis => {
-                let address_map = cluster
-                    .nodes()
-                    .iter()
-                    .map(|n| (n.hostname().to_string(), n.endpoint()))
-                    .collect();
                 let target = RedisTarget::Sentinel {
-                    sentinels: cluster.sentinel_endpoints(),
+                    sentinels: cluster.sentinel_endpoints.clone(),
                     master_name: crate::cluster::REDIS_MASTER_NAME.to_string(),
-                    address_map,
+                    address_map: cluster
+                        .address_map
+                        .iter()
+                        .map(|(k, v)| (k.clone(), v.clone()))
+                        .collect(),
                 };
                 AnyRecipe::Redis(RedisRecipe::connect(target, config, deadline).await?)
             }
             System::Redlock => AnyRecipe::Redlock(
                 RedlockRecipe::connect(
-                    &cluster.endpoints(),
+                    &cluster.endpoints,
                     config,
                     RedlockOptions::default(),
                     deadline,

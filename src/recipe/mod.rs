@@ -26,6 +26,7 @@ pub mod zookeeper;
 pub use redis::redlock;
 
 pub use any::AnyRecipe;
+pub(crate) use any::CONNECT_TIMEOUT;
 pub use etcd::EtcdRecipe;
 pub use redis::{RedisRecipe, RedisTarget};
 pub use redlock::{RedlockOptions, RedlockRecipe};
@@ -231,7 +232,8 @@ impl LockError {
 }
 
 /// Timing parameters shared by every recipe; none of them is a constant in the recipes.
-#[derive(Debug, Clone)]
+/// Serialisable, so a worker process connects its clients with the runner's settings.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RecipeConfig {
     /// Lease TTL (etcd, Redis, Redlock) or session timeout (ZooKeeper).
     pub ttl: Duration,

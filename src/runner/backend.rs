@@ -3,6 +3,7 @@
 
 use crate::sync::LockUnpoisoned;
 use std::future::Future;
+use std::path::PathBuf;
 
 use anyhow::Context;
 
@@ -12,6 +13,8 @@ use crate::cluster::{Cluster, ClusterOptions};
 use crate::recipe::mock::{MockOptions, MockRecipe, MockService};
 use crate::recipe::{AnyRecipe, LockError, Recipe, RecipeConfig};
 use crate::system::System;
+
+use super::worker::WorkerTarget;
 
 /// Starts what one system's cells run against and connects their clients.
 pub trait Backend: Sync {
@@ -43,10 +46,27 @@ pub trait Backend: Sync {
         cluster: Self::Cluster,
         progress: &dyn Progress,
     ) -> impl Future<Output = anyhow::Result<()>>;
+
+    /// Where worker processes come from and how their clients reach `cluster`, for cells
+    /// whose clients run as processes. The default refuses: such a backend's clients cannot
+    /// leave this process.
+    fn worker_target(&self, cluster: &Self::Cluster) -> anyhow::Result<WorkerTarget> {
+        let _ = cluster;
+        anyhow::bail!(
+            "clients_as = \"processes\" needs real clusters: this backend's lock lives inside \
+             the runner's process, so its clients cannot run in worker processes; use \
+             clients_as = \"tasks\""
+        )
+    }
 }
 
 /// Real clusters in Docker, one per system, built from the local images.
-pub struct DockerBackend;
+#[derive(Debug, Clone, Default)]
+pub struct DockerBackend {
+    /// The `lockbench` executable worker processes run; `None` for this program itself
+    /// (a test binary names `env!("CARGO_BIN_EXE_lockbench")` here).
+    pub worker_exe: Option<PathBuf>,
+}
 
 impl Backend for DockerBackend {
     type Cluster = Cluster;
@@ -78,6 +98,18 @@ impl Backend for DockerBackend {
         config: RecipeConfig,
     ) -> Result<AnyRecipe, LockError> {
         AnyRecipe::connect(cluster, config).await
+    }
+
+    fn worker_target(&self, cluster: &Cluster) -> anyhow::Result<WorkerTarget> {
+        let exe = match &self.worker_exe {
+            Some(exe) => exe.clone(),
+            None => std::env::current_exe()
+                .context("finding this program's path, to start worker processes from it")?,
+        };
+        Ok(WorkerTarget {
+            exe,
+            cluster: cluster.connect_info(),
+        })
     }
 
     async fn stop(&self, cluster: Cluster, progress: &dyn Progress) -> anyhow::Result<()> {

@@ -2,53 +2,106 @@
 //! history as invoke/ok/fail/info events on the run's one clock.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use tokio::sync::Barrier;
+use tokio::sync::{Barrier, watch};
 
 use super::outcome;
-use crate::history::{Event, EventKind, HistoryHandle, Op};
+use crate::history::{Event, EventKind, EventSink, Op};
 use crate::recipe::{Recipe, Strategy, Tally};
 use crate::spec::{Stop, Workload};
 use crate::workload::distribution::{KeyChooser, client_rng};
 use crate::workload::pace;
 
-/// What every client of a cell shares.
+/// What every client of a cell (or, in a worker process, of that process) shares.
 pub(crate) struct CellShared {
     pub workload: Workload,
     pub strategy: Strategy,
-    pub history: HistoryHandle,
+    /// Where events go: the recorder in this process, or a worker's stdout.
+    pub sink: Arc<dyn EventSink>,
     /// When the cell's clock started (t_us = 0).
     pub started: Instant,
-    /// Acquisitions granted so far, for `Stop::Acquisitions`.
+    /// Acquisitions granted so far by the clients sharing this, for `Stop::Acquisitions`. In a
+    /// worker process it counts only that process's grants, a lower bound of the cell's: enough
+    /// to stop on, never too early; the runner, which sees every grant, sends the rest `stop`.
     pub granted: AtomicU64,
-    /// Stampede rounds: every client waits here, all are released at once.
-    pub barrier: Option<Barrier>,
+    /// The runner said the cell is over (worker processes).
+    pub stop: AtomicBool,
+    /// Stampede rounds: every client waits for every other, all are released at once.
+    pub rounds: Option<Rounds>,
+}
+
+/// How a stampede round's clients wait for each other.
+pub(crate) enum Rounds {
+    /// Every client of the cell runs in this process and waits at one barrier.
+    Local(Barrier),
+    /// Worker processes: a client tells the runner it arrived (`arrive(client, round)`), and
+    /// waits until the runner, having heard from every client of the cell, opens the round;
+    /// `opened` counts the rounds opened so far.
+    Remote {
+        arrive: Box<dyn Fn(u32, u64) + Send + Sync>,
+        opened: watch::Receiver<u64>,
+    },
+}
+
+impl Rounds {
+    /// Waits until round `round` opens; false if it never will (the runner went away).
+    async fn wait(&self, client: u32, round: u64) -> bool {
+        match self {
+            Rounds::Local(b) => {
+                b.wait().await;
+                true
+            }
+            Rounds::Remote { arrive, opened } => {
+                arrive(client, round);
+                opened.clone().wait_for(|&o| o > round).await.is_ok()
+            }
+        }
+    }
 }
 
 impl CellShared {
+    /// Shared state of a cell that starts at `sink`'s clock zero.
+    pub fn new(
+        workload: Workload,
+        strategy: Strategy,
+        sink: Arc<dyn EventSink>,
+        rounds: Option<Rounds>,
+    ) -> CellShared {
+        CellShared {
+            started: sink.clock().instant_at(0),
+            workload,
+            strategy,
+            sink,
+            granted: AtomicU64::new(0),
+            stop: AtomicBool::new(false),
+            rounds,
+        }
+    }
+
     fn done(&self) -> bool {
         match self.workload.stop {
             Stop::Duration(d) => self.started.elapsed() >= d,
-            Stop::Acquisitions(n) => self.granted.load(Ordering::Relaxed) >= n,
+            Stop::Acquisitions(n) => {
+                self.stop.load(Ordering::Relaxed) || self.granted.load(Ordering::Relaxed) >= n
+            }
         }
     }
 
     fn record(&self, ev: Event) {
-        // The recorder only fails when its writer is gone; the cell then fails at finish().
-        let _ = self.history.record(ev);
+        self.sink.record(ev);
     }
 
     fn now_us(&self) -> u64 {
-        self.history.now_us()
+        self.sink.now_us()
     }
 
     /// Now, as an instant (to time a wait from) and as the history timestamp of that instant,
     /// so a requested hold or think is measured from exactly where the history says it began.
     fn stamp(&self) -> (Instant, u64) {
         let now = Instant::now();
-        (now, self.history.clock().us_at(now))
+        (now, self.sink.clock().us_at(now))
     }
 }
 
@@ -66,8 +119,10 @@ pub(crate) async fn drive<R: Recipe>(recipe: R, id: u32, shared: Arc<CellShared>
             if n >= r {
                 break;
             }
-            if let Some(b) = &shared.barrier {
-                b.wait().await;
+            if let Some(b) = &shared.rounds
+                && !b.wait(id, n).await
+            {
+                break;
             }
             // The barrier, not the think time, decided when this acquisition starts.
             thought = None;
@@ -252,14 +307,12 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("history.jsonl");
         let recorder = Recorder::create(&path).unwrap();
-        let shared = Arc::new(CellShared {
-            workload: wl.clone(),
-            strategy: Strategy::Predecessor,
-            history: recorder.handle(),
-            started: recorder.clock().instant_at(0),
-            granted: AtomicU64::new(0),
-            barrier: None,
-        });
+        let shared = Arc::new(CellShared::new(
+            wl.clone(),
+            Strategy::Predecessor,
+            Arc::new(recorder.handle()),
+            None,
+        ));
         let clients: Vec<_> = (0..wl.clients)
             .map(|i| tokio::spawn(drive(InstantLock { lose_after }, i, shared.clone())))
             .collect();

@@ -6,23 +6,26 @@ mod client;
 mod outcome;
 mod output;
 pub mod progress;
+pub mod worker;
 
-use std::path::PathBuf;
+use std::future::Future;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::AtomicU64;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use tokio::sync::Barrier;
+use tokio::sync::{Barrier, broadcast};
 
-use crate::history::Recorder;
+use crate::history::{Clock, Event, HistoryHandle, Recorder};
 use crate::plan::{Cell, Plan};
 use crate::recipe::{Recipe, RecipeConfig};
 use crate::report::{Exporters, RunReport};
+use crate::spec::ClientsAs;
 use crate::stats::{CellInfo, CellSummary};
 
 pub use backend::{Backend, DockerBackend, MockBackend};
 pub use output::RunFolder;
+pub use worker::{WorkerControl, WorkerError, WorkerPlan, WorkerState, WorkerTarget, Workers};
 
 /// What a finished (or interrupted) run produced.
 #[derive(Debug)]
@@ -42,7 +45,7 @@ pub async fn run(
     progress: &dyn progress::Progress,
 ) -> anyhow::Result<RunOutcome> {
     run_on(
-        &DockerBackend,
+        &DockerBackend::default(),
         plan,
         folder,
         progress,
@@ -64,6 +67,8 @@ pub async fn run_on<B: Backend>(
     let total = plan.cells.len();
     let mut done = 0usize;
     let mut interrupted = false;
+    // Ctrl-C drops the cell in progress: its worker processes are killed and reaped by
+    // `Workers`' Drop, its cluster removed by the cluster's.
     let ctrl_c = crate::signal::shutdown();
     tokio::pin!(ctrl_c);
     for (system, cells) in plan.by_system() {
@@ -133,13 +138,123 @@ async fn run_cell<B: Backend>(
     exporters: &Exporters,
 ) -> anyhow::Result<CellSummary> {
     let dir = folder.cell_dir(cell)?;
+    let prefix = format!("/lockbench/{}/{}", plan.run_id, cell.id());
+    let ran = run_clients(
+        backend,
+        cluster,
+        cell,
+        &prefix,
+        &dir.join("history.jsonl"),
+        |_| async {},
+    )
+    .await?;
+    let info = CellInfo {
+        id: cell.id(),
+        warmup: cell.workload.warmup,
+        end_us: Some(ran.end_us),
+    };
+    folder.write_cell_info(cell, &info)?;
+    // The same evaluation `lockbench check` makes later from the folder alone.
+    let result = crate::check::evaluate(&dir)?;
+    exporters.cell_finished(&dir, &result)?;
+    Ok(result.analysis.summary)
+}
+
+/// A cell's clients at work, as what runs beside them sees it (the nemesis, a test).
+pub struct Running {
+    /// The cell's clock: t_us = 0 at the cell's start.
+    pub clock: Clock,
+    /// For recording what runs beside the clients (fault events).
+    pub history: HistoryHandle,
+    /// Every event as it is recorded, from the cell's start.
+    pub events: broadcast::Receiver<Event>,
+    /// The worker processes, when the cell's clients run as processes.
+    pub workers: Option<WorkerControl>,
+}
+
+/// How a cell's clients ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClientsRun {
+    /// When the last client stopped, µs on the cell's clock.
+    pub end_us: u64,
+    /// Clients that ran past every deadline and were stopped by force (an aborted task, a
+    /// killed worker process).
+    pub stuck: Vec<u32>,
+}
+
+/// Runs one cell's clients on `cluster` until the workload's stop, recording every event in
+/// `history` (created or truncated): as tasks of this process or as worker processes, as the
+/// workload's `clients_as` says. `beside` runs alongside them from the cell's start, given the
+/// cell's [`Running`] view; it is awaited after the clients stop, so it must end soon after
+/// (or earlier), and it is dropped if the clients fail. Keys are made under `prefix`.
+pub async fn run_clients<B, F, Fut>(
+    backend: &B,
+    cluster: &B::Cluster,
+    cell: &Cell,
+    prefix: &str,
+    history: &Path,
+    beside: F,
+) -> anyhow::Result<ClientsRun>
+where
+    B: Backend,
+    F: FnOnce(Running) -> Fut,
+    Fut: Future<Output = ()>,
+{
     let wl = &cell.workload;
     let config = RecipeConfig {
         ttl: wl.lease_ttl,
         renew: wl.renew,
-        prefix: format!("/lockbench/{}/{}", plan.run_id, cell.id()),
+        prefix: prefix.to_string(),
         ..RecipeConfig::default()
     };
+    match wl.clients_as {
+        ClientsAs::Tasks => in_tasks(backend, cluster, cell, config, history, beside).await,
+        ClientsAs::Processes { per_process } => {
+            let target = backend.worker_target(cluster)?;
+            let plan = worker::WorkerPlan {
+                recipe: config,
+                workload: wl.clone(),
+                strategy: cell.strategy,
+                per_process,
+            };
+            in_processes(&target, &plan, history, beside).await
+        }
+    }
+}
+
+/// Runs `clients` to their end with `beside` alongside; `beside` is dropped if they fail.
+async fn alongside<T>(
+    clients: impl Future<Output = anyhow::Result<T>>,
+    beside: impl Future<Output = ()>,
+) -> anyhow::Result<T> {
+    tokio::pin!(clients, beside);
+    let mut beside_done = false;
+    let out = loop {
+        tokio::select! {
+            r = &mut clients => break r?,
+            () = &mut beside, if !beside_done => beside_done = true,
+        }
+    };
+    if !beside_done {
+        beside.await;
+    }
+    Ok(out)
+}
+
+async fn in_tasks<B, F, Fut>(
+    backend: &B,
+    cluster: &B::Cluster,
+    cell: &Cell,
+    config: RecipeConfig,
+    history: &Path,
+    beside: F,
+) -> anyhow::Result<ClientsRun>
+where
+    B: Backend,
+    F: FnOnce(Running) -> Fut,
+    Fut: Future<Output = ()>,
+{
+    let wl = &cell.workload;
     let mut clients = Vec::new();
     for _ in 0..wl.clients {
         clients.push(
@@ -149,52 +264,98 @@ async fn run_cell<B: Backend>(
                 .with_context(|| format!("connecting a {} client", cell.system))?,
         );
     }
-    let recorder = Recorder::create(&dir.join("history.jsonl"))?;
-    let shared = Arc::new(client::CellShared {
-        workload: wl.clone(),
-        strategy: cell.strategy,
+    let recorder = Recorder::create(history)?;
+    let running = Running {
+        clock: recorder.clock(),
         history: recorder.handle(),
-        started: recorder.clock().instant_at(0),
-        granted: AtomicU64::new(0),
-        barrier: wl.stampede.map(|_| Barrier::new(wl.clients as usize)),
-    });
+        events: recorder.subscribe(),
+        workers: None,
+    };
+    let shared = Arc::new(client::CellShared::new(
+        wl.clone(),
+        cell.strategy,
+        Arc::new(recorder.handle()),
+        wl.stampede
+            .map(|_| client::Rounds::Local(Barrier::new(wl.clients as usize))),
+    ));
     let mut tasks = Vec::new();
     for (i, c) in clients.into_iter().enumerate() {
         tasks.push(tokio::spawn(client::drive(c, i as u32, shared.clone())));
     }
+    drop(shared);
     // A client that hangs past its own deadlines must not hang the run.
     let grace = wl.acquire_timeout + wl.lease_ttl + Duration::from_secs(10);
     let limit = match wl.stop {
         crate::spec::Stop::Duration(d) => Some(d + grace),
         crate::spec::Stop::Acquisitions(_) => None,
     };
-    let started = Instant::now();
-    for mut t in tasks {
-        let remaining = limit.map(|l| l.saturating_sub(started.elapsed()));
-        let joined = match remaining {
-            Some(r) => tokio::time::timeout(r, &mut t).await.ok(),
-            None => Some((&mut t).await),
-        };
-        match joined {
-            Some(Ok(recipe)) => recipe.crash().await,
-            // Stuck past every deadline: stop it, so it cannot act during the next cell.
-            None => t.abort(),
-            Some(Err(_)) => {}
+    let clock = recorder.clock();
+    let join = async {
+        let started = Instant::now();
+        let mut stuck = Vec::new();
+        for (i, mut t) in tasks.into_iter().enumerate() {
+            let remaining = limit.map(|l| l.saturating_sub(started.elapsed()));
+            let joined = match remaining {
+                Some(r) => tokio::time::timeout(r, &mut t).await.ok(),
+                None => Some((&mut t).await),
+            };
+            match joined {
+                Some(Ok(recipe)) => recipe.crash().await,
+                // Stuck past every deadline: stop it, so it cannot act during the next cell.
+                None => {
+                    t.abort();
+                    stuck.push(i as u32);
+                }
+                Some(Err(_)) => {}
+            }
         }
-    }
-    let end_us = shared.history.now_us();
-    drop(shared);
-    recorder.finish().await?;
-    let info = CellInfo {
-        id: cell.id(),
-        warmup: wl.warmup,
-        end_us: Some(end_us),
+        Ok(ClientsRun {
+            end_us: clock.now_us(),
+            stuck,
+        })
     };
-    folder.write_cell_info(cell, &info)?;
-    // The same evaluation `lockbench check` makes later from the folder alone.
-    let result = crate::check::evaluate(&dir)?;
-    exporters.cell_finished(&dir, &result)?;
-    Ok(result.analysis.summary)
+    let ran = alongside(join, beside(running)).await?;
+    recorder.finish().await?;
+    Ok(ran)
+}
+
+async fn in_processes<F, Fut>(
+    target: &WorkerTarget,
+    plan: &worker::WorkerPlan,
+    history: &Path,
+    beside: F,
+) -> anyhow::Result<ClientsRun>
+where
+    F: FnOnce(Running) -> Fut,
+    Fut: Future<Output = ()>,
+{
+    let mut workers = Workers::spawn(target, plan).await.with_context(|| {
+        format!(
+            "starting {} clients in worker processes",
+            target.cluster.system
+        )
+    })?;
+    let recorder = Recorder::create(history)?;
+    let running = Running {
+        clock: recorder.clock(),
+        history: recorder.handle(),
+        events: recorder.subscribe(),
+        workers: Some(workers.control()),
+    };
+    let handle = recorder.handle();
+    let clock = recorder.clock();
+    workers.start(clock).await;
+    let run = async {
+        let r = workers.run(&handle, &plan.workload).await?;
+        Ok(ClientsRun {
+            end_us: clock.now_us(),
+            stuck: r.stuck,
+        })
+    };
+    let ran = alongside(run, beside(running)).await?;
+    drop(workers);
+    recorder.finish().await?;
+    Ok(ran)
 }
 
 /// Rewrites the run-level reports from every cell finished so far (the cell folders are the

@@ -95,6 +95,31 @@ pub struct Stampede {
     pub rounds: u32,
 }
 
+/// Where a cell's lock clients run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClientsAs {
+    /// Tasks in the runner's own process (the default): cheapest, but no single client can be
+    /// paused without pausing them all.
+    Tasks,
+    /// `lockbench worker` processes of `per_process` clients each, so one client process can
+    /// be paused as a whole (SIGSTOP), its keep-alives, session heartbeats and renewal
+    /// watchdogs with it: what a GC-pause fault needs.
+    Processes {
+        /// Clients per worker process (the last process may get fewer).
+        per_process: u32,
+    },
+}
+
+impl ClientsAs {
+    /// The name used in workload files and on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            ClientsAs::Tasks => "tasks",
+            ClientsAs::Processes { .. } => "processes",
+        }
+    }
+}
+
 /// A validated workload: every value is in range and every combination makes sense.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Workload {
@@ -128,6 +153,8 @@ pub struct Workload {
     pub seed: u64,
     /// Barrier rounds instead of free-running clients.
     pub stampede: Option<Stampede>,
+    /// Clients as tasks of the runner or as worker processes.
+    pub clients_as: ClientsAs,
 }
 
 impl Workload {

@@ -26,6 +26,8 @@ pub(super) struct RawWorkload {
     pub(super) strategies: Option<Vec<String>>,
     pub(super) seed: Option<i64>,
     pub(super) stampede: Option<RawStampede>,
+    pub(super) clients_as: Option<String>,
+    pub(super) clients_per_process: Option<i64>,
 }
 
 /// `key_distribution` and `arrival`: a bare kind (`"uniform"`) or a table with its parameter.

@@ -196,3 +196,39 @@ fn read_error_names_the_file() {
         .to_string();
     assert!(e.starts_with("workloads/nope.toml: cannot read"), "{e}");
 }
+
+#[test]
+fn clients_run_as_tasks_unless_asked_for_processes() {
+    let w = Workload::from_str("clients = 6\nduration = \"5s\"", "x").unwrap();
+    assert_eq!(w.clients_as, ClientsAs::Tasks);
+    let w = Workload::from_str(
+        "clients = 6\nduration = \"5s\"\nclients_as = \"processes\"",
+        "x",
+    )
+    .unwrap();
+    assert_eq!(w.clients_as, ClientsAs::Processes { per_process: 1 });
+    let w = Workload::from_str(
+        "clients = 6\nduration = \"5s\"\nclients_as = \"processes\"\nclients_per_process = 4",
+        "x",
+    )
+    .unwrap();
+    assert_eq!(w.clients_as, ClientsAs::Processes { per_process: 4 });
+    let e = err("clients = 1\nduration = \"5s\"\nclients_as = \"threads\"");
+    assert_eq!(
+        e,
+        "workloads/x.toml: field 'clients_as' = \"threads\" is invalid: valid values are tasks \
+         (in the runner's process, the default), processes (`lockbench worker` processes of \
+         clients_per_process clients each)"
+    );
+    let e =
+        err("clients = 1\nduration = \"5s\"\nclients_as = \"processes\"\nclients_per_process = 0");
+    assert_eq!(
+        e,
+        "workloads/x.toml: field 'clients_per_process' = 0 is out of range: valid 1..=4096"
+    );
+    let e = err("clients = 1\nduration = \"5s\"\nclients_per_process = 2");
+    assert!(
+        e.contains("'clients_per_process' applies only to clients_as = \"processes\""),
+        "{e}"
+    );
+}

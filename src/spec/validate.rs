@@ -6,7 +6,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use super::raw::{RawDist, RawKind, RawWorkload};
-use super::{Arrival, CLIENTS, RUN_DURATION, SpecError, Stampede, Stop, Workload};
+use super::{Arrival, CLIENTS, ClientsAs, RUN_DURATION, SpecError, Stampede, Stop, Workload};
 use crate::recipe::{BOTH_STRATEGIES, Strategy};
 use crate::workload::{DurationDist, KeyDistribution};
 
@@ -280,6 +280,23 @@ impl Validator<'_> {
         Ok(out)
     }
 
+    fn clients_as(&self, kind: Option<String>, per: Option<i64>) -> Result<ClientsAs, SpecError> {
+        match kind.as_deref().map(str::trim) {
+            None | Some("tasks") if per.is_some() => Err(self.conflict(
+                "field 'clients_per_process' applies only to clients_as = \"processes\": add that or remove it".into(),
+            )),
+            None | Some("tasks") => Ok(ClientsAs::Tasks),
+            Some("processes") => Ok(ClientsAs::Processes {
+                per_process: self.range("clients_per_process", per, Some(1), CLIENTS)? as u32,
+            }),
+            Some(other) => Err(self.invalid(
+                "clients_as",
+                format!("\"{other}\""),
+                "valid values are tasks (in the runner's process, the default), processes (`lockbench worker` processes of clients_per_process clients each)",
+            )),
+        }
+    }
+
     fn name(&self, raw: Option<String>) -> Result<String, SpecError> {
         let name = raw.unwrap_or_else(|| {
             Path::new(self.origin)
@@ -404,6 +421,7 @@ impl Validator<'_> {
             strategies: self.strategies(raw.strategies)?,
             seed: self.range("seed", raw.seed, Some(1), (0, i64::MAX))? as u64,
             stampede,
+            clients_as: self.clients_as(raw.clients_as, raw.clients_per_process)?,
         })
     }
 }

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use toml::{Table, Value};
 
-use super::{Arrival, Stop, Workload};
+use super::{Arrival, ClientsAs, Stop, Workload};
 use crate::workload::{DurationDist, KeyDistribution};
 
 fn text(d: Duration) -> Value {
@@ -89,6 +89,13 @@ impl Workload {
             ),
         );
         put("seed", Value::Integer(self.seed as i64));
+        put("clients_as", Value::String(self.clients_as.name().into()));
+        if let ClientsAs::Processes { per_process } = self.clients_as {
+            put(
+                "clients_per_process",
+                Value::Integer(i64::from(per_process)),
+            );
+        }
         t
     }
 }
@@ -129,10 +136,13 @@ mod tests {
             renew = false
             strategies = ["predecessor", "native"]
             seed = 42
+            clients_as = "processes"
+            clients_per_process = 2
         "#;
         let w = Workload::from_str(src, "odd").unwrap();
         let text = toml::to_string(&w.to_table()).unwrap();
         assert!(text.contains("mean = \"1ms 250us\""), "{text}");
+        assert!(text.contains("clients_per_process = 2"), "{text}");
         assert_eq!(Workload::from_str(&text, "odd").unwrap(), w, "{text}");
         let closed = src
             .replace("arrival = { kind = \"open\", rate_per_s = 123.5 }", "")
