@@ -12,7 +12,8 @@
 //! `cell.json`, through one entry point, [`check::evaluate`], that `lockbench run` and later
 //! `lockbench check` share; **exporters** ([`report`]) turn each finished cell and the run so far
 //! into files. [`plan`] expands the matrix (each cell has a [`plan::CellId`]); [`runner`] plays
-//! it, with clients from a [`runner::Backend`] (real clusters, or the mock).
+//! it, with clients from a [`runner::Backend`] (real clusters, or the mock), in-process or as
+//! `lockbench worker` processes that a client-pause fault can stop as a whole.
 //!
 //! Where a new piece goes:
 //! - a system: a cluster provider in `cluster/`, a recipe folder in `recipe/`, one entry in

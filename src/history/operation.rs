@@ -35,12 +35,21 @@ pub struct Operations {
     pub unmatched: Vec<usize>,
 }
 
-/// Pairs every `invoke` with the next outcome of the same process and op. `lease_lost` events
-/// are single events, not operations, and are left out.
+/// Event indices in time order; events of one time keep their file order. Worker processes
+/// stream their events to one recorder, so the file is in arrival order, which may differ.
+fn in_time_order(events: &[Event]) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..events.len()).collect();
+    order.sort_by_key(|&i| events[i].t_us);
+    order
+}
+
+/// Pairs every `invoke` with the next outcome (in time) of the same process and op.
+/// `lease_lost` events are single events, not operations, and are left out.
 pub fn operations(events: &[Event]) -> Operations {
     let mut open: HashMap<(Process, Op), usize> = HashMap::new();
     let mut out = Operations::default();
-    for (i, e) in events.iter().enumerate() {
+    for i in in_time_order(events) {
+        let e = &events[i];
         if e.op == Op::LeaseLost {
             continue;
         }
@@ -87,11 +96,12 @@ pub struct CriticalSection {
     pub lost_at: Option<usize>,
 }
 
-/// Every critical section, in grant order.
+/// Every critical section, in grant order (by time, whatever the order of the file).
 pub fn critical_sections(events: &[Event]) -> Vec<CriticalSection> {
     let mut open: HashMap<u32, usize> = HashMap::new();
     let mut out: Vec<CriticalSection> = Vec::new();
-    for (i, e) in events.iter().enumerate() {
+    for i in in_time_order(events) {
+        let e = &events[i];
         let Some(client) = e.client() else {
             continue;
         };
@@ -196,5 +206,12 @@ mod tests {
             (s[1].client, s[1].released_us, s[1].lost_us),
             (1, None, None)
         );
+        // A worker's events may reach the file late: the same sections come out.
+        let mut shuffled = h.clone();
+        shuffled.swap(1, 4);
+        let again = critical_sections(&shuffled);
+        assert_eq!((again[0].client, again[0].acquired_at), (0, 4));
+        assert_eq!((again[1].client, again[1].acquired_at), (1, 1));
+        assert_eq!(again[0].released_us, Some(50));
     }
 }
