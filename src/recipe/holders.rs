@@ -1,11 +1,12 @@
 //! The leases one client currently holds, so a background task that learns the session or lease
 //! is gone (ZooKeeper session expiry, etcd keep-alive failure) can tell every holder at once.
 
-use crate::sync::LockUnpoisoned;
 use std::collections::HashMap;
 use std::sync::Mutex;
 
 use super::{LostSignal, LostTrigger};
+
+use crate::sync::LockUnpoisoned;
 
 /// Lost triggers of the held leases of one session (ZooKeeper session, etcd lease).
 #[derive(Debug, Default)]

@@ -8,7 +8,6 @@
 //! a checker can be shown to find violations that are known to be there ([`MockService::planted`]
 //! counts them). A crashed client's locks are freed at once (the mock has no TTL).
 
-use crate::sync::LockUnpoisoned;
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -17,6 +16,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::{Notify, watch};
 
 use super::{BOTH_STRATEGIES, Lease, LockError, LostSignal, Recipe, Strategy, Tally};
+use crate::sync::LockUnpoisoned;
 use crate::system::System;
 
 /// How the mock service behaves.

@@ -1,7 +1,6 @@
 //! Where a run's clients come from: real clusters in Docker (what `lockbench run` uses), or an
 //! in-memory lock so the runner, checkers and exporters are tested end to end without Docker.
 
-use crate::sync::LockUnpoisoned;
 use std::future::Future;
 use std::path::PathBuf;
 
@@ -12,6 +11,7 @@ use super::progress::Progress;
 use crate::cluster::{Cluster, ClusterOptions};
 use crate::recipe::mock::{MockOptions, MockRecipe, MockService};
 use crate::recipe::{AnyRecipe, LockError, Recipe, RecipeConfig};
+use crate::sync::LockUnpoisoned;
 use crate::system::System;
 
 use super::worker::WorkerTarget;

@@ -1,7 +1,6 @@
 //! The etcd lease behind one lock client (etcd's "session"), and the keep-alive task that renews
 //! it at TTL/3 and tells every holder when it is gone.
 
-use crate::sync::LockUnpoisoned;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -11,6 +10,7 @@ use crate::recipe::deadline::drift;
 use crate::recipe::etcd::cleanup::etcd_err;
 use crate::recipe::holders::Holders;
 use crate::recipe::{LockError, RecipeConfig};
+use crate::sync::LockUnpoisoned;
 
 /// One granted lease and its keep-alive task; dropping it stops the keep-alive.
 pub(crate) struct EtcdSession {

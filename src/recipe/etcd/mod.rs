@@ -20,7 +20,6 @@ mod cleanup;
 mod lease;
 mod wait;
 
-use crate::sync::LockUnpoisoned;
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -36,6 +35,7 @@ use crate::recipe::etcd::lease::EtcdSession;
 use crate::recipe::etcd::wait::{wait_deletes, watch_deletes};
 use crate::recipe::holders::Holders;
 use crate::recipe::{Lease, LockError, Recipe, RecipeConfig, Strategy, Tally, check_strategy};
+use crate::sync::LockUnpoisoned;
 use crate::system::System;
 
 /// An etcd lock client: one connection, one lease, three strategies.

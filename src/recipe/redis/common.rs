@@ -1,7 +1,6 @@
 //! What both Redis recipes share around the servers: owner identities, waiting for
 //! notifications, the renewal watchdog, and the lease handle.
 
-use crate::sync::LockUnpoisoned;
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -10,12 +9,13 @@ use std::time::{Duration, Instant};
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
 use tokio::task::AbortHandle;
 
-use crate::recipe::LostTrigger;
 use crate::recipe::deadline::drift;
 use crate::recipe::redis::Master;
 use crate::recipe::redis::pubsub::LOOK_AGAIN;
 use crate::recipe::redis::scripts::Keys;
 use crate::recipe::redis::server::Server;
+use crate::recipe::{Lease, LostSignal, LostTrigger, Tally};
+use crate::sync::LockUnpoisoned;
 
 /// A fresh client identity: owner values are `<client>:<sequence>`, unique per acquisition, so
 /// a stale lease or a stray wake message can never be mistaken for a current one.
@@ -195,6 +195,40 @@ impl Watchdogs {
         });
         self.0.locked().insert(id, task.abort_handle());
         id
+    }
+
+    /// Starts the watchdog of a lock just granted and hands the holder its lease: the validity
+    /// window as `ttl`, the attempt's counts, and what release needs.
+    pub fn grant(
+        &self,
+        held: Held,
+        renew: bool,
+        key: &str,
+        token: u64,
+        queue_position: Option<u64>,
+        tally: &Tally,
+    ) -> Lease {
+        let (trigger, lost) = LostSignal::new();
+        let (keys, owner) = (held.keys.clone(), held.owner.clone());
+        let valid = valid_until(held.granted_at, held.ttl);
+        let watchdog = self.start(held, renew, trigger);
+        let acquired_at = Instant::now();
+        Lease {
+            key: key.to_string(),
+            token,
+            acquired_at,
+            ttl: valid.saturating_duration_since(acquired_at),
+            wakeups: tally.wakeup_count(),
+            requests: tally.request_count(),
+            fallback_polls: tally.fallback_poll_count(),
+            queue_position,
+            lost,
+            handle: Box::new(RedisHandle {
+                keys,
+                owner,
+                watchdog,
+            }),
+        }
     }
 
     /// Stops one watchdog (on release).

@@ -33,14 +33,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::recipe::redis::common::{
-    Held, NodeSource, Poll, RedisHandle, Waiter, Watchdogs, entry_ttl, new_client_id, valid_until,
-    wake_message,
+    Held, NodeSource, Poll, RedisHandle, Waiter, Watchdogs, entry_ttl, new_client_id, wake_message,
 };
 use crate::recipe::redis::scripts::{Keys, QueueEntry, TicketMode};
 use crate::recipe::redis::server::{Attempt, Server};
-use crate::recipe::{
-    Lease, LockError, LostSignal, Recipe, RecipeConfig, Strategy, Tally, check_strategy,
-};
+use crate::recipe::{Lease, LockError, Recipe, RecipeConfig, Strategy, Tally, check_strategy};
 use crate::system::System;
 
 /// Where the master is.
@@ -256,7 +253,6 @@ impl RedisRecipe {
         tally.requests(requests);
         match outcome {
             Ok((token, queue_position, granted_at)) => {
-                let (trigger, lost) = LostSignal::new();
                 let held = Held {
                     source: NodeSource::Master(self.master.clone()),
                     quorum: 1,
@@ -265,29 +261,17 @@ impl RedisRecipe {
                     ttl: self.cfg.ttl,
                     granted_at,
                 };
-                let watchdog = self.watchdogs.start(held, self.cfg.renew, trigger);
-                let acquired_at = Instant::now();
-                Ok(Lease {
-                    key: key.to_string(),
+                let renew = self.cfg.renew;
+                Ok(self.watchdogs.grant(
+                    held,
+                    renew,
+                    key,
                     token,
-                    acquired_at,
-                    ttl: valid_until(granted_at, self.cfg.ttl)
-                        .saturating_duration_since(acquired_at),
-                    wakeups: tally.wakeup_count(),
-                    requests: tally.request_count(),
-                    fallback_polls: tally.fallback_poll_count(),
-                    queue_position: if strategy == Strategy::Herd {
-                        None
-                    } else {
-                        queue_position
-                    },
-                    lost,
-                    handle: Box::new(RedisHandle {
-                        keys,
-                        owner,
-                        watchdog,
-                    }),
-                })
+                    (strategy != Strategy::Herd)
+                        .then_some(queue_position)
+                        .flatten(),
+                    tally,
+                ))
             }
             Err(e) => {
                 // Leave nothing behind: our queue entry, or a lock a lost reply granted us.

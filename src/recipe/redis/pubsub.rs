@@ -7,7 +7,6 @@
 //! fall back to the poll, so the reader task that sees the end reconnects, subscribes every
 //! routed channel again and has every waiter look again (a message published meanwhile was lost).
 
-use crate::sync::LockUnpoisoned;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
@@ -20,6 +19,7 @@ use tokio::task::AbortHandle;
 
 use crate::recipe::LockError;
 use crate::recipe::redis::server::lock_error;
+use crate::sync::LockUnpoisoned;
 
 type Routes = Arc<Mutex<HashMap<String, Vec<(u64, UnboundedSender<Vec<u8>>)>>>>;
 

@@ -40,9 +40,7 @@ use crate::recipe::redis::common::{
 };
 use crate::recipe::redis::scripts::{Keys, Notify, QueueEntry, TicketMode};
 use crate::recipe::redis::server::{Attempt, Server};
-use crate::recipe::{
-    Lease, LockError, LostSignal, Recipe, RecipeConfig, Strategy, Tally, check_strategy,
-};
+use crate::recipe::{Lease, LockError, Recipe, RecipeConfig, Strategy, Tally, check_strategy};
 use crate::system::System;
 
 /// Redlock tuning beyond [`RecipeConfig`].
@@ -373,7 +371,6 @@ impl RedlockRecipe {
         tally.requests(requests);
         match outcome {
             Ok((token, queue_position, granted_at)) => {
-                let (trigger, lost) = LostSignal::new();
                 let held = Held {
                     source: NodeSource::Fixed(self.nodes.clone()),
                     quorum: self.quorum,
@@ -382,25 +379,10 @@ impl RedlockRecipe {
                     ttl: self.cfg.ttl,
                     granted_at,
                 };
-                let watchdog = self.watchdogs.start(held, self.cfg.renew, trigger);
-                let acquired_at = Instant::now();
-                Ok(Lease {
-                    key: key.to_string(),
-                    token,
-                    acquired_at,
-                    ttl: valid_until(granted_at, self.cfg.ttl)
-                        .saturating_duration_since(acquired_at),
-                    wakeups: tally.wakeup_count(),
-                    requests: tally.request_count(),
-                    fallback_polls: tally.fallback_poll_count(),
-                    queue_position,
-                    lost,
-                    handle: Box::new(RedisHandle {
-                        keys,
-                        owner,
-                        watchdog,
-                    }),
-                })
+                let renew = self.cfg.renew;
+                Ok(self
+                    .watchdogs
+                    .grant(held, renew, key, token, queue_position, tally))
             }
             Err(e) => {
                 // Leave nothing behind on any master: queue entries and partial grants.

@@ -31,7 +31,6 @@
 
 mod session;
 
-use crate::sync::LockUnpoisoned;
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -45,6 +44,7 @@ use crate::recipe::zookeeper::session::{
     maybe_applied, open_session, sequence, session_tag, sweep_own, zk_err,
 };
 use crate::recipe::{Lease, LockError, Recipe, RecipeConfig, Strategy, Tally, check_strategy};
+use crate::sync::LockUnpoisoned;
 use crate::system::System;
 
 const HERD_NODE: &str = "lock";

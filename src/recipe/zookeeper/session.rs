@@ -1,7 +1,6 @@
 //! One ZooKeeper session of the lock recipe, and the node operations that must stay safe when
 //! answers get lost: deleting only our own nodes, finding our leftovers by the session tag.
 
-use crate::sync::LockUnpoisoned;
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -11,6 +10,7 @@ use zookeeper_client as zk;
 use crate::recipe::deadline::Budget;
 use crate::recipe::holders::Holders;
 use crate::recipe::{LockError, RecipeConfig};
+use crate::sync::LockUnpoisoned;
 
 /// Queue nodes are named `<session tag>lock-<sequence>`.
 pub(super) const SEQ_PREFIX: &str = "lock-";
