@@ -50,10 +50,11 @@ pub enum Command {
     Doctor,
     /// Start a cluster, print its endpoints and leader as JSON, keep it until Ctrl-C.
     Up {
-        /// zookeeper, etcd, redis or redlock.
+        /// The system to start.
+        #[arg(help = systems_help())]
         system: System,
-        /// Number of server nodes (zookeeper 1,3,4,5; etcd 1-7; redis 1-5 data nodes; redlock odd 1-9).
-        #[arg(long)]
+        /// Number of server nodes.
+        #[arg(long, help = sizes_help())]
         size: Option<usize>,
         /// Redis/Redlock: keep keys across restarts (appendonly, fsync always).
         #[arg(long)]
@@ -75,14 +76,10 @@ pub enum Command {
 #[derive(Debug, clap::Args)]
 pub struct RunArgs {
     /// Systems to run, comma-separated.
-    #[arg(
-        long,
-        value_delimiter = ',',
-        default_value = "zookeeper,etcd,redis,redlock"
-    )]
+    #[arg(long, value_delimiter = ',', default_values_t = crate::system::ALL_SYSTEMS)]
     pub systems: Vec<System>,
-    /// Strategies, comma-separated (herd, predecessor, native on etcd); default: the workload's.
-    #[arg(long, value_delimiter = ',')]
+    /// Strategies, comma-separated; default: the workload's.
+    #[arg(long, value_delimiter = ',', help = strategies_help())]
     pub strategies: Option<Vec<crate::recipe::Strategy>>,
     /// Workload files (repeatable); default: the built-in hot-lock workload.
     #[arg(long = "workload")]
@@ -182,4 +179,30 @@ fn run_duration(text: &str) -> Result<std::time::Duration, String> {
         ));
     }
     Ok(d)
+}
+
+/// The help texts that list systems, sizes and strategies read the table of system facts, so a
+/// new system shows up in `--help` by itself.
+fn systems_help() -> String {
+    let names: Vec<&str> = crate::system::FACTS.iter().map(|f| f.name).collect();
+    format!("The system to start: {}", names.join(", "))
+}
+
+fn sizes_help() -> String {
+    let sizes: Vec<String> = crate::system::FACTS
+        .iter()
+        .map(|f| format!("{} {}", f.name, f.sizes_text))
+        .collect();
+    format!("Number of server nodes ({})", sizes.join("; "))
+}
+
+fn strategies_help() -> String {
+    let per_system: Vec<String> = crate::system::FACTS
+        .iter()
+        .map(|f| format!("{}: {}", f.name, f.system.strategies_text()))
+        .collect();
+    format!(
+        "Strategies, comma-separated ({}); default: the workload's",
+        per_system.join("; ")
+    )
 }
