@@ -26,7 +26,7 @@ use std::time::Instant;
 
 use etcd_client::{
     Client, Compare, CompareOp, ConnectOptions, LockOptions, PutOptions, Txn, TxnOp, TxnOpResponse,
-    WatchStream,
+    TxnResponse, WatchStream,
 };
 
 use crate::recipe::deadline::Budget;
@@ -254,6 +254,42 @@ impl EtcdRecipe {
         }
     }
 
+    /// Creates `target` holding `value` under lease `lease` unless it exists, reading it in the
+    /// same round trip when it does. A request whose outcome is unknown is taken back (guarded
+    /// by `value`, so nothing but this attempt's key is removed) before the error is returned.
+    async fn put_if_absent(
+        &self,
+        key: &str,
+        target: &str,
+        value: &str,
+        lease: i64,
+        budget: &Budget,
+        tally: &Tally,
+    ) -> Result<TxnResponse, LockError> {
+        let txn = Txn::new()
+            .when([Compare::create_revision(target, CompareOp::Equal, 0)])
+            .and_then([TxnOp::put(
+                target,
+                value,
+                Some(PutOptions::new().with_lease(lease)),
+            )])
+            .or_else([TxnOp::get(target, None)]);
+        tally.requests(1);
+        let mut c = self.client.clone();
+        let answer = budget
+            .run("txn", c.txn(txn))
+            .await
+            .and_then(|r| r.map_err(|e| etcd_err("create-if-absent txn", e)));
+        if let Err(e) = &answer
+            && maybe_applied(e)
+        {
+            // The put may have landed after all: take back what this attempt may have made.
+            self.take_back(key, target, Some(carries(target, value)))
+                .await;
+        }
+        answer
+    }
+
     async fn acquire_herd(
         &self,
         key: &str,
@@ -267,35 +303,13 @@ impl EtcdRecipe {
         // failed attempt and the watch cannot be missed; a deletion the watch reports that
         // happened before an attempt only costs one retry.
         let mut watch: Option<WatchStream> = None;
-        let mut c = self.client.clone();
         let value = attempt_value();
         loop {
             // A failed attempt reads the holder's key in the same round trip: one of our own
             // lease is a leftover of an earlier attempt, which we would otherwise wait for.
-            let txn = Txn::new()
-                .when([Compare::create_revision(name.as_str(), CompareOp::Equal, 0)])
-                .and_then([TxnOp::put(
-                    name.as_str(),
-                    value.as_str(),
-                    Some(PutOptions::new().with_lease(session.id)),
-                )])
-                .or_else([TxnOp::get(name.as_str(), None)]);
-            tally.requests(1);
-            let answer = budget
-                .run("txn", c.txn(txn))
-                .await
-                .and_then(|r| r.map_err(|e| etcd_err("lock txn", e)));
-            let resp = match answer {
-                Ok(r) => r,
-                Err(e) => {
-                    if maybe_applied(&e) {
-                        // The put may have landed after all: take back a lock we may hold.
-                        let ours = carries(&name, &value);
-                        self.take_back(key, &name, Some(ours)).await;
-                    }
-                    return Err(e);
-                }
-            };
+            let resp = self
+                .put_if_absent(key, &name, &value, session.id, budget, tally)
+                .await?;
             if resp.succeeded() {
                 let rev = resp.header().map(|h| h.revision()).unwrap_or(0);
                 return Ok(self.lease(key, &session, name, rev, value, tally, false));
@@ -334,36 +348,14 @@ impl EtcdRecipe {
         let session = self.live_session(tally).await?;
         let dir = format!("{}/", self.lock_name(key));
         let mine = format!("{dir}{:x}", session.id);
-        let mut c = self.client.clone();
         let value = attempt_value();
         // Take a place in the queue. A key this lease already has there is a leftover of an
         // earlier attempt: remove it and queue anew, so every attempt gets a fresh create
         // revision (its fencing token) rather than reusing a stale one.
         let my_rev = loop {
-            let txn = Txn::new()
-                .when([Compare::create_revision(mine.as_str(), CompareOp::Equal, 0)])
-                .and_then([TxnOp::put(
-                    mine.as_str(),
-                    value.as_str(),
-                    Some(PutOptions::new().with_lease(session.id)),
-                )])
-                .or_else([TxnOp::get(mine.as_str(), None)]);
-            tally.requests(1);
-            let answer = budget
-                .run("txn", c.txn(txn))
-                .await
-                .and_then(|r| r.map_err(|e| etcd_err("queue txn", e)));
-            let resp = match answer {
-                Ok(r) => r,
-                Err(e) => {
-                    if maybe_applied(&e) {
-                        // Our queue key may exist after all: leave nothing behind.
-                        self.take_back(key, &mine, Some(carries(&mine, &value)))
-                            .await;
-                    }
-                    return Err(e);
-                }
-            };
+            let resp = self
+                .put_if_absent(key, &mine, &value, session.id, budget, tally)
+                .await?;
             if resp.succeeded() {
                 break resp.header().map(|h| h.revision()).unwrap_or(0);
             }
