@@ -7,7 +7,9 @@
 
 mod operation;
 
-pub use operation::{CriticalSection, Operation, Operations, critical_sections, operations};
+pub use operation::{
+    CriticalSection, Operation, Operations, critical_sections, in_time_order, operations,
+};
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

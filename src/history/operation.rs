@@ -37,7 +37,7 @@ pub struct Operations {
 
 /// Event indices in time order; events of one time keep their file order. Worker processes
 /// stream their events to one recorder, so the file is in arrival order, which may differ.
-fn in_time_order(events: &[Event]) -> Vec<usize> {
+pub fn in_time_order(events: &[Event]) -> Vec<usize> {
     let mut order: Vec<usize> = (0..events.len()).collect();
     order.sort_by_key(|&i| events[i].t_us);
     order

@@ -2,6 +2,7 @@
 //! number is worked out by hand (kept apart from `tests.rs` so both can grow without clashing).
 
 use super::*;
+use crate::history::TIMEOUT_ERROR;
 
 fn ev(t_us: u64, client: u32, kind: EventKind, op: Op) -> Event {
     Event::new(t_us, client, kind, op, "k")

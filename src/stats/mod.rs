@@ -6,7 +6,9 @@
 //! behind it, so exporters can write `acquire.hgrm` or merge cells.
 
 pub mod fairness;
+mod holds;
 pub mod latency;
+mod outcomes;
 pub mod pacing;
 pub mod series;
 
@@ -16,7 +18,7 @@ use std::time::Duration;
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
-use crate::history::{ErrorKind, Event, EventKind, Op, TIMEOUT_ERROR};
+use crate::history::{Event, EventKind, Op, in_time_order, operations};
 use crate::plan::CellId;
 
 pub use fairness::{FifoBasis, FifoTracker, QueueOrder, jain_index};
@@ -147,11 +149,11 @@ pub struct Analysis {
     pub release: Histogram<u64>,
 }
 
-struct Pending {
-    key: String,
-    /// Invoke time.
+/// Where an operation started, for its outcome: its key, its invoke time, and where its latency
+/// counts from (the intended start in open loop, the invoke otherwise).
+struct Started<'a> {
+    key: &'a str,
     invoke_us: u64,
-    /// Where latency counts from: the intended start in open loop, the invoke otherwise.
     start_us: u64,
 }
 
@@ -176,129 +178,115 @@ impl AttemptCosts {
     }
 }
 
-/// Computes a cell's statistics from its events (in any order; they are sorted by time).
+/// Computes a cell's statistics from its events (in any order; they are read in time order).
+///
+/// Events are paired into operations once ([`operations`]); the folds below then read the
+/// events in time order, each outcome with where its operation started: waits and their
+/// costs, holds and handoffs ([`holds::Holds`]), fairness ([`FifoTracker`], [`QueueOrder`]),
+/// pacing ([`pacing::Pacing`]) and the failed outcomes ([`outcomes::Outcomes`]).
 pub fn analyze(events: &[Event], cell: &CellInfo) -> Analysis {
-    let mut sorted: Vec<&Event> = events.iter().collect();
-    sorted.sort_by_key(|e| e.t_us); // stable: same-time events keep their recorded order
+    let order = in_time_order(events);
     let warmup_us = cell.warmup.as_micros() as u64;
     let end_us = cell
         .end_us
-        .unwrap_or_else(|| sorted.last().map_or(0, |e| e.t_us));
+        .unwrap_or_else(|| order.last().map_or(0, |&i| events[i].t_us));
 
-    let (mut acquire, mut handoff, mut hold, mut release) = (
-        new_histogram(),
-        new_histogram(),
-        new_histogram(),
-        new_histogram(),
-    );
+    // Pair invokes with outcomes once; the nemesis' fault operations are not the clients'.
+    let ops = operations(events);
+    let mut started: HashMap<usize, Started> = HashMap::new();
+    let mut open: Vec<(Op, u64)> = Vec::new();
+    for op in ops.ops.iter().filter(|o| o.process.client().is_some()) {
+        let inv = &events[op.invoke];
+        let start_us = match op.op {
+            Op::Acquire => inv.intended_us.unwrap_or(inv.t_us),
+            _ => inv.t_us,
+        };
+        match op.outcome {
+            Some(o) => {
+                started.insert(
+                    o,
+                    Started {
+                        key: &inv.key,
+                        invoke_us: inv.t_us,
+                        start_us,
+                    },
+                );
+            }
+            None => open.push((op.op, start_us)),
+        }
+    }
+    let unmatched = ops
+        .unmatched
+        .iter()
+        .filter(|&&i| events[i].client().is_some())
+        .count() as u64;
+
+    let (mut acquire, mut release) = (new_histogram(), new_histogram());
+    let mut holds = holds::Holds::new(warmup_us);
     let mut series = SeriesBuilder::default();
     let mut fifo = FifoTracker::default();
     let mut queue = QueueOrder::default();
     let mut pacing = pacing::Pacing::default();
-    let mut pending: HashMap<(u32, Op), Pending> = HashMap::new();
-    let mut holding: HashMap<u32, u64> = HashMap::new(); // client → acquire ok time
-    let mut last_release: HashMap<String, u64> = HashMap::new(); // key → release invoke time
+    let mut outcomes = outcomes::Outcomes::default();
     let mut per_client: Vec<u64> = vec![0; cell.id.clients as usize];
-    let mut errors: BTreeMap<String, u64> = BTreeMap::new();
-    let mut error_messages: BTreeMap<String, u64> = BTreeMap::new();
     let mut costs = AttemptCosts::default();
-    let (mut fifo_inversions, mut max_wait, mut timeouts) = (0u64, 0u64, 0u64);
-    let (mut indeterminate, mut lost_leases, mut unmatched) = (0u64, 0u64, 0u64);
+    let (mut fifo_inversions, mut max_wait, mut lost_leases) = (0u64, 0u64, 0u64);
 
-    for e in sorted {
+    for i in order {
+        let e = &events[i];
         let t = e.t_us;
-        // Faults are the nemesis' events; every statistic here is about the clients.
         let Some(client) = e.client() else {
             continue;
         };
         match (e.op, e.kind) {
             (Op::Fault, _) => {}
             (Op::LeaseLost, _) => lost_leases += u64::from(t >= warmup_us),
-            (op, EventKind::Invoke) => {
-                let start_us = if op == Op::Acquire {
-                    e.intended_us.unwrap_or(t)
-                } else {
-                    t
-                };
-                if op == Op::Acquire {
-                    fifo.invoke(&e.key, client, t);
-                    pacing.acquire_invoke(e, warmup_us);
-                } else if let Some(ok_us) = holding.remove(&client) {
-                    if ok_us >= warmup_us {
-                        record(&mut hold, t - ok_us);
-                        pacing.hold_counted(e);
-                    }
-                    last_release.insert(e.key.clone(), t);
+            (Op::Acquire, EventKind::Invoke) => {
+                fifo.invoke(&e.key, client, t);
+                pacing.acquire_invoke(e, warmup_us);
+            }
+            (Op::Release, EventKind::Invoke) => {
+                if holds.release_invoked(client, &e.key, t) {
+                    pacing.hold_counted(e);
                 }
-                let p = Pending {
-                    key: e.key.clone(),
-                    invoke_us: t,
-                    start_us,
-                };
-                pending.insert((client, op), p);
             }
             (op, kind) => {
                 pacing.outcome(e);
-                let Some(p) = pending.remove(&(client, op)) else {
-                    unmatched += 1;
-                    continue;
+                let Some(s) = started.get(&i) else {
+                    continue; // an outcome without its invoke: counted as unmatched
                 };
-                let measured = p.start_us >= warmup_us;
-                let took = t.saturating_sub(p.start_us);
-                if op == Op::Acquire {
-                    if measured {
-                        max_wait = max_wait.max(took);
-                        costs.add(e);
-                    }
-                    if kind != EventKind::Ok {
-                        fifo.gave_up(&p.key, client);
-                    }
-                }
+                let measured = s.start_us >= warmup_us;
+                let took = t.saturating_sub(s.start_us);
                 match (op, kind) {
-                    (Op::Acquire, EventKind::Ok) => {
-                        let overtaken = fifo.granted(&p.key, client);
-                        queue.granted(&p.key, p.invoke_us, t, e.queue_position, measured);
-                        // The lock was idle, not handed off, unless this waiter was already
-                        // waiting when the previous holder let go.
-                        if let Some(rel) = last_release.remove(&p.key)
-                            && rel >= warmup_us
-                            && p.invoke_us <= rel
-                        {
-                            record(&mut handoff, t.saturating_sub(rel));
+                    (Op::Acquire, _) => {
+                        if measured {
+                            max_wait = max_wait.max(took);
+                            costs.add(e);
                         }
-                        holding.insert(client, t);
-                        if !measured {
+                        if kind != EventKind::Ok {
+                            fifo.gave_up(s.key, client);
+                            if measured {
+                                series.failed(t);
+                                outcomes.failed(e);
+                            }
                             continue;
                         }
-                        record(&mut acquire, took);
-                        series.acquired(t, took);
-                        fifo_inversions += overtaken;
-                        if per_client.len() <= client as usize {
-                            per_client.resize(client as usize + 1, 0);
-                        }
-                        per_client[client as usize] += 1;
-                    }
-                    (Op::Release, EventKind::Ok) if measured => record(&mut release, took),
-                    (Op::Release, EventKind::Ok) => {}
-                    (_, kind) if measured => {
-                        indeterminate += u64::from(kind == EventKind::Info);
-                        if op == Op::Acquire {
-                            series.failed(t);
-                        }
-                        // Histories written before error kinds name timeouts by their text.
-                        let kind = e.error_kind.or_else(|| {
-                            (e.error.as_deref() == Some(TIMEOUT_ERROR))
-                                .then_some(ErrorKind::Timeout)
-                        });
-                        if kind == Some(ErrorKind::Timeout) {
-                            timeouts += 1;
-                        } else {
-                            let k = kind.map_or("unclassified", ErrorKind::name);
-                            *errors.entry(k.to_string()).or_default() += 1;
-                            let text = e.error.as_deref().unwrap_or("(no message)");
-                            *error_messages.entry(text.to_string()).or_default() += 1;
+                        let overtaken = fifo.granted(s.key, client);
+                        queue.granted(s.key, s.invoke_us, t, e.queue_position, measured);
+                        holds.granted(client, s.key, s.invoke_us, t);
+                        if measured {
+                            record(&mut acquire, took);
+                            series.acquired(t, took);
+                            fifo_inversions += overtaken;
+                            if per_client.len() <= client as usize {
+                                per_client.resize(client as usize + 1, 0);
+                            }
+                            per_client[client as usize] += 1;
                         }
                     }
+                    (_, EventKind::Ok) if measured => record(&mut release, took),
+                    (_, EventKind::Ok) => {}
+                    _ if measured => outcomes.failed(e),
                     _ => {}
                 }
             }
@@ -308,11 +296,11 @@ pub fn analyze(events: &[Event], cell: &CellInfo) -> Analysis {
     // Waits still open at the end are waits too: an acquire stuck through an outage is the
     // longest wait of all.
     let mut unfinished = 0;
-    for ((_, op), p) in &pending {
-        if p.start_us >= warmup_us {
+    for (op, start_us) in open {
+        if start_us >= warmup_us {
             unfinished += 1;
-            if *op == Op::Acquire {
-                max_wait = max_wait.max(end_us.saturating_sub(p.start_us));
+            if op == Op::Acquire {
+                max_wait = max_wait.max(end_us.saturating_sub(start_us));
             }
         }
     }
@@ -337,8 +325,8 @@ pub fn analyze(events: &[Event], cell: &CellInfo) -> Analysis {
             0.0
         },
         acquire_latency_us: LatencySummary::of(&acquire),
-        handoff_latency_us: LatencySummary::of(&handoff),
-        hold_time_us: LatencySummary::of(&hold),
+        handoff_latency_us: LatencySummary::of(&holds.handoff),
+        hold_time_us: LatencySummary::of(&holds.hold),
         hold_requested_us: paced.hold_requested,
         think_requested_us: paced.think_requested,
         think_time_us: paced.think_measured,
@@ -353,10 +341,10 @@ pub fn analyze(events: &[Event], cell: &CellInfo) -> Analysis {
         fifo_basis,
         jain_fairness: jain_index(&per_client),
         max_wait_us: max_wait,
-        timeouts,
-        errors,
-        error_messages,
-        indeterminate,
+        timeouts: outcomes.timeouts,
+        errors: outcomes.errors,
+        error_messages: outcomes.error_messages,
+        indeterminate: outcomes.indeterminate,
         lost_leases,
         unfinished,
         unmatched,
@@ -365,8 +353,8 @@ pub fn analyze(events: &[Event], cell: &CellInfo) -> Analysis {
     Analysis {
         summary,
         acquire,
-        handoff,
-        hold,
+        handoff: holds.handoff,
+        hold: holds.hold,
         release,
     }
 }

@@ -1,7 +1,7 @@
 //! Statistics on hand-made histories, where every expected number can be worked out by hand.
 
 use super::*;
-use crate::history::ErrorKind;
+use crate::history::{ErrorKind, TIMEOUT_ERROR};
 
 fn ev(t_us: u64, client: u32, kind: EventKind, op: Op, key: &str) -> Event {
     Event::new(t_us, client, kind, op, key)
