@@ -60,6 +60,17 @@ pub enum Command {
         #[arg(long)]
         persistence: bool,
     },
+    /// Recompute statistics (and verdicts) of a run folder or one cell folder from the stored
+    /// histories, with no Docker; print the table and say whether each cell matches what the
+    /// run wrote. Rewrites nothing unless --write.
+    Check {
+        /// A run folder (results/<run>) or one of its cells/<id> folders.
+        dir: std::path::PathBuf,
+        /// Rewrite the cells' summary.json and acquire.hgrm and the run's summary.json and
+        /// report.md from the recomputed results.
+        #[arg(long)]
+        write: bool,
+    },
     /// Remove every container and network any lockbench run left behind.
     Clean {
         /// Only those of this run id (the `lockbench.run` label), e.g. from `up`'s JSON.

@@ -122,6 +122,46 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             // hold up the runtime's shutdown.
             std::process::exit(lockbench::runner::worker::serve().await)
         }
+        Command::Check { dir, write } => {
+            let files = lockbench::report::Exporters::files_only();
+            let cells = lockbench::check::folder::recheck(&dir, write.then_some(&files))?;
+            let summaries: Vec<_> = cells
+                .iter()
+                .map(|c| c.result.analysis.summary.clone())
+                .collect();
+            lockbench::report::Exporters(vec![Box::new(lockbench::report::terminal::Terminal)])
+                .run_updated(&lockbench::report::RunReport {
+                    dir: &dir,
+                    cells: &summaries,
+                    not_run: &[],
+                    interrupted: false,
+                    finished: true,
+                })?;
+            let differ: Vec<String> = cells
+                .iter()
+                .filter(|c| c.matches_stored == Some(false))
+                .map(|c| c.dir.display().to_string())
+                .collect();
+            if differ.is_empty() {
+                eprintln!(
+                    "lockbench: {} cells; every stored summary matches the recomputed one",
+                    cells.len()
+                );
+            } else {
+                eprintln!(
+                    "lockbench: {} of {} cells differ from their stored summary.json{}: {}",
+                    differ.len(),
+                    cells.len(),
+                    if write {
+                        " (rewritten)"
+                    } else {
+                        " (use --write to rewrite)"
+                    },
+                    differ.join(", ")
+                );
+            }
+            Ok(Exit::Ok.into())
+        }
         Command::Clean { run_id } => {
             let d = docker::connect().await?;
             let removed = docker::remove_labelled(&d, run_id.as_deref()).await?;

@@ -145,3 +145,58 @@ async fn the_unsafe_mock_leaves_overlaps_in_the_history() {
         "the planted double grants show in the history ({planted} planted)"
     );
 }
+
+fn check(args: &[&std::ffi::OsStr]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_lockbench"))
+        .arg("check")
+        .args(args)
+        .output()
+        .expect("run lockbench check")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn check_recomputes_a_run_folder_offline_and_rewrites_only_when_asked() {
+    let (folder, summaries, _) = run("check", MockOptions::default()).await;
+    let out = check(&[folder.as_os_str()]);
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "{stderr}");
+    assert!(stdout.contains("| redis | herd | mock-hot |"), "{stdout}");
+    assert!(
+        stderr.contains("2 cells; every stored summary matches"),
+        "{stderr}"
+    );
+
+    // A summary that no longer says what the history says is named, and left alone.
+    let cell = folder.join("cells").join("redis-herd-mock-hot-c8");
+    let path = cell.join("summary.json");
+    let mut tampered = summaries[0].clone();
+    tampered.acquisitions += 1;
+    let text = serde_json::to_string_pretty(&tampered).unwrap();
+    std::fs::write(&path, &text).unwrap();
+    let out = check(&[folder.as_os_str()]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("1 of 2 cells differ"), "{stderr}");
+    assert!(stderr.contains("redis-herd-mock-hot-c8"), "{stderr}");
+    assert_eq!(
+        std::fs::read_to_string(&path).unwrap(),
+        text,
+        "rewrites nothing"
+    );
+
+    // --write puts back what the history says; one cell folder can be checked alone.
+    let out = check(&[cell.as_os_str(), std::ffi::OsStr::new("--write")]);
+    assert!(out.status.success());
+    let back: CellSummary = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    assert_eq!(back, summaries[0]);
+
+    let out = check(&[folder.join("cells").as_os_str()]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("not a lockbench run or cell folder"),
+        "{stderr}"
+    );
+}

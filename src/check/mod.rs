@@ -6,6 +6,8 @@
 //! [`evaluate`] is the one entry point both use: statistics and every checker over one cell
 //! folder. Each checker lives in a file of its own and is listed in [`checkers`].
 
+pub mod folder;
+
 use std::fmt;
 use std::path::{Path, PathBuf};
 

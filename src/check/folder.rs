@@ -1,0 +1,122 @@
+//! `lockbench check DIR`: every cell of a run folder (or one cell folder) evaluated again from
+//! its stored history and `cell.json`, with no Docker, and compared with what the run wrote.
+
+use std::path::{Path, PathBuf};
+
+use super::{CELL_FILE, CellResult, CheckError, evaluate};
+use crate::plan::Plan;
+use crate::report::json::SUMMARY_FILE;
+use crate::report::{Exporters, RunReport};
+use crate::stats::CellSummary;
+
+/// One cell evaluated again.
+#[derive(Debug)]
+pub struct Rechecked {
+    /// The cell's folder.
+    pub dir: PathBuf,
+    /// What evaluating it now gives.
+    pub result: CellResult,
+    /// Whether that equals the `summary.json` stored beside it (`None` when none is stored).
+    pub matches_stored: Option<bool>,
+}
+
+/// Why a folder could not be checked.
+#[derive(Debug, thiserror::Error)]
+pub enum FolderError {
+    /// Neither a run folder (with `cells/`) nor a cell folder (with `cell.json`).
+    #[error(
+        "{0}: not a lockbench run or cell folder (a run folder has cells/, a cell folder has cell.json); pass results/<run> or one of its cells/<id>"
+    )]
+    NotAResultsFolder(PathBuf),
+    /// A folder that could not be read.
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    /// A cell that could not be evaluated.
+    #[error(transparent)]
+    Cell(#[from] CheckError),
+}
+
+/// The cell folders of `dir`: itself if it is a cell, else its `cells/*` in plan order (name
+/// order where the plan is missing).
+pub fn cell_dirs(dir: &Path) -> Result<Vec<PathBuf>, FolderError> {
+    if dir.join(CELL_FILE).is_file() {
+        return Ok(vec![dir.to_path_buf()]);
+    }
+    let cells = dir.join("cells");
+    if !cells.is_dir() {
+        return Err(FolderError::NotAResultsFolder(dir.to_path_buf()));
+    }
+    let io = |source| FolderError::Io {
+        path: cells.clone(),
+        source,
+    };
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(&cells).map_err(io)? {
+        let p = entry.map_err(io)?.path();
+        if p.join(CELL_FILE).is_file() {
+            out.push(p);
+        }
+    }
+    out.sort();
+    let order: Vec<String> = std::fs::read_to_string(dir.join("plan.toml"))
+        .ok()
+        .and_then(|t| Plan::from_toml(&t, "plan.toml").ok())
+        .map(|p| p.cells.iter().map(|c| c.id().to_string()).collect())
+        .unwrap_or_default();
+    out.sort_by_key(|p| {
+        let name = p.file_name().map(|n| n.to_string_lossy().into_owned());
+        order
+            .iter()
+            .position(|id| Some(id) == name.as_ref())
+            .unwrap_or(usize::MAX)
+    });
+    Ok(out)
+}
+
+/// Evaluates every cell of `dir` again and compares each with its stored summary; with
+/// `write`, rewrites the cells' and the run's files through `exporters`.
+pub fn recheck(dir: &Path, write: Option<&Exporters>) -> Result<Vec<Rechecked>, FolderError> {
+    let mut out = Vec::new();
+    for cell in cell_dirs(dir)? {
+        let result = evaluate(&cell)?;
+        let matches_stored = std::fs::read_to_string(cell.join(SUMMARY_FILE))
+            .ok()
+            .and_then(|t| serde_json::from_str::<CellSummary>(&t).ok())
+            .map(|stored| stored == result.analysis.summary);
+        if let Some(ex) = write {
+            ex.cell_finished(&cell, &result)
+                .map_err(|e| FolderError::Io {
+                    path: cell.clone(),
+                    source: std::io::Error::other(e),
+                })?;
+        }
+        out.push(Rechecked {
+            dir: cell,
+            result,
+            matches_stored,
+        });
+    }
+    if let Some(ex) = write
+        && dir.join("cells").is_dir()
+    {
+        let summaries: Vec<CellSummary> = out
+            .iter()
+            .map(|r| r.result.analysis.summary.clone())
+            .collect();
+        ex.run_updated(&RunReport {
+            dir,
+            cells: &summaries,
+            not_run: &[],
+            interrupted: false,
+            finished: false,
+        })
+        .map_err(|e| FolderError::Io {
+            path: dir.to_path_buf(),
+            source: std::io::Error::other(e),
+        })?;
+    }
+    Ok(out)
+}
