@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use super::{CELL_FILE, CellResult, CheckError, evaluate};
 use crate::plan::Plan;
 use crate::report::json::SUMMARY_FILE;
-use crate::report::{Exporters, RunReport};
+use crate::report::{ExportError, Exporters, RunReport};
 use crate::stats::CellSummary;
 
 /// One cell evaluated again.
@@ -37,6 +37,9 @@ pub enum FolderError {
     /// A cell that could not be evaluated.
     #[error(transparent)]
     Cell(#[from] CheckError),
+    /// A file `--write` could not rewrite.
+    #[error(transparent)]
+    Export(#[from] ExportError),
 }
 
 /// The cell folders of `dir`: itself if it is a cell, else its `cells/*` in plan order (name
@@ -112,10 +115,6 @@ pub fn recheck(dir: &Path, write: Option<&Exporters>) -> Result<Vec<Rechecked>, 
             not_run: &[],
             interrupted: false,
             finished: false,
-        })
-        .map_err(|e| FolderError::Io {
-            path: dir.to_path_buf(),
-            source: std::io::Error::other(e),
         })?;
     }
     Ok(out)
