@@ -89,6 +89,8 @@ fn suite(c: &mut Criterion) {
         },
         warmup: Duration::ZERO,
         end_us: None,
+        resource: Default::default(),
+        expect: Default::default(),
     };
     let mut group = c.benchmark_group("stats");
     group.sample_size(10);

@@ -41,7 +41,8 @@ impl Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Run the comparison: every system × strategy × workload × clients cell, results on disk.
+    /// Run the comparison: every system × strategy × workload × chaos × clients cell, results
+    /// on disk.
     /// With no arguments: hot-lock on all four systems under both strategies.
     Run(RunArgs),
     /// Build the server images that are missing or out of date (no registry needed).
@@ -60,9 +61,10 @@ pub enum Command {
         #[arg(long)]
         persistence: bool,
     },
-    /// Recompute statistics (and verdicts) of a run folder or one cell folder from the stored
-    /// histories, with no Docker; print the table and say whether each cell matches what the
-    /// run wrote. Rewrites nothing unless --write.
+    /// Recompute statistics and safety verdicts of a run folder or one cell folder from the
+    /// stored histories, with no Docker; print the table, say whether each cell matches what
+    /// the run wrote, and exit as `run` does (1 when a cell expected safe is unsafe). Rewrites
+    /// nothing unless --write.
     Check {
         /// A run folder (results/<run>) or one of its cells/<id> folders.
         dir: std::path::PathBuf,
@@ -70,6 +72,9 @@ pub enum Command {
         /// report.md from the recomputed results.
         #[arg(long)]
         write: bool,
+        /// Exit 1 also when a verdict is unknown or a design expected unsafe was not exposed.
+        #[arg(long)]
+        strict: bool,
     },
     /// Remove every container and network any lockbench run left behind.
     Clean {
@@ -95,6 +100,10 @@ pub struct RunArgs {
     /// Workload files (repeatable); default: the built-in hot-lock workload.
     #[arg(long = "workload")]
     pub workloads: Vec<std::path::PathBuf>,
+    /// Chaos schedule files (repeatable), each a coordinate of the matrix: chaos/*.toml, e.g.
+    /// chaos/kill-leader.toml; default: none (no faults).
+    #[arg(long = "chaos", value_name = "FILE")]
+    pub chaos: Vec<std::path::PathBuf>,
     /// Client counts, comma-separated, each 1 to 4096; default: the workload's.
     #[arg(
         long,
@@ -122,6 +131,10 @@ pub struct RunArgs {
         value_parser = clap::value_parser!(u32).range(1..=crate::spec::CLIENTS.1)
     )]
     pub clients_per_process: Option<u32>,
+    /// Exit 1 also when a verdict is unknown or a design expected unsafe was not exposed
+    /// (without it only a cell expected safe and judged unsafe fails the run).
+    #[arg(long)]
+    pub strict: bool,
 }
 
 /// `--clients-as`.

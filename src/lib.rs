@@ -3,10 +3,11 @@
 //!
 //! A run, after Jepsen: **clusters** come up ([`cluster`], from images [`image`] builds
 //! offline; what each [`system`] is, is one entry of [`system::FACTS`]); **clients** run a
-//! **workload** ([`spec`] reads `workloads/*.toml`, [`workload`] draws its random choices and
-//! paces it) through a lock **recipe** ([`recipe`]: one folder of logic per system, both
+//! **workload** ([`spec`] reads `workloads/*.toml`, and the chaos schedules `chaos/*.toml`;
+//! [`workload`] draws its random choices and paces it) through a lock **recipe** ([`recipe`]: one folder of logic per system, both
 //! strategies side by side; [`recipe::mock`] stands in for a server only in Docker-free tests of
-//! the runner); the **nemesis** ([`chaos`]) breaks the cluster with faults as verb pairs;
+//! the runner), each critical section reading and writing a protected **resource**
+//! ([`resource::Register`], fenced or not, kept by the runner); the **nemesis** ([`chaos`]) breaks the cluster with faults as verb pairs;
 //! everything that happens lands in one **history** ([`history`]: events, operations, critical
 //! sections); **checkers** ([`check`]) and **statistics** ([`stats`]) read only the history and
 //! `cell.json`, through one entry point, [`check::evaluate`], that `lockbench run` and later
@@ -35,6 +36,7 @@ pub mod image;
 pub mod plan;
 pub mod recipe;
 pub mod report;
+pub mod resource;
 pub mod runner;
 pub mod signal;
 pub mod spec;

@@ -122,7 +122,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             // hold up the runtime's shutdown.
             std::process::exit(lockbench::runner::worker::serve().await)
         }
-        Command::Check { dir, write } => {
+        Command::Check { dir, write, strict } => {
             let files = lockbench::report::Exporters::files_only();
             let cells = lockbench::check::folder::recheck(&dir, write.then_some(&files))?;
             let summaries: Vec<_> = cells
@@ -160,7 +160,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     differ.join(", ")
                 );
             }
-            Ok(Exit::Ok.into())
+            Ok(verdicts(&summaries, strict).into())
         }
         Command::Clean { run_id } => {
             let d = docker::connect().await?;
@@ -186,8 +186,14 @@ async fn run_comparison(args: lockbench::cli::RunArgs) -> anyhow::Result<ExitCod
             .map(|p| Workload::from_file(p))
             .collect::<Result<Vec<_>, _>>()?
     };
+    let schedules = args
+        .chaos
+        .iter()
+        .map(|p| lockbench::spec::Schedule::from_file(p))
+        .collect::<Result<Vec<_>, _>>()?;
     let clients_as = args.clients_override().map_err(anyhow::Error::msg)?;
     let ov = Overrides {
+        schedules,
         clients_as,
         strategies: args.strategies,
         clients: args.clients,
@@ -220,5 +226,18 @@ async fn run_comparison(args: lockbench::cli::RunArgs) -> anyhow::Result<ExitCod
         );
         return Ok(Exit::Interrupted.into());
     }
-    Ok(Exit::Ok.into())
+    Ok(verdicts(&outcome.summaries, args.strict).into())
+}
+
+/// Says which cells are not as their workloads expect, and whether that fails the command.
+fn verdicts(summaries: &[lockbench::stats::CellSummary], strict: bool) -> Exit {
+    let judgement = lockbench::check::expectation::Judgement::of_summaries(summaries);
+    for line in judgement.lines(strict) {
+        eprintln!("lockbench: {line}");
+    }
+    if judgement.fails(strict) {
+        Exit::UnsafeOrRegression
+    } else {
+        Exit::Ok
+    }
 }

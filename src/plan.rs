@@ -1,39 +1,66 @@
-//! The expanded matrix of a run: system × strategy × workload × clients, validated before any
-//! container starts.
+//! The expanded matrix of a run: system × strategy × workload × chaos × clients, validated
+//! before any container starts.
 
 use std::fmt;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::check::Expect;
 use crate::recipe::Strategy;
-use crate::spec::{ClientsAs, Stop, Workload};
+use crate::spec::{ClientsAs, Schedule, Stop, Workload};
 use crate::system::System;
 
-/// One cell of the matrix: a workload at one client count on one system under one strategy.
+/// The chaos coordinate of a cell with no fault schedule.
+pub use crate::spec::chaos::NO_CHAOS;
+
+/// One cell of the matrix: a workload at one client count on one system under one strategy
+/// and one chaos schedule.
 #[derive(Debug, Clone)]
 pub struct Cell {
     pub system: System,
     pub strategy: Strategy,
     /// The workload with any command-line overrides (clients, duration, seed) applied.
     pub workload: Workload,
+    /// The fault schedule ([`Schedule::none`] without chaos), with `--seed` applied.
+    pub chaos: Schedule,
 }
 
 impl Cell {
+    /// A cell without faults.
+    pub fn calm(system: System, strategy: Strategy, workload: Workload) -> Cell {
+        Cell {
+            system,
+            strategy,
+            workload,
+            chaos: Schedule::none(),
+        }
+    }
+
     /// The cell's coordinates.
     pub fn id(&self) -> CellId {
         CellId {
             system: self.system,
             strategy: self.strategy,
             workload: self.workload.name.clone(),
-            chaos: NO_CHAOS.to_string(),
+            chaos: self.chaos.name.clone(),
             clients: self.workload.clients,
         }
     }
-}
 
-/// The chaos coordinate of a cell with no fault schedule.
-pub const NO_CHAOS: &str = "none";
+    /// The verdict this cell is expected to get: the schedule's `expect` when it declares one
+    /// (a fault can break a design the workload alone does not), else the workload's.
+    pub fn expect(&self) -> Expect {
+        self.chaos
+            .expect_for(self.system, self.strategy)
+            .unwrap_or_else(|| self.workload.expect_for(self.system, self.strategy))
+    }
+
+    /// The number of server nodes its cluster runs.
+    pub fn cluster_size(&self) -> usize {
+        self.chaos.size_for(self.system)
+    }
+}
 
 fn no_chaos() -> String {
     NO_CHAOS.to_string()
@@ -95,6 +122,10 @@ pub struct Plan {
 pub enum PlanError {
     #[error("nothing to run: {0}")]
     Empty(String),
+    /// Choices that cannot go together (two schedules of one name, a client pause on clients
+    /// that are not processes).
+    #[error("{0}")]
+    Conflict(String),
     #[error("{origin}: not a lockbench plan: {message}")]
     Unreadable { origin: String, message: String },
 }
@@ -109,6 +140,9 @@ struct CellRow {
     #[serde(default = "no_chaos")]
     chaos: String,
     workload: toml::Table,
+    /// The schedule in the chaos file's syntax; absent for `none`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    schedule: Option<toml::Table>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -121,6 +155,67 @@ struct PlanFile {
     cells: Vec<CellRow>,
 }
 
+/// One cluster's share of the plan: the cells that run on `system` at `size` nodes.
+#[derive(Debug)]
+pub struct ClusterGroup<'a> {
+    /// The system.
+    pub system: System,
+    /// Its server nodes.
+    pub size: usize,
+    /// Its cells, in plan order.
+    pub cells: Vec<&'a Cell>,
+}
+
+/// The schedules of a run (`none` alone when none is given), with `--seed` applied, each
+/// name once.
+fn schedules(ov: &Overrides) -> Result<Vec<Schedule>, PlanError> {
+    let mut out: Vec<Schedule> = Vec::new();
+    let given = if ov.schedules.is_empty() {
+        vec![Schedule::none()]
+    } else {
+        ov.schedules.clone()
+    };
+    for mut s in given {
+        if out.iter().any(|o| o.name == s.name) {
+            return Err(PlanError::Conflict(format!(
+                "two chaos schedules are named {}: cell ids would collide; give one another \
+                 'name' (it defaults to the file stem)",
+                s.name
+            )));
+        }
+        // A calm schedule draws nothing: its seed stays, so `none` stays `none` in plan.toml.
+        if let Some(seed) = ov.seed.filter(|_| !s.is_calm()) {
+            s.seed = seed;
+        }
+        out.push(s);
+    }
+    Ok(out)
+}
+
+/// `wl` at `clients` clients with the command-line overrides applied.
+fn with_overrides(wl: &Workload, clients: u32, ov: &Overrides) -> Workload {
+    let mut w = wl.clone();
+    w.clients = clients;
+    if let Some(st) = w.stampede {
+        // Every client takes the lock once a round.
+        w.stop = Stop::Acquisitions(u64::from(st.rounds) * u64::from(clients));
+    }
+    // A stampede's rounds end it: a duration would only cut its rounds short (the runner stops
+    // clients at the duration plus a grace).
+    if let Some(d) = ov.duration.filter(|_| w.stampede.is_none()) {
+        w.stop = Stop::Duration(d);
+        // Keep the warm-up a small part of a shortened run.
+        w.warmup = w.warmup.min(d / 5);
+    }
+    if let Some(s) = ov.seed {
+        w.seed = s;
+    }
+    if let Some(c) = ov.clients_as {
+        w.clients_as = c.apply(w.clients_as);
+    }
+    w
+}
+
 /// Command-line choices that override the workload files.
 #[derive(Debug, Clone, Default)]
 pub struct Overrides {
@@ -130,6 +225,8 @@ pub struct Overrides {
     pub seed: Option<u64>,
     /// Where clients run (`--clients-as`, `--clients-per-process`).
     pub clients_as: Option<ClientsOverride>,
+    /// The chaos schedules (`--chaos`), each a coordinate of the matrix; empty for `none` only.
+    pub schedules: Vec<Schedule>,
 }
 
 /// `--clients-as` over a workload's `clients_as`.
@@ -162,63 +259,70 @@ impl ClientsOverride {
 }
 
 impl Plan {
-    /// Expands systems × workloads × (strategies) × (clients). `native` applies to etcd only;
-    /// elsewhere it is skipped with a note.
+    /// Expands systems × workloads × schedules × (strategies) × (clients). `native` applies to
+    /// etcd only, a schedule to the systems it names and that can run its `cluster_size`;
+    /// elsewhere the combination is skipped with a note.
     pub fn expand(
         run_id: &str,
         systems: &[System],
         workloads: &[Workload],
         ov: &Overrides,
     ) -> Result<Plan, PlanError> {
+        let schedules = schedules(ov)?;
         let mut cells = Vec::new();
         let mut skipped = Vec::new();
+        let mut skip = |line: String| {
+            // Each reason once, however many workloads or strategies meet it.
+            if !skipped.contains(&line) {
+                skipped.push(line);
+            }
+        };
         for &system in systems {
             for wl in workloads {
-                let strategies = ov
-                    .strategies
-                    .clone()
-                    .unwrap_or_else(|| wl.strategies.clone());
-                let clients = ov.clients.clone().unwrap_or_else(|| vec![wl.clients]);
-                for &strategy in &strategies {
-                    if !system.strategies().contains(&strategy) {
-                        skipped.push(format!(
-                            "{system}/{strategy}: {system} offers {}",
-                            system.strategies_text()
-                        ));
+                for chaos in &schedules {
+                    if let Some(why) = chaos.unfit_for(system) {
+                        skip(why);
                         continue;
                     }
-                    for &c in &clients {
-                        let mut w = wl.clone();
-                        w.clients = c;
-                        if let Some(st) = w.stampede {
-                            // Every client takes the lock once a round.
-                            w.stop = Stop::Acquisitions(u64::from(st.rounds) * u64::from(c));
+                    let strategies = ov
+                        .strategies
+                        .clone()
+                        .unwrap_or_else(|| wl.strategies.clone());
+                    let clients = ov.clients.clone().unwrap_or_else(|| vec![wl.clients]);
+                    for &strategy in &strategies {
+                        if !system.strategies().contains(&strategy) {
+                            skip(format!(
+                                "{system}/{strategy}: {system} offers {}",
+                                system.strategies_text()
+                            ));
+                            continue;
                         }
-                        // A stampede's rounds end it: a duration would only cut its rounds
-                        // short (the runner stops clients at the duration plus a grace).
-                        if let Some(d) = ov.duration.filter(|_| w.stampede.is_none()) {
-                            w.stop = Stop::Duration(d);
-                            // Keep the warm-up a small part of a shortened run.
-                            w.warmup = w.warmup.min(d / 5);
+                        for &c in &clients {
+                            let w = with_overrides(wl, c, ov);
+                            if chaos.pauses_clients() && w.clients_as == ClientsAs::Tasks {
+                                return Err(PlanError::Conflict(format!(
+                                    "schedule {} pauses client processes, but workload {} runs \
+                                     its clients as tasks of the runner, which cannot be paused \
+                                     one at a time: add --clients-as processes (or clients_as = \
+                                     \"processes\" in the workload)",
+                                    chaos.name, w.name
+                                )));
+                            }
+                            cells.push(Cell {
+                                system,
+                                strategy,
+                                workload: w,
+                                chaos: chaos.clone(),
+                            });
                         }
-                        if let Some(s) = ov.seed {
-                            w.seed = s;
-                        }
-                        if let Some(c) = ov.clients_as {
-                            w.clients_as = c.apply(w.clients_as);
-                        }
-                        cells.push(Cell {
-                            system,
-                            strategy,
-                            workload: w,
-                        });
                     }
                 }
             }
         }
         if cells.is_empty() {
             return Err(PlanError::Empty(format!(
-                "no cell left after expansion ({}). Choose a strategy the systems offer",
+                "no cell left after expansion ({}). Choose a strategy the systems offer, and \
+                 schedules that apply to them",
                 skipped.join("; ")
             )));
         }
@@ -230,13 +334,22 @@ impl Plan {
         })
     }
 
-    /// The cells grouped by system, in plan order, so each cluster is started once.
-    pub fn by_system(&self) -> Vec<(System, Vec<&Cell>)> {
-        let mut out: Vec<(System, Vec<&Cell>)> = Vec::new();
+    /// The cells grouped by the cluster they run on (system and size), in plan order, so each
+    /// cluster is started once; a schedule's `cluster_size` gets its own cluster.
+    pub fn by_cluster(&self) -> Vec<ClusterGroup<'_>> {
+        let mut out: Vec<ClusterGroup> = Vec::new();
         for c in &self.cells {
-            match out.iter_mut().find(|(s, _)| *s == c.system) {
-                Some((_, v)) => v.push(c),
-                None => out.push((c.system, vec![c])),
+            let size = c.cluster_size();
+            match out
+                .iter_mut()
+                .find(|g| g.system == c.system && g.size == size)
+            {
+                Some(g) => g.cells.push(c),
+                None => out.push(ClusterGroup {
+                    system: c.system,
+                    size,
+                    cells: vec![c],
+                }),
             }
         }
         out
@@ -256,8 +369,9 @@ impl Plan {
                     id: c.id().to_string(),
                     system: c.system,
                     strategy: c.strategy,
-                    chaos: NO_CHAOS.to_string(),
+                    chaos: c.chaos.name.clone(),
                     workload: c.workload.to_table(),
+                    schedule: (c.chaos != Schedule::none()).then(|| c.chaos.to_table()),
                 })
                 .collect(),
         };
@@ -279,10 +393,25 @@ impl Plan {
                 let text = toml::to_string(&row.workload).map_err(|e| bad(e.to_string()))?;
                 let workload = Workload::from_str(&text, &format!("{origin} cell {}", row.id))
                     .map_err(|e| bad(e.to_string()))?;
+                let chaos = match row.schedule {
+                    None => Schedule::none(),
+                    Some(t) => {
+                        let text = toml::to_string(&t).map_err(|e| bad(e.to_string()))?;
+                        Schedule::from_str(&text, &format!("{origin} cell {} schedule", row.id))
+                            .map_err(|e| bad(e.to_string()))?
+                    }
+                };
+                if chaos.name != row.chaos {
+                    return Err(bad(format!(
+                        "cell {}: chaos = \"{}\" but its schedule is named \"{}\"",
+                        row.id, row.chaos, chaos.name
+                    )));
+                }
                 Ok(Cell {
                     system: row.system,
                     strategy: row.strategy,
                     workload,
+                    chaos,
                 })
             })
             .collect::<Result<Vec<_>, PlanError>>()?;
@@ -340,6 +469,44 @@ mod tests {
     }
 
     #[test]
+    fn unsafe_strategies_run_only_on_redis_and_only_when_named() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("workloads");
+        let hot = Workload::from_file(&dir.join("hot-lock.toml")).unwrap();
+        let all = crate::system::ALL_SYSTEMS;
+        let plan =
+            Plan::expand("r", &all, std::slice::from_ref(&hot), &Overrides::default()).unwrap();
+        // The default comparison: four systems × herd and predecessor, nothing unsafe.
+        assert_eq!(plan.cells.len(), 8);
+        assert!(plan.cells.iter().all(|c| !c.strategy.is_unsafe()));
+
+        let named = Overrides {
+            strategies: Some(vec![Strategy::UnsafeDel]),
+            ..Overrides::default()
+        };
+        let plan = Plan::expand("r", &all, std::slice::from_ref(&hot), &named).unwrap();
+        let cells: Vec<String> = plan.cells.iter().map(|c| c.id().to_string()).collect();
+        assert_eq!(cells, ["redis-unsafe-del-hot-lock-c16"]);
+        assert_eq!(plan.skipped.len(), 3);
+        assert!(
+            plan.skipped[0].starts_with("zookeeper/unsafe-del: zookeeper offers herd, predecessor"),
+            "{:?}",
+            plan.skipped
+        );
+        let e = Plan::expand("r", &[System::Etcd], &[hot], &named)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("etcd/unsafe-del: etcd offers herd, predecessor, native"),
+            "{e}"
+        );
+        let del = Workload::from_file(&dir.join("broken-del.toml")).unwrap();
+        let plan = Plan::expand("r", &[System::Redis], &[del], &Overrides::default()).unwrap();
+        let back = Plan::from_toml(&plan.to_toml(), "plan.toml").unwrap();
+        let strategies: Vec<Strategy> = back.cells.iter().map(|c| c.strategy).collect();
+        assert_eq!(strategies, [Strategy::Herd, Strategy::UnsafeDel]);
+    }
+
+    #[test]
     fn clients_as_override_keeps_a_workloads_own_process_size_unless_given() {
         let per = |n| ClientsAs::Processes { per_process: n };
         let keep = ClientsOverride::Processes { per_process: None };
@@ -366,5 +533,142 @@ mod tests {
         assert_eq!(id.to_string(), "redis-herd-hot-lock-kill-leader-c16");
         let json = serde_json::to_string(&id).unwrap();
         assert_eq!(serde_json::from_str::<CellId>(&json).unwrap(), id);
+    }
+
+    fn schedule(name: &str) -> Schedule {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("chaos");
+        Schedule::from_file(&dir.join(format!("{name}.toml"))).unwrap()
+    }
+
+    fn hot_lock() -> Workload {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("workloads");
+        Workload::from_file(&dir.join("hot-lock.toml")).unwrap()
+    }
+
+    #[test]
+    fn chaos_is_a_coordinate_with_its_systems_sizes_and_expectations() {
+        use crate::check::Expect::{Safe, Unsafe};
+        let ov = Overrides {
+            schedules: [
+                "none",
+                "kill-leader",
+                "partition-even",
+                "redlock-restart-empty",
+            ]
+            .map(schedule)
+            .to_vec(),
+            seed: Some(42),
+            ..Overrides::default()
+        };
+        let all = crate::system::ALL_SYSTEMS;
+        let plan = Plan::expand("r", &all, &[hot_lock()], &ov).unwrap();
+        // none 4 × 2 + kill-leader 4 × 2 + partition-even (zookeeper, etcd) 2 × 2 +
+        // redlock-restart-empty (redlock) 1 × 2.
+        assert_eq!(plan.cells.len(), 22);
+        assert_eq!(
+            plan.skipped,
+            [
+                "zookeeper × redlock-restart-empty: the schedule applies to redlock only",
+                "etcd × redlock-restart-empty: the schedule applies to redlock only",
+                "redis × partition-even: the schedule applies to zookeeper, etcd only",
+                "redis × redlock-restart-empty: the schedule applies to redlock only",
+                "redlock × partition-even: the schedule applies to zookeeper, etcd only",
+            ]
+        );
+        let ids: Vec<String> = plan.cells.iter().map(|c| c.id().to_string()).collect();
+        // Calm cells keep the folder names they always had.
+        assert_eq!(ids[0], "zookeeper-herd-hot-lock-c16");
+        assert_eq!(ids[2], "zookeeper-herd-hot-lock-kill-leader-c16");
+        assert!(ids.contains(&"etcd-predecessor-hot-lock-partition-even-c16".to_string()));
+        assert!(ids.contains(&"redlock-herd-hot-lock-redlock-restart-empty-c16".to_string()));
+        let cell = |id: &str| {
+            plan.cells
+                .iter()
+                .find(|c| c.id().to_string() == id)
+                .unwrap()
+        };
+        // The schedule's expect overrides the workload's (hot-lock expects safe everywhere).
+        assert_eq!(cell("redis-herd-hot-lock-c16").expect(), Safe);
+        assert_eq!(cell("redis-herd-hot-lock-kill-leader-c16").expect(), Unsafe);
+        assert_eq!(cell("etcd-herd-hot-lock-kill-leader-c16").expect(), Safe);
+        assert_eq!(
+            cell("redlock-herd-hot-lock-redlock-restart-empty-c16").expect(),
+            Unsafe
+        );
+        // --seed reaches the schedules that draw.
+        assert!(
+            plan.cells
+                .iter()
+                .all(|c| c.chaos.seed == if c.chaos.is_calm() { 1 } else { 42 })
+        );
+        // One cluster per system and size, in plan order: the even split gets 4-node ones.
+        let groups: Vec<(System, usize, usize)> = plan
+            .by_cluster()
+            .iter()
+            .map(|g| (g.system, g.size, g.cells.len()))
+            .collect();
+        assert_eq!(
+            groups,
+            [
+                (System::Zookeeper, 3, 4),
+                (System::Zookeeper, 4, 2),
+                (System::Etcd, 3, 4),
+                (System::Etcd, 4, 2),
+                (System::Redis, 3, 4),
+                (System::Redlock, 5, 6),
+            ]
+        );
+
+        let text = plan.to_toml();
+        let back = Plan::from_toml(&text, "plan.toml").unwrap();
+        assert_eq!(back.cells.len(), 22);
+        for (a, b) in plan.cells.iter().zip(&back.cells) {
+            assert_eq!(a.id(), b.id());
+            assert_eq!(a.chaos, b.chaos, "{}", a.id());
+        }
+        // Calm cells store no schedule; each chaos cell stores its own.
+        assert_eq!(text.matches("[cells.schedule]").count(), 14, "{text}");
+        let e = Plan::from_toml(
+            &text.replacen("chaos = \"kill-leader\"", "chaos = \"bridge\"", 1),
+            "p.toml",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("chaos = \"bridge\" but its schedule is named \"kill-leader\""),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn schedules_that_cannot_go_together_are_refused_with_the_fix() {
+        let with = |names: &[&str], clients_as| Overrides {
+            schedules: names.iter().map(|n| schedule(n)).collect(),
+            clients_as,
+            ..Overrides::default()
+        };
+        let run = |ov: &Overrides| Plan::expand("r", &[System::Etcd], &[hot_lock()], ov);
+        let e = run(&with(&["bridge", "bridge"], None))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("two chaos schedules are named bridge"), "{e}");
+        let e = run(&with(&["pause-clients"], None))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("schedule pause-clients pauses client processes, but workload hot-lock")
+                && e.contains("--clients-as processes"),
+            "{e}"
+        );
+        let processes = Some(ClientsOverride::Processes { per_process: None });
+        let plan = run(&with(&["pause-clients"], processes)).unwrap();
+        assert_eq!(plan.cells.len(), 2);
+        let e = run(&with(&["redlock-restart-delayed"], None))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("nothing to run: no cell left after expansion (etcd × redlock-restart-delayed: the schedule applies to redlock only)"),
+            "{e}"
+        );
     }
 }

@@ -61,7 +61,8 @@ pub struct Facts {
     pub sizes_text: &'static str,
     /// The server image it runs on.
     pub image: ImageKind,
-    /// The waiting strategies its recipe offers.
+    /// The waiting strategies its recipe offers, the unsafe calibration ones (`unsafe-*`)
+    /// included: defaults never pick those, a workload or `--strategies` must name them.
     pub strategies: &'static [Strategy],
 }
 
@@ -96,7 +97,13 @@ pub const FACTS: [Facts; 4] = [
         sizes: &[1, 2, 3, 4, 5],
         sizes_text: "1 to 5 (one master plus replicas)",
         image: ImageKind::Redis,
-        strategies: &[Strategy::Herd, Strategy::Predecessor],
+        // The unsafe ones run only when named (a workload's `strategies`, `--strategies`).
+        strategies: &[
+            Strategy::Herd,
+            Strategy::Predecessor,
+            Strategy::UnsafeDel,
+            Strategy::UnsafeSetnxExpire,
+        ],
     },
     Facts {
         system: System::Redlock,
@@ -159,11 +166,12 @@ impl System {
         self.facts().strategies
     }
 
-    /// The strategies this system offers, as error messages list them.
+    /// The strategies this system offers, as error messages and help texts list them; the
+    /// unsafe ones are labelled "unsafe, for calibration".
     pub fn strategies_text(self) -> String {
         self.strategies()
             .iter()
-            .map(|s| s.name())
+            .map(|s| s.labelled())
             .collect::<Vec<_>>()
             .join(", ")
     }
@@ -253,6 +261,15 @@ mod tests {
         assert!(System::Etcd.strategies().contains(&Strategy::Native));
         assert!(!System::Redis.strategies().contains(&Strategy::Native));
         assert_eq!(System::Zookeeper.strategies_text(), "herd, predecessor");
+        assert_eq!(
+            System::Redis.strategies_text(),
+            "herd, predecessor, unsafe-del (unsafe, for calibration), \
+             unsafe-setnx-expire (unsafe, for calibration)"
+        );
+        // The unsafe designs are Redis's alone.
+        for f in FACTS.iter().filter(|f| f.system != System::Redis) {
+            assert!(f.strategies.iter().all(|s| !s.is_unsafe()), "{}", f.name);
+        }
         assert_eq!("zk".parse::<System>(), Ok(System::Zookeeper));
     }
 }

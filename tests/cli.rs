@@ -187,3 +187,31 @@ fn clients_as_flags_are_checked_and_the_worker_is_hidden() {
         "{stdout}"
     );
 }
+
+#[test]
+fn chaos_files_are_validated_before_docker_is_touched() {
+    let root = env!("CARGO_MANIFEST_DIR");
+    let (code, text) = run_offline("chaos-nope", &["--chaos", "nope.toml"]);
+    assert_eq!(code, 2, "{text}");
+    assert!(
+        text.contains("nope.toml: cannot read the chaos schedule file"),
+        "{text}"
+    );
+    let bad = std::env::temp_dir().join(format!("lockbench-cli-{}-bad.toml", std::process::id()));
+    std::fs::write(
+        &bad,
+        "[[faults]]\nkind = \"kill\"\ntarget = \"all\"\nstart = \"1s\"\n",
+    )
+    .unwrap();
+    let (code, text) = run_offline("chaos-bad", &["--chaos", bad.to_str().unwrap()]);
+    let _ = std::fs::remove_file(&bad);
+    assert_eq!(code, 2, "{text}");
+    assert!(
+        text.contains("field 'faults[0].target' = \"all\" is invalid: valid targets of kind \"kill\" are one, minority, majority, leader"),
+        "{text}"
+    );
+    let pause = format!("{root}/chaos/pause-clients.toml");
+    let (code, text) = run_offline("chaos-pause", &["--systems", "etcd", "--chaos", &pause]);
+    assert_eq!(code, 2, "{text}");
+    assert!(text.contains("add --clients-as processes"), "{text}");
+}

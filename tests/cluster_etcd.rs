@@ -1,5 +1,6 @@
 //! etcd cluster on real containers: readiness, a write and read through etcd-client, leader
-//! failover, a 1|2 partition (majority writes, the isolated member cannot), heal and catch-up.
+//! failover, a 1|2 partition (majority writes, the isolated member cannot), heal and catch-up,
+//! and the clients cut off from the isolated member with the majority.
 
 mod common;
 
@@ -7,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use etcd_client::{Client, ConnectOptions, GetOptions};
 use lockbench::System;
+use lockbench::chaos::partition::Grudge;
 
 async fn client(endpoints: &[String]) -> Client {
     let opts = ConnectOptions::new()
@@ -16,6 +18,22 @@ async fn client(endpoints: &[String]) -> Client {
     Client::connect(urls, Some(opts))
         .await
         .expect("connect to etcd")
+}
+
+/// One serializable read on `endpoint` over a fresh connection, within 3 s.
+async fn read_once(endpoint: &str) -> Result<(), String> {
+    let r = tokio::time::timeout(Duration::from_secs(3), async {
+        let opts = ConnectOptions::new().with_connect_timeout(Duration::from_secs(2));
+        let mut c = Client::connect([format!("http://{endpoint}")], Some(opts)).await?;
+        c.get("after-heal", Some(GetOptions::new().with_serializable()))
+            .await
+    })
+    .await;
+    match r {
+        Ok(Ok(_)) => Ok(()),
+        Ok(Err(e)) => Err(e.to_string()),
+        Err(_) => Err("no answer within 3 s".into()),
+    }
 }
 
 async fn put_with_deadline(
@@ -110,7 +128,25 @@ async fn cluster_serves_fails_over_partitions_and_tears_down() {
     assert!(res.is_err(), "the isolated member accepted a write");
 
     // Heal: the isolated member catches up (a local, serializable read there sees the value).
+    // The isolated side's put timed out, yet its forwarded proposal may still land once TCP
+    // retransmits it after the heal (an indeterminate write, as Jepsen calls it); so the value to
+    // catch up with is a fresh one the majority writes after the heal, not "majority".
     cluster.heal().await.unwrap();
+    let mut wrote_after_heal = false;
+    let t = Instant::now();
+    while t.elapsed() < Duration::from_secs(20) {
+        if put_with_deadline(&mut m, "after-heal", "healed", Duration::from_secs(2))
+            .await
+            .is_ok()
+        {
+            wrote_after_heal = true;
+            break;
+        }
+    }
+    assert!(
+        wrote_after_heal,
+        "the majority could not write after the heal"
+    );
     let t = Instant::now();
     let mut caught_up = false;
     let mut last = String::new();
@@ -120,12 +156,12 @@ async fn cluster_serves_fails_over_partitions_and_tears_down() {
         let r = tokio::time::timeout(Duration::from_secs(3), async {
             let opts = ConnectOptions::new().with_connect_timeout(Duration::from_secs(2));
             let mut c = Client::connect([format!("http://{iso_ep}")], Some(opts)).await?;
-            c.get("split", Some(GetOptions::new().with_serializable()))
+            c.get("after-heal", Some(GetOptions::new().with_serializable()))
                 .await
         })
         .await;
         match r {
-            Ok(Ok(r)) if r.kvs().first().map(|kv| kv.value()) == Some(b"majority".as_slice()) => {
+            Ok(Ok(r)) if r.kvs().first().map(|kv| kv.value()) == Some(b"healed".as_slice()) => {
                 caught_up = true;
                 break;
             }
@@ -154,5 +190,30 @@ async fn cluster_serves_fails_over_partitions_and_tears_down() {
         "etcd: isolated member caught up {:.2} s after heal",
         t.elapsed().as_secs_f64()
     );
+
+    // The same split with the clients on the majority's side: the isolated member no longer
+    // answers them (a fresh connection cannot even be made), the majority does; after the heal
+    // the isolated member answers again.
+    let known = names.iter().cloned().collect();
+    let grudge = Grudge::from_groups(&[vec![isolated.clone()], majority.clone()], &known)
+        .unwrap()
+        .with_clients_beside(&majority[0]);
+    cluster.partition_grudge(&grudge).await.unwrap();
+    let maj_ep = cluster.node(&majority[0]).unwrap().endpoint();
+    assert!(
+        read_once(&iso_ep).await.is_err(),
+        "the isolated member still answers clients cut off from it"
+    );
+    read_once(&maj_ep)
+        .await
+        .expect("the majority answers the clients on its side");
+    cluster.heal().await.unwrap();
+    let t = Instant::now();
+    let mut back = read_once(&iso_ep).await;
+    while back.is_err() && t.elapsed() < Duration::from_secs(20) {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        back = read_once(&iso_ep).await;
+    }
+    back.expect("the isolated member answers clients again after the heal");
     common::teardown_and_assert_gone(cluster).await;
 }

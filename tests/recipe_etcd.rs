@@ -80,6 +80,7 @@ fn expect(strategy: Strategy) -> Expect {
             requests: (2.0, 2.5),
             max_fallback_polls: 0,
         },
+        other => panic!("etcd offers no {other} strategy"),
     }
 }
 

@@ -53,6 +53,8 @@ async fn scenarios(s: &mut Scenarios, cluster: &Cluster) {
     let master_ep = vec![cluster.node(&leader).expect("master node").endpoint()];
 
     sc::all(s, &make, "redis", &master_ep, BANDS).await;
+    // The known-broken designs (unsafe, for calibration), beside the correct herd.
+    common::broken_scenarios::all(s, &make, &master_ep[0]).await;
 
     for ttl in [2, 10] {
         let cfg = config("/t/paused", Duration::from_secs(ttl), true);

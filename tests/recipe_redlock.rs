@@ -83,6 +83,12 @@ async fn scenarios(s: &mut Scenarios, cluster: &Cluster) {
     )
     .await;
     sc::run(s, "redlock/one_master_paused", one_master_paused(cluster)).await;
+    sc::run(
+        s,
+        "redlock/restart_empty_grants_twice_restart_delayed_does_not",
+        restart_empty_grants_twice_restart_delayed_does_not(cluster),
+    )
+    .await;
     // Last: it kills masters for good.
     sc::run(s, "redlock/minority_down", minority_down(cluster)).await;
 }
@@ -343,4 +349,110 @@ async fn redlock_recipe_on_five_real_masters() {
         std::panic::resume_unwind(panic);
     }
     s.finish();
+}
+
+/// True when the Redis server at `endpoint` answers a PING within a second.
+async fn answers(endpoint: &str) -> bool {
+    let Ok(client) = redis::Client::open(format!("redis://{endpoint}/")) else {
+        return false;
+    };
+    let cfg = redis::AsyncConnectionConfig::new()
+        .set_connection_timeout(Some(Duration::from_secs(1)))
+        .set_response_timeout(Some(Duration::from_secs(1)));
+    match client
+        .get_multiplexed_async_connection_with_config(&cfg)
+        .await
+    {
+        Ok(mut con) => redis::cmd("PING")
+            .query_async::<String>(&mut con)
+            .await
+            .is_ok(),
+        Err(_) => false,
+    }
+}
+
+/// Kleppmann's scenario, made certain: A holds the lock on exactly three masters (another
+/// value held the other two while it acquired, then went); one of A's three is killed and
+/// restarted at once without its data; B is then granted on that master and the two freed
+/// ones while A's lease is still valid: the lock is granted twice. Restarted only after A's
+/// TTL (what the Redlock spec prescribes), B cannot reach a majority before A's lease has
+/// ended.
+async fn restart_empty_grants_twice_restart_delayed_does_not(cluster: &Cluster) {
+    use lockbench::cluster::DataOnRestart;
+    let endpoints = cluster.endpoints();
+    let names: Vec<String> = cluster.servers().map(|n| n.name().to_string()).collect();
+    let ttl = Duration::from_secs(15);
+    for (delayed, key) in [(false, "restart-empty"), (true, "restart-delayed")] {
+        let cfg = config("/t/restart", ttl, false);
+        let a = connect(&endpoints, cfg.clone()).await;
+        let b = connect(&endpoints, cfg.clone()).await;
+        // Someone else holds the key on the last two masters, so A wins exactly three. (Pausing
+        // those two instead is racy: A's requests wait in their sockets and land on resume.)
+        let lock_key = format!("{}/{key}", cfg.prefix);
+        for e in &endpoints[3..] {
+            let mut set = redis::cmd("SET");
+            set.arg(&lock_key).arg("someone-else").arg("PX").arg(60_000);
+            sc::raw(e, &set).await;
+        }
+        let held = a
+            .acquire(key, Strategy::Herd, Instant::now() + Duration::from_secs(5))
+            .await
+            .expect("A acquires on the three free masters");
+        let valid_until = held.acquired_at + ttl - sc::drift(ttl);
+        // The other holder's keys go (as expiry would), and one of A's three masters dies.
+        for e in &endpoints[3..] {
+            sc::raw(e, redis::cmd("DEL").arg(&lock_key)).await;
+        }
+        cluster.kill(&names[0]).await.expect("kill");
+        if delayed {
+            // Down while A's lease runs: B finds only two free masters.
+            let early = b.acquire(key, Strategy::Herd, valid_until).await;
+            assert!(
+                early.is_err(),
+                "{key}: B was granted while A's lease was valid and a master was down"
+            );
+            tokio::time::sleep_until(valid_until.into()).await;
+        }
+        cluster
+            .restart(&names[0], DataOnRestart::Wipe)
+            .await
+            .expect("restart");
+        // The restarted master answers before B asks (a loaded machine restarts slowly).
+        let restarted = cluster.node(&names[0]).expect("node").endpoint();
+        let up = Instant::now();
+        while !answers(&restarted).await {
+            assert!(
+                up.elapsed() < Duration::from_secs(10),
+                "{key}: the restarted master never answered"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let granted = b
+            .acquire(key, Strategy::Herd, Instant::now() + Duration::from_secs(8))
+            .await;
+        let granted_at = Instant::now();
+        if delayed {
+            let lease = granted.expect("B acquires once A's lease is over");
+            assert!(
+                lease.acquired_at >= valid_until,
+                "{key}: granted before A's lease ended"
+            );
+            let _ = b.release(lease).await;
+        } else {
+            let lease = granted.expect("B acquires on the emptied master and the two resumed");
+            assert!(
+                granted_at < valid_until && !held.lost.is_lost(),
+                "{key}: B's grant came after A's lease ({:?} late)",
+                granted_at.checked_duration_since(valid_until)
+            );
+            println!(
+                "{key}: B granted while A held, {:?} before A's lease ended",
+                valid_until - granted_at
+            );
+            let _ = b.release(lease).await;
+        }
+        let _ = a.release(held).await;
+        a.crash().await;
+        b.crash().await;
+    }
 }

@@ -77,6 +77,13 @@ fn tiny_run_writes_every_file_and_herd_wakes_more() {
                 s.acquisitions
             );
             assert_eq!(s.timeouts, 0, "{system}/{strategy}");
+            let safety = s.safety.as_ref().expect("every cell carries a verdict");
+            assert_eq!(
+                safety.verdict,
+                lockbench::check::SafetyVerdict::Safe,
+                "{system}/{strategy}: {safety:#?}"
+            );
+            assert_eq!(safety.lost_updates, 0);
             assert!(s.errors.is_empty(), "{system}/{strategy}: {:?}", s.errors);
             assert!(s.acquire_latency_us.p99 >= s.acquire_latency_us.p50);
             wakeups.push(s.wakeups_per_acquisition.expect("wakeups recorded"));
@@ -92,6 +99,30 @@ fn tiny_run_writes_every_file_and_herd_wakes_more() {
             wakeups[1]
         );
     }
+
+    // The folder alone, with no Docker, gives back what the run wrote and printed.
+    let check = Command::new(env!("CARGO_BIN_EXE_lockbench"))
+        .arg("check")
+        .arg(&run)
+        .output()
+        .expect("run lockbench check");
+    let check_err = String::from_utf8_lossy(&check.stderr);
+    assert_eq!(check.status.code(), Some(0), "{check_err}");
+    assert!(
+        check_err.contains("4 cells; every stored summary matches"),
+        "{check_err}"
+    );
+    let table = |s: &str| {
+        s.lines()
+            .filter(|l| l.starts_with('|'))
+            .map(str::to_string)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        table(&String::from_utf8_lossy(&check.stdout)),
+        table(&stdout),
+        "check prints the table run printed"
+    );
     let _ = std::fs::remove_dir_all(&out);
 }
 

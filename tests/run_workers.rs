@@ -3,7 +3,9 @@
 //! progress; then one worker is stopped (SIGSTOP) right after its client's grant and resumed
 //! after more than the lease TTL: its lease is lost while the other clients go on acquiring,
 //! and nothing of the stopped client is stamped inside the pause (one clock, stamped at the
-//! source). Ctrl-C during a process-mode run leaves no worker behind.
+//! source). The protected register, kept by the runner, sees every critical section of both
+//! modes (read with the grant's token, write of that plus one, no update lost) and refuses the
+//! resumed holder as stale. Ctrl-C during a process-mode run leaves no worker behind.
 
 mod common;
 
@@ -95,6 +97,7 @@ where
         system,
         strategy: Strategy::Predecessor,
         workload: Workload::from_str(workload, name).expect("a valid test workload"),
+        chaos: lockbench::spec::Schedule::none(),
     };
     let dir = scratch(&format!("{system}-{name}"));
     let path = dir.join("history.jsonl");
@@ -139,6 +142,82 @@ fn shape(system: System, mode: &str, events: &[Event]) -> BTreeSet<String> {
         .iter()
         .map(|e| format!("{:?}/{:?}", e.op, e.kind))
         .collect()
+}
+
+/// Checks the register's side of a cell without faults: every grant is followed, in its
+/// client's events, by a read accepted with the grant's token and a write of the value read
+/// plus one, and each key's writes, in the order the register took them, count 1, 2, 3...
+/// Returns per-cycle (read − ok, write − hold end, release invoke − write) in µs.
+fn register_ok(system: System, mode: &str, events: &[Event]) -> Vec<(u64, i64, i64)> {
+    let mut gaps = Vec::new();
+    for (i, ok) in events
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| (e.op, e.kind) == (Op::Acquire, EventKind::Ok))
+    {
+        let mut next = events[i + 1..]
+            .iter()
+            .filter(|e| e.client() == ok.client() && e.op != Op::LeaseLost);
+        let (read, write, release) = (next.next(), next.next(), next.next());
+        let (Some(read), Some(write), Some(release)) = (read, write, release) else {
+            panic!("{system} {mode}: a cycle cut short after {ok:?}");
+        };
+        assert_eq!(
+            (
+                read.op,
+                read.kind,
+                read.token,
+                write.op,
+                write.kind,
+                write.token
+            ),
+            (
+                Op::Read,
+                EventKind::Ok,
+                ok.token,
+                Op::Write,
+                EventKind::Ok,
+                ok.token
+            ),
+            "{system} {mode}: after {ok:?}"
+        );
+        assert_eq!(write.value, read.value.map(|v| v + 1), "{system} {mode}");
+        assert_eq!((release.op, release.kind), (Op::Release, EventKind::Invoke));
+        let hold_end = ok.t_us + release.hold_us.unwrap();
+        gaps.push((
+            read.t_us - ok.t_us,
+            write.t_us as i64 - hold_end as i64,
+            release.t_us as i64 - write.t_us as i64,
+        ));
+    }
+    accepted_writes_count_up(system, mode, events);
+    assert_eq!(gaps.len(), grants(events).count());
+    gaps
+}
+
+/// Per key, the accepted writes in the order the register took them are 1, 2, 3...: no update
+/// lost.
+fn accepted_writes_count_up(system: System, mode: &str, events: &[Event]) {
+    let mut per_key: BTreeMap<&str, Vec<u64>> = BTreeMap::new();
+    for e in events
+        .iter()
+        .filter(|e| (e.op, e.kind) == (Op::Write, EventKind::Ok))
+    {
+        per_key.entry(&e.key).or_default().push(e.value.unwrap());
+    }
+    for (key, values) in per_key {
+        assert_eq!(
+            values,
+            (1..=values.len() as u64).collect::<Vec<_>>(),
+            "{system} {mode}: writes of {key}"
+        );
+    }
+}
+
+/// p50 and p99 of one column of [`register_ok`]'s gaps.
+fn p50_p99(mut v: Vec<i64>) -> (i64, i64) {
+    v.sort_unstable();
+    (v[v.len() / 2], v[(v.len() - 1) * 99 / 100])
 }
 
 fn grants(events: &[Event]) -> impl Iterator<Item = &Event> {
@@ -230,6 +309,23 @@ async fn both_modes_and_a_pause(system: System) {
         (0.25..=4.0).contains(&ratio),
         "{system}: {np} acquisitions as processes vs {nt} as tasks"
     );
+    // The register in the runner saw every critical section of both modes, and lost nothing.
+    for (mode, events) in [("tasks", &tasks), ("processes", &procs)] {
+        let gaps = register_ok(system, mode, events);
+        let holds: Vec<i64> = critical_sections(events)
+            .iter()
+            .filter_map(|s| s.released_us.map(|r| (r - s.acquired_us) as i64))
+            .collect();
+        eprintln!(
+            "{system} {mode}: {} cycles; hold (asked 2000 µs) p50/p99 {:?}; read − ok {:?}; \
+             write − hold end {:?}; release invoke − write {:?} (µs, p50/p99)",
+            gaps.len(),
+            p50_p99(holds),
+            p50_p99(gaps.iter().map(|g| g.0 as i64).collect()),
+            p50_p99(gaps.iter().map(|g| g.1).collect()),
+            p50_p99(gaps.iter().map(|g| g.2).collect()),
+        );
+    }
 
     // Stampede rounds across worker processes: a round opens only when every client of the
     // cell (in two processes) arrived, so no client starts round r + 1 before every client
@@ -290,14 +386,17 @@ async fn both_modes_and_a_pause(system: System) {
     let p = seen.lock().unwrap().expect("the pause happened");
     shape(system, "pause", &events);
     assert!(ran.stuck.is_empty(), "{system}: {ran:?}");
-    // The victim was stopped: nothing of it is stamped inside the pause (its clock did not
-    // stop: its first event after the pause carries a time after the resume).
+    // The victim was stopped: nothing it stamped itself falls inside the pause (its clock did
+    // not stop: its first event after the pause carries a time after the resume). The
+    // register's `read`/`write` events are stamped by the runner when a request arrives: one the
+    // worker sent just before SIGSTOP is served while it is stopped, as real storage would.
     let victim: Vec<&Event> = events
         .iter()
         .filter(|e| e.client() == Some(p.victim))
         .collect();
     let inside: Vec<_> = victim
         .iter()
+        .filter(|e| !matches!(e.op, Op::Read | Op::Write))
         .filter(|e| e.t_us > p.stopped_us && e.t_us < p.resumed_us)
         .collect();
     assert!(
@@ -358,6 +457,17 @@ async fn both_modes_and_a_pause(system: System) {
         held.lost_us.is_some() || release_lost,
         "{system}: the stopped holder was never told its lease was lost: {victim:?}"
     );
+    // The fenced register (the default) turned the resumed holder away: its successor had
+    // already reached it with a higher token. Nobody's update was lost.
+    let stale: Vec<&&Event> = victim
+        .iter()
+        .filter(|e| e.error_kind == Some(ErrorKind::Stale) && e.token == held.token)
+        .collect();
+    assert!(
+        !stale.is_empty(),
+        "{system}: the stopped holder's access was not refused: {victim:?}"
+    );
+    accepted_writes_count_up(system, "pause", &events);
     common::teardown_and_assert_gone(cluster).await;
 }
 
@@ -410,9 +520,17 @@ fn alive(pid: u32) -> bool {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn ctrl_c_leaves_no_worker_behind() {
+async fn ctrl_c_mid_fault_leaves_no_worker_and_no_container_behind() {
     let _turn = TURN.lock().await;
     let out = scratch("ctrl-c");
+    // Interrupted while a worker is stopped (SIGSTOP) and the cluster is split.
+    let chaos = out.join("stopped-and-split.toml");
+    std::fs::write(
+        &chaos,
+        "seed = 1\n[[faults]]\nkind = \"pause-client\"\ntarget = \"random\"\nstart = \"1s\"\nduration = \"60s\"\n\
+         [[faults]]\nkind = \"partition\"\nshape = \"halves\"\nstart = \"1s\"\nduration = \"60s\"\n",
+    )
+    .unwrap();
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_lockbench"))
         .args([
             "run",
@@ -423,11 +541,13 @@ async fn ctrl_c_leaves_no_worker_behind() {
             "--clients",
             "4",
             "--duration",
-            "30s",
+            "90s",
             "--clients-as",
             "processes",
-            "--out",
+            "--chaos",
         ])
+        .arg(&chaos)
+        .arg("--out")
         .arg(&out)
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
@@ -450,11 +570,35 @@ async fn ctrl_c_leaves_no_worker_behind() {
         );
         std::thread::sleep(Duration::from_millis(100));
     };
-    // Let the cell run a moment, then interrupt as Ctrl-C does.
-    std::thread::sleep(Duration::from_secs(1));
+    // Wait until one worker is stopped (state T in /proc): both faults are in effect; then
+    // interrupt as Ctrl-C does.
+    let stopped = |p: &u32| {
+        std::fs::read_to_string(format!("/proc/{p}/stat"))
+            .ok()
+            .and_then(|s| s.rsplit_once(") ").map(|(_, r)| r.starts_with('T')))
+            .unwrap_or(false)
+    };
+    while !workers.iter().any(stopped) {
+        assert!(
+            t.elapsed() < Duration::from_secs(150),
+            "no worker was stopped by the pause fault"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    std::thread::sleep(Duration::from_millis(500));
     let code = common::interrupt_and_wait(&mut child, "INT", "run");
     assert_eq!(code, Some(130));
     let left: Vec<u32> = workers.into_iter().filter(|&p| alive(p)).collect();
     assert!(left.is_empty(), "workers left after Ctrl-C: {left:?}");
+    // The tests of this file take turns, so any lockbench container now is this run's.
+    let ps = std::process::Command::new("docker")
+        .args(["ps", "-aq", "--filter", "label=lockbench.run"])
+        .output()
+        .unwrap();
+    assert!(
+        ps.stdout.is_empty(),
+        "containers left after Ctrl-C mid-fault: {}",
+        String::from_utf8_lossy(&ps.stdout)
+    );
     let _ = std::fs::remove_dir_all(&out);
 }

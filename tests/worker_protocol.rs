@@ -2,7 +2,8 @@
 //! shell scripts that speak the line protocol) show that the runner records what workers send,
 //! opens a stampede round only once every client of the cell arrived, tells workers to stop at
 //! the cell's acquisitions, pauses and resumes a worker as a whole, reports a worker that dies
-//! with its stderr, and kills and reaps every worker when it is dropped.
+//! with its stderr, and kills and reaps every worker when it is dropped; that the register
+//! lives in the runner and answers a worker's accesses, recording them itself.
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
@@ -12,6 +13,7 @@ use lockbench::System;
 use lockbench::cluster::ConnectInfo;
 use lockbench::history::{EventKind, Op, Recorder, read_history};
 use lockbench::recipe::{RecipeConfig, Strategy};
+use lockbench::resource::Register;
 use lockbench::runner::{WorkerError, WorkerPlan, WorkerState, WorkerTarget, Workers};
 use lockbench::spec::{ClientsAs, Workload};
 
@@ -50,6 +52,12 @@ fn plan(workload: &str, per_process: u32) -> WorkerPlan {
         strategy: Strategy::Predecessor,
         per_process,
     }
+}
+
+/// The cell's register as `run_clients` makes it: the workload's mode, recording into the
+/// cell's history.
+fn register(recorder: &Recorder, p: &WorkerPlan) -> Register {
+    Register::new(p.workload.resource, std::sync::Arc::new(recorder.handle()))
 }
 
 /// Reads the setup, says ready, waits for start; `$clients` holds its client ids.
@@ -117,7 +125,7 @@ echo '"done"'
     workers.start(recorder.clock()).await;
     let ran = tokio::time::timeout(
         Duration::from_secs(20),
-        workers.run(&recorder.handle(), &p.workload),
+        workers.run(&recorder.handle(), &p.workload, &register(&recorder, &p)),
     )
     .await
     .expect("the workers finish")
@@ -222,7 +230,7 @@ async fn a_worker_that_dies_is_an_error_showing_its_stderr() {
     workers.start(recorder.clock()).await;
     let e = tokio::time::timeout(
         Duration::from_secs(20),
-        workers.run(&recorder.handle(), &p.workload),
+        workers.run(&recorder.handle(), &p.workload, &register(&recorder, &p)),
     )
     .await
     .expect("an early end is an error, not a hang")
@@ -289,6 +297,7 @@ async fn the_mock_refuses_worker_processes_and_says_why() {
             "mock",
         )
         .unwrap(),
+        chaos: lockbench::spec::Schedule::none(),
     };
     let service = lockbench::recipe::mock::MockService::new(MockOptions::default());
     let e = run_clients(
@@ -344,7 +353,7 @@ async fn a_worker_left_stopped_past_the_cell_is_killed_and_its_clients_listed_st
     let t = std::time::Instant::now();
     let ran = tokio::time::timeout(
         Duration::from_secs(30),
-        workers.run(&recorder.handle(), &p.workload),
+        workers.run(&recorder.handle(), &p.workload, &register(&recorder, &p)),
     )
     .await
     .expect("the cell ends at its deadline")
@@ -360,5 +369,95 @@ async fn a_worker_left_stopped_past_the_cell_is_killed_and_its_clients_listed_st
     drop(workers);
     recorder.finish().await.unwrap();
     assert_eq!(read_history(&path).unwrap().len(), 1);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_runner_applies_and_answers_worker_accesses_and_records_them() {
+    let dir = scratch("access");
+    // Client 0 (token 5) reads, writes what it read plus one, reads again; client 1 with the
+    // superseded token 4 is then refused. Each reply is checked by the script, which gives up
+    // (exit 9, an error for the runner) on any surprise.
+    let exe = script(
+        &dir,
+        &format!(
+            r#"{HANDSHAKE}
+echo '{{"access":{{"id":0,"client":0,"key":"k","token":5,"op":"read"}}}}'
+read reply
+v=$(echo "$reply" | sed -n 's/.*"id":0,"result":{{"ok":\([0-9]*\)}}.*/\1/p')
+[ -n "$v" ] || {{ echo "bad reply to the read: $reply" >&2; exit 9; }}
+echo '{{"access":{{"id":1,"client":0,"key":"k","token":5,"op":"write","value":'$((v + 1))'}}}}'
+read reply
+case "$reply" in *'"id":1,"result":{{"ok":1}}'*) ;; *) echo "write: $reply" >&2; exit 9 ;; esac
+echo '{{"access":{{"id":2,"client":1,"key":"k","token":4,"op":"read"}}}}'
+read reply
+case "$reply" in *'"id":2,"result":{{"refused":{{"key":"k","token":4,"highest":5}}'*) ;; *) echo "stale: $reply" >&2; exit 9 ;; esac
+echo '"done"'
+"#
+        ),
+    );
+    let p = plan("clients = 2\nduration = \"30s\"\nresource = \"fenced\"", 2);
+    let mut workers = Workers::spawn(&target(exe), &p).await.expect("spawn");
+    let path = dir.join("history.jsonl");
+    let recorder = Recorder::create(&path).unwrap();
+    let register = register(&recorder, &p);
+    workers.start(recorder.clock()).await;
+    let ran = tokio::time::timeout(
+        Duration::from_secs(20),
+        workers.run(&recorder.handle(), &p.workload, &register),
+    )
+    .await
+    .expect("the worker finishes")
+    .expect("every reply was what the script expected");
+    assert!(ran.stuck.is_empty());
+    assert_eq!((register.value("k"), register.refused()), (1, 1));
+    drop(workers);
+    recorder.finish().await.unwrap();
+    // The register recorded the accesses on the runner's side, in the order they took effect.
+    let got: Vec<_> = read_history(&path)
+        .unwrap()
+        .into_iter()
+        .map(|e| (e.client(), e.op, e.kind, e.token, e.value))
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            (Some(0), Op::Read, EventKind::Ok, Some(5), Some(0)),
+            (Some(0), Op::Write, EventKind::Ok, Some(5), Some(1)),
+            (Some(1), Op::Read, EventKind::Fail, Some(4), None),
+        ]
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_access_for_a_client_the_worker_does_not_run_is_a_protocol_error() {
+    let dir = scratch("foreign");
+    let exe = script(
+        &dir,
+        &format!(
+            "{HANDSHAKE}\necho '{{\"access\":{{\"id\":0,\"client\":7,\"key\":\"k\",\"token\":1,\"op\":\"read\"}}}}'\nexec sleep 30\n"
+        ),
+    );
+    let p = plan("clients = 1\nduration = \"30s\"", 1);
+    let mut workers = Workers::spawn(&target(exe), &p).await.expect("spawn");
+    let recorder = Recorder::create(&dir.join("history.jsonl")).unwrap();
+    let register = register(&recorder, &p);
+    workers.start(recorder.clock()).await;
+    let e = tokio::time::timeout(
+        Duration::from_secs(20),
+        workers.run(&recorder.handle(), &p.workload, &register),
+    )
+    .await
+    .expect("refused at once")
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.contains("broke the protocol: an access by client 7"),
+        "{e}"
+    );
+    // Nothing was applied for it.
+    assert_eq!(register.refused(), 0);
+    drop(workers);
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -4,10 +4,27 @@
 //! Docker, exactly what `lockbench run` wrote.
 //!
 //! [`evaluate`] is the one entry point both use: statistics and every checker over one cell
-//! folder. Each checker lives in a file of its own and is listed in [`checkers`].
+//! folder. Each checker lives in a file of its own and is listed in [`checkers`]; [`faults`]
+//! then attributes their complete findings ([`Verdict::findings`]) to the nemesis' fault
+//! windows (the summary's `faults`).
 
+pub mod availability;
+mod evidence;
+pub mod expectation;
+pub mod faults;
+pub mod fencing;
 pub mod folder;
+pub mod lost_update;
+pub mod mutex;
+pub mod safety;
+#[cfg(test)]
+pub(crate) mod testkit;
 
+pub use evidence::{Evidence, EvidenceLog, Finding, MAX_EVIDENCE};
+pub use faults::FaultWindow;
+pub use safety::{Overlaps, Safety, SafetyVerdict, Violation};
+
+use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
@@ -51,13 +68,26 @@ impl fmt::Display for Validity {
     }
 }
 
-/// A pointer into the history: the events behind a finding, by their line in `history.jsonl`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Evidence {
-    /// What the events show, in a sentence naming clients, key, tokens and times.
-    pub what: String,
-    /// 1-based line numbers in `history.jsonl`.
-    pub lines: Vec<usize>,
+/// What a cell's verdict is expected to be: a known-unsafe design that shows its violations is
+/// a finding, not a failure (`expect` in workload files).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Expect {
+    /// The lock should hold: an unsafe verdict fails the run.
+    #[default]
+    Safe,
+    /// The design is known to break: an unsafe verdict is the expected finding.
+    Unsafe,
+}
+
+impl Expect {
+    /// The name used in files and reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Expect::Safe => "safe",
+            Expect::Unsafe => "unsafe",
+        }
+    }
 }
 
 /// One checker's judgement of one cell.
@@ -71,6 +101,13 @@ pub struct Verdict {
     pub summary: String,
     /// The first findings, each with the history lines to read.
     pub evidence: Vec<Evidence>,
+    /// What it counted, by name (complete, unlike `evidence`), for the cell's `safety`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub counts: BTreeMap<String, u64>,
+    /// Every finding, in time order (complete, unlike `evidence`), for the per-fault figures
+    /// ([`faults`]); not written, since it is recomputed from the history.
+    #[serde(skip)]
+    pub findings: Vec<Finding>,
 }
 
 /// A cell's history with each event's line number, as checkers read it.
@@ -88,6 +125,13 @@ impl History {
         let lines = (1..=events.len()).collect();
         History { events, lines }
     }
+
+    /// When the history ends: the cell's end, or its last event if that is later (or the
+    /// cell's end is not known).
+    pub fn end_us(&self, cell: &CellInfo) -> u64 {
+        let last = self.events.iter().map(|e| e.t_us).max().unwrap_or(0);
+        cell.end_us.map_or(last, |end| end.max(last))
+    }
 }
 
 /// Judges one property of a cell's history.
@@ -104,7 +148,12 @@ pub trait Checker: Send + Sync {
 
 /// Every checker the suite runs on a cell, in report order.
 pub fn checkers() -> Vec<Box<dyn Checker>> {
-    Vec::new()
+    vec![
+        Box::new(mutex::Mutex),
+        Box::new(lost_update::LostUpdate),
+        Box::new(fencing::Fencing),
+        Box::new(availability::Availability),
+    ]
 }
 
 /// Everything known about one finished cell: its parameters, statistics and verdicts.
@@ -148,11 +197,13 @@ pub fn evaluate(dir: &Path) -> Result<CellResult, CheckError> {
     Ok(evaluate_history(&history, info))
 }
 
-/// [`evaluate`] on a history in memory.
+/// [`evaluate`] on a history in memory: the summary's `safety` is filled from the verdicts.
 pub fn evaluate_history(history: &History, info: CellInfo) -> CellResult {
-    let analysis = stats::analyze(&history.events, &info);
+    let mut analysis = stats::analyze(&history.events, &info);
     let verdicts: Vec<Verdict> = checkers().iter().map(|c| c.check(history, &info)).collect();
     let validity = Validity::merge(verdicts.iter().map(|v| v.validity));
+    analysis.summary.safety = Some(Safety::of(&verdicts, validity, info.expect));
+    analysis.summary.faults = faults::fault_windows(history, &info, &verdicts);
     CellResult {
         info,
         analysis,
@@ -183,6 +234,178 @@ mod tests {
         assert!(
             e.contains("cell.json") && e.contains("lockbench run"),
             "{e}"
+        );
+    }
+
+    use crate::check::testkit::*;
+
+    fn safety(events: Vec<Event>) -> (CellResult, Safety) {
+        let r = evaluate_history(&History::new(events), cell(3));
+        let s = r
+            .analysis
+            .summary
+            .safety
+            .clone()
+            .expect("evaluate fills safety");
+        (r, s)
+    }
+
+    /// Client 0 (token 1) reads 0 and writes 1 from 10 to 90; client 1 (token 2) waits from 50,
+    /// is granted at 100, reads 1 and writes 2, releases at 160.
+    fn clean() -> Vec<Event> {
+        let mut h = section(0, 0, "k", 1, 0);
+        h.extend([
+            invoke(50, 1, "k"),
+            grant(100, 1, "k", 2, 1000),
+            read(110, 1, "k", 2, 1),
+            write(150, 1, "k", 2, 2),
+            release(160, 1, "k"),
+        ]);
+        h
+    }
+
+    #[test]
+    fn a_clean_history_is_safe() {
+        let (r, s) = safety(clean());
+        assert_eq!(r.validity, Validity::Valid);
+        assert!(
+            r.verdicts.iter().all(|v| v.validity == Validity::Valid),
+            "{:?}",
+            r.verdicts
+        );
+        assert_eq!((s.verdict, s.expected), (SafetyVerdict::Safe, Expect::Safe));
+        assert_eq!(s.overlaps, Overlaps::default());
+        assert_eq!(
+            (
+                s.lost_updates,
+                s.stale_accesses_rejected,
+                s.token_regressions,
+                s.stuck_locks
+            ),
+            (0, 0, 0, 0)
+        );
+        // Windows: client 0 [0, 10], client 1 [50, 100]; first grant 10 µs after the first invoke.
+        assert_eq!(
+            (s.max_unavailable_ms, s.first_acquisition_ms),
+            (0.05, Some(0.01))
+        );
+        assert!(s.violations.is_empty() && s.possible_violations.is_empty());
+        let names: Vec<&str> = r.verdicts.iter().map(|v| v.checker.as_str()).collect();
+        assert_eq!(names, ["mutex", "lost_update", "fencing", "availability"]);
+    }
+
+    #[test]
+    fn only_unknown_overlaps_make_the_cell_unknown() {
+        // Client 2's acquisition, invoked at 20 while client 0 holds, ends unknown at 40.
+        let mut h = clean();
+        h.extend([invoke(20, 2, "k"), info(40, 2, "k")]);
+        let (r, s) = safety(h);
+        assert_eq!(
+            (r.validity, s.verdict),
+            (Validity::Unknown, SafetyVerdict::Unknown)
+        );
+        assert_eq!(
+            s.overlaps,
+            Overlaps {
+                unknown: 1,
+                ..Overlaps::default()
+            }
+        );
+        assert!(s.violations.is_empty());
+        assert_eq!(s.possible_violations.len(), 1);
+        let p = &s.possible_violations[0];
+        assert_eq!(
+            (p.checker.as_str(), p.class.as_deref(), &p.clients[..]),
+            ("mutex", Some("unknown"), &[0, 2][..])
+        );
+        // Lines of client 0's grant (2) and release (5), client 2's invoke (11) and info (12).
+        assert_eq!(p.lines, [2, 5, 11, 12]);
+    }
+
+    /// Unfenced and granted twice: client 1 is granted at 30 inside client 0's hold, both read
+    /// 0 and write 1; the register ends at 1 after two writes.
+    fn granted_twice() -> Vec<Event> {
+        vec![
+            invoke(0, 0, "k"),
+            grant(10, 0, "k", 1, 1000),
+            read(20, 0, "k", 1, 0),
+            invoke(25, 1, "k"),
+            grant(30, 1, "k", 2, 1000),
+            read(35, 1, "k", 2, 0),
+            write(40, 1, "k", 2, 1),
+            release(45, 1, "k"),
+            write(80, 0, "k", 1, 1),
+            release(90, 0, "k"),
+        ]
+    }
+
+    #[test]
+    fn a_double_grant_with_a_lost_update_is_unsafe_whatever_the_file_order() {
+        let (r, s) = safety(granted_twice());
+        assert_eq!(s.verdict, SafetyVerdict::Unsafe);
+        assert_eq!(
+            s.overlaps,
+            Overlaps {
+                granted_twice: 1,
+                ..Overlaps::default()
+            }
+        );
+        assert_eq!((s.lost_updates, s.token_regressions), (1, 0));
+        // The overlap (at 10 µs) comes before the second write of 1 (at 80 µs).
+        let classes: Vec<_> = s
+            .violations
+            .iter()
+            .map(|v| (v.checker.as_str(), v.class.as_deref()))
+            .collect();
+        assert_eq!(
+            classes,
+            [
+                ("mutex", Some("granted_twice")),
+                ("lost_update", Some("lost_update"))
+            ]
+        );
+        assert_eq!(s.violations[1].lines, [3, 6, 7, 9]);
+
+        let mut reversed = granted_twice();
+        reversed.reverse();
+        let (back, t) = safety(reversed);
+        assert_eq!(back.validity, r.validity);
+        for (a, b) in r.verdicts.iter().zip(&back.verdicts) {
+            assert_eq!(
+                (a.validity, &a.counts),
+                (b.validity, &b.counts),
+                "{}",
+                a.checker
+            );
+        }
+        assert_eq!(t.overlaps, s.overlaps);
+        // The same events, at mirrored lines: line n of 10 is line 11 - n reversed.
+        let mirrored: Vec<usize> = s.violations[1].lines.iter().rev().map(|l| 11 - l).collect();
+        assert_eq!(t.violations[1].lines, mirrored);
+        assert_eq!(t.violations[1].t_us, s.violations[1].t_us);
+    }
+
+    #[test]
+    fn safety_is_in_summary_json_and_reads_back_equal() {
+        let (r, _) = safety(granted_twice());
+        let json = serde_json::to_value(&r.analysis.summary).unwrap();
+        assert_eq!(json["schema_version"], 4);
+        assert_eq!(json["safety"]["verdict"], "unsafe");
+        assert_eq!(json["safety"]["expected"], "safe");
+        assert_eq!(json["safety"]["overlaps"]["granted_twice"], 1);
+        assert_eq!(
+            json["safety"]["violations"][0]["tokens"],
+            serde_json::json!([1, 2])
+        );
+        let back: stats::CellSummary = serde_json::from_value(json).unwrap();
+        assert_eq!(back, r.analysis.summary, "lockbench check compares these");
+        // Statistics alone leave it out.
+        let plain = stats::analyze(&granted_twice(), &cell(3)).summary;
+        assert!(
+            serde_json::to_value(&plain)
+                .unwrap()
+                .get("safety")
+                .is_none()
         );
     }
 }

@@ -320,7 +320,8 @@ impl Cluster {
     pub async fn kill(&self, node: &str) -> Result<(), ClusterError> {
         self.node(node)?.kill(&self.docker).await
     }
-    /// Starts a killed node again, keeping or wiping its data directory.
+    /// Starts a killed node again, keeping or wiping its data directory (a running node is left
+    /// as it is).
     pub async fn restart(&self, node: &str, data: DataOnRestart) -> Result<(), ClusterError> {
         self.node(node)?.restart(&self.docker, data).await
     }
@@ -328,7 +329,7 @@ impl Cluster {
     pub async fn pause(&self, node: &str) -> Result<(), ClusterError> {
         self.node(node)?.pause().await
     }
-    /// Thaws a paused node.
+    /// Thaws a paused node (a running node is left as it is).
     pub async fn resume(&self, node: &str) -> Result<(), ClusterError> {
         self.node(node)?.resume().await
     }

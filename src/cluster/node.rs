@@ -206,6 +206,27 @@ impl Node {
         docker: &Docker,
         network: &str,
     ) -> Result<Option<String>, ClusterError> {
+        self.network_address(docker, network, |n| n.ip_address)
+            .await
+    }
+
+    /// The gateway of `network` as this node sees it: where traffic from the host's published
+    /// ports comes from.
+    pub async fn network_gateway(
+        &self,
+        docker: &Docker,
+        network: &str,
+    ) -> Result<Option<String>, ClusterError> {
+        self.network_address(docker, network, |n| n.gateway).await
+    }
+
+    /// One address of this node's settings on `network` (inspected now), if set.
+    async fn network_address(
+        &self,
+        docker: &Docker,
+        network: &str,
+        field: impl FnOnce(testcontainers::bollard::models::EndpointSettings) -> Option<String>,
+    ) -> Result<Option<String>, ClusterError> {
         let info = with_deadline(
             docker.inspect_container(self.container.id(), None::<InspectContainerOptions>),
         )
@@ -214,7 +235,7 @@ impl Node {
             .network_settings
             .and_then(|n| n.networks)
             .and_then(|mut m| m.remove(network))
-            .and_then(|n| n.ip_address)
+            .and_then(field)
             .filter(|ip| !ip.is_empty()))
     }
 
@@ -249,17 +270,23 @@ impl Node {
     }
 
     /// Starts a killed node again; with [`DataOnRestart::Wipe`] its data directory is emptied.
+    /// A running node is left as it is (an undo may be repeated); a paused one is an error.
     pub(crate) async fn restart(
         &self,
         docker: &Docker,
         data: DataOnRestart,
     ) -> Result<(), ClusterError> {
-        if self.state() != NodeState::Killed {
-            return Err(ClusterError::BadState {
-                node: self.name.clone(),
-                state: self.state(),
-                wanted: "killed",
-            });
+        match self.state() {
+            NodeState::Killed => {}
+            // Already up (its kill failed, or this undo runs twice): nothing to restart.
+            NodeState::Running => return Ok(()),
+            NodeState::Paused => {
+                return Err(ClusterError::BadState {
+                    node: self.name.clone(),
+                    state: self.state(),
+                    wanted: "killed",
+                });
+            }
         }
         if data == DataOnRestart::Wipe {
             // The entrypoint empties /data when it finds this marker.
@@ -304,7 +331,11 @@ impl Node {
     }
 
     /// Thaws a paused node, applying a heal that arrived while it was frozen.
+    /// A running node is left as it is (an undo may be repeated); a killed one is an error.
     pub(crate) async fn resume(&self) -> Result<(), ClusterError> {
+        if self.state() == NodeState::Running {
+            return Ok(());
+        }
         self.expect_state(NodeState::Paused, "paused")?;
         self.resume_container().await?;
         let pending = std::mem::take(&mut *self.heal_pending.lock().expect("heal lock"));

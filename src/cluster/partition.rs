@@ -1,12 +1,13 @@
 //! Network partitions between groups of nodes, made with iptables DROP rules inside the
 //! containers (a `LOCKBENCH` chain hooked into INPUT and OUTPUT), so any split is possible,
-//! even ones (2|2) that leave no side with a majority. Which node drops whom is worked out by
-//! [`crate::chaos::partition`]; this file only turns it into rules.
+//! even ones (2|2) that leave no side with a majority, and shapes that are no groups at all
+//! (a majorities ring). Which node drops whom is worked out by [`crate::chaos::partition`] as a
+//! [`Grudge`]; this file only turns it into rules.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::{Cluster, ClusterError, NodeState};
-use crate::chaos::partition::blocked_peers;
+use crate::chaos::partition::{CLIENTS, Grudge};
 
 /// Picks the iptables flavour that works in this kernel, then makes sure our chain is hooked.
 const PREAMBLE: &str = r#"set -e
@@ -26,14 +27,41 @@ impl Cluster {
     /// Every named node must be running. Partitions add up until [`Cluster::heal`].
     pub async fn partition(&self, groups: &[Vec<String>]) -> Result<(), ClusterError> {
         let known: BTreeSet<String> = self.nodes.iter().map(|n| n.name.clone()).collect();
-        let plan = blocked_peers(groups, &known)?;
+        self.partition_grudge(&Grudge::from_groups(groups, &known)?)
+            .await
+    }
+
+    /// Cuts every link `grudge` names: each node with a grudge drops its peers' traffic both
+    /// ways. Every node with a grudge must be running. Cuts add up until [`Cluster::heal`].
+    pub async fn partition_grudge(&self, grudge: &Grudge) -> Result<(), ClusterError> {
+        let plan = grudge.blocked();
+        for name in plan.keys().chain(plan.values().flatten()) {
+            if name != CLIENTS {
+                self.node(name)?;
+            }
+        }
         let mut ips = BTreeMap::new();
         for n in &self.nodes {
             if let Some(ip) = n.network_ip(&self.docker, &self.network).await? {
                 ips.insert(n.name.clone(), ip);
             }
         }
-        for (name, peers) in &plan {
+        if plan.contains_key(CLIENTS) {
+            // Clients reach the servers through the host's published ports: inside a container
+            // their traffic comes from (and goes to) the network's gateway.
+            let gateway = self.nodes[0]
+                .network_gateway(&self.docker, &self.network)
+                .await?;
+            let Some(gateway) = gateway else {
+                return Err(ClusterError::BadPartition(format!(
+                    "network {} has no gateway to cut the clients off at",
+                    self.network
+                )));
+            };
+            ips.insert(CLIENTS.to_string(), gateway);
+        }
+        // The clients are no container: only the servers get rules (both ways).
+        for (name, peers) in plan.iter().filter(|(n, _)| *n != CLIENTS) {
             let node = self.node(name)?;
             if node.state() != NodeState::Running {
                 return Err(ClusterError::BadState {

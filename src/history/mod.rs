@@ -89,6 +89,13 @@ pub enum ErrorKind {
     Unsupported,
     /// The server refused the request.
     Server,
+    /// The fenced resource refused an access whose fencing token is lower than one it had
+    /// already seen (a `read` or `write` with `fail`).
+    Stale,
+    /// An acquisition whose request went unanswered, then withdrawn: the client gave back
+    /// everything the attempt may have created (etcd: revoked its lease) and the server confirmed
+    /// it, so the outcome is known after all: this client does not hold the lock.
+    Withdrawn,
 }
 
 impl ErrorKind {
@@ -100,6 +107,8 @@ impl ErrorKind {
             ErrorKind::Lost => "lost",
             ErrorKind::Unsupported => "unsupported",
             ErrorKind::Server => "server",
+            ErrorKind::Stale => "stale",
+            ErrorKind::Withdrawn => "withdrawn",
         }
     }
 }
@@ -130,6 +139,21 @@ pub enum Op {
     LeaseLost,
     /// A nemesis fault starting (`invoke`) or ending (`ok`), with `fault` and `targets`.
     Fault,
+    /// A critical section read the protected register of `key` (a single event written by the
+    /// resource: `ok` with the `value` read and the `token` shown, or `fail` when the fenced
+    /// resource refused a stale token).
+    Read,
+    /// A critical section wrote `value` to the protected register of `key` (a single event, as
+    /// `read`).
+    Write,
+}
+
+impl Op {
+    /// True for ops recorded as one event with no `invoke` (`lease_lost`, `read`, `write`):
+    /// they are facts, not operations to pair.
+    pub fn is_single(self) -> bool {
+        matches!(self, Op::LeaseLost | Op::Read | Op::Write)
+    }
 }
 
 /// One line of `history.jsonl`.
@@ -182,6 +206,9 @@ pub struct Event {
     /// Lease TTL of a granted lease, in milliseconds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ttl_ms: Option<u64>,
+    /// `read`: the register's value read; `write`: the value written (accepted or refused).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<u64>,
     /// Why a `fail` or `info` happened, in words ([`TIMEOUT_ERROR`] for an acquire deadline).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
@@ -221,6 +248,7 @@ impl Event {
             hold_us: None,
             think_us: None,
             ttl_ms: None,
+            value: None,
             error: None,
             error_kind: None,
             fault: None,

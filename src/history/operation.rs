@@ -44,13 +44,14 @@ pub fn in_time_order(events: &[Event]) -> Vec<usize> {
 }
 
 /// Pairs every `invoke` with the next outcome (in time) of the same process and op.
-/// `lease_lost` events are single events, not operations, and are left out.
+/// Single events (`lease_lost`, `read`, `write`: [`Op::is_single`]) are not operations and are
+/// left out.
 pub fn operations(events: &[Event]) -> Operations {
     let mut open: HashMap<(Process, Op), usize> = HashMap::new();
     let mut out = Operations::default();
     for i in in_time_order(events) {
         let e = &events[i];
-        if e.op == Op::LeaseLost {
+        if e.op.is_single() {
             continue;
         }
         if e.kind == EventKind::Invoke {

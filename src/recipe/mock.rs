@@ -8,7 +8,7 @@
 //! a checker can be shown to find violations that are known to be there ([`MockService::planted`]
 //! counts them). A crashed client's locks are freed at once (the mock has no TTL).
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -44,6 +44,17 @@ struct Inner {
     acquisitions: AtomicU64,
     planted: AtomicU64,
     next_id: AtomicU64,
+    faults: Mutex<MockFaults>,
+}
+
+/// What faults did to the mock's three pretend servers (the lock itself is unaffected: the
+/// mock drives the nemesis and the runner's healing, not a system's behaviour under faults).
+#[derive(Debug, Default)]
+struct MockFaults {
+    log: Vec<String>,
+    killed: BTreeSet<String>,
+    paused: BTreeSet<String>,
+    partitioned: bool,
 }
 
 struct KeyState {
@@ -87,10 +98,29 @@ impl MockService {
         }
     }
 
-    /// Grants the unsafe mode made while another client held the same key: the violations a
-    /// checker must find.
+    /// Overlapping pairs the unsafe mode made (a grant while k others held the key counts k):
+    /// the violations a checker must find.
     pub fn planted(&self) -> u64 {
         self.inner.planted.load(Ordering::Relaxed)
+    }
+
+    /// Every fault call the nemesis made on this service, in order (`kill mock2`, `heal`, ...).
+    pub fn fault_log(&self) -> Vec<String> {
+        self.inner.faults.locked().log.clone()
+    }
+
+    /// Pretend servers killed or paused and not yet restarted or resumed, and whether a
+    /// partition is in effect: what a heal left undone.
+    pub fn faults_left(&self) -> (Vec<String>, bool) {
+        let f = self.inner.faults.locked();
+        let down = f.killed.iter().chain(&f.paused).cloned().collect();
+        (down, f.partitioned)
+    }
+
+    fn fault(&self, call: String, change: impl FnOnce(&mut MockFaults)) {
+        let mut f = self.inner.faults.locked();
+        change(&mut f);
+        f.log.push(call);
     }
 
     fn state(&self) -> MutexGuard<'_, HashMap<String, KeyState>> {
@@ -120,9 +150,10 @@ impl MockService {
 
     /// Grants `key` to `id` and returns the token.
     fn grant(&self, k: &mut KeyState, id: u64) -> u64 {
-        if !k.holders.is_empty() {
-            self.inner.planted.fetch_add(1, Ordering::Relaxed);
-        }
+        // One planted overlap per holder the new grant joins: a checker counts pairs.
+        self.inner
+            .planted
+            .fetch_add(k.holders.len() as u64, Ordering::Relaxed);
         k.holders.push(id);
         k.fence += 1;
         k.fence
@@ -279,7 +310,7 @@ impl Recipe for MockRecipe {
         match strategy {
             Strategy::Herd => self.herd(key, deadline, tally).await,
             Strategy::Predecessor => self.queue(key, deadline, tally).await,
-            Strategy::Native => Err(LockError::Unsupported {
+            _ => Err(LockError::Unsupported {
                 system: self.system(),
                 strategy,
                 valid: "herd, predecessor".into(),
@@ -307,6 +338,67 @@ impl Recipe for MockRecipe {
         for (key, id) in held {
             self.service.free(&key, id);
         }
+    }
+}
+
+/// The mock's pretend servers: `mock1`..`mock3`, `mock1` leading while it is up.
+impl crate::chaos::Faultable for MockService {
+    fn servers(&self) -> Vec<String> {
+        (1..=3).map(|i| format!("mock{i}")).collect()
+    }
+    async fn leader(&self) -> Result<Option<String>, crate::cluster::ClusterError> {
+        let f = self.inner.faults.locked();
+        Ok(self
+            .servers()
+            .into_iter()
+            .find(|n| !f.killed.contains(n) && !f.paused.contains(n)))
+    }
+    async fn kill(&self, node: &str) -> Result<(), crate::cluster::ClusterError> {
+        self.fault(format!("kill {node}"), |f| {
+            f.killed.insert(node.to_string());
+        });
+        Ok(())
+    }
+    async fn restart(
+        &self,
+        node: &str,
+        _data: crate::cluster::DataOnRestart,
+    ) -> Result<(), crate::cluster::ClusterError> {
+        self.fault(format!("restart {node}"), |f| {
+            f.killed.remove(node);
+        });
+        Ok(())
+    }
+    async fn pause(&self, node: &str) -> Result<(), crate::cluster::ClusterError> {
+        self.fault(format!("pause {node}"), |f| {
+            f.paused.insert(node.to_string());
+        });
+        Ok(())
+    }
+    async fn resume(&self, node: &str) -> Result<(), crate::cluster::ClusterError> {
+        self.fault(format!("resume {node}"), |f| {
+            f.paused.remove(node);
+        });
+        Ok(())
+    }
+    async fn partition(
+        &self,
+        grudge: &crate::chaos::Grudge,
+    ) -> Result<(), crate::cluster::ClusterError> {
+        self.fault(format!("partition {}", grudge.nodes().join(",")), |f| {
+            f.partitioned = true
+        });
+        Ok(())
+    }
+    async fn heal(&self) -> Result<(), crate::cluster::ClusterError> {
+        self.fault("heal".into(), |f| f.partitioned = false);
+        Ok(())
+    }
+    fn clock(
+        &self,
+        _node: &str,
+    ) -> Result<crate::chaos::ClockAccess, crate::cluster::ClusterError> {
+        Ok(crate::chaos::ClockAccess::Monotonic)
     }
 }
 

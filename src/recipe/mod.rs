@@ -1,5 +1,7 @@
 //! Lock recipes: how a client takes and gives back a lock on each system, under the two waiting
-//! strategies the suite compares (and etcd's server-side lock as a third).
+//! strategies the suite compares (and etcd's server-side lock as a third). Redis also offers two
+//! textbook mistakes as `unsafe-*` strategies, for calibrating the safety checkers: they run only
+//! when named, never in the default comparison.
 //!
 //! One recipe value is one client: one ZooKeeper session, one etcd lease, one Redis connection
 //! set. Contention is many recipe values on the same key. Both strategies of a system live side
@@ -44,10 +46,32 @@ pub enum Strategy {
     Predecessor,
     /// etcd only: the server-side `Lock`/`Unlock` RPC (the v3lock service).
     Native,
+    /// Redis only; unsafe, for calibration. The herd's acquire, but the release is a plain
+    /// `DEL key` with no owner check: a holder whose key expired deletes the next holder's key,
+    /// and a third client is granted the lock while the second still holds it.
+    #[serde(rename = "unsafe-del")]
+    UnsafeDel,
+    /// Redis only; unsafe, for calibration. `SETNX key value`, then `PEXPIRE key ttl` as a second
+    /// command (herd waiting, owner-checked release): a client that dies between the two leaves a
+    /// key with no TTL that nobody ever deletes (see `RecipeConfig::crash_between_steps_every`).
+    #[serde(rename = "unsafe-setnx-expire")]
+    UnsafeSetnxExpire,
 }
 
-/// The two strategies every system offers.
+/// The two strategies every system offers, and the only ones a workload runs by default.
 pub const BOTH_STRATEGIES: [Strategy; 2] = [Strategy::Herd, Strategy::Predecessor];
+
+/// Every strategy, in the order help texts list them.
+pub const ALL_STRATEGIES: [Strategy; 5] = [
+    Strategy::Herd,
+    Strategy::Predecessor,
+    Strategy::Native,
+    Strategy::UnsafeDel,
+    Strategy::UnsafeSetnxExpire,
+];
+
+/// How help texts and error messages label the unsafe strategies.
+pub const UNSAFE_LABEL: &str = "unsafe, for calibration";
 
 impl Strategy {
     /// The name used in files, flags and result folders.
@@ -56,6 +80,23 @@ impl Strategy {
             Strategy::Herd => "herd",
             Strategy::Predecessor => "predecessor",
             Strategy::Native => "native",
+            Strategy::UnsafeDel => "unsafe-del",
+            Strategy::UnsafeSetnxExpire => "unsafe-setnx-expire",
+        }
+    }
+
+    /// True for the known-broken designs (`unsafe-*`): offered to calibrate the checkers, never
+    /// part of the default comparison.
+    pub fn is_unsafe(self) -> bool {
+        matches!(self, Strategy::UnsafeDel | Strategy::UnsafeSetnxExpire)
+    }
+
+    /// The name as help texts list it: unsafe ones carry [`UNSAFE_LABEL`].
+    pub fn labelled(self) -> String {
+        if self.is_unsafe() {
+            format!("{} ({UNSAFE_LABEL})", self.name())
+        } else {
+            self.name().to_string()
         }
     }
 }
@@ -69,14 +110,16 @@ impl fmt::Display for Strategy {
 impl FromStr for Strategy {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s.trim().to_ascii_lowercase().as_str() {
-            "herd" => Ok(Strategy::Herd),
-            "predecessor" => Ok(Strategy::Predecessor),
-            "native" => Ok(Strategy::Native),
-            _ => Err(format!(
-                "unknown strategy '{s}': valid strategies are herd, predecessor, native (etcd only)"
-            )),
-        }
+        let wanted = s.trim().to_ascii_lowercase();
+        ALL_STRATEGIES
+            .into_iter()
+            .find(|st| st.name() == wanted)
+            .ok_or_else(|| {
+                format!(
+                    "unknown strategy '{s}': valid strategies are herd, predecessor, native (etcd \
+                     only), unsafe-del and unsafe-setnx-expire (redis only; {UNSAFE_LABEL})"
+                )
+            })
     }
 }
 
@@ -222,6 +265,12 @@ pub enum LockError {
     /// The server refused the request.
     #[error("server error: {0}")]
     Server(String),
+    /// A request's outcome was unknown (as [`LockError::Connection`]), then the attempt gave
+    /// back everything it may have created and the server confirmed the give-back, or nothing
+    /// that could hold the lock was ever written: this client certainly does not hold the lock,
+    /// now or later. A definite failure, not an unknown one.
+    #[error("withdrawn from '{key}': {why}")]
+    Withdrawn { key: String, why: String },
 }
 
 impl LockError {
@@ -247,6 +296,14 @@ pub struct RecipeConfig {
     /// Upper bound between two checks of a herd waiter that heard nothing (guards against a lost
     /// notification; not the wake-up path).
     pub fallback_poll: Duration,
+    /// Simulated client crashes for acquisitions made of more than one step: every N-th
+    /// acquisition of each client (recipe value) dies between its steps, as a process killed
+    /// there would, and returns [`LockError::Connection`] (an unknown outcome) with whatever the
+    /// first step left on the server. 0 = never. Only `unsafe-setnx-expire` has such a gap
+    /// (between `SETNX` and `PEXPIRE`); every other recipe takes the lock in one atomic step
+    /// and ignores this.
+    #[serde(default)]
+    pub crash_between_steps_every: u32,
 }
 
 impl Default for RecipeConfig {
@@ -257,6 +314,7 @@ impl Default for RecipeConfig {
             request_timeout: Duration::from_secs(2),
             prefix: "/lockbench".to_string(),
             fallback_poll: Duration::from_millis(500),
+            crash_between_steps_every: 0,
         }
     }
 }
@@ -331,11 +389,16 @@ pub fn check_strategy(system: System, strategy: Strategy) -> Result<(), LockErro
     if system.strategies().contains(&strategy) {
         Ok(())
     } else {
-        Err(LockError::Unsupported {
-            system,
-            strategy,
-            valid: system.strategies_text(),
-        })
+        Err(unsupported(system, strategy))
+    }
+}
+
+/// The error for a strategy `system` does not offer, listing the ones it does.
+pub(crate) fn unsupported(system: System, strategy: Strategy) -> LockError {
+    LockError::Unsupported {
+        system,
+        strategy,
+        valid: system.strategies_text(),
     }
 }
 
@@ -354,6 +417,59 @@ mod tests {
         );
         let e = check_strategy(System::Redis, Strategy::Native).unwrap_err();
         assert!(e.to_string().contains("herd, predecessor"));
+    }
+
+    #[test]
+    fn unsafe_strategies_are_named_labelled_and_redis_only() {
+        for (text, st) in [
+            ("unsafe-del", Strategy::UnsafeDel),
+            ("UNSAFE-SETNX-EXPIRE", Strategy::UnsafeSetnxExpire),
+        ] {
+            assert_eq!(text.parse::<Strategy>(), Ok(st));
+            assert!(st.is_unsafe() && st.name().starts_with("unsafe-"));
+            assert_eq!(
+                st.labelled(),
+                format!("{} (unsafe, for calibration)", st.name())
+            );
+            // Files and cell.json spell it as flags do.
+            assert_eq!(
+                serde_json::to_string(&st).unwrap(),
+                format!("\"{}\"", st.name())
+            );
+            assert_eq!(
+                serde_json::from_str::<Strategy>(&format!("\"{}\"", st.name())).unwrap(),
+                st
+            );
+            assert!(check_strategy(System::Redis, st).is_ok());
+            for other in [System::Zookeeper, System::Etcd, System::Redlock] {
+                let e = check_strategy(other, st).unwrap_err().to_string();
+                assert!(e.contains(&format!("no '{}' strategy", st.name())), "{e}");
+            }
+        }
+        assert!(BOTH_STRATEGIES.iter().all(|s| !s.is_unsafe()));
+        assert!(!Strategy::Native.is_unsafe());
+        assert!(
+            "unsafe".parse::<Strategy>().unwrap_err().contains(
+                "unsafe-del and unsafe-setnx-expire (redis only; unsafe, for calibration)"
+            )
+        );
+    }
+
+    #[test]
+    fn crash_setting_travels_to_workers_and_defaults_to_never() {
+        let cfg = RecipeConfig {
+            crash_between_steps_every: 20,
+            ..RecipeConfig::default()
+        };
+        let json = serde_json::to_string(&cfg).unwrap();
+        assert!(json.contains("\"crash_between_steps_every\":20"), "{json}");
+        assert_eq!(serde_json::from_str::<RecipeConfig>(&json).unwrap(), cfg);
+        // A setup written without the field (an older runner) means never.
+        let old = json.replace(",\"crash_between_steps_every\":20", "");
+        assert_ne!(old, json);
+        let back: RecipeConfig = serde_json::from_str(&old).unwrap();
+        assert_eq!(back.crash_between_steps_every, 0);
+        assert_eq!(RecipeConfig::default().crash_between_steps_every, 0);
     }
 
     #[tokio::test]

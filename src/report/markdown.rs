@@ -1,4 +1,5 @@
-//! `report.md`: the comparison table, one row per finished cell, and the cells not run.
+//! `report.md`: the comparison table, one row per finished cell, the safety findings, the
+//! figures of each fault window, and the cells not run.
 
 use super::{ExportError, Exporter, RunReport, write_file};
 use crate::stats::{CellSummary, FifoBasis};
@@ -17,6 +18,8 @@ impl Exporter for Markdown {
     fn run_updated(&self, run: &RunReport<'_>) -> Result<(), ExportError> {
         let mut md = String::from("# lockbench report\n\n");
         md.push_str(&comparison_table(run.cells));
+        md.push_str(&safety_section(run.cells));
+        md.push_str(&faults_section(run.cells));
         if run.interrupted || !run.not_run.is_empty() {
             md.push_str(&format!(
                 "\n{}Cells not run: {}\n",
@@ -65,15 +68,27 @@ fn fifo(c: &CellSummary) -> String {
     format!("{} ({basis})", c.fifo_inversions)
 }
 
-/// A Markdown table with one row per cell, in the order given.
+/// A Markdown table with one row per cell, in the order given. A `chaos` column follows the
+/// workload when some cell ran under a chaos schedule (runs without chaos keep their table).
 pub fn comparison_table(cells: &[CellSummary]) -> String {
-    let mut s = String::from(
-        "| system | strategy | workload | clients | acq/s | p50 ms | p99 ms | handoff p50 ms | hold p50 ms asked/held | wakeups/acq | requests/acq | FIFO inversions (by) | Jain | timeouts | errors | lost leases |\n\
-         |---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+    let chaos = cells.iter().any(|c| c.id.chaos != crate::plan::NO_CHAOS);
+    let (head, rule) = if chaos {
+        (" chaos |", "---|")
+    } else {
+        ("", "")
+    };
+    let mut s = format!(
+        "| system | strategy | workload |{head} clients | acq/s | p50 ms | p99 ms | handoff p50 ms | hold p50 ms asked/held | wakeups/acq | requests/acq | FIFO inversions (by) | Jain | timeouts | errors | lost leases | safety |\n\
+         |---|---|---|{rule}---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n",
     );
     for c in cells {
+        let chaos_cell = if chaos {
+            format!(" {} |", c.id.chaos)
+        } else {
+            String::new()
+        };
         s.push_str(&format!(
-            "| {} | {} | {} | {} | {:.1} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
+            "| {} | {} | {} |{chaos_cell} {} | {:.1} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
             c.id.system,
             c.id.strategy,
             c.id.workload,
@@ -89,8 +104,135 @@ pub fn comparison_table(cells: &[CellSummary]) -> String {
             opt(c.jain_fairness),
             c.timeouts,
             c.errors.values().sum::<u64>(),
-            c.lost_leases
+            c.lost_leases,
+            verdict(c)
         ));
+    }
+    s
+}
+
+/// The cell's verdict, and how it stands against its expectation: `UNSAFE` in capitals is a
+/// lock that broke where the workload expected it to hold.
+fn verdict(c: &CellSummary) -> String {
+    use crate::check::{Expect, SafetyVerdict};
+    let Some(s) = &c.safety else {
+        return "n/a".into();
+    };
+    match (s.verdict, s.expected) {
+        (SafetyVerdict::Safe, Expect::Safe) => "safe".into(),
+        (SafetyVerdict::Unsafe, Expect::Unsafe) => "unsafe (expected)".into(),
+        (SafetyVerdict::Unsafe, Expect::Safe) => "UNSAFE".into(),
+        (SafetyVerdict::Safe, Expect::Unsafe) => "safe (expected unsafe)".into(),
+        (SafetyVerdict::Unknown, _) => "unknown".into(),
+    }
+}
+
+/// Every cell that is not plainly safe: its counts and its first findings, each with the
+/// `history.jsonl` lines to read.
+pub fn safety_section(cells: &[CellSummary]) -> String {
+    let mut s = String::new();
+    for c in cells {
+        let Some(safety) = &c.safety else { continue };
+        let shown: Vec<_> = safety
+            .violations
+            .iter()
+            .chain(&safety.possible_violations)
+            .collect();
+        if safety.verdict == crate::check::SafetyVerdict::Safe
+            && safety.stale_accesses_rejected == 0
+        {
+            continue;
+        }
+        if s.is_empty() {
+            s.push_str("\n## Safety\n");
+        }
+        s.push_str(&format!(
+            "\n### {} — {}\n\n{}.\n",
+            c.id,
+            verdict(c),
+            crate::check::expectation::why(safety)
+                .split("; first:")
+                .next()
+                .unwrap_or_default()
+        ));
+        for v in shown.iter().take(5) {
+            let lines: Vec<String> = v.lines.iter().map(usize::to_string).collect();
+            s.push_str(&format!(
+                "- {}{}: {} (`cells/{}/history.jsonl` lines {})\n",
+                v.checker,
+                v.class
+                    .as_deref()
+                    .map(|c| format!(" / {c}"))
+                    .unwrap_or_default(),
+                v.what,
+                c.id,
+                lines.join(", ")
+            ));
+        }
+    }
+    s
+}
+
+/// Per cell with fault windows, a table with one row per window: when it ran, how fast the
+/// lock came back, and what the checkers found over its attribution span. Empty when no cell
+/// has a fault window.
+pub fn faults_section(cells: &[CellSummary]) -> String {
+    let mut s = String::new();
+    for c in cells.iter().filter(|c| !c.faults.is_empty()) {
+        if s.is_empty() {
+            s.push_str(
+                "\n## Faults\n\nEach nemesis fault window, with the findings, lost leases and errors from its start to its heal + a settle of 2 × the longest lease (at least 1 s), or to the end of the history if it was not healed (see `docs/results-schema.md`, `faults`).\n",
+            );
+        }
+        s.push_str(&format!(
+            "\n### {}\n\n\
+             | kind | targets | start s | end s | first grant ms | recovery ms | verdict | overlaps (certain/possible) | lost updates | stale rejected | lost leases | errors |\n\
+             |---|---|---:|---:|---:|---:|---|---:|---:|---:|---:|---|\n",
+            c.id
+        ));
+        let secs = |us: u64| format!("{:.3}", us as f64 / 1e6);
+        let mut notes = Vec::new();
+        for w in &c.faults {
+            let kind = if w.started {
+                w.kind.clone()
+            } else {
+                format!("{} (did not start)", w.kind)
+            };
+            let targets = if w.targets.is_empty() {
+                "-".to_string()
+            } else {
+                w.targets.join(", ")
+            };
+            let errors = if w.errors.is_empty() {
+                "-".to_string()
+            } else {
+                w.errors
+                    .iter()
+                    .map(|(k, n)| format!("{k}:{n}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            };
+            s.push_str(&format!(
+                "| {kind} | {targets} | {} | {} | {} | {} | {} | {}/{} | {} | {} | {} | {errors} |\n",
+                secs(w.start_us),
+                w.end_us.map_or_else(|| "not healed".to_string(), secs),
+                opt(w.first_grant_ms),
+                opt(w.recovery_ms),
+                w.verdict,
+                w.overlaps,
+                w.possible_overlaps,
+                w.lost_updates,
+                w.stale_accesses_rejected,
+                w.lost_leases,
+            ));
+            if let Some(e) = &w.error {
+                notes.push(format!("- {} at {} s: {e}\n", w.kind, secs(w.start_us)));
+            }
+        }
+        if !notes.is_empty() {
+            s.push('\n');
+            s.extend(notes);
+        }
     }
     s
 }
@@ -100,6 +242,93 @@ mod tests {
     use super::*;
     use crate::history::{Event, EventKind, Op};
     use crate::stats::{CellInfo, analyze};
+
+    #[test]
+    fn the_faults_section_has_a_row_per_window_and_only_with_windows() {
+        use crate::check::{FaultWindow, Validity};
+        let cell = CellInfo {
+            id: crate::plan::CellId::new(
+                crate::system::System::Etcd,
+                crate::recipe::Strategy::Herd,
+                "w",
+                2,
+            ),
+            warmup: std::time::Duration::ZERO,
+            end_us: Some(10_000_000),
+            resource: Default::default(),
+            expect: Default::default(),
+        };
+        let calm = analyze(&[], &cell).summary;
+        assert_eq!(faults_section(std::slice::from_ref(&calm)), "");
+
+        let window = |kind: &str, start_us, end_us| FaultWindow {
+            kind: kind.into(),
+            targets: vec!["n1".into(), "n2".into()],
+            start_us,
+            end_us,
+            started: true,
+            error: None,
+            first_grant_ms: None,
+            recovery_ms: None,
+            acquisitions: 0,
+            verdict: Validity::Valid,
+            overlaps: 0,
+            possible_overlaps: 0,
+            lost_updates: 0,
+            stale_accesses_rejected: 0,
+            token_regressions: 0,
+            lost_leases: 0,
+            errors: Default::default(),
+        };
+        let mut chaotic = calm.clone();
+        chaotic.id.chaos = "kill-leader".into();
+        let mut partition = window("partition", 1_500_000, Some(4_250_000));
+        partition.first_grant_ms = Some(250.5);
+        partition.recovery_ms = Some(12.25);
+        partition.verdict = Validity::Invalid;
+        (partition.overlaps, partition.possible_overlaps) = (2, 1);
+        (partition.lost_updates, partition.stale_accesses_rejected) = (1, 3);
+        partition.lost_leases = 4;
+        partition.errors = [("connection".to_string(), 1), ("timeout".to_string(), 5)].into();
+        let mut kill = window("kill", 6_000_000, None);
+        kill.targets.clear();
+        kill.started = false;
+        kill.error = Some("start: no leader".into());
+        chaotic.faults = vec![partition, kill];
+
+        let md = faults_section(&[calm, chaotic.clone()]);
+        let lines: Vec<&str> = md.lines().collect();
+        assert_eq!(lines[1], "## Faults");
+        assert_eq!(
+            md.matches("### ").count(),
+            1,
+            "only the cell with windows: {md}"
+        );
+        assert!(md.contains(&format!("### {}\n", chaotic.id)), "{md}");
+        let rows: Vec<&str> = lines
+            .iter()
+            .copied()
+            .filter(|l| l.starts_with("| "))
+            .collect();
+        assert_eq!(rows.len(), 3, "{md}");
+        assert_eq!(
+            rows[1],
+            "| partition | n1, n2 | 1.500 | 4.250 | 250.50 | 12.25 | invalid | 2/1 | 1 | 3 | 4 | connection:1, timeout:5 |"
+        );
+        assert_eq!(
+            rows[2],
+            "| kill (did not start) | - | 6.000 | not healed | n/a | n/a | valid | 0/0 | 0 | 0 | 0 | - |"
+        );
+        let header_cols = rows[0].matches('|').count();
+        assert!(
+            rows.iter().all(|r| r.matches('|').count() == header_cols),
+            "{md}"
+        );
+        assert!(
+            md.ends_with("- kill at 6.000 s: start: no leader\n"),
+            "{md}"
+        );
+    }
 
     #[test]
     fn rows_show_hold_asked_and_held_and_the_fifo_basis() {
@@ -121,6 +350,8 @@ mod tests {
             ),
             warmup: std::time::Duration::ZERO,
             end_us: None,
+            resource: Default::default(),
+            expect: Default::default(),
         };
         let table = comparison_table(&[analyze(&events, &cell).summary]);
         let row = table.lines().nth(2).unwrap();
@@ -129,5 +360,28 @@ mod tests {
         assert!(row.contains("| 0 (queue) |"), "{row}");
         let header_cols = table.lines().next().unwrap().matches('|').count();
         assert_eq!(row.matches('|').count(), header_cols, "{table}");
+        assert!(
+            !table.contains("chaos"),
+            "no chaos column without chaos: {table}"
+        );
+
+        // With a chaos cell, every row says its schedule, and the columns still line up.
+        let calm = analyze(&events, &cell).summary;
+        let mut chaotic = calm.clone();
+        chaotic.id.chaos = "kill-leader".into();
+        let table = comparison_table(&[calm, chaotic]);
+        let lines: Vec<&str> = table.lines().collect();
+        assert!(lines[0].starts_with("| system | strategy | workload | chaos | clients |"));
+        assert!(
+            lines[2].starts_with("| zookeeper | predecessor | w | none | 1 |"),
+            "{table}"
+        );
+        assert!(
+            lines[3].starts_with("| zookeeper | predecessor | w | kill-leader | 1 |"),
+            "{table}"
+        );
+        for l in &lines {
+            assert_eq!(l.matches('|').count(), header_cols + 1, "{table}");
+        }
     }
 }

@@ -8,6 +8,7 @@ use anyhow::Context;
 
 use super::RunFolder;
 use super::progress::Progress;
+use crate::chaos::Faultable;
 use crate::cluster::{Cluster, ClusterOptions};
 use crate::recipe::mock::{MockOptions, MockRecipe, MockService};
 use crate::recipe::{AnyRecipe, LockError, Recipe, RecipeConfig};
@@ -18,16 +19,18 @@ use super::worker::WorkerTarget;
 
 /// Starts what one system's cells run against and connects their clients.
 pub trait Backend: Sync {
-    /// What `start` brings up for one system's cells (a cluster).
-    type Cluster: Send + Sync;
+    /// What `start` brings up for one system's cells (a cluster), which the nemesis faults.
+    type Cluster: Send + Sync + Faultable;
     /// One lock client.
     type Client: Recipe;
 
-    /// Brings up what `system`'s cells need, before its first cell; may record it in `folder`.
-    /// Dropping the result must release everything it holds (containers are removed on drop).
+    /// Brings up what `system`'s cells at `size` server nodes need, before the first of them;
+    /// may record it in `folder`. Dropping the result must release everything it holds
+    /// (containers are removed on drop).
     fn start(
         &self,
         system: System,
+        size: usize,
         run_id: &str,
         folder: &RunFolder,
         progress: &dyn Progress,
@@ -75,20 +78,25 @@ impl Backend for DockerBackend {
     async fn start(
         &self,
         system: System,
+        size: usize,
         run_id: &str,
         folder: &RunFolder,
         progress: &dyn Progress,
     ) -> anyhow::Result<Cluster> {
         crate::image::ensure(&[system.image_kind()], &|l| progress.line(l)).await?;
-        progress.line(&format!("starting {system} cluster"));
-        let cluster = Cluster::start_with_run_id(system, ClusterOptions::default(), run_id)
+        progress.line(&format!("starting {system} cluster of {size}"));
+        let options = ClusterOptions {
+            size: Some(size),
+            ..ClusterOptions::default()
+        };
+        let cluster = Cluster::start_with_run_id(system, options, run_id)
             .await
-            .with_context(|| format!("starting the {system} cluster"))?;
+            .with_context(|| format!("starting the {system} cluster of {size}"))?;
         progress.line(&format!(
             "{system} ready in {:.1} s",
             cluster.start_duration().as_secs_f64()
         ));
-        folder.write_cluster(&cluster.info().await)?;
+        folder.write_cluster(&cluster.info().await, size)?;
         Ok(cluster)
     }
 
@@ -154,6 +162,7 @@ impl Backend for MockBackend {
     async fn start(
         &self,
         _system: System,
+        _size: usize,
         _run_id: &str,
         _folder: &RunFolder,
         _progress: &dyn Progress,

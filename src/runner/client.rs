@@ -1,5 +1,6 @@
-//! One lock client's loop: choose a key, acquire, hold, release, think; every step lands in the
-//! history as invoke/ok/fail/info events on the run's one clock.
+//! One lock client's loop: choose a key, acquire, read the protected register, hold, write it
+//! back plus one, release, think; every step lands in the history as invoke/ok/fail/info events
+//! (and the register's read/write events) on the run's one clock.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -8,8 +9,10 @@ use std::time::{Duration, Instant};
 use tokio::sync::{Barrier, watch};
 
 use super::outcome;
+use super::worker::RemoteRegister;
 use crate::history::{Event, EventKind, EventSink, Op};
 use crate::recipe::{Recipe, Strategy, Tally};
+use crate::resource::{AccessOp, Refused, Register};
 use crate::spec::{Stop, Workload};
 use crate::workload::distribution::{KeyChooser, client_rng};
 use crate::workload::pace;
@@ -30,6 +33,46 @@ pub(crate) struct CellShared {
     pub stop: AtomicBool,
     /// Stampede rounds: every client waits for every other, all are released at once.
     pub rounds: Option<Rounds>,
+    /// The protected register the critical sections read and write.
+    pub resource: Resource,
+}
+
+/// How a client reaches the cell's register.
+pub(crate) enum Resource {
+    /// It lives in this process (the runner's clients are tasks).
+    Local(Arc<Register>),
+    /// It lives in the runner; this is a worker process.
+    Remote(Arc<RemoteRegister>),
+}
+
+/// Why a register access did not take effect as asked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum AccessFailed {
+    /// The fenced register refused a stale token (it recorded the refusal).
+    Refused(Refused),
+    /// The runner did not answer in time: the access may or may not have happened (whatever
+    /// did was recorded by the register, in the runner).
+    Unanswered,
+}
+
+impl Resource {
+    /// Reads (`value` unused) or writes `key`'s register as `client` holding `token`: the value
+    /// read or written.
+    async fn access(
+        &self,
+        client: u32,
+        key: &str,
+        token: u64,
+        op: AccessOp,
+        value: u64,
+    ) -> Result<u64, AccessFailed> {
+        match self {
+            Resource::Local(r) => r
+                .access(client, key, token, op, value)
+                .map_err(AccessFailed::Refused),
+            Resource::Remote(r) => r.access(client, key, token, op, value).await,
+        }
+    }
 }
 
 /// How a stampede round's clients wait for each other.
@@ -68,6 +111,7 @@ impl CellShared {
         strategy: Strategy,
         sink: Arc<dyn EventSink>,
         rounds: Option<Rounds>,
+        resource: Resource,
     ) -> CellShared {
         CellShared {
             started: sink.clock().instant_at(0),
@@ -77,6 +121,7 @@ impl CellShared {
             granted: AtomicU64::new(0),
             stop: AtomicBool::new(false),
             rounds,
+            resource,
         }
     }
 
@@ -104,6 +149,9 @@ impl CellShared {
         (now, self.sink.clock().us_at(now))
     }
 }
+
+/// The most a write is started ahead of the hold's end to make up for its own cost.
+const WRITE_LEAD_MAX: Duration = Duration::from_millis(5);
 
 /// Runs client `id` until the cell's stop condition holds.
 pub(crate) async fn drive<R: Recipe>(recipe: R, id: u32, shared: Arc<CellShared>) -> R {
@@ -193,9 +241,22 @@ async fn one_cycle<R: Recipe>(
     ok.ttl_ms = Some(lease.ttl.as_millis() as u64);
     shared.record(ok);
 
-    // Hold for the sampled time, counted from the `ok` stamp; if the lease is lost meanwhile,
-    // say so (the holder, like a real one, finishes its critical section: that is what a
-    // checker must catch).
+    // The critical section's work (Jepsen's lock-set): read the register now, write it back
+    // plus one when the hold ends. A refused or unanswered read leaves nothing to write.
+    let read_started = Instant::now();
+    let read = shared
+        .resource
+        .access(id, key, lease.token, AccessOp::Read, 0)
+        .await;
+    // A write costs what the read just did (next to nothing in-process, a pipe round trip to
+    // the runner from a worker): started that much before the hold's end, it ends about there,
+    // so the measured hold stays the one asked for. A read slower than WRITE_LEAD_MAX was
+    // stalled (a paused worker), not costly: that is not a cost to plan for.
+    let write_lead = read_started.elapsed().min(WRITE_LEAD_MAX);
+
+    // Hold for the sampled time, counted from the `ok` stamp (the read's time included); if
+    // the lease is lost meanwhile, say so (the holder, like a real one, finishes its critical
+    // section: that is what a checker must catch).
     let hold = wl.hold.sample(rng);
     let mut lost = lease.lost.clone();
     if hold.is_zero() {
@@ -210,7 +271,12 @@ async fn one_cycle<R: Recipe>(
             ));
         }
     } else {
-        let hold_end = granted_at + hold;
+        let hold_end = match read {
+            Ok(_) => (granted_at + hold)
+                .checked_sub(write_lead)
+                .map_or(granted_at, |t| t.max(granted_at)),
+            Err(_) => granted_at + hold,
+        };
         tokio::select! {
             _ = pace::sleep_until(hold_end) => {}
             _ = lost.wait() => {
@@ -218,6 +284,13 @@ async fn one_cycle<R: Recipe>(
                 pace::sleep_until(hold_end).await;
             }
         }
+    }
+    if let Ok(v) = read {
+        // Accepted or not, the register recorded it; the client goes on to release either way.
+        let _ = shared
+            .resource
+            .access(id, key, lease.token, AccessOp::Write, v + 1)
+            .await;
     }
     let mut release = Event::new(shared.now_us(), id, EventKind::Invoke, Op::Release, key);
     release.hold_us = Some(hold.as_micros() as u64);
@@ -244,7 +317,9 @@ mod tests {
     //! loop's own pacing: what the workload asked for against what the clients did.
 
     use super::*;
+    use crate::history::ErrorKind;
     use crate::history::{Recorder, read_history};
+    use crate::recipe::mock::{MockOptions, MockService};
     use crate::recipe::{BOTH_STRATEGIES, Lease, LockError, LostSignal};
     use crate::stats::{CellInfo, CellSummary, analyze};
     use crate::system::System;
@@ -301,20 +376,33 @@ mod tests {
         workload: &str,
         lose_after: Option<Duration>,
     ) -> (Vec<Event>, CellSummary) {
+        let (events, summary, _) = run_with(name, workload, || InstantLock { lose_after }).await;
+        (events, summary)
+    }
+
+    /// Runs `workload` (TOML) to its end with clients from `make`; returns its history, its
+    /// summary and the cell's register as the clients left it.
+    async fn run_with<R: Recipe>(
+        name: &str,
+        workload: &str,
+        mut make: impl FnMut() -> R,
+    ) -> (Vec<Event>, CellSummary, Arc<Register>) {
         let wl = Workload::from_str(workload, name).expect("a valid test workload");
         let dir =
             std::env::temp_dir().join(format!("lockbench-client-{}-{name}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("history.jsonl");
         let recorder = Recorder::create(&path).unwrap();
+        let register = Arc::new(Register::new(wl.resource, Arc::new(recorder.handle())));
         let shared = Arc::new(CellShared::new(
             wl.clone(),
             Strategy::Predecessor,
             Arc::new(recorder.handle()),
             None,
+            Resource::Local(register.clone()),
         ));
         let clients: Vec<_> = (0..wl.clients)
-            .map(|i| tokio::spawn(drive(InstantLock { lose_after }, i, shared.clone())))
+            .map(|i| tokio::spawn(drive(make(), i, shared.clone())))
             .collect();
         for c in clients {
             c.await.unwrap();
@@ -332,9 +420,11 @@ mod tests {
             ),
             warmup: Duration::ZERO,
             end_us: None,
+            resource: wl.resource,
+            expect: Default::default(),
         };
         let summary = analyze(&events, &cell).summary;
-        (events, summary)
+        (events, summary, register)
     }
 
     /// The requirement: within 5 % or 100 µs of the asked-for value, whichever is larger.
@@ -382,31 +472,47 @@ mod tests {
         let (events, s) = run("lost", wl, Some(Duration::from_millis(1))).await;
         assert_eq!(s.lost_leases, 3);
         let ops: Vec<(EventKind, Op)> = events.iter().map(|e| (e.kind, e.op)).collect();
+        // The read comes at once, the loss mid-hold, the write at the hold's end.
         let cycle = [
             (EventKind::Invoke, Op::Acquire),
             (EventKind::Ok, Op::Acquire),
+            (EventKind::Ok, Op::Read),
             (EventKind::Info, Op::LeaseLost),
+            (EventKind::Ok, Op::Write),
             (EventKind::Invoke, Op::Release),
             (EventKind::Ok, Op::Release),
         ];
         assert_eq!(ops, cycle.repeat(3));
-        for c in events.chunks(5) {
-            let (ok, lost, release) = (c[1].t_us, c[2].t_us, c[3].t_us);
+        for c in events.chunks(7) {
+            let (ok, lost, release) = (c[1].t_us, c[3].t_us, c[5].t_us);
             assert!(
                 lost - ok < 5000,
                 "lost signalled mid-hold, not at its end: {c:?}"
             );
             // Microsecond stamps round down, so a hold of exactly 5 ms can read 4999 µs.
             assert!(release - ok >= 4999, "held {} µs of 5000", release - ok);
-            assert_eq!(c[3].hold_us, Some(5000));
+            // The write starts early by what the read cost, a few µs in-process.
+            assert!(
+                c[4].t_us - ok >= 4900,
+                "wrote at {} µs of 5000",
+                c[4].t_us - ok
+            );
+            assert_eq!(c[5].hold_us, Some(5000));
         }
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn zero_hold_and_think_do_not_wait() {
         let wl = "clients = 2\nkeys = 2\nhold = \"0ms\"\nthink = \"0ms\"\nacquisitions = 200\nseed = 1\n";
-        let (_, s) = run("zero", wl, None).await;
+        let (events, s) = run("zero", wl, None).await;
         assert_eq!(s.hold_requested_us.max, 0);
+        // The read and the write still happen, one of each per acquisition.
+        for op in [Op::Read, Op::Write] {
+            let n = events
+                .iter()
+                .filter(|e| (e.op, e.kind) == (op, EventKind::Ok));
+            assert_eq!(n.count() as u64, s.acquisitions, "{op:?}");
+        }
         // A wait of even one timer tick would be 1000 µs or more.
         assert!(
             s.hold_time_us.p50 < 100,
@@ -418,5 +524,143 @@ mod tests {
             "think p50 {} µs",
             s.think_time_us.p50
         );
+    }
+
+    /// The register events of `events`, per key, in file order (the order they took effect).
+    fn accesses<'a>(events: &'a [Event], key: &str) -> Vec<&'a Event> {
+        events
+            .iter()
+            .filter(|e| matches!(e.op, Op::Read | Op::Write) && e.key == key)
+            .collect()
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn each_cycle_reads_then_writes_one_more_and_a_correct_lock_loses_nothing() {
+        let service = MockService::new(MockOptions::default());
+        let wl = "clients = 3\nkeys = 2\nhold = \"200us\"\nacquisitions = 60\nseed = 3\n";
+        let (events, s, register) = run_with("cycle", wl, || service.client()).await;
+        let acquisitions = s.acquisitions;
+        assert!(acquisitions >= 60, "{acquisitions}");
+        // Each client's own events: acquire invoke/ok, read n, write n + 1, release invoke/ok.
+        for c in 0..3 {
+            let mine: Vec<&Event> = events.iter().filter(|e| e.client() == Some(c)).collect();
+            assert_eq!(mine.len() % 6, 0, "client {c}: {mine:?}");
+            for cy in mine.chunks(6) {
+                let shape: Vec<(EventKind, Op)> = cy.iter().map(|e| (e.kind, e.op)).collect();
+                assert_eq!(
+                    shape,
+                    [
+                        (EventKind::Invoke, Op::Acquire),
+                        (EventKind::Ok, Op::Acquire),
+                        (EventKind::Ok, Op::Read),
+                        (EventKind::Ok, Op::Write),
+                        (EventKind::Invoke, Op::Release),
+                        (EventKind::Ok, Op::Release),
+                    ]
+                );
+                let token = cy[1].token;
+                assert!(cy.iter().all(|e| e.key == cy[0].key));
+                assert_eq!((cy[2].token, cy[3].token), (token, token));
+                assert_eq!(cy[3].value, Some(cy[2].value.unwrap() + 1), "{cy:?}");
+            }
+        }
+        // Per key, the writes count 1, 2, 3, ... and the register ends at its acquisitions.
+        let mut total = 0;
+        for key in [0, 1].map(crate::workload::distribution::KeyChooser::key_name) {
+            let writes: Vec<u64> = accesses(&events, &key)
+                .iter()
+                .filter(|e| e.op == Op::Write)
+                .map(|e| e.value.unwrap())
+                .collect();
+            assert_eq!(writes, (1..=writes.len() as u64).collect::<Vec<_>>());
+            assert_eq!(register.value(&key), writes.len() as u64);
+            total += register.value(&key);
+        }
+        assert_eq!(total, acquisitions);
+        assert_eq!(register.refused(), 0);
+    }
+
+    /// Three clients on one key through a lock that grants every second acquisition at once,
+    /// whoever holds the key: planted overlaps, each with both holders inside a 2 ms hold. (Two
+    /// clients and 40 acquisitions once planted none: every second grant fell between holds.)
+    async fn overlapping(name: &str, resource: &str) -> (Vec<Event>, u64, Arc<Register>, u64) {
+        let service = MockService::new(MockOptions {
+            overlap_every: Some(2),
+            ..MockOptions::default()
+        });
+        let wl = format!(
+            "clients = 3\nkeys = 1\nhold = \"2ms\"\nacquisitions = 120\nseed = 5\nresource = \"{resource}\"\n"
+        );
+        let (events, s, register) = run_with(name, &wl, || service.client()).await;
+        assert!(service.planted() > 0, "the mock planted no overlap");
+        (events, s.acquisitions, register, service.planted())
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_lock_that_grants_twice_loses_updates_on_the_unfenced_register() {
+        let (events, acquisitions, register, planted) = overlapping("unfenced", "unfenced").await;
+        let key = crate::workload::distribution::KeyChooser::key_name(0);
+        let writes = accesses(&events, &key)
+            .into_iter()
+            .filter(|e| e.op == Op::Write)
+            .collect::<Vec<_>>();
+        // Unfenced: every access accepted, one write per acquisition...
+        assert_eq!(register.refused(), 0);
+        assert!(events.iter().all(|e| e.kind != EventKind::Fail));
+        assert_eq!(writes.len() as u64, acquisitions);
+        // ...but two holders that read the same value write the same value: updates lost, at
+        // most one per planted overlap.
+        let lost = acquisitions - register.value(&key);
+        assert!(
+            lost >= 1 && lost <= planted,
+            "lost {lost} of {planted} planted"
+        );
+        let mut values: Vec<u64> = writes.iter().map(|e| e.value.unwrap()).collect();
+        values.sort_unstable();
+        values.dedup();
+        assert_eq!(
+            values.len() as u64,
+            acquisitions - lost,
+            "a lost update is a repeated write"
+        );
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_fenced_register_refuses_the_superseded_holder_and_loses_nothing() {
+        let (events, _, register, _) = overlapping("fenced", "fenced").await;
+        let key = crate::workload::distribution::KeyChooser::key_name(0);
+        let all = accesses(&events, &key);
+        let refused: Vec<&&Event> = all.iter().filter(|e| e.kind == EventKind::Fail).collect();
+        assert!(!refused.is_empty(), "no access refused");
+        assert_eq!(refused.len() as u64, register.refused());
+        // Each refusal is stale: a higher token had already reached the register.
+        for r in &refused {
+            assert_eq!(r.error_kind, Some(ErrorKind::Stale));
+            let seen = all
+                .iter()
+                .take_while(|e| !std::ptr::eq(**e, **r))
+                .filter_map(|e| e.token)
+                .max()
+                .unwrap();
+            assert!(r.token.unwrap() < seen, "{r:?} refused below {seen}");
+        }
+        // No update lost: the register counts every accepted write, and they read 1, 2, 3...
+        let accepted: Vec<u64> = all
+            .iter()
+            .filter(|e| (e.op, e.kind) == (Op::Write, EventKind::Ok))
+            .map(|e| e.value.unwrap())
+            .collect();
+        assert_eq!(accepted, (1..=accepted.len() as u64).collect::<Vec<_>>());
+        assert_eq!(register.value(&key), accepted.len() as u64);
+        // A refused read is followed by no write from that holder.
+        for r in refused.iter().filter(|e| e.op == Op::Read) {
+            let next = events
+                .iter()
+                .skip_while(|e| !std::ptr::eq(*e, **r))
+                .skip(1)
+                .find(|e| e.client() == r.client())
+                .unwrap();
+            assert_eq!((next.kind, next.op), (EventKind::Invoke, Op::Release));
+        }
     }
 }

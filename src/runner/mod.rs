@@ -14,12 +14,14 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use tokio::sync::{Barrier, broadcast};
+use tokio::sync::{Barrier, broadcast, watch};
 
+use crate::chaos::{Books, Faultable, Nemesis, nemesis};
 use crate::history::{Clock, Event, HistoryHandle, Recorder};
 use crate::plan::{Cell, Plan};
 use crate::recipe::{Recipe, RecipeConfig};
 use crate::report::{Exporters, RunReport};
+use crate::resource::Register;
 use crate::spec::ClientsAs;
 use crate::stats::{CellInfo, CellSummary};
 
@@ -68,34 +70,48 @@ pub async fn run_on<B: Backend>(
     let mut done = 0usize;
     let mut interrupted = false;
     // Ctrl-C drops the cell in progress: its worker processes are killed and reaped by
-    // `Workers`' Drop, its cluster removed by the cluster's.
+    // `Workers`' Drop; the faults its nemesis left in effect are healed here through the
+    // books, and then the cluster is removed by its Drop.
     let ctrl_c = crate::signal::shutdown();
     tokio::pin!(ctrl_c);
-    for (system, cells) in plan.by_system() {
+    for group in plan.by_cluster() {
+        let (system, size, cells) = (group.system, group.size, group.cells);
+        let cluster = tokio::select! {
+            r = backend.start(system, size, &plan.run_id, &folder, progress) => r?,
+            _ = &mut ctrl_c => {
+                interrupted = true;
+                break;
+            }
+        };
+        let books = Books::default();
         let work = async {
-            let cluster = backend
-                .start(system, &plan.run_id, &folder, progress)
-                .await?;
             let mut out = Vec::new();
             for cell in cells {
                 progress.cell_started(done + out.len() + 1, total, &cell.id().to_string());
-                let summary = run_cell(backend, &cluster, &plan, cell, &folder, exporters).await?;
+                let summary =
+                    run_cell(backend, &cluster, &plan, cell, &folder, exporters, &books).await?;
                 progress.cell_finished(&summary);
                 refresh(&folder, &plan, exporters)?;
                 out.push(summary);
             }
-            backend.stop(cluster, progress).await?;
             Ok::<_, anyhow::Error>(out)
         };
-        tokio::select! {
-            r = work => {
+        let ran = tokio::select! {
+            r = work => Some(r),
+            _ = &mut ctrl_c => None,
+        };
+        match ran {
+            Some(r) => {
                 let out = r?;
                 done += out.len();
                 summaries.extend(out);
+                backend.stop(cluster, progress).await?;
             }
-            _ = &mut ctrl_c => {
-                // Dropping `work` drops the cluster, whose Drop removes its containers.
+            None => {
                 interrupted = true;
+                heal_left(&books, &cluster, system).await?;
+                // Dropping the cluster removes its containers.
+                drop(cluster);
                 break;
             }
         }
@@ -129,6 +145,35 @@ pub async fn run_on<B: Backend>(
     })
 }
 
+/// How long healing what a cell's nemesis left in effect may take in the runner's cleanup path.
+const HEAL_DEADLINE: Duration = Duration::from_secs(120);
+
+/// Heals the faults a nemesis left in effect (its future was dropped, or its heal failed), with
+/// no history to record them in: the cell is over. A failure is an error, so no next cell runs
+/// on a broken cluster.
+async fn heal_left<C: Faultable>(
+    books: &Books,
+    cluster: &C,
+    system: crate::system::System,
+) -> anyhow::Result<()> {
+    if books.in_effect().await == 0 {
+        return Ok(());
+    }
+    let clock = Clock::start();
+    match tokio::time::timeout(HEAL_DEADLINE, books.heal(cluster, clock, None)).await {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(e)) => Err(anyhow::anyhow!(
+            "healing the {system} cluster after a cell failed: {e}; the cluster is removed \
+             (`lockbench clean` removes anything left)"
+        )),
+        Err(_) => anyhow::bail!(
+            "healing the {system} cluster took over {} s; the cluster is removed (`lockbench \
+             clean` removes anything left)",
+            HEAL_DEADLINE.as_secs()
+        ),
+    }
+}
+
 async fn run_cell<B: Backend>(
     backend: &B,
     cluster: &B::Cluster,
@@ -136,22 +181,41 @@ async fn run_cell<B: Backend>(
     cell: &Cell,
     folder: &RunFolder,
     exporters: &Exporters,
+    books: &Books,
 ) -> anyhow::Result<CellSummary> {
     let dir = folder.cell_dir(cell)?;
     let prefix = format!("/lockbench/{}/{}", plan.run_id, cell.id());
+    // Calm cells run exactly as before: nothing beside the clients.
+    let nemesis = (!cell.chaos.is_calm()).then(|| {
+        let length = match cell.workload.stop {
+            crate::spec::Stop::Duration(d) => d,
+            crate::spec::Stop::Acquisitions(_) => nemesis::OPEN_CELL_BOUND,
+        };
+        Nemesis::new(&cell.chaos, length, &prefix, books.clone())
+    });
     let ran = run_clients(
         backend,
         cluster,
         cell,
         &prefix,
         &dir.join("history.jsonl"),
-        |_| async {},
+        |running| async move {
+            if let Some(n) = nemesis {
+                n.play(cluster, running).await;
+            }
+        },
     )
-    .await?;
+    .await;
+    // The nemesis healed when the clients stopped; this covers a nemesis dropped on its
+    // deadline or a heal that failed (retried here), on success and error alike.
+    heal_left(books, cluster, cell.system).await?;
+    let ran = ran?;
     let info = CellInfo {
         id: cell.id(),
         warmup: cell.workload.warmup,
         end_us: Some(ran.end_us),
+        resource: cell.workload.resource,
+        expect: cell.expect(),
     };
     folder.write_cell_info(cell, &info)?;
     // The same evaluation `lockbench check` makes later from the folder alone.
@@ -170,6 +234,9 @@ pub struct Running {
     pub events: broadcast::Receiver<Event>,
     /// The worker processes, when the cell's clients run as processes.
     pub workers: Option<WorkerControl>,
+    /// Turns true once the clients have stopped (or failed): what runs beside them ends then
+    /// (the nemesis heals). A dropped sender counts as stopped.
+    pub stopped: watch::Receiver<bool>,
 }
 
 /// How a cell's clients ended.
@@ -185,8 +252,9 @@ pub struct ClientsRun {
 /// Runs one cell's clients on `cluster` until the workload's stop, recording every event in
 /// `history` (created or truncated): as tasks of this process or as worker processes, as the
 /// workload's `clients_as` says. `beside` runs alongside them from the cell's start, given the
-/// cell's [`Running`] view; it is awaited after the clients stop, so it must end soon after
-/// (or earlier), and it is dropped if the clients fail. Keys are made under `prefix`.
+/// cell's [`Running`] view; when the clients stop or fail, [`Running::stopped`] turns true and
+/// `beside` is awaited (at most [`BESIDE_GRACE`], then dropped) before the history closes.
+/// Keys are made under `prefix`.
 pub async fn run_clients<B, F, Fut>(
     backend: &B,
     cluster: &B::Cluster,
@@ -205,6 +273,7 @@ where
         ttl: wl.lease_ttl,
         renew: wl.renew,
         prefix: prefix.to_string(),
+        crash_between_steps_every: wl.crash_between_steps_every,
         ..RecipeConfig::default()
     };
     match wl.clients_as {
@@ -222,23 +291,32 @@ where
     }
 }
 
-/// Runs `clients` to their end with `beside` alongside; `beside` is dropped if they fail.
+/// How long what runs beside the clients may take once they stopped (the nemesis heals: a
+/// restarted node may take a while to come back); past it, it is dropped and the runner heals
+/// through the nemesis' books.
+pub const BESIDE_GRACE: Duration = Duration::from_secs(120);
+
+/// Runs `clients` to their end with `beside` alongside; then tells `beside` the clients
+/// stopped (`stop`) and waits for it (at most [`BESIDE_GRACE`]), whether the clients succeeded
+/// or failed, so the nemesis heals and records it before the history closes.
 async fn alongside<T>(
     clients: impl Future<Output = anyhow::Result<T>>,
     beside: impl Future<Output = ()>,
+    stop: watch::Sender<bool>,
 ) -> anyhow::Result<T> {
     tokio::pin!(clients, beside);
     let mut beside_done = false;
     let out = loop {
         tokio::select! {
-            r = &mut clients => break r?,
+            r = &mut clients => break r,
             () = &mut beside, if !beside_done => beside_done = true,
         }
     };
+    let _ = stop.send(true);
     if !beside_done {
-        beside.await;
+        let _ = tokio::time::timeout(BESIDE_GRACE, beside).await;
     }
-    Ok(out)
+    out
 }
 
 async fn in_tasks<B, F, Fut>(
@@ -265,18 +343,22 @@ where
         );
     }
     let recorder = Recorder::create(history)?;
+    let (stop, stopped) = watch::channel(false);
     let running = Running {
         clock: recorder.clock(),
         history: recorder.handle(),
         events: recorder.subscribe(),
         workers: None,
+        stopped,
     };
+    let register = Register::new(wl.resource, Arc::new(recorder.handle()));
     let shared = Arc::new(client::CellShared::new(
         wl.clone(),
         cell.strategy,
         Arc::new(recorder.handle()),
         wl.stampede
             .map(|_| client::Rounds::Local(Barrier::new(wl.clients as usize))),
+        client::Resource::Local(Arc::new(register)),
     ));
     let mut tasks = Vec::new();
     for (i, c) in clients.into_iter().enumerate() {
@@ -314,7 +396,7 @@ where
             stuck,
         })
     };
-    let ran = alongside(join, beside(running)).await?;
+    let ran = alongside(join, beside(running), stop).await?;
     recorder.finish().await?;
     Ok(ran)
 }
@@ -336,23 +418,27 @@ where
         )
     })?;
     let recorder = Recorder::create(history)?;
+    let (stop, stopped) = watch::channel(false);
     let running = Running {
         clock: recorder.clock(),
         history: recorder.handle(),
         events: recorder.subscribe(),
         workers: Some(workers.control()),
+        stopped,
     };
     let handle = recorder.handle();
     let clock = recorder.clock();
+    // The register stays here, out of reach of a worker's pause; workers ask for each access.
+    let register = Register::new(plan.workload.resource, Arc::new(handle.clone()));
     workers.start(clock).await;
     let run = async {
-        let r = workers.run(&handle, &plan.workload).await?;
+        let r = workers.run(&handle, &plan.workload, &register).await?;
         Ok(ClientsRun {
             end_us: clock.now_us(),
             stuck: r.stuck,
         })
     };
-    let ran = alongside(run, beside(running)).await?;
+    let ran = alongside(run, beside(running), stop).await?;
     drop(workers);
     recorder.finish().await?;
     Ok(ran)

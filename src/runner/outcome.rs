@@ -12,6 +12,7 @@ pub(crate) fn error_kind(err: &LockError) -> ErrorKind {
         LockError::Lost { .. } => ErrorKind::Lost,
         LockError::Unsupported { .. } => ErrorKind::Unsupported,
         LockError::Server(_) => ErrorKind::Server,
+        LockError::Withdrawn { .. } => ErrorKind::Withdrawn,
     }
 }
 

@@ -1,4 +1,5 @@
-//! The layout of a run's results folder: `plan.toml`, `clusters/<system>.json`, and
+//! The layout of a run's results folder: `plan.toml`, `clusters/<system>.json` (or
+//! `<system>-n<size>.json` for a cluster at a schedule's `cluster_size`), and
 //! `cells/<id>/` with `history.jsonl` and `cell.json` (what the history does not say); the
 //! exporters (`report/`) add their files to the cell and run folders. `results/latest` points
 //! at the newest run.
@@ -54,13 +55,16 @@ impl RunFolder {
         write(&self.path.join("plan.toml"), &plan.to_toml())
     }
 
-    pub(crate) fn write_cluster(&self, info: &ClusterInfo) -> anyhow::Result<()> {
+    pub(crate) fn write_cluster(&self, info: &ClusterInfo, size: usize) -> anyhow::Result<()> {
         let dir = self.path.join("clusters");
         std::fs::create_dir_all(&dir)?;
-        write(
-            &dir.join(format!("{}.json", info.system)),
-            &serde_json::to_string_pretty(info)?,
-        )
+        // A run may start one system at two sizes (a schedule's cluster_size): one file each.
+        let name = if size == info.system.default_size() {
+            format!("{}.json", info.system)
+        } else {
+            format!("{}-n{size}.json", info.system)
+        };
+        write(&dir.join(name), &serde_json::to_string_pretty(info)?)
     }
 
     pub(crate) fn cell_dir(&self, cell: &Cell) -> anyhow::Result<PathBuf> {
@@ -78,11 +82,16 @@ impl RunFolder {
             info: &'a CellInfo,
             /// The cell's workload, in the workload file's syntax.
             workload_spec: toml::Table,
+            /// The cell's chaos schedule, in the chaos file's syntax; absent without chaos.
+            #[serde(skip_serializing_if = "Option::is_none")]
+            chaos_spec: Option<toml::Table>,
         }
         let dir = self.cell_dir(cell)?;
         let file = CellFile {
             info,
             workload_spec: cell.workload.to_table(),
+            chaos_spec: (cell.chaos != crate::spec::Schedule::none())
+                .then(|| cell.chaos.to_table()),
         };
         write(
             &dir.join(crate::check::CELL_FILE),

@@ -1,6 +1,9 @@
-//! Workload files (`workloads/*.toml`): parsed strictly, validated into a [`Workload`] before
-//! any container starts, with errors that name the file, the field and the valid values.
+//! Workload files (`workloads/*.toml`) and chaos schedules (`chaos/*.toml`, [`chaos`]): parsed
+//! strictly, validated into a [`Workload`] or a [`Schedule`] before any container starts, with
+//! errors that name the file, the field and the valid values.
 
+pub mod chaos;
+mod expect;
 mod raw;
 mod validate;
 mod write;
@@ -8,7 +11,13 @@ mod write;
 use std::path::Path;
 use std::time::Duration;
 
+pub use chaos::{FaultKind, FaultSpec, PlannedFault, Schedule, Timing};
+pub use expect::Expectations;
+
+use crate::check::Expect;
 use crate::recipe::Strategy;
+use crate::resource::ResourceMode;
+use crate::system::System;
 use crate::workload::{DurationDist, KeyDistribution};
 
 use raw::RawWorkload;
@@ -29,6 +38,14 @@ pub enum SpecError {
         "{origin}: cannot read the workload file: {source} (check the path; the bundled workloads are in workloads/)"
     )]
     Read {
+        origin: String,
+        source: std::io::Error,
+    },
+    /// A chaos schedule file could not be read.
+    #[error(
+        "{origin}: cannot read the chaos schedule file: {source} (check the path; the bundled schedules are in chaos/)"
+    )]
+    ReadSchedule {
         origin: String,
         source: std::io::Error,
     },
@@ -155,6 +172,14 @@ pub struct Workload {
     pub stampede: Option<Stampede>,
     /// Clients as tasks of the runner or as worker processes.
     pub clients_as: ClientsAs,
+    /// Whether the protected register checks fencing tokens.
+    pub resource: ResourceMode,
+    /// The verdict each system × strategy is expected to get.
+    pub expect: Expectations,
+    /// Every N-th acquisition of each client crashes between the steps of a non-atomic acquire
+    /// (`unsafe-setnx-expire`: after `SETNX`, before `PEXPIRE`), leaving what the first step
+    /// wrote; 0 = never. Recipes whose acquire is one atomic step ignore it.
+    pub crash_between_steps_every: u32,
 }
 
 impl Workload {
@@ -174,6 +199,11 @@ impl Workload {
     pub fn from_str(text: &str, origin: &str) -> Result<Workload, SpecError> {
         let raw: RawWorkload = toml::from_str(text).map_err(|e| parse_error(origin, text, &e))?;
         Validator { origin }.workload(raw)
+    }
+
+    /// The verdict expected of `system` × `strategy` under this workload.
+    pub fn expect_for(&self, system: System, strategy: Strategy) -> Expect {
+        self.expect.of(system, strategy)
     }
 
     /// Open loop: when client `client`'s `n`-th acquisition (from 0) is due, counted from the

@@ -28,6 +28,9 @@ pub(super) struct RawWorkload {
     pub(super) stampede: Option<RawStampede>,
     pub(super) clients_as: Option<String>,
     pub(super) clients_per_process: Option<i64>,
+    pub(super) resource: Option<String>,
+    pub(super) expect: Option<toml::Value>,
+    pub(super) crash_between_steps_every: Option<i64>,
 }
 
 /// `key_distribution` and `arrival`: a bare kind (`"uniform"`) or a table with its parameter.
@@ -57,7 +60,7 @@ pub(super) struct RawStampede {
 }
 
 /// What a bare string stands for in a field that also takes a table.
-trait FromBare {
+pub(in crate::spec) trait FromBare {
     fn from_bare(s: String) -> Self;
 }
 impl FromBare for RawKind {
@@ -79,7 +82,7 @@ impl FromBare for RawDist {
 }
 
 #[derive(Debug)]
-pub(super) struct StrOrTable<T>(pub(super) T);
+pub(in crate::spec) struct StrOrTable<T>(pub(in crate::spec) T);
 
 impl<'de, T: Deserialize<'de> + FromBare> Deserialize<'de> for StrOrTable<T> {
     fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {

@@ -27,9 +27,13 @@ fn every_shipped_workload_parses() {
     assert_eq!(
         names,
         [
+            "broken-del",
+            "broken-setnx-expire",
             "harness-overhead",
             "hot-lock",
             "long-hold",
+            "long-hold-no-renew",
+            "long-hold-no-renew-unfenced",
             "open-loop",
             "stampede",
             "uncontended",
@@ -231,4 +235,132 @@ fn clients_run_as_tasks_unless_asked_for_processes() {
         e.contains("'clients_per_process' applies only to clients_as = \"processes\""),
         "{e}"
     );
+}
+
+#[test]
+fn expect_names_systems_and_pairs_and_the_most_specific_wins() {
+    use crate::check::Expect::{Safe, Unsafe};
+    use crate::resource::ResourceMode;
+    use crate::system::System;
+    let base = "clients = 1\nduration = \"5s\"\n";
+    let w = Workload::from_str(base, "x").unwrap();
+    assert_eq!(w.expect_for(System::Redis, Strategy::Herd), Safe);
+    assert_eq!(w.resource, ResourceMode::Fenced, "fenced by default");
+    let w = Workload::from_str(&format!("{base}expect = \"unsafe\""), "x").unwrap();
+    assert_eq!(w.expect_for(System::Etcd, Strategy::Predecessor), Unsafe);
+    let w = Workload::from_str(
+        &format!(
+            "{base}resource = \"unfenced\"\nexpect = {{ default = \"unsafe\", redis = \"safe\", \"redis/herd\" = \"unsafe\" }}"
+        ),
+        "x",
+    )
+    .unwrap();
+    assert_eq!(w.resource, ResourceMode::Unfenced);
+    assert_eq!(w.expect_for(System::Redis, Strategy::Herd), Unsafe);
+    assert_eq!(w.expect_for(System::Redis, Strategy::Predecessor), Safe);
+    assert_eq!(w.expect_for(System::Etcd, Strategy::Herd), Unsafe);
+
+    let e = err(&format!("{base}expect = \"maybe\""));
+    assert!(
+        e.contains("field 'expect'") && e.contains("\"safe\" (the default) and \"unsafe\""),
+        "{e}"
+    );
+    let e = err(&format!("{base}expect = {{ mongo = \"safe\" }}"));
+    assert!(
+        e.contains("field 'expect.mongo'") && e.contains("system/strategy"),
+        "{e}"
+    );
+    let e = err(&format!(
+        "{base}expect = {{ \"redis/sideways\" = \"safe\" }}"
+    ));
+    assert!(e.contains("unknown strategy 'sideways'"), "{e}");
+    let e = err(&format!("{base}resource = \"locked\""));
+    assert!(
+        e.contains("field 'resource'") && e.contains("unfenced"),
+        "{e}"
+    );
+}
+
+#[test]
+fn crash_between_steps_every_is_absent_zero_or_in_range() {
+    let base = "clients = 1\nduration = \"5s\"\n";
+    let w = Workload::from_str(base, "x").unwrap();
+    assert_eq!(w.crash_between_steps_every, 0, "absent = never");
+    let w = Workload::from_str(&format!("{base}crash_between_steps_every = 0"), "x").unwrap();
+    assert_eq!(w.crash_between_steps_every, 0);
+    let w = Workload::from_str(&format!("{base}crash_between_steps_every = 20"), "x").unwrap();
+    assert_eq!(w.crash_between_steps_every, 20);
+    let w = Workload::from_str(&format!("{base}crash_between_steps_every = 1000000"), "x").unwrap();
+    assert_eq!(w.crash_between_steps_every, 1_000_000);
+    for bad in ["-1", "1000001"] {
+        let e = err(&format!("{base}crash_between_steps_every = {bad}"));
+        assert!(
+            e.starts_with(&format!(
+                "workloads/x.toml: field 'crash_between_steps_every' = {bad} is out of range: valid 0..=1000000: 0 (the default) never crashes"
+            )),
+            "{e}"
+        );
+        assert!(e.contains("unsafe-setnx-expire only"), "{e}");
+    }
+    let e = err(&format!("{base}crash_between_steps_every = \"often\""));
+    assert!(e.contains("field 'crash_between_steps_every'"), "{e}");
+    // Written back only when set, and read back equal either way.
+    for n in [0, 3] {
+        let w = Workload::from_str(&format!("{base}crash_between_steps_every = {n}"), "x").unwrap();
+        let text = toml::to_string(&w.to_table()).unwrap();
+        assert_eq!(text.contains("crash_between_steps_every"), n > 0, "{text}");
+        assert_eq!(Workload::from_str(&text, "x").unwrap(), w, "{text}");
+    }
+}
+
+#[test]
+fn unsafe_strategies_run_only_when_named() {
+    use crate::check::Expect::{Safe, Unsafe};
+    use crate::system::System;
+    let base = "clients = 1\nduration = \"5s\"\n";
+    let w = Workload::from_str(base, "x").unwrap();
+    assert!(
+        w.strategies.iter().all(|s| !s.is_unsafe()),
+        "{:?}",
+        w.strategies
+    );
+    let w = Workload::from_str(&format!("{base}strategies = [\"unsafe-del\"]"), "x").unwrap();
+    assert_eq!(w.strategies, vec![Strategy::UnsafeDel]);
+
+    let load = |n: &str| {
+        Workload::from_file(
+            &Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("workloads/{n}.toml")),
+        )
+        .unwrap()
+    };
+    let del = load("broken-del");
+    assert_eq!(del.strategies, vec![Strategy::Herd, Strategy::UnsafeDel]);
+    assert!(!del.renew && del.lease_ttl == Duration::from_secs(1));
+    // Holds must be able to outlast the TTL, or the stale DEL never happens.
+    assert!(matches!(del.hold, DurationDist::Uniform { max, .. } if max > del.lease_ttl));
+    assert_eq!(del.expect_for(System::Redis, Strategy::UnsafeDel), Unsafe);
+    assert_eq!(del.expect_for(System::Redis, Strategy::Herd), Unsafe);
+    let setnx = load("broken-setnx-expire");
+    assert_eq!(
+        setnx.strategies,
+        vec![Strategy::Herd, Strategy::UnsafeSetnxExpire]
+    );
+    assert_eq!(setnx.crash_between_steps_every, 20);
+    assert!(setnx.renew);
+    assert_eq!(setnx.expect_for(System::Redis, Strategy::Herd), Safe);
+    assert_eq!(
+        setnx.expect_for(System::Redis, Strategy::UnsafeSetnxExpire),
+        Unsafe
+    );
+    // Every other shipped workload leaves them out.
+    for n in [
+        "hot-lock",
+        "long-hold",
+        "open-loop",
+        "stampede",
+        "uncontended",
+        "zipf-keys",
+    ] {
+        assert!(load(n).strategies.iter().all(|s| !s.is_unsafe()), "{n}");
+    }
 }

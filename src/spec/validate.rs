@@ -5,14 +5,19 @@ use std::fmt;
 use std::path::Path;
 use std::time::Duration;
 
+use super::expect::{parse_expect, parse_selector};
 use super::raw::{RawDist, RawKind, RawWorkload};
-use super::{Arrival, CLIENTS, ClientsAs, RUN_DURATION, SpecError, Stampede, Stop, Workload};
+use super::{
+    Arrival, CLIENTS, ClientsAs, Expectations, RUN_DURATION, SpecError, Stampede, Stop, Workload,
+};
 use crate::recipe::{BOTH_STRATEGIES, Strategy};
+use crate::resource::ResourceMode;
 use crate::workload::{DurationDist, KeyDistribution};
 
 const KEYS: (i64, i64) = (1, 100_000);
 const ACQUISITIONS: (i64, i64) = (1, 1_000_000_000);
 const ROUNDS: (i64, i64) = (1, 1_000_000);
+const CRASH_EVERY: (i64, i64) = (0, 1_000_000);
 const MAX_RATE: f64 = 1_000_000.0;
 const MAX_EXPONENT: f64 = 10.0;
 const HOUR: Duration = Duration::from_secs(3600);
@@ -22,7 +27,7 @@ pub(super) struct Validator<'a> {
 }
 
 impl Validator<'_> {
-    fn range(
+    pub(in crate::spec) fn range(
         &self,
         field: &str,
         v: Option<i64>,
@@ -43,7 +48,12 @@ impl Validator<'_> {
         Ok(v)
     }
 
-    fn out_of_range(&self, field: &str, value: impl fmt::Display, valid: &str) -> SpecError {
+    pub(in crate::spec) fn out_of_range(
+        &self,
+        field: &str,
+        value: impl fmt::Display,
+        valid: &str,
+    ) -> SpecError {
         SpecError::OutOfRange {
             origin: self.origin.into(),
             field: field.into(),
@@ -52,7 +62,12 @@ impl Validator<'_> {
         }
     }
 
-    fn invalid(&self, field: &str, value: impl fmt::Display, expected: &str) -> SpecError {
+    pub(in crate::spec) fn invalid(
+        &self,
+        field: &str,
+        value: impl fmt::Display,
+        expected: &str,
+    ) -> SpecError {
         SpecError::Invalid {
             origin: self.origin.into(),
             field: field.into(),
@@ -61,7 +76,7 @@ impl Validator<'_> {
         }
     }
 
-    fn missing(&self, field: &str, hint: &str) -> SpecError {
+    pub(in crate::spec) fn missing(&self, field: &str, hint: &str) -> SpecError {
         SpecError::Missing {
             origin: self.origin.into(),
             field: field.into(),
@@ -69,7 +84,7 @@ impl Validator<'_> {
         }
     }
 
-    fn conflict(&self, message: String) -> SpecError {
+    pub(in crate::spec) fn conflict(&self, message: String) -> SpecError {
         SpecError::Conflict {
             origin: self.origin.into(),
             message,
@@ -77,7 +92,7 @@ impl Validator<'_> {
     }
 
     /// A humantime duration within `[min, max]`.
-    fn duration(
+    pub(in crate::spec) fn duration(
         &self,
         field: &str,
         text: &str,
@@ -102,7 +117,7 @@ impl Validator<'_> {
         Ok(d)
     }
 
-    fn opt_duration(
+    pub(in crate::spec) fn opt_duration(
         &self,
         field: &str,
         text: Option<&str>,
@@ -260,7 +275,8 @@ impl Validator<'_> {
             return Err(self.out_of_range(
                 "strategies",
                 "[]",
-                "one or more of herd, predecessor, native (etcd only)",
+                "one or more of herd, predecessor, native (etcd only), unsafe-del, \
+                 unsafe-setnx-expire (redis only; unsafe, for calibration)",
             ));
         }
         let mut out = Vec::new();
@@ -297,7 +313,75 @@ impl Validator<'_> {
         }
     }
 
-    fn name(&self, raw: Option<String>) -> Result<String, SpecError> {
+    fn resource(&self, raw: Option<String>) -> Result<ResourceMode, SpecError> {
+        match raw.as_deref().map(str::trim) {
+            None | Some("fenced") => Ok(ResourceMode::Fenced),
+            Some("unfenced") => Ok(ResourceMode::Unfenced),
+            Some(other) => Err(self.invalid(
+                "resource",
+                format!("\"{other}\""),
+                "valid values are fenced (the register refuses tokens lower than one it has seen, the default), unfenced (it accepts every access)",
+            )),
+        }
+    }
+
+    pub(in crate::spec) fn expect(
+        &self,
+        raw: Option<toml::Value>,
+    ) -> Result<Expectations, SpecError> {
+        const VALUES: &str = "valid values are \"safe\" (the default) and \"unsafe\"";
+        let one = |field: &str, v: &toml::Value| match v.as_str().and_then(parse_expect) {
+            Some(e) => Ok(e),
+            None => Err(self.invalid(field, v, VALUES)),
+        };
+        match raw {
+            None => Ok(Expectations::default()),
+            Some(v @ toml::Value::String(_)) => Ok(Expectations::all(one("expect", &v)?)),
+            Some(toml::Value::Table(t)) => {
+                let mut out = Expectations::default();
+                for (k, v) in &t {
+                    let field = format!("expect.{k}");
+                    let e = one(&field, v)?;
+                    if k == "default" {
+                        out.default = e;
+                        continue;
+                    }
+                    let (system, strategy) = parse_selector(k).map_err(|why| {
+                        self.invalid(
+                            &field,
+                            format!("\"{k}\""),
+                            &format!("{why}; name a system (\"redis\") or a system/strategy pair (\"redis/herd\"), or \"default\""),
+                        )
+                    })?;
+                    out.entries.push((system, strategy, e));
+                }
+                Ok(out)
+            }
+            Some(other) => Err(self.invalid(
+                "expect",
+                other,
+                "write \"safe\" or \"unsafe\", or a table such as { default = \"safe\", \"redis/herd\" = \"unsafe\" }",
+            )),
+        }
+    }
+
+    fn crash_every(&self, raw: Option<i64>) -> Result<u32, SpecError> {
+        let n = raw.unwrap_or(0);
+        if !(CRASH_EVERY.0..=CRASH_EVERY.1).contains(&n) {
+            return Err(self.out_of_range(
+                "crash_between_steps_every",
+                n,
+                &format!(
+                    "{}..={}: 0 (the default) never crashes, N crashes every N-th acquisition of \
+                     each client between SETNX and PEXPIRE (unsafe-setnx-expire only)",
+                    CRASH_EVERY.0, CRASH_EVERY.1
+                ),
+            ));
+        }
+        Ok(n as u32)
+    }
+
+    pub(in crate::spec) fn name(&self, raw: Option<String>) -> Result<String, SpecError> {
         let name = raw.unwrap_or_else(|| {
             Path::new(self.origin)
                 .file_stem()
@@ -422,6 +506,9 @@ impl Validator<'_> {
             seed: self.range("seed", raw.seed, Some(1), (0, i64::MAX))? as u64,
             stampede,
             clients_as: self.clients_as(raw.clients_as, raw.clients_per_process)?,
+            resource: self.resource(raw.resource)?,
+            expect: self.expect(raw.expect)?,
+            crash_between_steps_every: self.crash_every(raw.crash_between_steps_every)?,
         })
     }
 }

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use toml::{Table, Value};
 
-use super::{Arrival, ClientsAs, Stop, Workload};
+use super::{Arrival, ClientsAs, Expectations, Stop, Workload};
 use crate::workload::{DurationDist, KeyDistribution};
 
 fn text(d: Duration) -> Value {
@@ -96,6 +96,31 @@ impl Workload {
                 Value::Integer(i64::from(per_process)),
             );
         }
+        put("resource", Value::String(self.resource.name().into()));
+        let expect = &self.expect;
+        if expect.entries.is_empty() {
+            put("expect", Value::String(expect.default.name().into()));
+        } else {
+            let mut e = toml::map::Map::new();
+            e.insert(
+                "default".into(),
+                Value::String(expect.default.name().into()),
+            );
+            for &(system, strategy, x) in &expect.entries {
+                e.insert(
+                    Expectations::selector(system, strategy),
+                    Value::String(x.name().into()),
+                );
+            }
+            put("expect", Value::Table(e));
+        }
+        if self.crash_between_steps_every > 0 {
+            // Absent means never: only a workload that crashes says so.
+            put(
+                "crash_between_steps_every",
+                Value::Integer(i64::from(self.crash_between_steps_every)),
+            );
+        }
         t
     }
 }
@@ -138,11 +163,15 @@ mod tests {
             seed = 42
             clients_as = "processes"
             clients_per_process = 2
+            resource = "unfenced"
+            expect = { default = "unsafe", redis = "safe", "etcd/native" = "safe" }
+            crash_between_steps_every = 7
         "#;
         let w = Workload::from_str(src, "odd").unwrap();
         let text = toml::to_string(&w.to_table()).unwrap();
         assert!(text.contains("mean = \"1ms 250us\""), "{text}");
         assert!(text.contains("clients_per_process = 2"), "{text}");
+        assert!(text.contains("crash_between_steps_every = 7"), "{text}");
         assert_eq!(Workload::from_str(&text, "odd").unwrap(), w, "{text}");
         let closed = src
             .replace("arrival = { kind = \"open\", rate_per_s = 123.5 }", "")

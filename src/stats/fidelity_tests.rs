@@ -38,6 +38,8 @@ fn cell(clients: u32) -> CellInfo {
         ),
         warmup: Duration::ZERO,
         end_us: None,
+        resource: Default::default(),
+        expect: Default::default(),
     }
 }
 use Op::{Acquire, Release};

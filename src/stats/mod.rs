@@ -26,7 +26,7 @@ pub use latency::{LatencySummary, new_histogram, record, write_hgrm, write_hgrm_
 pub use series::{SecondStats, SeriesBuilder};
 
 /// Version of the [`CellSummary`] layout; bump on any incompatible change.
-pub const SCHEMA_VERSION: u32 = 2;
+pub const SCHEMA_VERSION: u32 = 4;
 
 /// What the history does not say about its cell; stored beside it as `cell.json`, so the
 /// statistics computed later from the folder equal those written at the end of the run.
@@ -42,6 +42,12 @@ pub struct CellInfo {
     /// When the run ended, µs since its start; `None` uses the last event. Pass it so an outage
     /// at the end shows as zero-throughput seconds.
     pub end_us: Option<u64>,
+    /// Whether the protected register checked fencing tokens.
+    #[serde(default)]
+    pub resource: crate::resource::ResourceMode,
+    /// The verdict the workload expects for this cell's system and strategy.
+    #[serde(default)]
+    pub expect: crate::check::Expect,
 }
 
 /// Durations stored as whole microseconds.
@@ -132,6 +138,14 @@ pub struct CellSummary {
     pub unmatched: u64,
     /// One entry per second of the measured window, empty seconds included.
     pub per_second: Vec<SecondStats>,
+    /// The checkers' verdict with its counts and first violations; filled by
+    /// [`crate::check::evaluate_history`] (statistics alone leave it `None`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub safety: Option<crate::check::Safety>,
+    /// One entry per nemesis fault window, in start order, with the figures attributed to it;
+    /// filled by [`crate::check::evaluate_history`] (empty, and not written, without faults).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub faults: Vec<crate::check::FaultWindow>,
 }
 
 /// A summary and the histograms it was read from.
@@ -239,7 +253,8 @@ pub fn analyze(events: &[Event], cell: &CellInfo) -> Analysis {
             continue;
         };
         match (e.op, e.kind) {
-            (Op::Fault, _) => {}
+            // The resource's reads and writes are the checkers' concern, not timing's.
+            (Op::Fault | Op::Read | Op::Write, _) => {}
             (Op::LeaseLost, _) => lost_leases += u64::from(t >= warmup_us),
             (Op::Acquire, EventKind::Invoke) => {
                 fifo.invoke(&e.key, client, t);
@@ -349,6 +364,8 @@ pub fn analyze(events: &[Event], cell: &CellInfo) -> Analysis {
         unfinished,
         unmatched,
         per_second: series.finish(warmup_us, end_us),
+        safety: None,
+        faults: Vec::new(),
     };
     Analysis {
         summary,

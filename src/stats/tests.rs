@@ -17,19 +17,7 @@ fn failed(t: u64, c: u32, kind: EventKind, msg: &str) -> Event {
     e.error = Some(msg.to_string());
     e
 }
-fn cell(clients: u32) -> CellInfo {
-    CellInfo {
-        id: crate::plan::CellId {
-            system: crate::system::System::Etcd,
-            strategy: crate::recipe::Strategy::Predecessor,
-            workload: "test".into(),
-            chaos: crate::plan::NO_CHAOS.into(),
-            clients,
-        },
-        warmup: Duration::ZERO,
-        end_us: None,
-    }
-}
+use crate::check::testkit::cell;
 use Op::{Acquire, Release};
 
 /// HdrHistogram reports a value at the top of its bucket: within 0.1% at 3 significant digits.
@@ -277,6 +265,8 @@ fn warmup_excludes_earlier_operations() {
     let c = CellInfo {
         warmup: Duration::from_secs(1),
         end_us: Some(3_000_000),
+        resource: Default::default(),
+        expect: Default::default(),
         ..cell(4)
     };
     let s = analyze(&h, &c).summary;

@@ -1,6 +1,8 @@
 //! Shared helpers for integration tests against real clusters.
 #![allow(dead_code)]
 
+pub mod broken_scenarios;
+pub mod cli_run;
 pub mod contention;
 pub mod redis_scenarios;
 pub mod session_scenarios;

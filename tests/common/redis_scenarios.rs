@@ -17,6 +17,7 @@ pub fn config(prefix: &str, ttl: Duration, renew: bool) -> RecipeConfig {
         request_timeout: Duration::from_secs(2),
         prefix: prefix.to_string(),
         fallback_poll: Duration::from_millis(500),
+        crash_between_steps_every: 0,
     }
 }
 

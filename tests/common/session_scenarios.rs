@@ -129,6 +129,10 @@ pub async fn contention<R, F, Fut>(
                 "{label}: handoff p99 {p99:?} is not below the fallback poll {fallback:?}"
             );
         }
+        // Redis only: ZooKeeper and etcd never get here with them.
+        Strategy::UnsafeDel | Strategy::UnsafeSetnxExpire => {
+            panic!("{label}: no session-based system offers {strategy}")
+        }
     }
 }
 
@@ -449,8 +453,9 @@ where
             let until = Instant::now() + Duration::from_secs(60);
             let mut errors = Vec::new();
             // A request that meets the election may fail with an unknown outcome (the recipe
-            // then cleans up), and a lease whose keep-alives went to the dead leader for a whole
-            // TTL ends (the recipe then grants a fresh one): a client tries again, as any would.
+            // then cleans up, or withdraws and says so), and a lease whose keep-alives went to
+            // the dead leader for a whole TTL ends (the recipe then grants a fresh one): a
+            // client tries again, as any would.
             loop {
                 match r.acquire(&key, strategy, until).await {
                     Ok(l) => {
@@ -465,7 +470,11 @@ where
                     }
                     Err(e)
                         if Instant::now() < until
-                            && (e.is_indeterminate() || matches!(e, LockError::Lost { .. })) =>
+                            && (e.is_indeterminate()
+                                || matches!(
+                                    e,
+                                    LockError::Lost { .. } | LockError::Withdrawn { .. }
+                                )) =>
                     {
                         errors.push(e.to_string());
                         tokio::time::sleep(Duration::from_millis(200)).await;

@@ -255,8 +255,11 @@ impl EtcdRecipe {
     }
 
     /// Creates `target` holding `value` under lease `lease` unless it exists, reading it in the
-    /// same round trip when it does. A request whose outcome is unknown is taken back (guarded
-    /// by `value`, so nothing but this attempt's key is removed) before the error is returned.
+    /// same round trip when it does. A request the deadline cut short is taken back (guarded by
+    /// `value`, so nothing but this attempt's key is removed); one whose outcome is unknown
+    /// returns its error as it is: the acquisition then withdraws by revoking the lease
+    /// ([`EtcdRecipe::withdraw`]), which also covers a put that lands after a delete found
+    /// nothing.
     async fn put_if_absent(
         &self,
         key: &str,
@@ -282,8 +285,10 @@ impl EtcdRecipe {
             .and_then(|r| r.map_err(|e| etcd_err("create-if-absent txn", e)));
         if let Err(e) = &answer
             && maybe_applied(e)
+            && !e.is_indeterminate()
         {
-            // The put may have landed after all: take back what this attempt may have made.
+            // The deadline cut the request short, yet the put may have landed: take back what
+            // this attempt may have made (an unknown outcome withdraws the whole lease instead).
             self.take_back(key, target, Some(carries(target, value)))
                 .await;
         }
@@ -434,6 +439,61 @@ impl EtcdRecipe {
         Ok(self.lease(key, &session, held, rev, String::new(), tally, true))
     }
 
+    /// After an acquisition whose outcome is unknown (a request went unanswered: the put may
+    /// land later, even after a guarded delete found nothing, when a partition delays the
+    /// forwarded proposal): revokes the lease the attempt wrote under, retrying until `until`.
+    /// A revoked lease removes every key written under it and refuses any put that lands later,
+    /// so once the server confirms it (or says the lease is already gone) the outcome is known:
+    /// [`LockError::Withdrawn`]. No answer by `until` leaves the original, unknown error; the
+    /// session is retired either way, so its keep-alive stops and the next acquire grants a
+    /// fresh lease. An error before any lease existed wrote nothing: withdrawn at once.
+    async fn withdraw(
+        &self,
+        key: &str,
+        err: LockError,
+        until: Instant,
+        tally: &Tally,
+    ) -> LockError {
+        const RETRY: std::time::Duration = std::time::Duration::from_millis(100);
+        let Some(session) = self.session.lock().await.clone() else {
+            return LockError::Withdrawn {
+                key: key.to_string(),
+                why: format!("{err}; no lease was granted, so no lock key was written"),
+            };
+        };
+        session.holders.lose_all(&format!(
+            "lease revoked after an acquisition with an unknown outcome: {err}"
+        ));
+        let mut c = self.client.clone();
+        loop {
+            let left = until.saturating_duration_since(Instant::now());
+            tally.requests(1);
+            let answer = tokio::time::timeout(
+                self.config.request_timeout.min(left.max(RETRY)),
+                c.lease_revoke(session.id),
+            )
+            .await;
+            let confirmed = match answer {
+                Ok(Ok(_)) => Some("revoked"),
+                Ok(Err(e)) if e.to_string().contains("lease not found") => Some("already gone"),
+                _ => None,
+            };
+            if let Some(how) = confirmed {
+                return LockError::Withdrawn {
+                    key: key.to_string(),
+                    why: format!(
+                        "{err}; lease {:x} {how}, so nothing of this attempt holds the lock",
+                        session.id
+                    ),
+                };
+            }
+            if Instant::now() + RETRY >= until {
+                return err;
+            }
+            tokio::time::sleep(RETRY).await;
+        }
+    }
+
     /// After a failed server-side Lock: the server runs the queue and may still put or grant
     /// our key after we gave up (the RPC is not cancelled on the server), and that key carries
     /// no value of ours to guard a delete with. Revoking the lease removes it and anything that
@@ -470,6 +530,15 @@ impl Recipe for EtcdRecipe {
             Strategy::Herd => self.acquire_herd(key, &budget, tally).await,
             Strategy::Predecessor => self.acquire_predecessor(key, &budget, tally).await,
             Strategy::Native => self.acquire_native(key, &budget, tally).await,
+            // Turned away by `check_strategy` above; matched for completeness.
+            other => Err(crate::recipe::unsupported(System::Etcd, other)),
+        };
+        let got = match got {
+            Err(e) if e.is_indeterminate() => {
+                let until = deadline.max(Instant::now() + self.config.ttl);
+                Err(self.withdraw(key, e, until, tally).await)
+            }
+            other => other,
         };
         if let Err(LockError::Lost { why, .. }) = &got {
             // The server showed us our lease is gone before the keep-alive noticed: retire it

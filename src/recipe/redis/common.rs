@@ -171,6 +171,17 @@ pub(crate) struct Held {
     pub ttl: Duration,
     /// When the granting request (or Redlock round) was sent.
     pub granted_at: Instant,
+    /// How `release` gives the lock back.
+    pub release: ReleaseKind,
+}
+
+/// How a lease is given back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ReleaseKind {
+    /// Delete only if the key still holds our owner value (the correct recipes).
+    OwnerChecked,
+    /// `DEL key` whoever holds it: the `unsafe-del` mistake (see `broken.rs`).
+    PlainDel,
 }
 
 /// Renewal watchdogs of one recipe, so `crash` can stop them all.
@@ -209,7 +220,7 @@ impl Watchdogs {
         tally: &Tally,
     ) -> Lease {
         let (trigger, lost) = LostSignal::new();
-        let (keys, owner) = (held.keys.clone(), held.owner.clone());
+        let (keys, owner, release) = (held.keys.clone(), held.owner.clone(), held.release);
         let valid = valid_until(held.granted_at, held.ttl);
         let watchdog = self.start(held, renew, trigger);
         let acquired_at = Instant::now();
@@ -227,6 +238,7 @@ impl Watchdogs {
                 keys,
                 owner,
                 watchdog,
+                release,
             }),
         }
     }
@@ -255,6 +267,7 @@ async fn keep(held: Held) {
         owner,
         ttl,
         granted_at,
+        release: _,
     } = held;
     let period = ttl / 3;
     // After a failed round: soon, so a brief outage costs no more validity than it must.
@@ -314,6 +327,7 @@ pub(crate) struct RedisHandle {
     pub keys: Keys,
     pub owner: String,
     pub watchdog: u64,
+    pub release: ReleaseKind,
 }
 
 #[cfg(test)]
@@ -356,6 +370,7 @@ mod tests {
             owner: "o".into(),
             ttl,
             granted_at,
+            release: ReleaseKind::OwnerChecked,
         };
         let dogs = Watchdogs::default();
         dogs.start(held, renew, trigger);

@@ -17,10 +17,15 @@
 //!   is reopened at once and its waiters look again (`redis_pubsub`); a message lost otherwise
 //!   is covered by the fallback poll (the head) or the next refresh.
 //!
+//! Two more strategies are known-broken designs, unsafe, for calibration (`broken.rs`):
+//! `unsafe-del` (the herd with a release that does not check the owner) and
+//! `unsafe-setnx-expire` (`SETNX` and `PEXPIRE` as two commands, herd waiting otherwise).
+//!
 //! Fencing tokens come from `INCR` on the master. After a Sentinel failover, writes that had not
 //! reached the promoted replica are lost, the lock key included: two clients may then hold the
 //! lock and tokens may repeat. That is Redis replication, measured by the chaos runs, not hidden.
 
+mod broken;
 mod common;
 mod pubsub;
 pub mod redlock;
@@ -32,13 +37,23 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use crate::recipe::redis::broken::{crashes_between_steps, simulated_crash};
 use crate::recipe::redis::common::{
-    Held, NodeSource, Poll, RedisHandle, Waiter, Watchdogs, entry_ttl, new_client_id, wake_message,
+    Held, NodeSource, Poll, RedisHandle, ReleaseKind, Waiter, Watchdogs, entry_ttl, new_client_id,
+    wake_message,
 };
 use crate::recipe::redis::scripts::{Keys, QueueEntry, TicketMode};
 use crate::recipe::redis::server::{Attempt, Server};
 use crate::recipe::{Lease, LockError, Recipe, RecipeConfig, Strategy, Tally, check_strategy};
 use crate::system::System;
+
+/// What one take attempt came to.
+enum Step {
+    /// The server's answer: granted (token > 0) or how long to wait.
+    Answer(Attempt),
+    /// `unsafe-setnx-expire` only: the `SETNX` won and the client "died" before its `PEXPIRE`.
+    Crashed,
+}
 
 /// Where the master is.
 #[derive(Debug, Clone)]
@@ -155,6 +170,9 @@ impl RedisRecipe {
         self.master.reresolve(failed, deadline).await
     }
 
+    /// One take attempt. `crash` makes an `unsafe-setnx-expire` take that wins its `SETNX` die
+    /// before its `PEXPIRE` ([`Step::Crashed`]); `requests` counts the round trips sent.
+    #[allow(clippy::too_many_arguments)]
     async fn try_once(
         &self,
         node: &Server,
@@ -162,15 +180,38 @@ impl RedisRecipe {
         owner: &str,
         strategy: Strategy,
         ticket: Option<u64>,
+        crash: bool,
         limit: Duration,
-    ) -> Result<Attempt, LockError> {
+        requests: &mut u64,
+    ) -> Result<Step, LockError> {
+        *requests += 1;
         match strategy {
-            Strategy::Herd => node.herd_acquire(keys, owner, self.cfg.ttl, limit).await,
+            Strategy::Herd | Strategy::UnsafeDel => node
+                .herd_acquire(keys, owner, self.cfg.ttl, limit)
+                .await
+                .map(Step::Answer),
+            Strategy::UnsafeSetnxExpire => {
+                let (set, busy) = node.setnx(keys, owner, limit).await?;
+                if !set {
+                    return Ok(Step::Answer(busy));
+                }
+                if crash {
+                    return Ok(Step::Crashed);
+                }
+                *requests += 1;
+                let token = node.expire_and_fence(keys, self.cfg.ttl, limit).await?;
+                Ok(Step::Answer(Attempt {
+                    token,
+                    ticket: None,
+                    retry_within: None,
+                }))
+            }
             _ => {
                 let mode = ticket.map_or(TicketMode::Propose, TicketMode::Final);
                 let (e, wake) = (entry_ttl(&self.cfg), wake_message(owner));
                 node.fair_acquire(keys, owner, self.cfg.ttl, e, mode, &wake, limit)
                     .await
+                    .map(Step::Answer)
             }
         }
     }
@@ -185,20 +226,22 @@ impl RedisRecipe {
         check_strategy(System::Redis, strategy)?;
         let started = Instant::now();
         let keys = Keys::new(&self.cfg.prefix, key);
-        let owner = format!(
-            "{}:{}",
-            self.client_id,
-            self.seq.fetch_add(1, Ordering::Relaxed)
-        );
+        let seq = self.seq.fetch_add(1, Ordering::Relaxed);
+        let owner = format!("{}:{seq}", self.client_id);
+        // Only `unsafe-setnx-expire` has two steps to die between (see `RecipeConfig`).
+        let every = self.cfg.crash_between_steps_every;
+        let crash =
+            strategy == Strategy::UnsafeSetnxExpire && crashes_between_steps(seq + 1, every);
         let channel = match strategy {
-            Strategy::Herd => keys.released_channel(),
-            _ => keys.wake_channel(&owner),
+            Strategy::Predecessor => keys.wake_channel(&owner),
+            _ => keys.released_channel(),
         };
         let mut waiter = Waiter::new();
         let mut requests = 0u64;
         let mut ticket = None;
         let mut node = self.master().await;
         let mut subscribed: Option<Arc<Server>> = None;
+        let mut abandoned = false;
         let outcome = loop {
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
@@ -207,14 +250,29 @@ impl RedisRecipe {
                     waited: started.elapsed(),
                 });
             }
-            requests += 1;
             let sent = Instant::now();
             let attempt = self
-                .try_once(&node, &keys, &owner, strategy, ticket, left)
+                .try_once(
+                    &node,
+                    &keys,
+                    &owner,
+                    strategy,
+                    ticket,
+                    crash,
+                    left,
+                    &mut requests,
+                )
                 .await;
             match attempt {
-                Ok(a) if a.token > 0 => break Ok((a.token, a.ticket.or(ticket), sent)),
-                Ok(a) => {
+                Ok(Step::Crashed) => {
+                    // A dead client cleans nothing up: the key stays, with no TTL.
+                    abandoned = true;
+                    break Err(simulated_crash(key, seq + 1, every));
+                }
+                Ok(Step::Answer(a)) if a.token > 0 => {
+                    break Ok((a.token, a.ticket.or(ticket), sent));
+                }
+                Ok(Step::Answer(a)) => {
                     ticket = a.ticket.or(ticket);
                     let on_node = subscribed.as_ref().is_some_and(|s| Arc::ptr_eq(s, &node));
                     if !on_node {
@@ -260,6 +318,10 @@ impl RedisRecipe {
                     owner: owner.clone(),
                     ttl: self.cfg.ttl,
                     granted_at,
+                    release: match strategy {
+                        Strategy::UnsafeDel => ReleaseKind::PlainDel,
+                        _ => ReleaseKind::OwnerChecked,
+                    },
                 };
                 let renew = self.cfg.renew;
                 Ok(self.watchdogs.grant(
@@ -267,12 +329,13 @@ impl RedisRecipe {
                     renew,
                     key,
                     token,
-                    (strategy != Strategy::Herd)
+                    (strategy == Strategy::Predecessor)
                         .then_some(queue_position)
                         .flatten(),
                     tally,
                 ))
             }
+            Err(e) if abandoned => Err(e),
             Err(e) => {
                 // Leave nothing behind: our queue entry, or a lock a lost reply granted us.
                 tally.requests(1);
@@ -314,6 +377,23 @@ impl Recipe for RedisRecipe {
         // The master may have moved since the grant; the current one is where the key lives now.
         let node = self.master().await;
         let wake = wake_message(&h.owner);
+        if h.release == ReleaseKind::PlainDel {
+            // The `unsafe-del` mistake: whoever holds the key now loses it, and this client
+            // cannot tell whether that was itself.
+            return match node
+                .del_unchecked(&h.keys, &wake, self.cfg.request_timeout)
+                .await
+            {
+                Ok(_) => Ok(()),
+                Err(e) => {
+                    if e.is_indeterminate() {
+                        self.reresolve(&node, Instant::now() + self.cfg.request_timeout)
+                            .await;
+                    }
+                    Err(e)
+                }
+            };
+        }
         match node
             .release(
                 &h.keys,

@@ -35,8 +35,8 @@ use futures::stream::FuturesUnordered;
 use rand::Rng;
 
 use crate::recipe::redis::common::{
-    Held, NodeSource, Poll, RedisHandle, Waiter, Watchdogs, entry_ttl, new_client_id, valid_until,
-    wake_message,
+    Held, NodeSource, Poll, RedisHandle, ReleaseKind, Waiter, Watchdogs, entry_ttl, new_client_id,
+    valid_until, wake_message,
 };
 use crate::recipe::redis::scripts::{Keys, Notify, QueueEntry, TicketMode};
 use crate::recipe::redis::server::{Attempt, Server};
@@ -378,6 +378,7 @@ impl RedlockRecipe {
                     owner: owner.clone(),
                     ttl: self.cfg.ttl,
                     granted_at,
+                    release: ReleaseKind::OwnerChecked,
                 };
                 let renew = self.cfg.renew;
                 Ok(self

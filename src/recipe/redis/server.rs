@@ -99,6 +99,21 @@ impl Server {
         }
     }
 
+    /// Runs `pipe` (several commands in one round trip, not atomic) with a deadline of `limit`
+    /// (capped by the request timeout).
+    pub async fn query_pipe<T: ::redis::FromRedisValue>(
+        &self,
+        pipe: &::redis::Pipeline,
+        limit: Duration,
+    ) -> Result<T, LockError> {
+        let mut conn = self.conn.clone();
+        let limit = limit.min(self.request_timeout);
+        match tokio::time::timeout(limit, pipe.query_async::<T>(&mut conn)).await {
+            Ok(r) => r.map_err(|e| lock_error(&self.endpoint, e)),
+            Err(_) => Err(self.timed_out(limit)),
+        }
+    }
+
     fn timed_out(&self, limit: Duration) -> LockError {
         LockError::Connection(format!(
             "{} did not answer within {limit:?} (raise request_timeout if the server is just slow)",

@@ -134,6 +134,68 @@ impl ZookeeperRecipe {
         }
     }
 
+    /// After an acquisition whose outcome is unknown (a create or a read went unanswered):
+    /// removes every node of `attempt` (the herd node if it carries the attempt id; queue nodes
+    /// of this session found by tag and id), retrying while the client reconnects, until
+    /// `until`. Once the server answers (the node deleted, or none of this attempt there), or
+    /// the session is known to have ended (its ephemeral nodes went with it, and nothing can be
+    /// created under it any more), the outcome is known: [`LockError::Withdrawn`]. Otherwise
+    /// the original, unknown error stays and the node is kept as an orphan to retry.
+    async fn withdraw(
+        &self,
+        key: &str,
+        strategy: Strategy,
+        attempt: u64,
+        err: LockError,
+        until: Instant,
+    ) -> LockError {
+        const RETRY: Duration = Duration::from_millis(100);
+        let s = self.session.lock().await.clone();
+        let withdrawn = |how: &str| LockError::Withdrawn {
+            key: key.to_string(),
+            why: format!("{err}; {how}, so nothing of this attempt holds the lock"),
+        };
+        let ended = |s: &ZkSession| {
+            matches!(
+                s.client.state(),
+                zk::SessionState::Expired | zk::SessionState::Closed
+            )
+        };
+        let budget = Budget::acquire(key, until, self.config.request_timeout);
+        let dir = self.dir(key);
+        let herd_path = format!("{dir}/{HERD_NODE}");
+        let removed = loop {
+            if ended(&s) {
+                return withdrawn("the session has ended");
+            }
+            let r = match strategy {
+                Strategy::Herd => {
+                    delete_own(&s, &herd_path, Mine::Attempt(attempt), &self.live, &budget)
+                        .await
+                        .map(|_| ())
+                }
+                _ => sweep_own(&s, &dir, Mine::Attempt(attempt), &self.live, &budget).await,
+            };
+            match r {
+                // A request went unanswered again (no quorum yet): ask again until `until`.
+                Err(e) if e.is_indeterminate() && Instant::now() + RETRY < until => {
+                    tokio::time::sleep(RETRY).await;
+                }
+                other => break other,
+            }
+        };
+        match removed {
+            Ok(()) => withdrawn("the server confirmed no node of this attempt is left"),
+            Err(LockError::Lost { .. }) => withdrawn("the session has ended"),
+            Err(_) => {
+                if strategy == Strategy::Herd {
+                    self.orphan(&herd_path, attempt, s.client.session_id().0);
+                }
+                err
+            }
+        }
+    }
+
     fn orphan(&self, path: &str, attempt: u64, session_id: i64) {
         self.orphans.locked().push(Orphan {
             path: path.to_string(),
@@ -230,6 +292,7 @@ impl ZookeeperRecipe {
     async fn acquire_herd(
         &self,
         key: &str,
+        attempt: u64,
         budget: &Budget,
         tally: &Tally,
     ) -> Result<Lease, LockError> {
@@ -238,7 +301,6 @@ impl ZookeeperRecipe {
         self.ensure_dir(s, &dir, budget, tally).await?;
         let path = format!("{dir}/{HERD_NODE}");
         let opts = zk::CreateMode::Ephemeral.with_acls(zk::Acls::anyone_all());
-        let attempt: u64 = rand::random();
         let data = attempt_data(attempt);
         loop {
             // The attempt id makes this create safe to repeat after a lost connection: a node
@@ -257,8 +319,9 @@ impl ZookeeperRecipe {
                 }
                 Ok(None) => {}
                 Err(e) => {
-                    if maybe_applied(&e) {
-                        // The create may have landed after all: take back a lock we may hold.
+                    if maybe_applied(&e) && !e.is_indeterminate() {
+                        // The deadline cut the create short, yet it may have landed: take back
+                        // a lock we may hold (an unknown outcome withdraws instead).
                         self.take_back(s, key, &path, attempt).await;
                     }
                     return Err(e);
@@ -296,6 +359,7 @@ impl ZookeeperRecipe {
     async fn acquire_predecessor(
         &self,
         key: &str,
+        attempt: u64,
         budget: &Budget,
         tally: &Tally,
     ) -> Result<Lease, LockError> {
@@ -306,7 +370,6 @@ impl ZookeeperRecipe {
         tally.requests(1);
         let tag = session_tag(s);
         let base = format!("{dir}/{tag}{SEQ_PREFIX}");
-        let attempt: u64 = rand::random();
         let created = budget
             .run(
                 "create",
@@ -317,9 +380,9 @@ impl ZookeeperRecipe {
         let (stat, seq) = match created {
             Ok(r) => r,
             Err(e) => {
-                if maybe_applied(&e) {
+                if maybe_applied(&e) && !e.is_indeterminate() {
                     // The node may exist under a name we never learnt: find it by our tag and
-                    // this attempt's id.
+                    // this attempt's id (an unknown outcome withdraws instead).
                     let cleanup = Budget::cleanup(key, self.config.request_timeout, 3);
                     let _ = sweep_own(s, &dir, Mine::Attempt(attempt), &self.live, &cleanup).await;
                 }
@@ -333,8 +396,11 @@ impl ZookeeperRecipe {
             Ok(()) => Ok(self.lease(s, key, path, stat.czxid, attempt, tally, Some(me as u64))),
             Err(e) => {
                 // Leave nothing behind: our node would otherwise block the queue until the
-                // session ends. The acquire deadline is spent, so the delete gets its own.
-                self.take_back(s, key, &path, attempt).await;
+                // session ends. The acquire deadline is spent, so the delete gets its own. An
+                // unknown outcome withdraws instead, retrying the same delete longer.
+                if !e.is_indeterminate() {
+                    self.take_back(s, key, &path, attempt).await;
+                }
                 Err(e)
             }
         }
@@ -464,9 +530,18 @@ impl Recipe for ZookeeperRecipe {
         check_strategy(System::Zookeeper, strategy)?;
         self.retry_orphans().await;
         let budget = Budget::acquire(key, deadline, self.config.request_timeout);
-        match strategy {
-            Strategy::Herd => self.acquire_herd(key, &budget, tally).await,
-            _ => self.acquire_predecessor(key, &budget, tally).await,
+        // The id every node of this attempt carries, so a withdrawal finds exactly them.
+        let attempt: u64 = rand::random();
+        let got = match strategy {
+            Strategy::Herd => self.acquire_herd(key, attempt, &budget, tally).await,
+            _ => self.acquire_predecessor(key, attempt, &budget, tally).await,
+        };
+        match got {
+            Err(e) if e.is_indeterminate() => {
+                let until = deadline.max(Instant::now() + self.config.ttl);
+                Err(self.withdraw(key, strategy, attempt, e, until).await)
+            }
+            other => other,
         }
     }
 

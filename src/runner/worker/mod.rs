@@ -10,8 +10,10 @@
 //! nemesis pauses and resumes them with.
 
 mod protocol;
+mod remote;
 mod serve;
 
+pub(crate) use remote::RemoteRegister;
 pub use serve::{EXIT_FAILED, EXIT_OK, EXIT_RUNNER_GONE, serve};
 
 use std::collections::BTreeMap;
@@ -25,11 +27,12 @@ use tokio::process::{Child, ChildStdin, Command};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
-use protocol::{FromWorker, Setup, ToWorker, line};
+use protocol::{AccessResult, FromWorker, Setup, ToWorker, line};
 
 use crate::cluster::ConnectInfo;
 use crate::history::{Clock, EventKind, HistoryHandle, Op};
 use crate::recipe::{RecipeConfig, Strategy};
+use crate::resource::{AccessOp, Register};
 use crate::spec::{Stop, Workload};
 
 /// How long one write of a control line to a worker may take (a line is far smaller than a
@@ -244,6 +247,43 @@ impl WorkerControl {
         Ok(())
     }
 
+    /// A control over processes the test spawned itself (`(pid, clients)` each), for tests of
+    /// what pauses them.
+    #[cfg(test)]
+    pub(crate) fn from_pids(procs: Vec<(u32, Vec<u32>)>) -> WorkerControl {
+        WorkerControl(Arc::new(
+            procs
+                .into_iter()
+                .map(|(pid, clients)| Proc {
+                    pid,
+                    clients,
+                    state: Mutex::new(WorkerState::Running),
+                })
+                .collect(),
+        ))
+    }
+
+    /// A control over no real process: each worker gets a pid above any the kernel hands out
+    /// (2^22 at most), so a stray signal finds no process.
+    #[cfg(test)]
+    pub(crate) fn stand_in(clients: Vec<Vec<u32>>) -> WorkerControl {
+        Self::from_pids(
+            clients
+                .into_iter()
+                .enumerate()
+                .map(|(i, c)| ((1 << 30) + i as u32, c))
+                .collect(),
+        )
+    }
+
+    /// Marks worker `index` paused without signalling it.
+    #[cfg(test)]
+    pub(crate) fn mark_paused_for_test(&self, index: usize) {
+        if let Some(p) = self.0.get(index) {
+            *lock(&p.state) = WorkerState::Paused;
+        }
+    }
+
     fn mark_exited(&self, index: usize) {
         if let Some(p) = self.0.get(index) {
             *lock(&p.state) = WorkerState::Exited;
@@ -344,15 +384,17 @@ impl Workers {
         .await;
     }
 
-    /// Records every worker's events in `history` until all have finished, opening stampede
-    /// rounds when every client arrived and telling the workers to stop once the cell's
-    /// acquisitions are reached. A worker past every deadline (the workload's duration plus a
+    /// Records every worker's events in `history` until all have finished, applying their
+    /// clients' accesses to `register` (which records them) and answering each, opening
+    /// stampede rounds when every client arrived and telling the workers to stop once the
+    /// cell's acquisitions are reached. A worker past every deadline (the workload's duration plus a
     /// grace, or, for a count of acquisitions, that long without a word from any worker) is
     /// killed and its clients listed as stuck, as an in-process client task would be aborted.
     pub async fn run(
         &mut self,
         history: &HistoryHandle,
         workload: &Workload,
+        register: &Register,
     ) -> Result<WorkersRun, WorkerError> {
         let clock = history.clock();
         let grace = workload.acquire_timeout + workload.lease_ttl + Duration::from_secs(10);
@@ -429,6 +471,31 @@ impl Workers {
                         arrivals.remove(&round);
                         self.broadcast(&ToWorker::Open { round }).await;
                     }
+                }
+                Read::Msg(FromWorker::Access {
+                    id,
+                    client,
+                    key,
+                    token,
+                    op,
+                    value,
+                }) => {
+                    if !self.control.clients(index).contains(&client) {
+                        return Err(self.protocol(
+                            index,
+                            format!("an access by client {client}, which it does not run"),
+                        ));
+                    }
+                    let value = match (op, value) {
+                        (AccessOp::Read, _) => 0,
+                        (AccessOp::Write, Some(v)) => v,
+                        (AccessOp::Write, None) => {
+                            return Err(self.protocol(index, format!("write {id} without a value")));
+                        }
+                    };
+                    let result = register.access(client, &key, token, op, value);
+                    let result = AccessResult::from(result);
+                    self.send(index, &ToWorker::Accessed { id, result }).await;
                 }
                 Read::Msg(FromWorker::Done) => self.slots[index].done = true,
                 Read::Msg(FromWorker::Failed { error }) => return Err(self.failed(index, error)),

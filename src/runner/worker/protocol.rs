@@ -9,6 +9,14 @@
 //!   {"start":{"epoch_ns":…}}  →            the cell's clock zero, raw CLOCK_MONOTONIC
 //!   ←  {"event":{…}}  …                    stamped by the worker on that clock
 //!   ←  {"arrive":{"client":…,"round":…}}   stampede: a client reached a round's barrier
+//!   ←  {"access":{"id":…,"client":…,"key":…,"token":…,"op":"read"|"write","value":…}}
+//!                                          a critical section reads or writes the register;
+//!                                          the runner applies it to the cell's register,
+//!                                          which records the read/write event on its side
+//!   {"accessed":{"id":…,"result":{"ok":v}|{"refused":{key,token,highest}}}}  →
+//!                                          v: the value read or written; the worker waits
+//!                                          at most ACCESS_TIMEOUT (5 s) for it, then takes
+//!                                          the access as failed and records nothing itself
 //!   {"open":{"round":…}}  →                every client of the cell arrived
 //!   "stop"  →                              the cell's acquisitions are reached
 //!   ←  "done"                              every client stopped; the worker exits 0
@@ -16,12 +24,17 @@
 //!
 //! The end of the worker's stdin means the runner is gone: the worker exits at once, as a
 //! killed client would.
+//!
+//! The protected register lives in the runner, out of reach of the lock service's faults and of
+//! a worker's pause, so an access is a request and a reply: a worker paused between its read
+//! and its write writes, when resumed, into a register that may have moved on.
 
 use serde::{Deserialize, Serialize};
 
 use crate::cluster::ConnectInfo;
 use crate::history::Event;
 use crate::recipe::{RecipeConfig, Strategy};
+use crate::resource::{AccessOp, Refused};
 
 /// Runner → worker.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -35,6 +48,27 @@ pub(crate) enum ToWorker {
     Open { round: u64 },
     /// The cell's acquisitions are reached: start no new acquisition.
     Stop,
+    /// The answer to the worker's `access` numbered `id`.
+    Accessed { id: u64, result: AccessResult },
+}
+
+/// What the register did with an access.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum AccessResult {
+    /// Accepted: the value read, or the value written.
+    Ok(u64),
+    /// The fenced register refused a stale token.
+    Refused(Refused),
+}
+
+impl From<Result<u64, Refused>> for AccessResult {
+    fn from(r: Result<u64, Refused>) -> AccessResult {
+        match r {
+            Ok(v) => AccessResult::Ok(v),
+            Err(refused) => AccessResult::Refused(refused),
+        }
+    }
 }
 
 /// What a worker runs.
@@ -66,6 +100,19 @@ pub(crate) enum FromWorker {
     Event(Box<Event>),
     /// A stampede client reached the barrier of `round`.
     Arrive { client: u32, round: u64 },
+    /// Client `client`, holding `key` with fencing token `token`, reads the register of `key`
+    /// or writes `value` to it; the runner answers with `accessed` and the same `id` (unique
+    /// per worker).
+    Access {
+        id: u64,
+        client: u32,
+        key: String,
+        token: u64,
+        op: AccessOp,
+        /// The value to write (absent on a read).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        value: Option<u64>,
+    },
     /// Every client stopped and dropped its connections; the worker exits.
     Done,
 }
@@ -102,6 +149,18 @@ mod tests {
             ToWorker::Start { epoch_ns: 42 },
             ToWorker::Open { round: 3 },
             ToWorker::Stop,
+            ToWorker::Accessed {
+                id: 4,
+                result: AccessResult::Ok(3),
+            },
+            ToWorker::Accessed {
+                id: 5,
+                result: AccessResult::Refused(Refused {
+                    key: "k".into(),
+                    token: 1,
+                    highest: 2,
+                }),
+            },
         ] {
             let l = line(&msg).unwrap();
             assert_eq!(l.iter().filter(|&&b| b == b'\n').count(), 1);
@@ -119,6 +178,14 @@ mod tests {
                 client: 1,
                 round: 0,
             },
+            FromWorker::Access {
+                id: 4,
+                client: 1,
+                key: "k0".into(),
+                token: 9,
+                op: AccessOp::Write,
+                value: Some(3),
+            },
             FromWorker::Done,
         ] {
             let l = line(&msg).unwrap();
@@ -126,5 +193,28 @@ mod tests {
             assert_eq!(serde_json::from_slice::<FromWorker>(&l).unwrap(), msg);
         }
         assert_eq!(line(&ToWorker::Stop).unwrap(), b"\"stop\"\n");
+        // The shapes the diagram above shows (a stand-in worker script writes them by hand).
+        let read = FromWorker::Access {
+            id: 1,
+            client: 0,
+            key: "k".into(),
+            token: 2,
+            op: AccessOp::Read,
+            value: None,
+        };
+        assert_eq!(
+            line(&read).unwrap(),
+            br#"{"access":{"id":1,"client":0,"key":"k","token":2,"op":"read"}}
+"#
+        );
+        let reply = ToWorker::Accessed {
+            id: 1,
+            result: AccessResult::Ok(0),
+        };
+        assert_eq!(
+            line(&reply).unwrap(),
+            br#"{"accessed":{"id":1,"result":{"ok":0}}}
+"#
+        );
     }
 }

@@ -14,9 +14,10 @@ use std::time::Duration;
 use tokio::sync::{mpsc, watch};
 
 use super::protocol::{FromWorker, Setup, ToWorker, line};
+use super::remote::{ACCESS_TIMEOUT, RemoteRegister};
 use crate::history::{Clock, Event, EventSink};
 use crate::recipe::{AnyRecipe, Recipe};
-use crate::runner::client::{CellShared, Rounds, drive};
+use crate::runner::client::{CellShared, Resource, Rounds, drive};
 use crate::spec::Workload;
 
 /// How long a worker waits for its setup line (the runner writes it right after spawning).
@@ -245,8 +246,23 @@ async fn run(out: &Output, mut input: mpsc::UnboundedReceiver<Input>) -> Result<
             opened,
         }
     });
-    let shared = Arc::new(CellShared::new(workload, strategy, sink, rounds));
-    let control = tokio::spawn(control(input, shared.clone(), opened_tx));
+    let register = {
+        let tx = out.tx.clone();
+        Arc::new(RemoteRegister::new(
+            Box::new(move |m| {
+                let _ = tx.send(Out::Msg(m));
+            }),
+            ACCESS_TIMEOUT,
+        ))
+    };
+    let shared = Arc::new(CellShared::new(
+        workload,
+        strategy,
+        sink,
+        rounds,
+        Resource::Remote(register.clone()),
+    ));
+    let control = tokio::spawn(control(input, shared.clone(), opened_tx, register));
     let tasks: Vec<_> = recipes
         .into_iter()
         .map(|(id, r)| tokio::spawn(drive(r, id, shared.clone())))
@@ -271,10 +287,12 @@ async fn control(
     mut input: mpsc::UnboundedReceiver<Input>,
     shared: Arc<CellShared>,
     opened: watch::Sender<u64>,
+    register: Arc<RemoteRegister>,
 ) {
     loop {
         match input.recv().await {
             Some(Input::Msg(ToWorker::Stop)) => shared.stop.store(true, Ordering::Relaxed),
+            Some(Input::Msg(ToWorker::Accessed { id, result })) => register.answer(id, result),
             Some(Input::Msg(ToWorker::Open { round })) => {
                 opened.send_modify(|o| *o = (*o).max(round + 1));
             }

@@ -1,0 +1,126 @@
+#!/usr/bin/env bash
+# The chaos matrix: every system and strategy under the faults that decide whether a lock is
+# still a lock, plus the rates of the faults that only sometimes break one. Far too long for
+# `cargo test` (about 30 s per cell, 60+ cells), so it is a benchmark-style command: it prints a
+# table and writes it to OUT/matrix.md. Needs Docker and the lockbench images (built on first
+# use) and python3 for the table.
+#
+#   benches/chaos-matrix.sh [--debug] [--repeats N] [--duration D] [--only PART] [OUT]
+#
+# Parts (all by default, or one with --only):
+#   faults  kill-leader, partition-halves, isolate-leader (Redis's split brain) and
+#           partition-even (4-node ZooKeeper / etcd) on every system and strategy, hot-lock
+#   pause   pause-clients (a holder stopped 15 s, past its 2 s lease) on every system and
+#           strategy, 1 s holds, with the fenced register and with the unfenced one (worker
+#           processes)
+#   rates   Redis + Sentinel under kill-leader, and Redlock under redlock-restart-empty and
+#           redlock-restart-delayed, N seeds each (default 5) × both strategies, with 1 s holds
+#           on a 2 s lease (held across the faults): how often a cell is judged unsafe
+# OUT defaults to results/chaos-matrix. Exit status: 1 if any cell expected safe was judged
+# unsafe (lockbench run's own rule), else 0.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+profile=release
+repeats=5
+duration=30s
+only=all
+out=results/chaos-matrix
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --debug) profile=debug ;;
+    --repeats) repeats=$2; shift ;;
+    --duration) duration=$2; shift ;;
+    --only) only=$2; shift ;;
+    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
+    -*) echo "chaos-matrix: unknown option $1 (see --help)" >&2; exit 2 ;;
+    *) out=$1 ;;
+  esac
+  shift
+done
+case "$only" in all|faults|pause|rates) ;; *) echo "chaos-matrix: --only takes faults, pause or rates, not '$only'" >&2; exit 2 ;; esac
+command -v python3 >/dev/null || { echo "chaos-matrix: needs python3 for the table (apt-get install python3)" >&2; exit 2; }
+
+if [ "$profile" = release ]; then cargo build --release --quiet; else cargo build --quiet; fi
+bin=./target/$profile/lockbench
+"$bin" images
+inputs="$out/inputs"
+mkdir -p "$inputs"
+status=0
+# Locks held across the faults (pauses, failovers, restarts): a hot-lock hold (1-5 ms) ends
+# long before a failover or a restart completes, so nothing could be granted twice under it.
+cat > "$inputs/held-locks.toml" <<'TOML'
+clients = 4
+keys = 1
+hold = "1s"
+think = "50ms"
+duration = "30s"
+warmup = "1s"
+lease_ttl = "2s"
+renew = true
+acquire_timeout = "20s"
+strategies = ["herd", "predecessor"]
+seed = 1
+TOML
+{ cat "$inputs/held-locks.toml"; printf '\nresource = "unfenced"\n'; } > "$inputs/held-locks-unfenced.toml"
+run() { "$bin" run --duration "$duration" "$@" || status=1; }
+
+if [ "$only" = all ] || [ "$only" = faults ]; then
+  run --out "$out/faults" --chaos chaos/kill-leader.toml --chaos chaos/partition-halves.toml \
+    --chaos chaos/partition-even.toml
+  run --out "$out/faults" --systems redis --chaos chaos/isolate-leader.toml
+fi
+if [ "$only" = all ] || [ "$only" = pause ]; then
+  # Held locks, fenced and unfenced: a hot-lock hold (1-5 ms) is over before the pause lands
+  # more often than not, and a paused waiter overlaps nobody.
+  run --out "$out/pause" --clients-as processes --chaos chaos/pause-clients.toml \
+    --workload "$inputs/held-locks.toml" --workload "$inputs/held-locks-unfenced.toml"
+fi
+if [ "$only" = all ] || [ "$only" = rates ]; then
+  # One schedule file per seed: each is a chaos coordinate of its own (name-sN), so one run
+  # (one cluster per system) plays them all.
+  seeded() { # schedule, then the flags of the files made
+    local name=$1 i
+    for i in $(seq 1 "$repeats"); do
+      sed "s/^seed = .*/seed = $i/" "chaos/$name.toml" > "$inputs/$name-s$i.toml"
+      printf -- '--chaos %s ' "$inputs/$name-s$i.toml"
+    done
+  }
+  # shellcheck disable=SC2046
+  run --out "$out/rates" --systems redis --workload "$inputs/held-locks.toml" $(seeded kill-leader)
+  # shellcheck disable=SC2046
+  run --out "$out/rates" --systems redlock --workload "$inputs/held-locks.toml" \
+    $(seeded redlock-restart-empty) $(seeded redlock-restart-delayed)
+fi
+
+python3 - "$out" <<'PY' | tee "$out/matrix.md"
+import glob, json, os, re, sys
+from collections import defaultdict
+out = sys.argv[1]
+rows, rates = [], defaultdict(lambda: [0, 0, 0])
+for path in sorted(glob.glob(os.path.join(out, "*", "2*", "cells", "*", "summary.json"))):
+    s = json.load(open(path))
+    f = s.get("safety") or {}
+    o = f.get("overlaps", {})
+    family = re.sub(r"-s\d+$", "", s["chaos"])
+    part = path[len(out):].strip("/").split("/")[0]
+    row = (part, s["system"], s["strategy"], s["workload"], s["chaos"], f.get("verdict", "?"),
+           f.get("expected", "?"), "/".join(str(o.get(k, 0)) for k in
+           ("granted_twice", "told_and_went_on", "expired_untold", "unknown")),
+           f.get("lost_updates", 0), f.get("stale_accesses_rejected", 0),
+           f.get("max_unavailable_ms", 0.0), s["acquisitions"])
+    rows.append(row)
+    r = rates[(s["system"], s["strategy"], s["workload"], family)]
+    r[0] += 1
+    r[1] += f.get("verdict") == "unsafe"
+    r[2] += o.get("granted_twice", 0)
+print("| part | system | strategy | workload | chaos | verdict | expected | overlaps gt/told/exp/unk | lost updates | stale rejected | longest unavailable ms | acquisitions |")
+print("|---|---|---|---|---|---|---|---|---:|---:|---:|---:|")
+for r in rows:
+    print("| " + " | ".join(f"{v:.0f}" if isinstance(v, float) else str(v) for v in r) + " |")
+print()
+print("| system | strategy | workload | chaos | cells | unsafe cells | rate | granted twice (sum) |")
+print("|---|---|---|---|---:|---:|---:|---:|")
+for (system, strategy, workload, family), (n, unsafe, twice) in sorted(rates.items()):
+    print(f"| {system} | {strategy} | {workload} | {family} | {n} | {unsafe} | {unsafe / n:.0%} | {twice} |")
+PY
+exit "$status"

@@ -1,0 +1,374 @@
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Mutex as StdMutex;
+
+use tokio::sync::watch;
+
+use super::*;
+use crate::chaos::Grudge;
+use crate::cluster::{ClusterError, DataOnRestart};
+use crate::history::{Recorder, read_history};
+
+/// Records every call; counts what is in effect per node, so an unbalanced call shows.
+/// `slow` makes every call take that long (to cancel mid-call); `refuse` fails pauses of a node.
+#[derive(Default)]
+struct Double {
+    log: StdMutex<Vec<String>>,
+    /// node → kills minus restarts, pauses minus resumes; "partition" → cuts in effect (0/1).
+    effect: StdMutex<BTreeMap<String, i64>>,
+    slow: Duration,
+    refuse: Option<String>,
+}
+
+impl Double {
+    async fn call(&self, what: String, key: String, delta: i64) {
+        if !self.slow.is_zero() {
+            tokio::time::sleep(self.slow).await;
+        }
+        let mut e = self.effect.lock().unwrap();
+        let v = e.entry(key).or_default();
+        // Restart/resume of a running node and a heal with no cut do nothing (the contract).
+        *v = (*v + delta).max(0);
+        self.log.lock().unwrap().push(what);
+    }
+    fn left(&self) -> Vec<String> {
+        let e = self.effect.lock().unwrap();
+        e.iter()
+            .filter(|(_, v)| **v != 0)
+            .map(|(k, _)| k.clone())
+            .collect()
+    }
+    fn log(&self) -> Vec<String> {
+        self.log.lock().unwrap().clone()
+    }
+}
+
+impl Faultable for Double {
+    fn servers(&self) -> Vec<String> {
+        (1..=5).map(|i| format!("n{i}")).collect()
+    }
+    async fn leader(&self) -> Result<Option<String>, ClusterError> {
+        Ok(Some("n3".into()))
+    }
+    async fn kill(&self, node: &str) -> Result<(), ClusterError> {
+        self.call(format!("kill {node}"), format!("kill {node}"), 1)
+            .await;
+        Ok(())
+    }
+    async fn restart(&self, node: &str, _: DataOnRestart) -> Result<(), ClusterError> {
+        self.call(format!("restart {node}"), format!("kill {node}"), -1)
+            .await;
+        Ok(())
+    }
+    async fn pause(&self, node: &str) -> Result<(), ClusterError> {
+        if self.refuse.as_deref() == Some(node) {
+            return Err(ClusterError::BadPartition(format!("{node} refuses")));
+        }
+        self.call(format!("pause {node}"), format!("pause {node}"), 1)
+            .await;
+        Ok(())
+    }
+    async fn resume(&self, node: &str) -> Result<(), ClusterError> {
+        self.call(format!("resume {node}"), format!("pause {node}"), -1)
+            .await;
+        Ok(())
+    }
+    async fn partition(&self, g: &Grudge) -> Result<(), ClusterError> {
+        self.call(format!("partition {:?}", g.nodes()), "partition".into(), 1)
+            .await;
+        Ok(())
+    }
+    async fn heal(&self) -> Result<(), ClusterError> {
+        self.call("heal".into(), "partition".into(), -1_000).await;
+        Ok(())
+    }
+    fn clock(&self, _: &str) -> Result<super::super::ClockAccess, ClusterError> {
+        Ok(super::super::ClockAccess::Monotonic)
+    }
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("lockbench-nemesis-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join("history.jsonl")
+}
+
+const SCHEDULE: &str = r#"
+seed = 11
+[[faults]]
+kind = "kill"
+target = "minority"
+every = "200ms"
+jitter = "50ms"
+restart_after = "80ms"
+
+[[faults]]
+kind = "partition"
+shape = "halves"
+start = "100ms"
+duration = "250ms"
+
+[[faults]]
+kind = "pause-node"
+target = "leader"
+start = "500ms"
+duration = "10s"
+"#;
+
+/// Plays `schedule` on `on` for `run`, then stops as the runner does; returns the history.
+/// With `cancel`, the nemesis' future is dropped at `run` instead and the books healed after.
+async fn play(on: &Double, schedule: &str, run: Duration, cancel: bool, name: &str) -> Vec<Event> {
+    let schedule = Schedule::from_str(schedule, "chaos/test.toml").expect("schedule");
+    let path = scratch(name);
+    let recorder = Recorder::create(&path).unwrap();
+    let (stop, stopped) = watch::channel(false);
+    let running = Running {
+        clock: recorder.clock(),
+        history: recorder.handle(),
+        events: recorder.subscribe(),
+        workers: None,
+        stopped,
+    };
+    let books = Books::default();
+    let nemesis = Nemesis::new(&schedule, Duration::from_secs(20), "/lb/t", books.clone());
+    let game = nemesis.play(on, running);
+    if cancel {
+        assert!(tokio::time::timeout(run, game).await.is_err());
+        assert!(books.in_effect().await > 0, "cancelled mid-fault");
+        books.heal(on, recorder.clock(), None).await.unwrap();
+    } else {
+        tokio::pin!(game);
+        tokio::select! {
+            () = &mut game => panic!("the nemesis ended before the clients"),
+            () = tokio::time::sleep(run) => {}
+        }
+        stop.send(true).unwrap();
+        game.await;
+    }
+    assert_eq!(books.in_effect().await, 0);
+    recorder.finish().await.unwrap();
+    let h = read_history(&path).unwrap();
+    let _ = std::fs::remove_dir_all(path.parent().unwrap());
+    h
+}
+
+/// (kind, fault, targets) of every fault event.
+fn shape(h: &[Event]) -> Vec<(EventKind, String, Vec<String>)> {
+    h.iter()
+        .filter(|e| e.op == Op::Fault)
+        .map(|e| (e.kind, e.fault.clone().unwrap(), e.targets.clone().unwrap()))
+        .collect()
+}
+
+#[tokio::test]
+async fn the_same_seed_plays_the_same_faults_and_every_one_is_undone() {
+    let a = Double::default();
+    let ha = play(&a, SCHEDULE, Duration::from_millis(700), false, "a").await;
+    let b = Double::default();
+    let hb = play(&b, SCHEDULE, Duration::from_millis(700), false, "b").await;
+    assert_eq!(shape(&ha), shape(&hb), "same seed, same events");
+    assert_eq!(a.log(), b.log());
+    assert!(a.left().is_empty(), "left in effect: {:?}", a.left());
+
+    // Worked out from the timeline: kills at 200 ms·n + jitter (n = 1..3 within 700 ms,
+    // the third maybe not), the partition at 100 ms, the pause of the leader n3 at 500 ms,
+    // healed when the clients stop at 700 ms.
+    let s = Schedule::from_str(SCHEDULE, "t").unwrap();
+    let plan = s.timeline(Duration::from_secs(20));
+    let invokes: Vec<&Event> = ha
+        .iter()
+        .filter(|e| e.op == Op::Fault && e.kind == EventKind::Invoke)
+        .collect();
+    let due: Vec<&PlannedFault> = plan
+        .iter()
+        .filter(|p| p.at < Duration::from_millis(690))
+        .collect();
+    assert_eq!(invokes.len(), due.len(), "{invokes:?}");
+    for (e, p) in invokes.iter().zip(&due) {
+        let late = e.t_us as i64 - p.at.as_micros() as i64;
+        assert!((0..60_000).contains(&late), "{e:?} vs {p:?}");
+    }
+    let pause = invokes.iter().find(|e| e.fault.as_deref() == Some("pause"));
+    assert_eq!(
+        pause.unwrap().targets.as_deref(),
+        Some(&["n3".to_string()][..])
+    );
+    // Minority of 5 is 2 nodes; halves of 5 name every node as cut.
+    for e in &invokes {
+        match e.fault.as_deref() {
+            Some("kill") => assert_eq!(e.targets.as_ref().unwrap().len(), 2),
+            Some("partition") => assert_eq!(e.targets.as_ref().unwrap().len(), 5),
+            _ => {}
+        }
+    }
+    // Every window: one invoke, then one ok.
+    let oks = ha
+        .iter()
+        .filter(|e| e.op == Op::Fault && e.kind == EventKind::Ok)
+        .count();
+    assert_eq!(oks, invokes.len());
+    // The pause (10 s long) was ended by the stop, after 700 ms and well before its end.
+    let last = ha.iter().rev().find(|e| e.op == Op::Fault).unwrap();
+    assert_eq!(
+        (last.kind, last.fault.as_deref()),
+        (EventKind::Ok, Some("pause"))
+    );
+    assert!((700_000..1_500_000).contains(&last.t_us), "{last:?}");
+}
+
+#[tokio::test]
+async fn a_seed_changes_the_picks() {
+    let other = SCHEDULE.replace("seed = 11", "seed = 12");
+    let a = Double::default();
+    let ha = play(&a, SCHEDULE, Duration::from_millis(450), false, "s11").await;
+    let b = Double::default();
+    let hb = play(&b, &other, Duration::from_millis(450), false, "s12").await;
+    assert_ne!(a.log(), b.log(), "another seed picks other nodes");
+    assert!(a.left().is_empty() && b.left().is_empty());
+    assert!(!shape(&ha).is_empty() && !shape(&hb).is_empty());
+}
+
+#[tokio::test]
+async fn cancelled_mid_fault_the_books_heal_everything() {
+    // Every call takes 30 ms, so the drop at 560 ms lands inside a start or while faults are
+    // in effect (the pause of n3 from 500 ms on is).
+    let d = Double {
+        slow: Duration::from_millis(30),
+        ..Double::default()
+    };
+    let h = play(&d, SCHEDULE, Duration::from_millis(560), true, "cancel").await;
+    assert!(d.left().is_empty(), "left in effect: {:?}", d.left());
+    let log = d.log();
+    assert!(log.contains(&"pause n3".to_string()), "{log:?}");
+    // Newest first: the pause (started last) is resumed before the kills still in effect
+    // are restarted.
+    let at = |s: &str| {
+        log.iter()
+            .rposition(|l| l == s)
+            .unwrap_or_else(|| panic!("{s}: {log:?}"))
+    };
+    assert!(at("pause n3") < at("resume n3"), "{log:?}");
+    assert!(
+        log[at("resume n3")..]
+            .iter()
+            .skip(1)
+            .all(|l| l.starts_with("restart")),
+        "{log:?}"
+    );
+    // The heal after the drop has no history: the pause's window stays open in it.
+    let s = shape(&h);
+    assert_eq!(
+        s.last().map(|x| (x.0, x.1.as_str())),
+        Some((EventKind::Invoke, "pause"))
+    );
+}
+
+#[tokio::test]
+async fn a_failed_start_is_undone_at_once_and_closed_as_info() {
+    let d = Double {
+        refuse: Some("n3".into()),
+        ..Double::default()
+    };
+    let sched = "[[faults]]\nkind = \"pause-node\"\ntarget = \"leader\"\nstart = \"50ms\"\nduration = \"5s\"\n";
+    let h = play(&d, sched, Duration::from_millis(200), false, "refuse").await;
+    let f: Vec<&Event> = h.iter().filter(|e| e.op == Op::Fault).collect();
+    assert_eq!(f.len(), 2, "{f:?}");
+    assert_eq!(f[0].kind, EventKind::Invoke);
+    assert_eq!(f[1].kind, EventKind::Info);
+    let err = f[1].error.as_deref().unwrap();
+    assert!(
+        err.starts_with("start: ") && err.contains("n3 refuses"),
+        "{err}"
+    );
+    // Undone at once (resuming n3 is harmless), not after the 5 s duration.
+    assert!(f[1].t_us < 150_000, "{:?}", f[1]);
+    assert!(d.left().is_empty());
+}
+
+#[tokio::test]
+async fn a_fault_that_cannot_be_resolved_is_reported_and_touches_nothing() {
+    let d = Double::default();
+    let sched = "[[faults]]\nkind = \"pause-client\"\ntarget = \"random\"\nstart = \"20ms\"\nduration = \"1s\"\n";
+    let h = play(&d, sched, Duration::from_millis(100), false, "noworkers").await;
+    let f: Vec<&Event> = h.iter().filter(|e| e.op == Op::Fault).collect();
+    assert_eq!(
+        f.iter().map(|e| e.kind).collect::<Vec<_>>(),
+        [EventKind::Invoke, EventKind::Info]
+    );
+    assert!(
+        f[1].error.as_deref().unwrap().contains("worker processes"),
+        "{:?}",
+        f[1]
+    );
+    assert!(d.log().is_empty());
+}
+
+#[test]
+fn a_fast_clock_jumps_its_excess_every_tick() {
+    // rate 1.5: 125 ms more every 250 ms.
+    assert_eq!(
+        clock_skew(SpecSkew::Fast { rate: 1.5 }),
+        ClockSkew::Fast {
+            every: Duration::from_millis(250),
+            jump: Duration::from_millis(125)
+        }
+    );
+    assert_eq!(
+        clock_skew(SpecSkew::Jump {
+            by: Duration::from_secs(3)
+        }),
+        ClockSkew::Jump(Duration::from_secs(3))
+    );
+}
+
+#[tokio::test]
+async fn a_partition_with_clients_cuts_them_off_with_one_servers_side() {
+    let d = Double::default();
+    let sched = "seed = 5\n[[faults]]\nkind = \"partition\"\nshape = \"halves\"\nclients = true\nstart = \"20ms\"\nduration = \"50ms\"\n";
+    let h = play(&d, sched, Duration::from_millis(150), false, "clients").await;
+    let f = shape(&h);
+    assert_eq!(f.len(), 2, "{f:?}");
+    let targets = &f[0].2;
+    // Clients lose the links of the server they go with: every server of the other half.
+    let clients: Vec<&String> = targets
+        .iter()
+        .filter(|t| t.starts_with("clients cut from "))
+        .collect();
+    assert_eq!(clients.len(), 1, "{targets:?}");
+    let cut_from: Vec<&str> = clients[0]["clients cut from ".len()..].split(',').collect();
+    // One half of five (2 or 3 servers), and the clients' side is the other: what a server
+    // there is cut from is exactly what the clients are cut from.
+    assert!(matches!(cut_from.len(), 2 | 3), "{targets:?}");
+    let home = (1..=5)
+        .map(|i| format!("n{i}"))
+        .find(|n| !cut_from.contains(&n.as_str()))
+        .unwrap();
+    let home_line = targets
+        .iter()
+        .find(|t| t.starts_with(&format!("{home} cut from")))
+        .unwrap();
+    assert_eq!(
+        home_line[format!("{home} cut from ").len()..]
+            .split(',')
+            .collect::<Vec<_>>(),
+        cut_from
+    );
+    for n in &cut_from {
+        let line = targets
+            .iter()
+            .find(|t| t.starts_with(&format!("{n} cut from")))
+            .unwrap();
+        assert!(
+            line.contains("clients"),
+            "{n} must drop the clients too: {targets:?}"
+        );
+    }
+    // Without `clients` nobody names them.
+    let sched = sched.replace("clients = true\n", "");
+    let h = play(&d, &sched, Duration::from_millis(150), false, "noclients").await;
+    assert!(
+        shape(&h)[0].2.iter().all(|t| !t.contains("clients")),
+        "{:?}",
+        shape(&h)
+    );
+}

@@ -1,0 +1,153 @@
+//! Evidence: a finding of a checker with the history lines behind it, in words for a reader
+//! and in typed fields (class, key, clients, tokens, times) for the cell's `safety` summary.
+
+use serde::{Deserialize, Serialize};
+
+use super::{History, Validity};
+
+/// Findings kept per checker and per [`Validity`] (violations, possible violations, notes);
+/// counts are always complete.
+pub const MAX_EVIDENCE: usize = 10;
+
+/// A pointer into the history: the events behind a finding, by their line in `history.jsonl`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Evidence {
+    /// What the events show, in a sentence naming clients, key, tokens and times.
+    pub what: String,
+    /// 1-based line numbers in `history.jsonl`, ascending.
+    pub lines: Vec<usize>,
+    /// Which way the finding points: `invalid` a violation, `unknown` a possible violation
+    /// (it needs an unknown outcome), `valid` a note that the property held where it was
+    /// tested (a stale access the fenced register refused, the longest wait).
+    #[serde(default = "violation")]
+    pub validity: Validity,
+    /// The kind of finding, snake_case (`granted_twice`, `lost_update`, `token_regression`, ...).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub class: Option<String>,
+    /// The lock key it is about.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
+    /// The clients involved, the earlier first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub clients: Vec<u32>,
+    /// Their fencing tokens, in the order of `clients` where both are known.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tokens: Vec<u64>,
+    /// The times (µs on the history's clock) the finding rests on, earliest first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub t_us: Vec<u64>,
+}
+
+fn violation() -> Validity {
+    Validity::Invalid
+}
+
+impl Evidence {
+    /// A finding of `class` pointing `validity`'s way, described by `what`.
+    pub fn new(validity: Validity, class: &str, what: impl Into<String>) -> Evidence {
+        Evidence {
+            what: what.into(),
+            lines: Vec::new(),
+            validity,
+            class: Some(class.to_string()),
+            key: None,
+            clients: Vec::new(),
+            tokens: Vec::new(),
+            t_us: Vec::new(),
+        }
+    }
+    /// About `key`.
+    pub fn key(mut self, key: &str) -> Evidence {
+        self.key = Some(key.to_string());
+        self
+    }
+    /// Adds a client.
+    pub fn client(mut self, client: u32) -> Evidence {
+        self.clients.push(client);
+        self
+    }
+    /// Adds a token, if there is one.
+    pub fn token(mut self, token: Option<u64>) -> Evidence {
+        self.tokens.extend(token);
+        self
+    }
+    /// Adds the times, kept sorted.
+    pub fn at(mut self, times: impl IntoIterator<Item = u64>) -> Evidence {
+        self.t_us.extend(times);
+        self.t_us.sort_unstable();
+        self.t_us.dedup();
+        self
+    }
+    /// Adds the lines of the events at `indices` of `history.events`.
+    pub fn events(
+        mut self,
+        history: &History,
+        indices: impl IntoIterator<Item = usize>,
+    ) -> Evidence {
+        self.lines
+            .extend(indices.into_iter().filter_map(|i| history.lines.get(i)));
+        self.lines.sort_unstable();
+        self.lines.dedup();
+        self
+    }
+}
+
+/// One finding of a checker, complete (evidence keeps only the first [`MAX_EVIDENCE`] of each
+/// validity): which way it points, its class and when it happened, so findings can be counted
+/// per stretch of time (the fault windows of `check::faults`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Finding {
+    /// A violation (`invalid`), a possible violation (`unknown`) or a note (`valid`).
+    pub validity: Validity,
+    /// The evidence's class.
+    pub class: Option<String>,
+    /// When it happened, µs: the time its checker logged it at (for an overlap, the moment it
+    /// was certain; for a lost update, the second write of the value; for a token regression,
+    /// the regressing grant), which is the last of the evidence's `t_us` except for a stuck
+    /// lock (the start of its stretch).
+    pub t_us: u64,
+}
+
+/// Collects a checker's findings, each with the time it happened, and keeps the first
+/// [`MAX_EVIDENCE`] (in time, whatever order they were found in) of each validity.
+#[derive(Debug, Default)]
+pub struct EvidenceLog {
+    found: Vec<(u64, Evidence)>,
+}
+
+impl EvidenceLog {
+    /// Records a finding that happened at `t_us`.
+    pub fn push(&mut self, t_us: u64, evidence: Evidence) {
+        self.found.push((t_us, evidence));
+    }
+    /// The kept findings (violations first, then possible violations, then notes, each in
+    /// time order), and every finding in time order.
+    pub fn finish(mut self) -> (Vec<Evidence>, Vec<Finding>) {
+        self.found.sort_by_key(|(t, _)| *t);
+        let all = self
+            .found
+            .iter()
+            .map(|(t, e)| Finding {
+                validity: e.validity,
+                class: e.class.clone(),
+                t_us: *t,
+            })
+            .collect();
+        let mut out = Vec::new();
+        for v in [Validity::Invalid, Validity::Unknown, Validity::Valid] {
+            out.extend(
+                self.found
+                    .iter()
+                    .filter(|(_, e)| e.validity == v)
+                    .take(MAX_EVIDENCE)
+                    .map(|(_, e)| e.clone()),
+            );
+        }
+        (out, all)
+    }
+}
+
+/// A token in a sentence.
+pub(crate) fn token_text(token: Option<u64>) -> String {
+    token.map_or_else(|| "no token".to_string(), |t| format!("token {t}"))
+}

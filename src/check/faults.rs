@@ -1,0 +1,280 @@
+//! Fault windows: what happened to the lock while each nemesis fault was in effect (the
+//! `faults` field of a cell's summary, one entry per window).
+//!
+//! **Windows.** Each nemesis `fault` `invoke` starts a window; it is paired with the next end
+//! (`ok`, `info` or `fail`, in time order) of the same fault kind and targets, first in first
+//! out, so overlapping windows of different kinds pair right. An `ok` ends it (the heal). An
+//! end whose `error` starts with `start:` is a fault that never started (`started: false`); it
+//! ends there, unless the undo of its half-start failed too (`...; heal: ...`). Any other
+//! `info`/`fail` end is a heal that failed: the fault may still be in effect, so the window
+//! has no end (`end_us` null) and runs to the end of the history, like a start with no end at
+//! all.
+//!
+//! **Figures of the window itself**, over `[start_us, end_us]` (the end of the history when
+//! open): `acquisitions` granted inside it; `first_grant_ms`, the start → the first acquire `ok`
+//! at or after it (any key); `recovery_ms`, the end → the first acquire `ok` at or after it.
+//!
+//! **Attribution.** A lease granted before the heal may only end, and show what the fault did,
+//! up to its TTL later, so the checkers' findings, lost leases and failed outcomes are
+//! attributed over a longer span: `[start_us, end_us + settle]`, where settle is 2 × the
+//! longest `ttl_ms` of any acquire `ok` in the cell, and at least 1 s (windows without an end
+//! run to the end of the history). A finding belongs to **every** window whose span contains
+//! the moment it happened (its checker's time for it: for an overlap, the moment both
+//! certainly held; for a lost update, the second write of one value; for a token regression,
+//! the regressing grant; for a stale access, the refused access), so overlapping windows, or a
+//! window starting within the settle of another, may count the same finding twice. Counts are
+//! complete (they come from [`Verdict::findings`], not from the first evidence kept).
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+
+use serde::{Deserialize, Serialize};
+
+use super::{History, Validity, Verdict};
+use super::{fencing, lost_update, mutex};
+use crate::history::{ErrorKind, Event, EventKind, Op, TIMEOUT_ERROR, in_time_order};
+use crate::stats::CellInfo;
+
+/// The shortest settle after a heal, µs: findings up to this long after it are still the
+/// fault's, whatever the leases' TTLs.
+pub const MIN_SETTLE_US: u64 = 1_000_000;
+
+/// The error text that marks a fault that failed to start (the nemesis writes `start: ...`).
+pub const START_FAILED: &str = "start:";
+
+/// One nemesis fault window and the figures attributed to it (see the module doc).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub struct FaultWindow {
+    /// The fault's kind (`kill`, `partition`, `pause-node`, `pause-client`, `clock`, ...).
+    pub kind: String,
+    /// The nodes or client processes it acted on.
+    pub targets: Vec<String>,
+    /// Its `invoke`, µs on the history's clock.
+    pub start_us: u64,
+    /// Its end (the heal, or a failed start's outcome), µs; `None` when the history shows no
+    /// heal (none recorded, or the heal failed).
+    pub end_us: Option<u64>,
+    /// False when the fault failed to start (its end's error starts with `start:`).
+    pub started: bool,
+    /// The error of a failed start or heal (or of a heal that succeeded only on retry).
+    pub error: Option<String>,
+    /// The start → the first acquire `ok` at or after it, any key, ms; `None` when none came.
+    pub first_grant_ms: Option<f64>,
+    /// The end → the first acquire `ok` at or after it, ms; `None` when none came or the
+    /// window never ended.
+    pub recovery_ms: Option<f64>,
+    /// Acquire `ok` events inside `[start_us, end_us]` (to the history's end when open).
+    pub acquisitions: u64,
+    /// The findings attributed to the window merged: `invalid` with any violation, else
+    /// `unknown` with any possible violation, else `valid`.
+    pub verdict: Validity,
+    /// Mutex violations (certain overlapping holds) attributed to the window.
+    pub overlaps: u64,
+    /// Possible overlaps (they need an unknown acquisition to have been granted).
+    pub possible_overlaps: u64,
+    /// Lost-update findings (pairs of accepted writes of one value, or a key's totals).
+    pub lost_updates: u64,
+    /// Accesses the fenced register refused for a stale token.
+    pub stale_accesses_rejected: u64,
+    /// Grants whose token did not exceed the previous grant's on the key.
+    pub token_regressions: u64,
+    /// `lease_lost` events.
+    pub lost_leases: u64,
+    /// Acquire and release outcomes `fail` or `info`, by error kind (`timeout`, `connection`,
+    /// ...; `unclassified` without a kind).
+    pub errors: BTreeMap<String, u64>,
+}
+
+/// A window as paired from the history, before its figures.
+#[derive(Debug, Clone, PartialEq)]
+struct Paired {
+    kind: String,
+    targets: Vec<String>,
+    start_us: u64,
+    end_us: Option<u64>,
+    started: bool,
+    error: Option<String>,
+}
+
+/// Pairs each fault `invoke` with the next end of the same kind and targets (FIFO).
+fn pair(events: &[Event]) -> Vec<Paired> {
+    let mut out: Vec<Paired> = Vec::new();
+    let mut open: HashMap<(&str, &[String]), VecDeque<usize>> = HashMap::new();
+    for i in in_time_order(events) {
+        let e = &events[i];
+        if e.op != Op::Fault {
+            continue;
+        }
+        let kind = e.fault.as_deref().unwrap_or_default();
+        let targets = e.targets.as_deref().unwrap_or_default();
+        if e.kind == EventKind::Invoke {
+            open.entry((kind, targets))
+                .or_default()
+                .push_back(out.len());
+            out.push(Paired {
+                kind: kind.to_string(),
+                targets: targets.to_vec(),
+                start_us: e.t_us,
+                end_us: None,
+                started: true,
+                error: None,
+            });
+            continue;
+        }
+        // An end with no open start (a damaged history) ends nothing.
+        let Some(w) = open.get_mut(&(kind, targets)).and_then(VecDeque::pop_front) else {
+            continue;
+        };
+        let w = &mut out[w];
+        w.error = e.error.clone();
+        let text = e.error.as_deref().unwrap_or_default();
+        if e.kind == EventKind::Ok {
+            w.end_us = Some(e.t_us);
+        } else if text.starts_with(START_FAILED) {
+            w.started = false;
+            // Undoing the half-start failed as well: it may still be in effect.
+            if !text.contains("heal:") {
+                w.end_us = Some(e.t_us);
+            }
+        }
+    }
+    out
+}
+
+/// 2 × the longest lease TTL granted in the cell, at least [`MIN_SETTLE_US`], µs.
+pub fn settle_us(events: &[Event]) -> u64 {
+    let longest_ms = events
+        .iter()
+        .filter(|e| e.op == Op::Acquire && e.kind == EventKind::Ok)
+        .filter_map(|e| e.ttl_ms)
+        .max()
+        .unwrap_or(0);
+    longest_ms.saturating_mul(2_000).max(MIN_SETTLE_US)
+}
+
+fn ms(us: u64) -> f64 {
+    us as f64 / 1000.0
+}
+
+/// The first time in `sorted` at or after `t`.
+fn first_at_or_after(sorted: &[u64], t: u64) -> Option<u64> {
+    let i = sorted.partition_point(|&g| g < t);
+    sorted.get(i).copied()
+}
+
+/// The fault windows of `history` in start order, each with its figures, the findings of
+/// `verdicts` (the cell's checkers' verdicts on the same history) attributed as the module doc
+/// says. No fault events give no windows.
+pub fn fault_windows(history: &History, cell: &CellInfo, verdicts: &[Verdict]) -> Vec<FaultWindow> {
+    let events = &history.events;
+    let paired = pair(events);
+    if paired.is_empty() {
+        return Vec::new();
+    }
+    let end = history.end_us(cell);
+    let settle = settle_us(events);
+    let mut grants: Vec<u64> = events
+        .iter()
+        .filter(|e| e.op == Op::Acquire && e.kind == EventKind::Ok && e.client().is_some())
+        .map(|e| e.t_us)
+        .collect();
+    grants.sort_unstable();
+
+    paired
+        .into_iter()
+        .map(|p| {
+            let inside_to = p.end_us.unwrap_or(end).max(p.start_us);
+            let span = (
+                p.start_us,
+                p.end_us
+                    .map_or(end, |e| e.saturating_add(settle))
+                    .max(p.start_us),
+            );
+            let within = |t: u64| span.0 <= t && t <= span.1;
+            let acquisitions = (grants.partition_point(|&g| g <= inside_to)
+                - grants.partition_point(|&g| g < p.start_us))
+                as u64;
+            let mut w = FaultWindow {
+                first_grant_ms: first_at_or_after(&grants, p.start_us).map(|g| ms(g - p.start_us)),
+                recovery_ms: p
+                    .end_us
+                    .and_then(|e| first_at_or_after(&grants, e).map(|g| ms(g - e))),
+                kind: p.kind,
+                targets: p.targets,
+                start_us: p.start_us,
+                end_us: p.end_us,
+                started: p.started,
+                error: p.error,
+                acquisitions,
+                verdict: Validity::Valid,
+                overlaps: 0,
+                possible_overlaps: 0,
+                lost_updates: 0,
+                stale_accesses_rejected: 0,
+                token_regressions: 0,
+                lost_leases: 0,
+                errors: BTreeMap::new(),
+            };
+            attribute_findings(&mut w, verdicts, within);
+            attribute_events(&mut w, events, within);
+            w
+        })
+        .collect()
+}
+
+/// Counts the findings of `verdicts` that happened `within` the window's span, and merges
+/// their validity into its verdict.
+fn attribute_findings(w: &mut FaultWindow, verdicts: &[Verdict], within: impl Fn(u64) -> bool) {
+    let (mut violation, mut possible) = (false, false);
+    for v in verdicts {
+        for f in v.findings.iter().filter(|f| within(f.t_us)) {
+            violation |= f.validity == Validity::Invalid;
+            possible |= f.validity == Validity::Unknown;
+            let class = f.class.as_deref().unwrap_or_default();
+            let counter = match (v.checker.as_str(), f.validity) {
+                (mutex::NAME, Validity::Invalid) => &mut w.overlaps,
+                (mutex::NAME, Validity::Unknown) => &mut w.possible_overlaps,
+                (lost_update::NAME, Validity::Invalid) => &mut w.lost_updates,
+                (fencing::NAME, _) if class == fencing::TOKEN_REGRESSIONS => {
+                    &mut w.token_regressions
+                }
+                (fencing::NAME, _) if class == fencing::STALE_ACCESSES_REJECTED => {
+                    &mut w.stale_accesses_rejected
+                }
+                _ => continue,
+            };
+            *counter += 1;
+        }
+    }
+    w.verdict = if violation {
+        Validity::Invalid
+    } else if possible {
+        Validity::Unknown
+    } else {
+        Validity::Valid
+    };
+}
+
+/// Counts the lost leases and the failed acquire and release outcomes `within` the span.
+fn attribute_events(w: &mut FaultWindow, events: &[Event], within: impl Fn(u64) -> bool) {
+    for e in events
+        .iter()
+        .filter(|e| e.client().is_some() && within(e.t_us))
+    {
+        match (e.op, e.kind) {
+            (Op::LeaseLost, _) => w.lost_leases += 1,
+            (Op::Acquire | Op::Release, EventKind::Fail | EventKind::Info) => {
+                // Histories written before error kinds name timeouts by their text.
+                let kind = e.error_kind.or_else(|| {
+                    (e.error.as_deref() == Some(TIMEOUT_ERROR)).then_some(ErrorKind::Timeout)
+                });
+                let name = kind.map_or("unclassified", ErrorKind::name);
+                *w.errors.entry(name.to_string()).or_default() += 1;
+            }
+            _ => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,197 @@
+//! Lost updates: per key, the protected register's accepted writes minus its increase.
+//!
+//! Every critical section reads the register and writes back the value + 1, so with mutual
+//! exclusion each accepted write raises it by one. The increase is the value of the last
+//! accepted write (in time order) minus the initial value: 0 (every cell starts from a fresh
+//! register), unless the first accepted access to the key is a read of another value (a
+//! register that did not start empty), whose value is then the start. Refused accesses (the
+//! fenced register's `fail`) changed nothing and are left out. The evidence is each pair of
+//! accepted writes of the same value: two critical sections read the same `v` and both wrote
+//! `v + 1`.
+
+use std::collections::BTreeMap;
+
+use super::evidence::token_text;
+use super::{Checker, Evidence, EvidenceLog, History, Validity, Verdict};
+use crate::history::{Event, EventKind, Op, in_time_order};
+use crate::stats::CellInfo;
+
+/// The checker's name, its verdict's `checker`.
+pub const NAME: &str = "lost_update";
+/// Count: accepted writes whose increment the register does not show.
+pub const LOST_UPDATES: &str = "lost_updates";
+/// Count: accepted writes.
+pub const ACCEPTED_WRITES: &str = "accepted_writes";
+/// Class of the evidence: two accepted writes of the same value.
+pub const SAME_VALUE: &str = "lost_update";
+
+/// The lost-update checker.
+pub struct LostUpdate;
+
+/// One key's accepted accesses, in time order (event indices).
+#[derive(Default)]
+struct Register {
+    reads: Vec<usize>,
+    writes: Vec<usize>,
+    /// The first accepted access, if a read.
+    first_read: Option<usize>,
+    seen: bool,
+}
+
+impl Checker for LostUpdate {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn check(&self, history: &History, _cell: &CellInfo) -> Verdict {
+        let events = &history.events;
+        let mut keys: BTreeMap<&str, Register> = BTreeMap::new();
+        for i in in_time_order(events) {
+            let e = &events[i];
+            if e.kind != EventKind::Ok || !matches!(e.op, Op::Read | Op::Write) {
+                continue;
+            }
+            let r = keys.entry(&e.key).or_default();
+            if !r.seen && e.op == Op::Read {
+                r.first_read = Some(i);
+            }
+            r.seen = true;
+            match e.op {
+                Op::Read => r.reads.push(i),
+                _ => r.writes.push(i),
+            }
+        }
+
+        let (mut lost_total, mut writes_total) = (0u64, 0u64);
+        let mut log = EvidenceLog::default();
+        for (key, r) in &keys {
+            let Some(&last) = r.writes.last() else {
+                continue;
+            };
+            let initial = r.first_read.and_then(|i| events[i].value).unwrap_or(0);
+            let increase = events[last].value.unwrap_or(0).saturating_sub(initial);
+            let accepted = r.writes.len() as u64;
+            let lost = accepted.saturating_sub(increase);
+            writes_total += accepted;
+            lost_total += lost;
+            if lost == 0 {
+                continue;
+            }
+            let mut first_of: BTreeMap<u64, usize> = BTreeMap::new();
+            let mut pairs = 0;
+            for &w in &r.writes {
+                let Some(v) = events[w].value else { continue };
+                match first_of.get(&v) {
+                    None => {
+                        first_of.insert(v, w);
+                    }
+                    Some(&earlier) => {
+                        pairs += 1;
+                        log.push(events[w].t_us, same_value(history, key, r, earlier, w));
+                    }
+                }
+            }
+            if pairs == 0 {
+                // Overwritten by smaller values: no pair to show, so the key's totals.
+                let ev = Evidence::new(
+                    Validity::Invalid,
+                    LOST_UPDATES,
+                    format!(
+                        "key {key}: {accepted} accepted writes raised the register from {initial} to {} ({increase}): {lost} updates lost",
+                        events[last].value.unwrap_or(0)
+                    ),
+                )
+                .key(key)
+                .at([events[r.writes[0]].t_us, events[last].t_us])
+                .events(history, [r.writes[0], last]);
+                log.push(events[last].t_us, ev);
+            }
+        }
+
+        let validity = if lost_total > 0 {
+            Validity::Invalid
+        } else {
+            Validity::Valid
+        };
+        let summary = format!(
+            "{lost_total} lost updates: {writes_total} accepted writes over {} keys",
+            keys.len()
+        );
+        let (evidence, findings) = log.finish();
+        Verdict {
+            checker: self.name().into(),
+            validity,
+            summary,
+            evidence,
+            findings,
+            counts: [
+                (LOST_UPDATES.to_string(), lost_total),
+                (ACCEPTED_WRITES.to_string(), writes_total),
+            ]
+            .into(),
+        }
+    }
+}
+
+/// The read of `write`'s client that the write followed (its last accepted read of the key
+/// before it).
+fn read_before(events: &[Event], r: &Register, write: usize) -> Option<usize> {
+    let (c, t) = (events[write].client(), events[write].t_us);
+    r.reads
+        .iter()
+        .copied()
+        .rev()
+        .find(|&i| events[i].client() == c && events[i].t_us <= t)
+}
+
+fn same_value(
+    history: &History,
+    key: &str,
+    r: &Register,
+    earlier: usize,
+    later: usize,
+) -> Evidence {
+    let events = &history.events;
+    let (a, b) = (&events[earlier], &events[later]);
+    let who = |e: &Event| {
+        e.client()
+            .map_or("the nemesis".into(), |c| format!("client {c}"))
+    };
+    let v = b.value.unwrap_or_default();
+    let mut reads = Vec::new();
+    let mut read_text = |w: usize| {
+        read_before(events, r, w).map_or(String::new(), |i| {
+            reads.push(i);
+            format!(
+                " after reading {} at {} µs",
+                events[i].value.unwrap_or_default(),
+                events[i].t_us
+            )
+        })
+    };
+    let (ra, rb) = (read_text(earlier), read_text(later));
+    let mut ev = Evidence::new(
+        Validity::Invalid,
+        SAME_VALUE,
+        format!(
+            "key {key}: {} ({}) wrote {v} at {} µs{ra} and {} ({}) wrote {v} again at {} µs{rb}: one of the two increments was lost",
+            who(a),
+            token_text(a.token),
+            a.t_us,
+            who(b),
+            token_text(b.token),
+            b.t_us
+        ),
+    )
+    .key(key)
+    .token(a.token)
+    .token(b.token)
+    .at([a.t_us, b.t_us])
+    .events(history, [earlier, later])
+    .events(history, reads);
+    ev.clients.extend(a.client().into_iter().chain(b.client()));
+    ev
+}
+
+#[cfg(test)]
+mod tests;

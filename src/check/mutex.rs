@@ -1,0 +1,336 @@
+//! Mutual exclusion: per key, the holds of different clients must not overlap.
+//!
+//! A certain hold runs from the acquire `ok` to the same client's release `invoke` (open to the
+//! end of the history if it never released): inner bounds, so two that overlap certainly did.
+//! Each overlap of an earlier grant A with a later grant B (B granted at `t` inside A's hold)
+//! is classified by what A knew at `t`:
+//! - [`TOLD_AND_WENT_ON`]: A had been told its lease was lost (`lease_lost`) at or before `t`;
+//! - [`EXPIRED_UNTOLD`]: A was not told by `t`, but its lease had (probably) expired: `t` is
+//!   past A's grant + its `ttl_ms` (renewals are not in the history, so past that point expiry
+//!   without a signal is the explanation named; a TTL of 0 is one the recipe did not report,
+//!   not a lease that expired at once), or, with no TTL reported, A was told only later (a
+//!   paused client);
+//! - [`GRANTED_TWICE`]: otherwise: both inside their leases, nobody told, the service granted
+//!   the lock twice. A grant inside A's first lease is this class even if A is told later:
+//!   expiry cannot explain it (the service lost the lock: a master restarted empty, a failover
+//!   to a replica that never had the key).
+//!
+//! An acquisition whose outcome is `info` may have held the lock from its invoke to that
+//! outcome (a possible hold). Its overlap with another client's certain hold is
+//! [`UNKNOWN`], unless the resource shows the possible holder acted: an accepted `write` by it
+//! on that key inside both holds, the instant both certainly held. That makes it a certain
+//! overlap, classified as above (with the write as `t` when the certain hold was granted
+//! first). Two possible holds never make a certain overlap: each write proves a hold only at
+//! its own instant.
+
+use std::collections::{BTreeMap, HashMap};
+
+use super::evidence::token_text;
+use super::{Checker, Evidence, EvidenceLog, History, Validity, Verdict};
+use crate::history::{EventKind, Op, critical_sections, in_time_order, operations};
+use crate::stats::CellInfo;
+
+/// The checker's name, its verdict's `checker`.
+pub const NAME: &str = "mutex";
+/// Count and class: both inside their leases, nobody told.
+pub const GRANTED_TWICE: &str = "granted_twice";
+/// Count and class: the earlier holder had been told its lease was lost and went on.
+pub const TOLD_AND_WENT_ON: &str = "told_and_went_on";
+/// Count and class: the earlier holder's lease had expired without it being told (yet).
+pub const EXPIRED_UNTOLD: &str = "expired_untold";
+/// Count and class: an overlap that needs an `info` acquisition to have been granted.
+pub const UNKNOWN: &str = "unknown";
+
+/// The mutual-exclusion checker.
+pub struct Mutex;
+
+/// A hold of a key, certain (a critical section) or possible (an `info` acquisition).
+#[derive(Debug)]
+struct Hold<'a> {
+    client: u32,
+    key: &'a str,
+    token: Option<u64>,
+    ttl_ms: Option<u64>,
+    from_us: u64,
+    to_us: u64,
+    /// Released (certain) or ended unknown (possible); `false` when open to the end.
+    ended: bool,
+    certain: bool,
+    lost_us: Option<u64>,
+    /// Event indices: grant (or invoke), release (or info outcome), lost signal.
+    from_at: usize,
+    to_at: Option<usize>,
+    lost_at: Option<usize>,
+}
+
+impl Hold<'_> {
+    fn events(&self) -> impl Iterator<Item = usize> {
+        [Some(self.from_at), self.to_at, self.lost_at]
+            .into_iter()
+            .flatten()
+    }
+    fn describe(&self) -> String {
+        let until = if self.ended {
+            format!("{} µs", self.to_us)
+        } else {
+            "the end of the history".to_string()
+        };
+        if self.certain {
+            format!(
+                "client {} ({}) held from {} µs to {until}",
+                self.client,
+                token_text(self.token),
+                self.from_us
+            )
+        } else {
+            format!(
+                "client {}'s acquisition invoked at {} µs ended unknown (info) at {until}",
+                self.client, self.from_us
+            )
+        }
+    }
+}
+
+/// Why A still held at `t` (the class and its reason in words).
+fn classify(a: &Hold, t: u64) -> (&'static str, String) {
+    if let Some(lost) = a.lost_us.filter(|&l| l <= t) {
+        return (
+            TOLD_AND_WENT_ON,
+            format!(
+                "client {} had been told its lease was lost at {lost} µs and went on",
+                a.client
+            ),
+        );
+    }
+    // Inside A's first lease (granted with `ttl_ms` of validity, which renewals only extend), B's
+    // grant cannot be explained by expiry, even if A was told later: the service lost the lock
+    // (a master restarted empty, a failover to a replica that never had the key).
+    let within_first_lease = a
+        .ttl_ms
+        .filter(|&ttl| ttl > 0)
+        .is_some_and(|ttl| t < a.from_us + ttl * 1000);
+    if let Some(lost) = a.lost_us.filter(|_| !within_first_lease) {
+        return (
+            EXPIRED_UNTOLD,
+            format!(
+                "client {}'s lease had expired untold: it was told only at {lost} µs, after",
+                a.client
+            ),
+        );
+    }
+    // A TTL of 0 is one the recipe did not report (the mock's default), not a lease that
+    // expired at once.
+    if let Some(ttl) = a.ttl_ms.filter(|&t| t > 0) {
+        let expiry = a.from_us + ttl * 1000;
+        if t > expiry {
+            return (
+                EXPIRED_UNTOLD,
+                format!(
+                    "client {}'s lease (ttl {ttl} ms) had run out untold at {expiry} µs",
+                    a.client
+                ),
+            );
+        }
+    }
+    (
+        GRANTED_TWICE,
+        "both inside their leases and neither told: the service granted the lock twice".into(),
+    )
+}
+
+impl Checker for Mutex {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn check(&self, history: &History, cell: &CellInfo) -> Verdict {
+        let events = &history.events;
+        let end = history.end_us(cell);
+        let mut holds: Vec<Hold> = critical_sections(events)
+            .into_iter()
+            .map(|s| Hold {
+                client: s.client,
+                key: &events[s.acquired_at].key,
+                token: s.token,
+                ttl_ms: s.ttl_ms,
+                from_us: s.acquired_us,
+                to_us: s.released_us.unwrap_or(end),
+                ended: s.released_us.is_some(),
+                certain: true,
+                lost_us: s.lost_us,
+                from_at: s.acquired_at,
+                to_at: s.released_at,
+                lost_at: s.lost_at,
+            })
+            .collect();
+        let certain = holds.len();
+
+        // Accepted writes and lost signals per (client, key), in time order.
+        let mut writes: HashMap<(u32, &str), Vec<usize>> = HashMap::new();
+        let mut lost: HashMap<(u32, &str), Vec<usize>> = HashMap::new();
+        for i in in_time_order(events) {
+            let e = &events[i];
+            let Some(c) = e.client() else { continue };
+            match (e.op, e.kind) {
+                (Op::Write, EventKind::Ok) => writes.entry((c, &e.key)).or_default().push(i),
+                (Op::LeaseLost, _) => lost.entry((c, &e.key)).or_default().push(i),
+                _ => {}
+            }
+        }
+        for op in operations(events).ops {
+            let (Some(c), Op::Acquire, Some(out)) = (op.process.client(), op.op, op.outcome) else {
+                continue;
+            };
+            if events[out].kind != EventKind::Info {
+                continue;
+            }
+            let key = events[op.invoke].key.as_str();
+            let from_us = events[op.invoke].t_us;
+            let lost_at = lost
+                .get(&(c, key))
+                .and_then(|l| l.iter().copied().find(|&i| events[i].t_us >= from_us));
+            holds.push(Hold {
+                client: c,
+                key,
+                token: events[out].token,
+                ttl_ms: None,
+                from_us,
+                to_us: events[out].t_us,
+                ended: true,
+                certain: false,
+                lost_us: lost_at.map(|i| events[i].t_us),
+                from_at: op.invoke,
+                to_at: Some(out),
+                lost_at,
+            });
+        }
+        let possible = holds.len() - certain;
+
+        let mut by_key: BTreeMap<&str, Vec<&Hold>> = BTreeMap::new();
+        for h in &holds {
+            by_key.entry(h.key).or_default().push(h);
+        }
+        let mut counts: BTreeMap<String, u64> =
+            [GRANTED_TWICE, TOLD_AND_WENT_ON, EXPIRED_UNTOLD, UNKNOWN]
+                .into_iter()
+                .map(|c| (c.to_string(), 0))
+                .collect();
+        let mut log = EvidenceLog::default();
+        for (key, mut hs) in by_key {
+            // Stable: holds granted in the same microsecond keep their order.
+            hs.sort_by_key(|h| h.from_us);
+            for (i, a) in hs.iter().enumerate() {
+                for b in &hs[i + 1..] {
+                    if b.from_us >= a.to_us {
+                        break;
+                    }
+                    if a.client == b.client {
+                        continue;
+                    }
+                    let (class, ev, t) = overlap(history, &writes, key, a, b);
+                    *counts.get_mut(class).expect("every class is counted") += 1;
+                    log.push(t, ev);
+                }
+            }
+        }
+
+        let violations = counts[GRANTED_TWICE] + counts[TOLD_AND_WENT_ON] + counts[EXPIRED_UNTOLD];
+        let validity = if violations > 0 {
+            Validity::Invalid
+        } else if counts[UNKNOWN] > 0 {
+            Validity::Unknown
+        } else {
+            Validity::Valid
+        };
+        let summary = format!(
+            "{violations} overlapping holds ({} granted twice, {} told and went on, {} expired untold), {} possible overlaps with unknown acquisitions; {certain} holds, {possible} unknown acquisitions",
+            counts[GRANTED_TWICE],
+            counts[TOLD_AND_WENT_ON],
+            counts[EXPIRED_UNTOLD],
+            counts[UNKNOWN]
+        );
+        let (evidence, findings) = log.finish();
+        Verdict {
+            checker: self.name().into(),
+            validity,
+            summary,
+            evidence,
+            findings,
+            counts,
+        }
+    }
+}
+
+/// The overlap of `a` (granted first) and `b` on `key`: its class, evidence and time.
+fn overlap(
+    history: &History,
+    writes: &HashMap<(u32, &str), Vec<usize>>,
+    key: &str,
+    a: &Hold,
+    b: &Hold,
+) -> (&'static str, Evidence, u64) {
+    let events = &history.events;
+    // With a possible hold, the overlap is certain only at an accepted write by its client
+    // inside both holds.
+    let proof = match (a.certain, b.certain) {
+        (true, true) => Some(None),
+        (true, false) | (false, true) => {
+            let (p, s) = if a.certain { (b, a) } else { (a, b) };
+            writes
+                .get(&(p.client, key))
+                .and_then(|ws| {
+                    ws.iter().copied().find(|&w| {
+                        let t = events[w].t_us;
+                        p.from_us <= t && t <= p.to_us && s.from_us <= t && t < s.to_us
+                    })
+                })
+                .map(Some)
+        }
+        (false, false) => None,
+    };
+    let base = |validity, class| {
+        Evidence::new(validity, class, "")
+            .key(key)
+            .client(a.client)
+            .client(b.client)
+            .token(a.token)
+            .token(b.token)
+            .events(history, a.events().chain(b.events()))
+    };
+    let Some(write) = proof else {
+        let t = b.from_us;
+        let mut ev = base(Validity::Unknown, UNKNOWN).at([a.from_us, t]);
+        ev.what = format!(
+            "key {key}: {} and {}: they overlap only if the unknown acquisition was granted, and no accepted write by its client inside the other's hold shows it was",
+            a.describe(),
+            b.describe()
+        );
+        return (UNKNOWN, ev, t);
+    };
+    // B's grant, or for a possible B granted somewhere before its write, that write.
+    let t = match (b.certain, write) {
+        (false, Some(w)) => events[w].t_us,
+        _ => b.from_us,
+    };
+    let (class, why) = classify(a, t);
+    let mut ev = base(Validity::Invalid, class)
+        .events(history, write)
+        .at([a.from_us, t]);
+    let proved = write.map_or(String::new(), |w| {
+        format!(
+            " (client {}'s accepted write at {} µs shows its unknown acquisition held)",
+            events[w].client().unwrap_or_default(),
+            events[w].t_us
+        )
+    });
+    ev.what = format!(
+        "key {key}: {}, and client {} ({}) held at {t} µs{proved}: {why}",
+        a.describe(),
+        b.client,
+        token_text(b.token)
+    );
+    (class, ev, t)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,311 @@
+//! Verdicts under faults on real clusters, through `lockbench run` as a user runs it, kept short
+//! for CI (the long matrix is `benches/chaos-matrix.sh`):
+//!
+//! - ZooKeeper and etcd (4 nodes), herd and predecessor, a leader kill, the leader isolated,
+//!   then the even 2 | 2 split: safe, no overlap, no lost update, and no acquisition succeeds
+//!   during the even split.
+//! - A client paused past its lease (SIGSTOP of its worker process) on every system: unfenced,
+//!   overlaps and lost updates; fenced, stale accesses refused and no update lost.
+//! - Redlock with a majority's clocks jumped past the TTL grants the lock twice, with the
+//!   evidence.
+//!
+//! The tests take turns: each starts clusters and times faults, and two at once on a small
+//! machine would measure the machine.
+
+mod common;
+
+use std::path::Path;
+use std::sync::Mutex;
+
+use common::cli_run::{
+    assert_evidence_walks_to_events, history, latest, n, run, safety, scratch, summary, write,
+};
+use serde_json::Value;
+
+static TURN: Mutex<()> = Mutex::new(());
+
+fn turn() -> std::sync::MutexGuard<'static, ()> {
+    TURN.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// The fault windows of a history: (fault, targets, invoke t_us, end t_us).
+fn windows(events: &[Value]) -> Vec<(String, String, u64, u64)> {
+    let mut open: Vec<(String, String, u64)> = Vec::new();
+    let mut done = Vec::new();
+    for e in events.iter().filter(|e| e["op"] == "fault") {
+        let fault = e["fault"].as_str().unwrap_or("?").to_string();
+        let targets = e["targets"].to_string();
+        let t = e["t_us"].as_u64().unwrap();
+        if e["kind"] == "invoke" {
+            open.push((fault, targets, t));
+        } else if let Some(i) = open
+            .iter()
+            .position(|(f, tg, _)| *f == fault && *tg == targets)
+        {
+            let (f, tg, start) = open.remove(i);
+            done.push((f, tg, start, t));
+        }
+    }
+    done.sort_by_key(|w| w.2);
+    done
+}
+
+/// Times of granted acquisitions.
+fn grants(events: &[Value]) -> Vec<u64> {
+    events
+        .iter()
+        .filter(|e| e["op"] == "acquire" && e["kind"] == "ok")
+        .map(|e| e["t_us"].as_u64().unwrap())
+        .collect()
+}
+
+fn overlaps(s: &Value) -> u64 {
+    [
+        "granted_twice",
+        "told_and_went_on",
+        "expired_untold",
+        "unknown",
+    ]
+    .iter()
+    .map(|c| n(s, &["overlaps", c]))
+    .sum()
+}
+
+#[test]
+fn zookeeper_and_etcd_stay_safe_through_a_leader_kill_and_the_even_split() {
+    let _turn = turn();
+    let out = scratch("chaos-quorum");
+    let workload = write(
+        &out,
+        "quorum.toml",
+        "clients = 4\nkeys = 1\nhold = \"5ms\"\nthink = \"0ms\"\nduration = \"28s\"\n\
+         warmup = \"1s\"\nlease_ttl = \"4s\"\nrenew = true\nacquire_timeout = \"20s\"\n\
+         strategies = [\"herd\", \"predecessor\"]\nseed = 1\n",
+    );
+    // Four nodes: the leader killed at 2 s and back 3 s later; the leader alone on the minority
+    // side (1 | 3) from 8 s to 11 s; then 2 | 2 from 12 s to 16 s, and 12 s to recover: a
+    // 4-member etcd has taken over 5 s to elect a leader after such a heal (every member
+    // campaigned alone meanwhile), ZooKeeper's first grant has come 6.6 s after it, and
+    // acquisitions caught in the split only learn their outcome once a leader answers.
+    let schedule = write(
+        &out,
+        "kill-then-split.toml",
+        "seed = 7\nsystems = [\"zookeeper\", \"etcd\"]\ncluster_size = 4\nexpect = \"safe\"\n\
+         [[faults]]\nkind = \"kill\"\ntarget = \"leader\"\ndata = \"keep\"\nrestart_after = \"3s\"\n\
+         start = \"2s\"\n\
+         [[faults]]\nkind = \"partition\"\nshape = \"isolate-leader\"\nstart = \"8s\"\nduration = \"3s\"\n\
+         [[faults]]\nkind = \"partition\"\nshape = \"halves\"\nstart = \"12s\"\nduration = \"4s\"\n",
+    );
+    let res = run(
+        &out,
+        &[
+            "--systems",
+            "zookeeper,etcd",
+            "--chaos",
+            schedule.to_str().unwrap(),
+        ],
+        &[workload],
+    );
+    let stderr = String::from_utf8_lossy(&res.stderr);
+    assert_eq!(res.status.code(), Some(0), "{stderr}");
+    let run = latest(&out);
+    let mut table = Vec::new();
+    for system in ["zookeeper", "etcd"] {
+        for strategy in ["herd", "predecessor"] {
+            let cell = format!("{system}-{strategy}-quorum-kill-then-split-c4");
+            let s = safety(&run, &cell);
+            assert_eq!(s["verdict"], "safe", "{cell}: {s:#}");
+            assert_eq!(overlaps(&s), 0, "{cell}: {s:#}");
+            assert_eq!(n(&s, &["lost_updates"]), 0, "{cell}: {s:#}");
+            if system == "etcd" {
+                // Requests left unanswered by the split were withdrawn (lease revoked and
+                // confirmed), not left unknown.
+                let errors = &summary(&run, &cell)["errors"];
+                assert!(n(errors, &["withdrawn"]) > 0, "{cell}: errors {errors}");
+            }
+            let events = history(&run, &cell);
+            let w = windows(&events);
+            let kinds: Vec<&str> = w.iter().map(|w| w.0.as_str()).collect();
+            assert_eq!(
+                kinds,
+                ["kill", "partition", "partition"],
+                "{cell}: windows {w:?}"
+            );
+            // The isolated leader is cut from the three others (and they from it): 4 lines. Due
+            // while the cluster reports no single leader (a member rejoining after the kill), the
+            // window is recorded as not started, with the reason, and nothing is cut.
+            let isolated = serde_json::from_str::<Vec<String>>(&w[1].1).unwrap();
+            if isolated.is_empty() {
+                let error = events
+                    .iter()
+                    .find(|e| e["op"] == "fault" && e["kind"] == "info" && e["t_us"] == w[1].3)
+                    .and_then(|e| e["error"].as_str())
+                    .unwrap_or_default();
+                assert!(
+                    error.contains("no leader"),
+                    "{cell}: isolate-leader cut nothing: {error}"
+                );
+                eprintln!("{cell}: isolate-leader did not start: {error}");
+            } else {
+                assert_eq!(
+                    isolated.len(),
+                    4,
+                    "{cell}: isolate-leader targets {isolated:?}"
+                );
+            }
+            let (_, targets, split, healed) = &w[2];
+            // Both halves are named: all four nodes.
+            let named = serde_json::from_str::<Vec<String>>(targets).unwrap();
+            assert_eq!(named.len(), 4, "{cell}: split targets {targets}");
+            let g = grants(&events);
+            // The rules go in within the first 1.5 s of the window and come out at its end;
+            // inside, neither side has a majority, so nothing may be granted.
+            let inside: Vec<&u64> = g
+                .iter()
+                .filter(|t| **t > split + 1_500_000 && **t + 500_000 < *healed)
+                .collect();
+            assert!(
+                inside.is_empty(),
+                "{cell}: granted during the even split ({split}..{healed} µs) at {inside:?}"
+            );
+            let before = g.iter().filter(|t| **t < w[0].2).count();
+            let after = g.iter().filter(|t| **t > *healed).count();
+            assert!(
+                before > 0 && after > 0,
+                "{cell}: {before} grants before the faults, {after} after the heal"
+            );
+            let first_after = g.iter().find(|t| **t > *healed).unwrap();
+            table.push(format!(
+                "{cell}: safe; split {:.1}..{:.1} s; first grant {:.0} ms after the heal; longest unavailable {} ms",
+                *split as f64 / 1e6,
+                *healed as f64 / 1e6,
+                (first_after - healed) as f64 / 1e3,
+                s["max_unavailable_ms"]
+            ));
+        }
+    }
+    eprintln!("{}", table.join("\n"));
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+#[test]
+fn a_client_paused_past_its_lease_overlaps_and_fencing_keeps_the_data() {
+    let _turn = turn();
+    let out = scratch("chaos-pause");
+    let workload = |name: &str, resource: &str| {
+        write(
+            &out,
+            &format!("{name}.toml"),
+            &format!(
+                "clients = 3\nkeys = 1\nhold = \"400ms\"\nthink = \"50ms\"\nduration = \"12s\"\n\
+                 warmup = \"1s\"\nlease_ttl = \"2s\"\nrenew = true\nacquire_timeout = \"20s\"\n\
+                 strategies = [\"herd\"]\nseed = 1\nclients_as = \"processes\"\n\
+                 resource = \"{resource}\"\n"
+            ),
+        )
+    };
+    let fenced = workload("gc-fenced", "fenced");
+    let unfenced = workload("gc-unfenced", "unfenced");
+    // A holder stopped at 3 s for 6 s: three lease TTLs, keep-alives and watchdogs included.
+    let schedule = write(
+        &out,
+        "gc.toml",
+        "seed = 1\nexpect = \"unsafe\"\n[[faults]]\nkind = \"pause-client\"\ntarget = \"holder\"\n\
+         start = \"3s\"\nduration = \"6s\"\n",
+    );
+    let res = run(
+        &out,
+        &["--chaos", schedule.to_str().unwrap()],
+        &[fenced, unfenced],
+    );
+    let stderr = String::from_utf8_lossy(&res.stderr);
+    // Expected unsafe everywhere: findings, not failures.
+    assert_eq!(res.status.code(), Some(0), "{stderr}");
+    let run = latest(&out);
+    let mut table = Vec::new();
+    for system in ["zookeeper", "etcd", "redis", "redlock"] {
+        let fc = format!("{system}-herd-gc-fenced-gc-c3");
+        let uc = format!("{system}-herd-gc-unfenced-gc-c3");
+        let f = safety(&run, &fc);
+        let u = safety(&run, &uc);
+        for (cell, s) in [(&fc, &f), (&uc, &u)] {
+            let w = windows(&history(&run, cell));
+            assert!(
+                w.len() == 1 && w[0].0 == "client-pause",
+                "{cell}: one client pause, not {w:?}"
+            );
+            assert_eq!(s["verdict"], "unsafe", "{cell}: {s:#}");
+            assert!(overlaps(s) > 0, "{cell}: {s:#}");
+            assert_evidence_walks_to_events(&run, cell, s);
+        }
+        assert!(n(&u, &["lost_updates"]) > 0, "{uc}: {u:#}");
+        assert!(n(&f, &["stale_accesses_rejected"]) > 0, "{fc}: {f:#}");
+        assert_eq!(n(&f, &["lost_updates"]), 0, "{fc}: {f:#}");
+        table.push(format!(
+            "{system}: fenced overlaps {} rejected {} lost 0; unfenced overlaps {} lost {}",
+            f["overlaps"],
+            n(&f, &["stale_accesses_rejected"]),
+            u["overlaps"],
+            n(&u, &["lost_updates"])
+        ));
+    }
+    eprintln!("{}", table.join("\n"));
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+fn clock_schedule(dir: &Path, name: &str, target: &str, expect: &str) -> String {
+    write(
+        dir,
+        &format!("{name}.toml"),
+        &format!(
+            "seed = 3\nsystems = [\"redlock\"]\nexpect = \"{expect}\"\n[[faults]]\nkind = \"clock\"\n\
+             target = \"{target}\"\nmode = \"jump\"\nby = \"30s\"\nstart = \"2s\"\nduration = \"1s\"\n"
+        ),
+    )
+    .to_str()
+    .unwrap()
+    .to_string()
+}
+
+#[test]
+fn redlock_grants_twice_when_a_majoritys_clocks_jump() {
+    let _turn = turn();
+    let out = scratch("chaos-clock");
+    let workload = write(
+        &out,
+        "long-holds.toml",
+        "clients = 2\nkeys = 1\nhold = \"3s\"\nthink = \"100ms\"\nduration = \"9s\"\n\
+         warmup = \"0s\"\nlease_ttl = \"10s\"\nrenew = true\nacquire_timeout = \"20s\"\n\
+         strategies = [\"herd\"]\nseed = 1\n",
+    );
+    // A majority jumped loses the holder its majority whatever it held. One master jumped is
+    // no test: it breaks the lock only when the holder had a bare majority that included it
+    // (seen once in CI, safe in earlier runs).
+    let majority = clock_schedule(&out, "jump-majority", "majority", "unsafe");
+    let res = run(
+        &out,
+        &["--systems", "redlock", "--chaos", &majority],
+        &[workload],
+    );
+    let stderr = String::from_utf8_lossy(&res.stderr);
+    assert_eq!(res.status.code(), Some(0), "{stderr}");
+    let run = latest(&out);
+
+    let cell = "redlock-herd-long-holds-jump-majority-c2";
+    let s = safety(&run, cell);
+    let w = windows(&history(&run, cell));
+    assert_eq!(
+        serde_json::from_str::<Vec<String>>(&w[0].1).unwrap().len(),
+        3,
+        "{cell}: a majority of five: {w:?}"
+    );
+    assert_eq!(s["verdict"], "unsafe", "{cell}: {s:#}");
+    // The holder was inside its lease and nobody told it: the service granted the lock twice.
+    assert!(n(&s, &["overlaps", "granted_twice"]) > 0, "{cell}: {s:#}");
+    assert_evidence_walks_to_events(&run, cell, &s);
+    eprintln!(
+        "{cell}: overlaps {}; first: {}",
+        s["overlaps"], s["violations"][0]["what"]
+    );
+    let _ = std::fs::remove_dir_all(&out);
+}
