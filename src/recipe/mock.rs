@@ -4,7 +4,7 @@
 //!
 //! Both strategies behave as the real ones do from a client's point of view: the herd wakes
 //! every waiter on every release; the predecessor queue wakes only its head. Tokens grow per key.
-//! The optional unsafe mode grants every n-th acquisition at once even while the key is held, so
+//! The optional unsafe mode grants every n-th acquisition that finds its key held at once, so
 //! a checker can be shown to find violations that are known to be there ([`MockService::planted`]
 //! counts them). A crashed client's locks are freed at once (the mock has no TTL).
 
@@ -24,8 +24,8 @@ use crate::system::System;
 pub struct MockOptions {
     /// Simulated round trip added to every request.
     pub delay: Duration,
-    /// Unsafe mode: every n-th acquisition (over all clients) is granted at once, whoever holds
-    /// the key. `None` (the default) is a correct lock.
+    /// Unsafe mode: every n-th acquisition (over all clients) that finds its key held is granted
+    /// at once anyway, so each one plants an overlap. `None` (the default) is a correct lock.
     pub overlap_every: Option<u64>,
     /// The lease TTL reported to holders (the mock never expires a lease).
     pub ttl: Duration,
@@ -139,7 +139,9 @@ impl MockService {
         }
     }
 
-    /// True when this acquisition is one the unsafe mode grants regardless.
+    /// Asked once per acquisition, when it first finds its key held: true when it is one the
+    /// unsafe mode grants regardless. (Counting every acquisition let a schedule where each
+    /// n-th one found the key free plant nothing at all.)
     fn forced(&self) -> bool {
         let n = self.inner.acquisitions.fetch_add(1, Ordering::Relaxed) + 1;
         self.inner
@@ -208,13 +210,14 @@ impl MockRecipe {
 
     async fn herd(&self, key: &str, deadline: Instant, tally: &Tally) -> Result<Lease, LockError> {
         let id = self.service.next_id();
-        let forced = self.service.forced();
+        // Decided the first time this acquisition finds the key held.
+        let mut forced = None;
         loop {
             self.service.round_trip(tally).await;
             let mut changed = {
                 let mut st = self.service.state();
                 let k = st.entry(key.to_string()).or_default();
-                if k.holders.is_empty() || forced {
+                if k.holders.is_empty() || *forced.get_or_insert_with(|| self.service.forced()) {
                     let token = self.service.grant(k, id);
                     drop(st);
                     return Ok(self.lease(key, id, token, None, tally));
@@ -231,13 +234,12 @@ impl MockRecipe {
 
     async fn queue(&self, key: &str, deadline: Instant, tally: &Tally) -> Result<Lease, LockError> {
         let id = self.service.next_id();
-        let forced = self.service.forced();
         let wake = Arc::new(Notify::new());
         self.service.round_trip(tally).await;
         {
             let mut st = self.service.state();
             let k = st.entry(key.to_string()).or_default();
-            if forced {
+            if !k.holders.is_empty() && self.service.forced() {
                 let token = self.service.grant(k, id);
                 drop(st);
                 return Ok(self.lease(key, id, token, Some(id), tally));
@@ -467,8 +469,9 @@ mod tests {
 
     #[tokio::test]
     async fn unsafe_mode_plants_counted_overlaps() {
+        // Every acquisition that finds the key held is granted anyway.
         let svc = MockService::new(MockOptions {
-            overlap_every: Some(2),
+            overlap_every: Some(1),
             ..MockOptions::default()
         });
         let (a, b) = (svc.client(), svc.client());

