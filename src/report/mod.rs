@@ -6,6 +6,7 @@
 pub mod hgrm;
 pub mod json;
 pub mod markdown;
+pub mod plot_index;
 pub mod terminal;
 
 use std::path::{Path, PathBuf};

@@ -1,0 +1,136 @@
+//! `plots/index.json`: the list of plots the plots exporter drew into a run's `plots/` folder,
+//! the seam between the exporter that draws them and the reports that show them (report.html
+//! inlines every listed SVG with its title and caption).
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::ExportError;
+
+/// The folder of a run that holds the plots and their index.
+pub const PLOTS_DIR: &str = "plots";
+/// The index's file name inside [`PLOTS_DIR`].
+pub const INDEX_FILE: &str = "index.json";
+
+/// Every plot of a run, in the order the reports show them.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PlotIndex {
+    /// The plots, run-level and per cell.
+    pub plots: Vec<PlotEntry>,
+}
+
+/// One plot, drawn twice (SVG and PNG) into [`PLOTS_DIR`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PlotEntry {
+    /// What the plot shows: `latency-distribution`, `herd-wakeups`, `herd-handoff`, `fairness`
+    /// (run-level), `latency-over-time`, `safety-timeline` (per cell).
+    pub kind: String,
+    /// The figure's title.
+    pub title: String,
+    /// One line on how to read it.
+    pub caption: String,
+    /// The SVG file's name, relative to [`PLOTS_DIR`].
+    pub svg: String,
+    /// The PNG file's name, relative to [`PLOTS_DIR`].
+    pub png: String,
+    /// The cell id (its folder name under `cells/`) for a per-cell plot; `None` for a
+    /// run-level one.
+    pub cell: Option<String>,
+}
+
+impl PlotEntry {
+    /// The HTML id of the plot's figure: `<kind>-<cell>` for a cell's plot, `<kind>` for a
+    /// run-level one (so `#safety-timeline-<cell>` links to a cell's timeline).
+    pub fn anchor(&self) -> String {
+        match &self.cell {
+            Some(cell) => format!("{}-{cell}", self.kind),
+            None => self.kind.clone(),
+        }
+    }
+}
+
+impl PlotIndex {
+    /// The index's path in the run folder `run_dir`.
+    pub fn path(run_dir: &Path) -> PathBuf {
+        run_dir.join(PLOTS_DIR).join(INDEX_FILE)
+    }
+
+    /// Reads `run_dir/plots/index.json`; an empty index when the file is absent (a run folder
+    /// written before plots existed). A file that cannot be read or parsed is an error naming it.
+    pub fn read(run_dir: &Path) -> Result<PlotIndex, ExportError> {
+        let path = Self::path(run_dir);
+        let err = |source| ExportError {
+            exporter: "plots",
+            path: path.clone(),
+            source,
+        };
+        let text = match std::fs::read_to_string(&path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(PlotIndex::default()),
+            Err(e) => return Err(err(e)),
+        };
+        serde_json::from_str(&text).map_err(|e| {
+            err(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                format!(
+                    "not a plot index ({e}); `lockbench report DIR` draws the plots and writes it again"
+                ),
+            ))
+        })
+    }
+
+    /// Writes the index to `run_dir/plots/index.json`, creating `plots/` if needed.
+    pub fn write(&self, run_dir: &Path) -> Result<(), ExportError> {
+        let path = Self::path(run_dir);
+        let err = |source| ExportError {
+            exporter: "plots",
+            path: path.clone(),
+            source,
+        };
+        std::fs::create_dir_all(run_dir.join(PLOTS_DIR)).map_err(err)?;
+        let text = serde_json::to_string_pretty(self).map_err(|e| err(std::io::Error::other(e)))?;
+        std::fs::write(&path, text).map_err(err)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_the_agreed_json_and_an_absent_file_as_empty() {
+        let dir = std::env::temp_dir().join(format!("lockbench-plot-index-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        assert_eq!(PlotIndex::read(&dir).unwrap(), PlotIndex::default());
+
+        std::fs::create_dir_all(dir.join(PLOTS_DIR)).unwrap();
+        std::fs::write(
+            PlotIndex::path(&dir),
+            r#"{ "plots": [ { "kind": "latency-distribution", "title": "T", "caption": "C",
+                 "svg": "latency-distribution.svg", "png": "latency-distribution.png",
+                 "cell": null },
+               { "kind": "safety-timeline", "title": "S", "caption": "D",
+                 "svg": "c1.safety-timeline.svg", "png": "c1.safety-timeline.png",
+                 "cell": "c1" } ] }"#,
+        )
+        .unwrap();
+        let index = PlotIndex::read(&dir).unwrap();
+        assert_eq!(index.plots.len(), 2);
+        assert_eq!(index.plots[0].anchor(), "latency-distribution");
+        assert_eq!(index.plots[1].anchor(), "safety-timeline-c1");
+        assert_eq!(index.plots[1].cell.as_deref(), Some("c1"));
+
+        index.write(&dir).unwrap();
+        assert_eq!(PlotIndex::read(&dir).unwrap(), index);
+
+        std::fs::write(PlotIndex::path(&dir), "{ not json").unwrap();
+        let e = PlotIndex::read(&dir).unwrap_err().to_string();
+        assert!(
+            e.contains("index.json") && e.contains("lockbench report"),
+            "{e}"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
