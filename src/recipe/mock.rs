@@ -24,8 +24,8 @@ use crate::system::System;
 pub struct MockOptions {
     /// Simulated round trip added to every request.
     pub delay: Duration,
-    /// Unsafe mode: every n-th acquisition (over all clients) that finds its key held is granted
-    /// at once anyway, so each one plants an overlap. `None` (the default) is a correct lock.
+    /// Unsafe mode: every n-th time an acquisition (of any client) finds its key held, it is
+    /// granted at once anyway, so each one plants an overlap. `None` (the default) is a correct lock.
     pub overlap_every: Option<u64>,
     /// The lease TTL reported to holders (the mock never expires a lease).
     pub ttl: Duration,
@@ -139,8 +139,8 @@ impl MockService {
         }
     }
 
-    /// Asked once per acquisition, when it first finds its key held: true when it is one the
-    /// unsafe mode grants regardless. (Counting every acquisition let a schedule where each
+    /// Asked each time an acquisition finds its key held: true when it is one the unsafe mode
+    /// grants regardless. (Counting every acquisition at its start let a schedule where each
     /// n-th one found the key free plant nothing at all.)
     fn forced(&self) -> bool {
         let n = self.inner.acquisitions.fetch_add(1, Ordering::Relaxed) + 1;
@@ -210,14 +210,12 @@ impl MockRecipe {
 
     async fn herd(&self, key: &str, deadline: Instant, tally: &Tally) -> Result<Lease, LockError> {
         let id = self.service.next_id();
-        // Decided the first time this acquisition finds the key held.
-        let mut forced = None;
         loop {
             self.service.round_trip(tally).await;
             let mut changed = {
                 let mut st = self.service.state();
                 let k = st.entry(key.to_string()).or_default();
-                if k.holders.is_empty() || *forced.get_or_insert_with(|| self.service.forced()) {
+                if k.holders.is_empty() || self.service.forced() {
                     let token = self.service.grant(k, id);
                     drop(st);
                     return Ok(self.lease(key, id, token, None, tally));

@@ -7,6 +7,7 @@ pub mod hgrm;
 pub mod json;
 pub mod markdown;
 pub mod plot_index;
+pub mod plots;
 pub mod terminal;
 
 use std::path::{Path, PathBuf};
@@ -73,6 +74,7 @@ impl Exporters {
         Exporters(vec![
             Box::new(json::Json),
             Box::new(hgrm::Hgrm),
+            Box::new(plots::Plots),
             Box::new(markdown::Markdown),
             Box::new(terminal::Terminal),
         ])
@@ -83,6 +85,7 @@ impl Exporters {
         Exporters(vec![
             Box::new(json::Json),
             Box::new(hgrm::Hgrm),
+            Box::new(plots::Plots),
             Box::new(markdown::Markdown),
         ])
     }

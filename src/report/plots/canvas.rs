@@ -1,0 +1,204 @@
+//! What every plot shares: the embedded font, rendering one drawing to both PNG and SVG, the
+//! palette, and turning plotters' errors into the exporter's.
+//!
+//! The font is DejaVu Sans from the `dejavu` crate, registered with plotters' `ab_glyph`
+//! backend, so text is laid out (and rasterised into the PNG) with no font installed on the
+//! machine. The SVG names the family `sans-serif` and leaves drawing the glyphs to the viewer.
+
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use plotters::coord::Shift;
+use plotters::prelude::*;
+
+use crate::report::ExportError;
+use crate::system::System;
+
+/// The exporter's name in errors.
+pub const EXPORTER: &str = "plots";
+
+/// The family every plot's text uses (registered by [`ensure_font`]).
+pub const FONT: &str = "sans-serif";
+
+/// A figure that can draw itself on any plotters backend: the same code makes the PNG and the
+/// SVG, so the two never disagree.
+pub trait Figure {
+    /// Width and height in pixels.
+    fn size(&self) -> (u32, u32);
+
+    /// Draws the whole figure on `area` (already filled white).
+    fn draw<DB: DrawingBackend>(&self, area: &DrawingArea<DB, Shift>) -> Result<(), String>;
+}
+
+/// Registers the embedded font once; an error says the font could not be read.
+pub(crate) fn ensure_font() -> Result<(), String> {
+    static REGISTERED: OnceLock<Result<(), String>> = OnceLock::new();
+    REGISTERED
+        .get_or_init(|| {
+            let regular = dejavu::sans::regular();
+            plotters::style::register_font(FONT, FontStyle::Normal, regular)
+                .and_then(|()| {
+                    plotters::style::register_font(FONT, FontStyle::Bold, dejavu::sans::bold())
+                })
+                .map_err(|_| "the embedded DejaVu Sans font could not be read".to_string())
+        })
+        .clone()
+}
+
+/// Draws `figure` into `<dir>/<stem>.png` and `<dir>/<stem>.svg`; returns the two file names.
+pub fn render(
+    figure: &impl Figure,
+    dir: &Path,
+    stem: &str,
+) -> Result<(String, String), ExportError> {
+    let (png, svg) = (format!("{stem}.png"), format!("{stem}.svg"));
+    let fail = |path: PathBuf, why: String| ExportError {
+        exporter: EXPORTER,
+        path,
+        source: std::io::Error::other(why),
+    };
+    ensure_font().map_err(|why| fail(dir.join(&png), why))?;
+    let size = figure.size();
+
+    let png_path = dir.join(&png);
+    {
+        let area = BitMapBackend::new(&png_path, size).into_drawing_area();
+        paint(figure, &area).map_err(|why| fail(png_path.clone(), why))?;
+        area.present()
+            .map_err(|e| fail(png_path.clone(), format!("encoding the PNG: {e}")))?;
+    }
+
+    let mut text = String::new();
+    {
+        let area = SVGBackend::with_string(&mut text, size).into_drawing_area();
+        paint(figure, &area).map_err(|why| fail(dir.join(&svg), why))?;
+        area.present()
+            .map_err(|e| fail(dir.join(&svg), format!("finishing the SVG: {e}")))?;
+    }
+    crate::report::write_file(EXPORTER, &dir.join(&svg), &text)?;
+    Ok((png, svg))
+}
+
+fn paint<DB: DrawingBackend>(
+    figure: &impl Figure,
+    area: &DrawingArea<DB, Shift>,
+) -> Result<(), String> {
+    area.fill(&WHITE).map_err(|e| e.to_string())?;
+    figure.draw(area)
+}
+
+/// Turns a plotters error into the text of an [`ExportError`].
+pub fn drawing<E: std::fmt::Display>(e: E) -> String {
+    format!("drawing: {e}")
+}
+
+/// One colour per system, from the Okabe–Ito palette (safe for colour-blind readers), chosen
+/// far apart in lightness so they stay apart in greyscale; [`system_marker`] tells them apart
+/// too.
+pub fn system_colour(system: System) -> RGBColor {
+    match system {
+        System::Zookeeper => RGBColor(0, 64, 140),
+        System::Etcd => RGBColor(230, 159, 0),
+        System::Redis => RGBColor(0, 140, 100),
+        System::Redlock => RGBColor(204, 121, 167),
+    }
+}
+
+/// A point shape per system (0 circle, 1 triangle, 2 square, 3 cross), for greyscale prints.
+pub fn system_marker(system: System) -> u8 {
+    match system {
+        System::Zookeeper => 0,
+        System::Etcd => 1,
+        System::Redis => 2,
+        System::Redlock => 3,
+    }
+}
+
+/// The colour of violations and refused stale accesses.
+pub const VIOLATION: RGBColor = RGBColor(213, 0, 0);
+
+/// Colours for fault kinds, in order of first appearance; light enough to lie under the data.
+pub const FAULT_COLOURS: [RGBColor; 6] = [
+    RGBColor(255, 176, 59),
+    RGBColor(120, 160, 230),
+    RGBColor(180, 120, 220),
+    RGBColor(120, 200, 140),
+    RGBColor(240, 120, 120),
+    RGBColor(160, 160, 160),
+];
+
+/// The colour of the fault kind `kind` among `kinds` (the kinds in order of first appearance).
+pub fn fault_colour(kinds: &[String], kind: &str) -> RGBColor {
+    let i = kinds.iter().position(|k| k == kind).unwrap_or(kinds.len());
+    FAULT_COLOURS[i % FAULT_COLOURS.len()]
+}
+
+/// The range of a log axis showing `values` (µs) with a factor `pad` of room either side;
+/// 1 µs to 1 s when there is nothing to show (no value, or all equal and zero).
+pub fn log_range(values: impl Iterator<Item = f64>, pad: f64) -> (f64, f64) {
+    let (lo, hi) = values.fold((f64::INFINITY, 0f64), |(lo, hi), v| (lo.min(v), hi.max(v)));
+    if lo.is_finite() && hi > 0.0 {
+        (lo.max(1.0) / pad, hi.max(1.0) * pad)
+    } else {
+        (1.0, 1e6)
+    }
+}
+
+/// A microsecond count as a short label: 850 µs, 12.5 ms, 3.2 s.
+pub fn duration_label(us: f64) -> String {
+    if us < 1_000.0 {
+        format!("{us:.0} µs")
+    } else if us < 1_000_000.0 {
+        trim(format!("{:.1}", us / 1_000.0)) + " ms"
+    } else {
+        trim(format!("{:.1}", us / 1_000_000.0)) + " s"
+    }
+}
+
+/// A time axis tick, `v` seconds, precise enough to tell ticks apart on an axis `span` seconds
+/// long: 12.5 ms on a 50 ms axis, 1.5 s on a 5 s one, 20 s on a 60 s one.
+pub fn time_label(v: f64, span: f64) -> String {
+    if span <= 0.05 {
+        format!("{:.1} ms", v * 1e3)
+    } else if span <= 0.5 {
+        format!("{:.0} ms", v * 1e3)
+    } else if span <= 10.0 {
+        trim(format!("{v:.1}")) + " s"
+    } else {
+        format!("{v:.0} s")
+    }
+}
+
+fn trim(s: String) -> String {
+    s.strip_suffix(".0").map(str::to_string).unwrap_or(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_read_in_their_unit() {
+        assert_eq!(duration_label(850.0), "850 µs");
+        assert_eq!(duration_label(12_500.0), "12.5 ms");
+        assert_eq!(duration_label(2_000_000.0), "2 s");
+    }
+
+    #[test]
+    fn time_ticks_are_told_apart_on_any_axis() {
+        assert_eq!(time_label(0.0125, 0.05), "12.5 ms");
+        assert_eq!(time_label(0.25, 0.4), "250 ms");
+        assert_eq!(time_label(1.5, 5.0), "1.5 s");
+        assert_eq!(time_label(20.0, 60.0), "20 s");
+    }
+
+    #[test]
+    fn fault_kinds_keep_their_colour() {
+        let kinds = vec!["kill".to_string(), "partition".to_string()];
+        assert_eq!(fault_colour(&kinds, "partition"), FAULT_COLOURS[1]);
+        assert_ne!(
+            fault_colour(&kinds, "kill"),
+            fault_colour(&kinds, "partition")
+        );
+    }
+}

@@ -1,0 +1,142 @@
+//! What the per-cell plots read from a cell's history, gathered in one pass: acquisitions with
+//! their latency and outcome, critical sections, refused stale accesses and fault windows.
+
+use crate::check::FaultWindow;
+use crate::history::{
+    CriticalSection, ErrorKind, Event, EventKind, Op, critical_sections, operations,
+};
+
+/// How an acquisition ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Outcome {
+    /// Granted.
+    Ok,
+    /// Definitely not granted (timeout, refusal, error).
+    Fail,
+    /// Unknown: the client cannot tell whether it was granted.
+    Info,
+}
+
+/// One acquisition: when it was meant to start, how long it took, how it ended.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Acquisition {
+    /// The intended start (open loop) or the invoke, µs since the cell's start.
+    pub start_us: u64,
+    /// From that start to the outcome, µs.
+    pub latency_us: u64,
+    /// How it ended.
+    pub outcome: Outcome,
+    /// The client.
+    pub client: u32,
+}
+
+/// A fault window, as the summary's `faults` gives it, with its end known.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FaultBand {
+    /// The fault kind (`kill`, `partition`, …).
+    pub kind: String,
+    /// A short label: the kind and its targets.
+    pub label: String,
+    /// Start and end, µs since the cell's start (an open window ends with the history).
+    pub start_us: u64,
+    pub end_us: u64,
+}
+
+/// A cell's history, digested for plotting.
+#[derive(Debug, Clone, Default)]
+pub struct CellData {
+    /// Every acquisition with an outcome, in invoke order.
+    pub acquisitions: Vec<Acquisition>,
+    /// Every critical section, in grant order.
+    pub sections: Vec<CriticalSection>,
+    /// Register accesses refused for a stale token: (time µs, client, key).
+    pub stale_refused: Vec<(u64, u32, String)>,
+    /// Fault windows.
+    pub faults: Vec<FaultBand>,
+    /// The last event's time, µs.
+    pub end_us: u64,
+    /// Client ids seen, sorted.
+    pub clients: Vec<u32>,
+}
+
+impl CellData {
+    /// Digests `events` (a cell's history) and the summary's fault windows.
+    pub fn of(events: &[Event], faults: &[FaultWindow]) -> CellData {
+        let end_us = events.iter().map(|e| e.t_us).max().unwrap_or(0);
+        let mut acquisitions = Vec::new();
+        for op in operations(events).ops {
+            if op.op != Op::Acquire {
+                continue;
+            }
+            let (Some(out), Some(client)) = (op.outcome, op.process.client()) else {
+                continue;
+            };
+            let invoke = &events[op.invoke];
+            let start_us = invoke.intended_us.unwrap_or(invoke.t_us);
+            let outcome = match events[out].kind {
+                EventKind::Ok => Outcome::Ok,
+                EventKind::Fail => Outcome::Fail,
+                _ => Outcome::Info,
+            };
+            acquisitions.push(Acquisition {
+                start_us,
+                latency_us: events[out].t_us.saturating_sub(start_us),
+                outcome,
+                client,
+            });
+        }
+        let stale_refused = events
+            .iter()
+            .filter(|e| {
+                matches!(e.op, Op::Read | Op::Write)
+                    && e.kind == EventKind::Fail
+                    && e.error_kind == Some(ErrorKind::Stale)
+            })
+            .filter_map(|e| Some((e.t_us, e.client()?, e.key.clone())))
+            .collect();
+        let mut clients: Vec<u32> = events.iter().filter_map(Event::client).collect();
+        clients.sort_unstable();
+        clients.dedup();
+        CellData {
+            acquisitions,
+            sections: critical_sections(events),
+            stale_refused,
+            faults: fault_bands(faults, end_us),
+            end_us,
+            clients,
+        }
+    }
+}
+
+/// The summary's fault windows as bands; a window never closed ends with the history.
+pub fn fault_bands(faults: &[FaultWindow], end_us: u64) -> Vec<FaultBand> {
+    faults
+        .iter()
+        .filter(|f| f.started)
+        .map(|f| {
+            let targets = f.targets.join(",");
+            let label = if targets.is_empty() {
+                f.kind.clone()
+            } else {
+                format!("{} {targets}", f.kind)
+            };
+            FaultBand {
+                kind: f.kind.clone(),
+                label,
+                start_us: f.start_us,
+                end_us: f.end_us.unwrap_or(end_us).max(f.start_us),
+            }
+        })
+        .collect()
+}
+
+/// The distinct fault kinds of `bands`, in order of first appearance (their colours).
+pub fn fault_kinds(bands: &[FaultBand]) -> Vec<String> {
+    let mut kinds: Vec<String> = Vec::new();
+    for b in bands {
+        if !kinds.contains(&b.kind) {
+            kinds.push(b.kind.clone());
+        }
+    }
+    kinds
+}

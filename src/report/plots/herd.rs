@@ -1,0 +1,211 @@
+//! The herd, seen: wake-ups per acquisition against the number of clients (from a `--clients`
+//! sweep), herd dashed against predecessor solid, one colour per system; and the handoff
+//! latency (release → next grant, p50) against clients, the same way. A run with one client
+//! count draws one point per line.
+
+use std::collections::BTreeMap;
+
+use plotters::coord::Shift;
+use plotters::prelude::*;
+
+use super::canvas::{
+    FONT, Figure, drawing, duration_label, log_range, system_colour, system_marker,
+};
+use super::legend::{self, Entry, Swatch};
+use crate::recipe::Strategy;
+use crate::stats::CellSummary;
+use crate::system::System;
+
+/// What the y axis shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HerdMeasure {
+    /// Wake-ups per acquisition (linear axis).
+    Wakeups,
+    /// Handoff latency p50 (log axis).
+    Handoff,
+}
+
+/// One line: a system × strategy (× workload × chaos) across client counts.
+#[derive(Debug, Clone)]
+pub struct HerdLine {
+    /// The legend text.
+    pub label: String,
+    /// Colour and marker.
+    pub system: System,
+    /// Herd dashed.
+    pub strategy: Strategy,
+    /// (clients, value), by growing clients.
+    pub points: Vec<(f64, f64)>,
+}
+
+/// The figure.
+#[derive(Debug, Clone)]
+pub struct Herd {
+    /// Which measure.
+    pub measure: HerdMeasure,
+    /// Its lines.
+    pub lines: Vec<HerdLine>,
+}
+
+impl Herd {
+    /// The lines of `cells` for `measure`; cells without the measure (a recipe that cannot
+    /// count wake-ups, no handoff yet) are left out.
+    pub fn of_run(cells: &[CellSummary], measure: HerdMeasure) -> Herd {
+        let mut groups: BTreeMap<(String, String, String, String), HerdLine> = BTreeMap::new();
+        for c in cells {
+            let value = match measure {
+                HerdMeasure::Wakeups => c.wakeups_per_acquisition,
+                HerdMeasure::Handoff => {
+                    (c.handoff_latency_us.count > 0).then_some(c.handoff_latency_us.p50 as f64)
+                }
+            };
+            let Some(value) = value.filter(|v| v.is_finite()) else {
+                continue;
+            };
+            let id = &c.id;
+            let key = (
+                id.system.to_string(),
+                id.strategy.to_string(),
+                id.workload.clone(),
+                id.chaos.clone(),
+            );
+            groups
+                .entry(key)
+                .or_insert_with(|| HerdLine {
+                    label: format!("{} {}", id.system, id.strategy),
+                    system: id.system,
+                    strategy: id.strategy,
+                    points: Vec::new(),
+                })
+                .points
+                .push((f64::from(id.clients), value));
+        }
+        let workloads: std::collections::BTreeSet<(&str, &str)> = groups
+            .keys()
+            .map(|k| (k.2.as_str(), k.3.as_str()))
+            .collect();
+        let many = workloads.len() > 1;
+        let lines = groups
+            .into_iter()
+            .map(|(k, mut line)| {
+                if many {
+                    line.label += &format!(" {} {}", k.2, k.3);
+                }
+                line.points.sort_by(|a, b| a.0.total_cmp(&b.0));
+                line
+            })
+            .collect();
+        Herd { measure, lines }
+    }
+
+    /// True when some line has a point.
+    pub fn has_data(&self) -> bool {
+        self.lines.iter().any(|l| !l.points.is_empty())
+    }
+}
+
+impl Figure for Herd {
+    fn size(&self) -> (u32, u32) {
+        (1200, 600)
+    }
+
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String> {
+        let title = match self.measure {
+            HerdMeasure::Wakeups => "The herd: wake-ups per acquisition against clients",
+            HerdMeasure::Handoff => "Handoff latency (release → next grant, p50) against clients",
+        };
+        let root = root.titled(title, (FONT, 20)).map_err(drawing)?;
+        let (plot, side) = root.split_horizontally(900);
+        let pts = self.lines.iter().flat_map(|l| l.points.iter());
+        let max_x = pts.clone().map(|p| p.0).fold(1.0, f64::max);
+        let (x_lo, x_hi) = (
+            pts.clone().map(|p| p.0).fold(max_x, f64::min) / 1.5,
+            max_x * 1.5,
+        );
+        let max_y = pts.map(|p| p.1).fold(0.0, f64::max);
+        let x_axis = (x_lo.max(0.5)..x_hi).log_scale().base(2.0);
+        let mut entries = Vec::new();
+        for l in &self.lines {
+            entries.push(Entry {
+                label: l.label.clone(),
+                colour: system_colour(l.system),
+                swatch: Swatch::Line {
+                    dashed: l.strategy == Strategy::Herd,
+                },
+            });
+        }
+        match self.measure {
+            HerdMeasure::Wakeups => {
+                let mut chart = ChartBuilder::on(&plot)
+                    .margin(15)
+                    .x_label_area_size(45)
+                    .y_label_area_size(70)
+                    .build_cartesian_2d(x_axis, 0f64..(max_y * 1.15).max(1.0))
+                    .map_err(drawing)?;
+                chart
+                    .configure_mesh()
+                    .x_desc("clients contending (log)")
+                    .y_desc("wake-ups per acquisition")
+                    .x_label_formatter(&|v| format!("{v:.0}"))
+                    .label_style((FONT, 12))
+                    .draw()
+                    .map_err(drawing)?;
+                self.lines_on(&mut chart, &plot)?;
+            }
+            HerdMeasure::Handoff => {
+                let values = self.lines.iter().flat_map(|l| l.points.iter().map(|p| p.1));
+                let (lo, hi) = log_range(values, 2.0);
+                let mut chart = ChartBuilder::on(&plot)
+                    .margin(15)
+                    .x_label_area_size(45)
+                    .y_label_area_size(80)
+                    .build_cartesian_2d(x_axis, (lo..hi).log_scale())
+                    .map_err(drawing)?;
+                chart
+                    .configure_mesh()
+                    .x_desc("clients contending (log)")
+                    .y_desc("handoff latency p50 (log)")
+                    .x_label_formatter(&|v| format!("{v:.0}"))
+                    .y_label_formatter(&|v| duration_label(*v))
+                    .label_style((FONT, 12))
+                    .draw()
+                    .map_err(drawing)?;
+                self.lines_on(&mut chart, &plot)?;
+            }
+        }
+        if !self.has_data() {
+            plot.draw(&Text::new("nothing measured yet", (380, 250), (FONT, 16)))
+                .map_err(drawing)?;
+        }
+        legend::draw(&side, "herd dashed, predecessor solid", &entries)
+    }
+}
+
+impl Herd {
+    fn lines_on<DB: DrawingBackend, X, Y>(
+        &self,
+        chart: &mut ChartContext<'_, DB, Cartesian2d<X, Y>>,
+        plot: &DrawingArea<DB, Shift>,
+    ) -> Result<(), String>
+    where
+        X: Ranged<ValueType = f64>,
+        Y: Ranged<ValueType = f64>,
+    {
+        let (ox, oy) = plot.get_base_pixel();
+        for l in &self.lines {
+            let colour = system_colour(l.system);
+            let style = colour.stroke_width(2);
+            if l.strategy == Strategy::Herd {
+                chart.draw_series(DashedLineSeries::new(l.points.clone(), 8, 5, style))
+            } else {
+                chart.draw_series(LineSeries::new(l.points.clone(), style))
+            }
+            .map_err(drawing)?;
+            for p in &l.points {
+                let (x, y) = chart.backend_coord(p);
+                legend::draw_marker(plot, (x - ox, y - oy), system_marker(l.system), colour, 5)?;
+            }
+        }
+        Ok(())
+    }
+}

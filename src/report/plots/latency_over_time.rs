@@ -1,0 +1,277 @@
+//! Latency over time, one cell: every acquisition a point (colour and shape by outcome) at its
+//! intended start, p50 and p99 per second as lines, on a log axis; throughput per second below;
+//! fault windows shaded in both, one colour per kind (as Jepsen's perf plots do).
+
+use std::collections::HashSet;
+
+use plotters::coord::Shift;
+use plotters::prelude::*;
+
+use super::canvas::{FONT, Figure, drawing, duration_label, fault_colour, log_range, time_label};
+use super::cell_data::{CellData, FaultBand, Outcome, fault_kinds};
+use super::legend::{self, Entry, Swatch};
+use crate::stats::SecondStats;
+
+/// The figure.
+pub struct LatencyOverTime<'a> {
+    /// The cell's id, the title.
+    pub title: String,
+    /// The digested history.
+    pub data: &'a CellData,
+    /// Acquisitions and latency percentiles per second (the summary's `per_second`).
+    pub per_second: &'a [SecondStats],
+}
+
+const PLOT_WIDTH_PX: f64 = 860.0;
+const PLOT_HEIGHT_PX: f64 = 420.0;
+
+/// The outcome's colour, shape and name.
+fn outcome_style(o: Outcome) -> (RGBColor, u8, &'static str) {
+    match o {
+        Outcome::Ok => (RGBColor(40, 80, 160), 0, "acquired (ok)"),
+        Outcome::Fail => (RGBColor(213, 0, 0), 3, "failed (fail)"),
+        Outcome::Info => (RGBColor(230, 140, 0), 1, "unknown (info)"),
+    }
+}
+
+impl LatencyOverTime<'_> {
+    fn duration_s(&self) -> f64 {
+        let last_second = self
+            .per_second
+            .iter()
+            .map(|s| s.second + 1)
+            .max()
+            .unwrap_or(0) as f64;
+        (self.data.end_us as f64 / 1e6).max(last_second).max(1.0)
+    }
+
+    /// The points to draw: one per pixel cell and outcome, so a cell of 100 000 acquisitions
+    /// makes an SVG of a few thousand points that looks the same.
+    fn points(&self, duration_s: f64, (lo, hi): (f64, f64)) -> Vec<(f64, f64, Outcome)> {
+        let (llo, lhi) = (lo.log10(), hi.log10());
+        let mut seen = HashSet::new();
+        let mut out = Vec::new();
+        for a in &self.data.acquisitions {
+            let x = a.start_us as f64 / 1e6;
+            let y = (a.latency_us as f64).max(lo);
+            let px = (x / duration_s * PLOT_WIDTH_PX) as i64;
+            let py = ((y.log10() - llo) / (lhi - llo) * PLOT_HEIGHT_PX) as i64;
+            if seen.insert((px, py, a.outcome)) {
+                out.push((x, y, a.outcome));
+            }
+        }
+        // Failures and unknowns on top of the many oks.
+        out.sort_by_key(|p| match p.2 {
+            Outcome::Ok => 0,
+            Outcome::Info => 1,
+            Outcome::Fail => 2,
+        });
+        out
+    }
+
+    fn latency_range(&self) -> (f64, f64) {
+        log_range(
+            self.data.acquisitions.iter().map(|a| a.latency_us as f64),
+            2.0,
+        )
+    }
+}
+
+impl Figure for LatencyOverTime<'_> {
+    fn size(&self) -> (u32, u32) {
+        (1200, 760)
+    }
+
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String> {
+        let root = root
+            .titled(
+                &format!("Acquire latency over time: {}", self.title),
+                (FONT, 20),
+            )
+            .map_err(drawing)?;
+        let (plots, side) = root.split_horizontally(960);
+        let (top, bottom) = plots.split_vertically(500);
+        let duration_s = self.duration_s();
+        let (lo, hi) = self.latency_range();
+        let kinds = fault_kinds(&self.data.faults);
+
+        let mut chart = ChartBuilder::on(&top)
+            .margin(10)
+            .x_label_area_size(30)
+            .y_label_area_size(80)
+            .build_cartesian_2d(0f64..duration_s, (lo..hi).log_scale())
+            .map_err(drawing)?;
+        chart
+            .configure_mesh()
+            .y_desc("acquire latency (log)")
+            .y_label_formatter(&|v| duration_label(*v))
+            .x_label_formatter(&|v| time_label(*v, duration_s))
+            .label_style((FONT, 12))
+            .draw()
+            .map_err(drawing)?;
+        shade(&mut chart, &self.data.faults, &kinds, (lo, hi))?;
+        for (x, y, o) in self.points(duration_s, (lo, hi)) {
+            let (colour, shape, _) = outcome_style(o);
+            let style = colour
+                .mix(if o == Outcome::Ok { 0.5 } else { 0.9 })
+                .filled();
+            match shape {
+                0 => chart.draw_series(std::iter::once(Circle::new((x, y), 2, style))),
+                1 => chart.draw_series(std::iter::once(TriangleMarker::new((x, y), 4, style))),
+                _ => chart.draw_series(std::iter::once(Cross::new(
+                    (x, y),
+                    4,
+                    colour.stroke_width(2),
+                ))),
+            }
+            .map_err(drawing)?;
+        }
+        let line = |pick: fn(&SecondStats) -> u64| -> Vec<(f64, f64)> {
+            self.per_second
+                .iter()
+                .filter(|s| s.acquisitions > 0)
+                .map(|s| (s.second as f64 + 0.5, (pick(s) as f64).clamp(lo, hi)))
+                .collect()
+        };
+        let p50 = line(|s| s.p50_acquire_us);
+        let p99 = line(|s| s.p99_acquire_us);
+        chart
+            .draw_series(LineSeries::new(p50, BLACK.stroke_width(2)))
+            .map_err(drawing)?;
+        chart
+            .draw_series(DashedLineSeries::new(p99, 6, 4, BLACK.stroke_width(2)))
+            .map_err(drawing)?;
+        label_bands(&top, &chart, &self.data.faults)?;
+
+        let max_rate = self
+            .per_second
+            .iter()
+            .map(|s| s.acquisitions)
+            .max()
+            .unwrap_or(0)
+            .max(1) as f64;
+        let mut rate = ChartBuilder::on(&bottom)
+            .margin(10)
+            .x_label_area_size(40)
+            .y_label_area_size(80)
+            .build_cartesian_2d(0f64..duration_s, 0f64..max_rate * 1.1)
+            .map_err(drawing)?;
+        rate.configure_mesh()
+            .x_desc("time since the cell started")
+            .y_desc("acquisitions/s")
+            .x_label_formatter(&|v| time_label(*v, duration_s))
+            .y_label_formatter(&|v| format!("{v:.0}"))
+            .label_style((FONT, 12))
+            .draw()
+            .map_err(drawing)?;
+        shade(&mut rate, &self.data.faults, &kinds, (0.0, max_rate * 1.1))?;
+        rate.draw_series(self.per_second.iter().map(|s| {
+            let x0 = s.second as f64;
+            Rectangle::new(
+                [(x0 + 0.05, 0.0), (x0 + 0.95, s.acquisitions as f64)],
+                RGBColor(60, 60, 60).filled(),
+            )
+        }))
+        .map_err(drawing)?;
+
+        let mut entries = Vec::new();
+        for o in [Outcome::Ok, Outcome::Fail, Outcome::Info] {
+            let (colour, shape, name) = outcome_style(o);
+            let n = self
+                .data
+                .acquisitions
+                .iter()
+                .filter(|a| a.outcome == o)
+                .count();
+            entries.push(Entry {
+                label: format!("{name}: {n}"),
+                colour,
+                swatch: Swatch::Marker(shape),
+            });
+        }
+        entries.push(Entry {
+            label: "p50 per second".into(),
+            colour: BLACK,
+            swatch: Swatch::Line { dashed: false },
+        });
+        entries.push(Entry {
+            label: "p99 per second".into(),
+            colour: BLACK,
+            swatch: Swatch::Line { dashed: true },
+        });
+        entries.push(Entry {
+            label: "acquisitions/s".into(),
+            colour: RGBColor(60, 60, 60),
+            swatch: Swatch::Box,
+        });
+        for (i, b) in self.data.faults.iter().enumerate() {
+            entries.push(Entry {
+                label: format!(
+                    "{} {} ({:.1}–{:.1} s)",
+                    i + 1,
+                    b.label,
+                    b.start_us as f64 / 1e6,
+                    b.end_us as f64 / 1e6
+                ),
+                colour: fault_colour(&kinds, &b.kind),
+                swatch: Swatch::Box,
+            });
+        }
+        legend::draw(&side, "Legend", &entries)
+    }
+}
+
+/// Shades every fault window over the chart's full height.
+pub fn shade<DB: DrawingBackend, Y>(
+    chart: &mut ChartContext<'_, DB, Cartesian2d<plotters::coord::types::RangedCoordf64, Y>>,
+    bands: &[FaultBand],
+    kinds: &[String],
+    (lo, hi): (f64, f64),
+) -> Result<(), String>
+where
+    Y: Ranged<ValueType = f64>,
+{
+    chart
+        .draw_series(bands.iter().map(|b| {
+            Rectangle::new(
+                [(b.start_us as f64 / 1e6, lo), (b.end_us as f64 / 1e6, hi)],
+                fault_colour(kinds, &b.kind).mix(0.35).filled(),
+            )
+        }))
+        .map_err(drawing)?;
+    Ok(())
+}
+
+/// Numbers each fault band at the top of the plot (the legend says what each number is);
+/// a number that would touch the previous one is left out rather than drawn over it.
+pub fn label_bands<DB: DrawingBackend, Y>(
+    area: &DrawingArea<DB, Shift>,
+    chart: &ChartContext<'_, DB, Cartesian2d<plotters::coord::types::RangedCoordf64, Y>>,
+    bands: &[FaultBand],
+) -> Result<(), String>
+where
+    Y: Ranged<ValueType = f64>,
+{
+    let plot = chart.plotting_area();
+    let (x_range, _) = plot.get_pixel_range();
+    let (ox, oy) = area.get_base_pixel();
+    let (px, py) = plot.get_base_pixel();
+    let mut last_x: Option<i32> = None;
+    for (i, b) in bands.iter().enumerate() {
+        let x = chart
+            .backend_coord(&(b.start_us as f64 / 1e6, chart.y_range().start))
+            .0;
+        if last_x.is_some_and(|l| x - l < 24) || x < x_range.start {
+            continue;
+        }
+        last_x = Some(x);
+        area.draw(&Text::new(
+            format!("{}", i + 1),
+            (x - ox + 3, py - oy + 2),
+            (FONT, 13).into_font().style(FontStyle::Bold),
+        ))
+        .map_err(drawing)?;
+        let _ = px;
+    }
+    Ok(())
+}

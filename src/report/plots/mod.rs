@@ -1,0 +1,275 @@
+//! The plots exporter: PNG and SVG figures of a run under `<run>/plots/`, listed in
+//! `plots/index.json` (see [`crate::report::plot_index`]) for the reports to show.
+//!
+//! Per run (redrawn after every cell): the latency distribution on the nines axis, and the
+//! herd's wake-ups and handoff latency against clients. Per cell (drawn once, when the cell
+//! finishes, or by `run_updated` when missing, e.g. after `lockbench report` cleared them):
+//! latency over time, the safety timeline and fairness. One file per figure in this folder;
+//! [`canvas`] holds what they share.
+
+pub mod canvas;
+pub mod cell_data;
+pub mod fairness;
+pub mod herd;
+pub mod latency_distribution;
+pub mod latency_over_time;
+pub mod legend;
+pub mod safety_timeline;
+
+use std::path::Path;
+
+use super::plot_index::{PLOTS_DIR, PlotEntry, PlotIndex};
+use super::{ExportError, Exporter, RunReport};
+use crate::check::CellResult;
+use crate::history::read_history;
+use crate::stats::CellSummary;
+#[cfg(test)]
+use canvas::Figure;
+use canvas::{EXPORTER, render};
+use cell_data::CellData;
+
+/// The plots exporter.
+pub struct Plots;
+
+/// A per-cell plot kind, its title and caption.
+struct CellKind {
+    kind: &'static str,
+    title: &'static str,
+    caption: &'static str,
+}
+
+const CELL_KINDS: [CellKind; 3] = [
+    CellKind {
+        kind: "latency-over-time",
+        title: "Acquire latency over time",
+        caption: "every acquisition a point at its intended start (blue ok, red × fail, orange ▲ unknown); black lines p50 (solid) and p99 (dashed) per second; throughput per second below; numbered bands are fault windows",
+    },
+    CellKind {
+        kind: "safety-timeline",
+        title: "Safety timeline",
+        caption: "each client's holds of one key as bars; red: overlapping holds and refused stale accesses (×); ▲ lease lost; dashed red lines: the checker's violations with their history line; bands: fault windows",
+    },
+    CellKind {
+        kind: "fairness",
+        title: "Acquisitions per client",
+        caption: "granted acquisitions per client, the dashed line their mean; Jain's index and the longest wait in the title",
+    },
+];
+
+fn stem(cell: &str, kind: &str) -> String {
+    format!("{cell}.{kind}")
+}
+
+fn plots_dir(run: &Path) -> Result<std::path::PathBuf, ExportError> {
+    let dir = run.join(PLOTS_DIR);
+    std::fs::create_dir_all(&dir).map_err(|source| ExportError {
+        exporter: EXPORTER,
+        path: dir.clone(),
+        source,
+    })?;
+    Ok(dir)
+}
+
+/// Draws the three plots of one cell from its folder `cell_dir` and summary.
+pub fn draw_cell(plots: &Path, cell_dir: &Path, summary: &CellSummary) -> Result<(), ExportError> {
+    let history = cell_dir.join(crate::check::HISTORY_FILE);
+    let events = read_history(&history).map_err(|e| ExportError {
+        exporter: EXPORTER,
+        path: history.clone(),
+        source: std::io::Error::other(e.to_string()),
+    })?;
+    let data = CellData::of(&events, &summary.faults);
+    let id = summary.id.to_string();
+    let over_time = latency_over_time::LatencyOverTime {
+        title: id.clone(),
+        data: &data,
+        per_second: &summary.per_second,
+    };
+    render(&over_time, plots, &stem(&id, CELL_KINDS[0].kind))?;
+    let timeline = safety_timeline::SafetyTimeline {
+        title: id.clone(),
+        data: &data,
+        safety: summary.safety.as_ref(),
+    };
+    render(&timeline, plots, &stem(&id, CELL_KINDS[1].kind))?;
+    let fair = fairness::Fairness {
+        title: id.clone(),
+        data: &data,
+        jain: summary.jain_fairness,
+        max_wait_us: summary.max_wait_us,
+    };
+    render(&fair, plots, &stem(&id, CELL_KINDS[2].kind))?;
+    Ok(())
+}
+
+/// Draws the run-level plots of `cells`; returns their index entries.
+fn draw_run(
+    run: &Path,
+    plots: &Path,
+    cells: &[CellSummary],
+) -> Result<Vec<PlotEntry>, ExportError> {
+    let mut entries = Vec::new();
+    let mut add = |kind: &str,
+                   title: &str,
+                   caption: &str,
+                   figure: &dyn Fn() -> Result<(String, String), ExportError>| {
+        let (png, svg) = figure()?;
+        entries.push(PlotEntry {
+            kind: kind.into(),
+            title: title.into(),
+            caption: caption.into(),
+            svg,
+            png,
+            cell: None,
+        });
+        Ok::<(), ExportError>(())
+    };
+    let dist = latency_distribution::LatencyDistribution::of_run(run, cells);
+    add(
+        "latency-distribution",
+        "Acquire latency by percentile",
+        "x: percentile on HdrHistogram's nines axis (1/(1−p), log); one line per cell, one colour per system, herd dashed, predecessor solid",
+        &|| render(&dist, plots, "latency-distribution"),
+    )?;
+    let wake = herd::Herd::of_run(cells, herd::HerdMeasure::Wakeups);
+    add(
+        "herd-wakeups",
+        "The herd: wake-ups per acquisition against clients",
+        "how many waiters each release wakes, by number of contending clients (a --clients sweep draws the curve); herd dashed, predecessor solid",
+        &|| render(&wake, plots, "herd-wakeups"),
+    )?;
+    let handoff = herd::Herd::of_run(cells, herd::HerdMeasure::Handoff);
+    add(
+        "herd-handoff",
+        "Handoff latency against clients",
+        "release → next grant on the same key, p50, by number of contending clients; herd dashed, predecessor solid",
+        &|| render(&handoff, plots, "herd-handoff"),
+    )?;
+    Ok(entries)
+}
+
+impl Exporter for Plots {
+    fn name(&self) -> &'static str {
+        EXPORTER
+    }
+
+    fn cell_finished(&self, dir: &Path, cell: &CellResult) -> Result<(), ExportError> {
+        // A cell folder is <run>/cells/<id>.
+        let Some(run) = dir.parent().and_then(Path::parent) else {
+            return Ok(());
+        };
+        draw_cell(&plots_dir(run)?, dir, &cell.analysis.summary)
+    }
+
+    fn run_updated(&self, run: &RunReport<'_>) -> Result<(), ExportError> {
+        let plots = plots_dir(run.dir)?;
+        let mut index = PlotIndex {
+            plots: draw_run(run.dir, &plots, run.cells)?,
+        };
+        for cell in run.cells {
+            let id = cell.id.to_string();
+            let missing = CELL_KINDS
+                .iter()
+                .any(|k| !plots.join(format!("{}.svg", stem(&id, k.kind))).exists());
+            if missing {
+                draw_cell(&plots, &run.dir.join("cells").join(&id), cell)?;
+            }
+            for k in &CELL_KINDS {
+                let s = stem(&id, k.kind);
+                index.plots.push(PlotEntry {
+                    kind: k.kind.into(),
+                    title: format!("{}: {id}", k.title),
+                    caption: k.caption.into(),
+                    svg: format!("{s}.svg"),
+                    png: format!("{s}.png"),
+                    cell: Some(id.clone()),
+                });
+            }
+        }
+        index.write(run.dir)
+    }
+}
+
+/// Checks that a figure draws (used by tests of empty and one-point inputs).
+#[cfg(test)]
+pub(crate) fn draws(figure: &impl Figure) -> String {
+    let mut text = String::new();
+    {
+        use plotters::prelude::*;
+        let area = SVGBackend::with_string(&mut text, figure.size()).into_drawing_area();
+        area.fill(&WHITE).unwrap();
+        canvas::ensure_font().unwrap();
+        figure.draw(&area).expect("the figure draws");
+        area.present().unwrap();
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::cell_data::CellData;
+    use super::*;
+    use crate::recipe::Strategy;
+    use crate::system::System;
+
+    fn svg_ok(text: &str) {
+        assert!(
+            text.starts_with("<svg") || text.contains("<svg"),
+            "{text:.200}"
+        );
+        assert!(text.trim_end().ends_with("</svg>"));
+    }
+
+    #[test]
+    fn empty_inputs_draw_without_panicking() {
+        let data = CellData::default();
+        svg_ok(&draws(&latency_distribution::LatencyDistribution::default()));
+        svg_ok(&draws(&herd::Herd::of_run(&[], herd::HerdMeasure::Wakeups)));
+        svg_ok(&draws(&herd::Herd::of_run(&[], herd::HerdMeasure::Handoff)));
+        svg_ok(&draws(&latency_over_time::LatencyOverTime {
+            title: "empty".into(),
+            data: &data,
+            per_second: &[],
+        }));
+        let timeline = draws(&safety_timeline::SafetyTimeline {
+            title: "empty".into(),
+            data: &data,
+            safety: None,
+        });
+        assert!(timeline.contains("no holds in this cell"));
+        svg_ok(&draws(&fairness::Fairness {
+            title: "empty".into(),
+            data: &data,
+            jain: None,
+            max_wait_us: 0,
+        }));
+    }
+
+    #[test]
+    fn single_points_draw_and_show() {
+        let dist = latency_distribution::LatencyDistribution {
+            curves: vec![latency_distribution::Curve {
+                label: "redis herd".into(),
+                system: System::Redis,
+                strategy: Strategy::Herd,
+                points: vec![(0.3, 1500.0)],
+            }],
+        };
+        let svg = draws(&dist);
+        svg_ok(&svg);
+        assert!(svg.contains("redis herd"), "the legend names the curve");
+        let herd = herd::Herd {
+            measure: herd::HerdMeasure::Handoff,
+            lines: vec![herd::HerdLine {
+                label: "etcd predecessor".into(),
+                system: System::Etcd,
+                strategy: Strategy::Predecessor,
+                points: vec![(16.0, 800.0)],
+            }],
+        };
+        let svg = draws(&herd);
+        assert!(svg.contains("etcd predecessor"));
+        // The one point is drawn as a marker (etcd's is a triangle: a polygon).
+        assert!(svg.contains("<polygon"), "no marker for the single point");
+    }
+}

@@ -1,0 +1,474 @@
+//! The safety timeline of one cell and key: each client's holds as bars over time, lease-lost
+//! signals marked, fault windows shaded, overlapping holds and refused stale accesses in red,
+//! and the checker's violations as red lines labelled with their history line, so a violation
+//! is seen, not only counted.
+//!
+//! The key is the one of the first violation (else of the first possible violation, else the
+//! one with the most refused accesses, else the busiest). With a violation the time axis zooms
+//! to the holds around it (a 1 ms overlap is invisible on a 30 s axis); otherwise it shows the
+//! whole cell.
+
+use std::collections::BTreeMap;
+
+use plotters::coord::Shift;
+use plotters::element::DashedPathElement;
+use plotters::prelude::*;
+
+use super::canvas::{FONT, Figure, VIOLATION, drawing, fault_colour, time_label};
+use super::cell_data::{CellData, fault_kinds};
+use super::latency_over_time::{label_bands, shade};
+use super::legend::{self, Entry, Swatch};
+use crate::check::Safety;
+use crate::history::CriticalSection;
+
+/// A hold on the plotted key, in µs since the cell's start.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Bar {
+    client: u32,
+    start_us: u64,
+    end_us: u64,
+}
+
+/// The figure.
+pub struct SafetyTimeline<'a> {
+    /// The cell id.
+    pub title: String,
+    /// The digested history.
+    pub data: &'a CellData,
+    /// The cell's verdict and evidence, if it was checked.
+    pub safety: Option<&'a Safety>,
+}
+
+/// The plotted key, and the time window (µs) shown.
+#[derive(Debug, Clone, PartialEq)]
+pub struct View {
+    /// The key.
+    pub key: String,
+    /// The window shown, µs since the cell's start.
+    pub from_us: u64,
+    pub to_us: u64,
+}
+
+impl SafetyTimeline<'_> {
+    /// Which key and window to show (see the module docs).
+    pub fn view(&self) -> Option<View> {
+        let d = self.data;
+        let evidence = self.safety.and_then(|s| {
+            s.violations
+                .iter()
+                .chain(s.possible_violations.iter())
+                .find(|v| v.key.is_some())
+        });
+        let key = evidence
+            .and_then(|v| v.key.clone())
+            .or_else(|| most(d.stale_refused.iter().map(|r| r.2.clone())))
+            .or_else(|| most(d.sections.iter().map(|s| s.key.clone())))?;
+        let (mut from, mut to) = (0, d.end_us.max(1));
+        if let Some(v) = evidence.filter(|v| !v.t_us.is_empty()) {
+            let lo = v.t_us.iter().copied().min().unwrap_or(0);
+            let hi = v.t_us.iter().copied().max().unwrap_or(lo);
+            // The holds that contain the violation's instants, whole.
+            let (mut a, mut b) = (lo, hi);
+            for s in d.sections.iter().filter(|s| s.key == key) {
+                let end = s.released_us.unwrap_or(d.end_us);
+                if v.t_us.iter().any(|t| (s.acquired_us..=end).contains(t)) {
+                    a = a.min(s.acquired_us);
+                    b = b.max(end);
+                }
+            }
+            let pad = ((b - a) / 4).max(50_000);
+            from = a.saturating_sub(pad);
+            to = (b + pad).min(d.end_us.max(b + 1));
+        }
+        Some(View {
+            key,
+            from_us: from,
+            to_us: to.max(from + 1),
+        })
+    }
+}
+
+/// The most frequent of `items`.
+fn most(items: impl Iterator<Item = String>) -> Option<String> {
+    let mut n: BTreeMap<String, usize> = BTreeMap::new();
+    for i in items {
+        *n.entry(i).or_default() += 1;
+    }
+    n.into_iter().max_by_key(|(_, c)| *c).map(|(k, _)| k)
+}
+
+/// The stretches where two holds of `sections` overlap: (from, to, the two clients).
+fn overlaps(sections: &[&CriticalSection], end_us: u64) -> Vec<(u64, u64, u32, u32)> {
+    let mut by_start: Vec<(u64, u64, u32)> = sections
+        .iter()
+        .map(|s| (s.acquired_us, s.released_us.unwrap_or(end_us), s.client))
+        .collect();
+    by_start.sort_unstable();
+    let mut out = Vec::new();
+    for (i, &(_, e, c)) in by_start.iter().enumerate() {
+        for &(s2, e2, c2) in &by_start[i + 1..] {
+            if s2 >= e {
+                break;
+            }
+            if c2 != c {
+                out.push((s2, e.min(e2), c, c2));
+            }
+        }
+    }
+    out
+}
+
+/// Merges the bars of each client that lie closer than `gap_us` (under a pixel apart), so a
+/// cell of 100 000 holds makes a figure of at most a few thousand rectangles.
+fn merge(mut bars: Vec<Bar>, gap_us: u64) -> Vec<Bar> {
+    bars.sort_by_key(|b| (b.client, b.start_us));
+    let mut out: Vec<Bar> = Vec::new();
+    for b in bars {
+        match out.last_mut() {
+            Some(last) if last.client == b.client && b.start_us <= last.end_us + gap_us => {
+                last.end_us = last.end_us.max(b.end_us);
+            }
+            _ => out.push(b),
+        }
+    }
+    out
+}
+
+const PLOT_WIDTH_PX: u64 = 900;
+
+impl Figure for SafetyTimeline<'_> {
+    fn size(&self) -> (u32, u32) {
+        let rows = self.data.clients.len().max(1) as u32;
+        (1200, 260 + 34 * rows.min(64))
+    }
+
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String> {
+        let verdict = self
+            .safety
+            .map(|s| {
+                format!(
+                    " — {}: {} overlaps, {} lost updates, {} stale refused",
+                    s.verdict.name(),
+                    s.overlaps.granted_twice
+                        + s.overlaps.told_and_went_on
+                        + s.overlaps.expired_untold
+                        + s.overlaps.unknown,
+                    s.lost_updates,
+                    s.stale_accesses_rejected
+                )
+            })
+            .unwrap_or_default();
+        let root = root
+            .titled(
+                &format!("Safety timeline: {}{verdict}", self.title),
+                (FONT, 18),
+            )
+            .map_err(drawing)?;
+        let (plot, side) = root.split_horizontally(960);
+        let Some(view) = self.view() else {
+            plot.draw(&Text::new("no holds in this cell", (380, 80), (FONT, 16)))
+                .map_err(drawing)?;
+            return Ok(());
+        };
+        let d = self.data;
+        let clients = &d.clients;
+        let row = |c: u32| clients.iter().position(|x| *x == c).unwrap_or(0) as f64;
+        let secs = |us: u64| us as f64 / 1e6;
+        let (from, to) = (secs(view.from_us), secs(view.to_us));
+        let rows = clients.len().max(1) as f64;
+
+        let mut chart = ChartBuilder::on(&plot)
+            .margin(15)
+            .x_label_area_size(45)
+            .y_label_area_size(80)
+            .build_cartesian_2d(from..to, -0.5f64..rows - 0.5)
+            .map_err(drawing)?;
+        let labels = clients.len().clamp(1, 64);
+        chart
+            .configure_mesh()
+            .disable_y_mesh()
+            .y_labels(labels)
+            .y_label_formatter(&|y| {
+                let i = y.round();
+                if (y - i).abs() < 0.01 && i >= 0.0 {
+                    clients
+                        .get(i as usize)
+                        .map(|c| format!("client {c}"))
+                        .unwrap_or_default()
+                } else {
+                    String::new()
+                }
+            })
+            .x_label_formatter(&|v| time_label(*v, to - from))
+            .x_labels(10)
+            .x_desc(format!("time since the cell started — key {}", view.key))
+            .label_style((FONT, 12))
+            .draw()
+            .map_err(drawing)?;
+        let kinds = fault_kinds(&d.faults);
+        shade(&mut chart, &d.faults, &kinds, (-0.5, rows - 0.5))?;
+
+        let on_key: Vec<&CriticalSection> =
+            d.sections.iter().filter(|s| s.key == view.key).collect();
+        let in_view = |a: u64, b: u64| b >= view.from_us && a <= view.to_us;
+        let bars: Vec<Bar> = on_key
+            .iter()
+            .map(|s| Bar {
+                client: s.client,
+                start_us: s.acquired_us,
+                end_us: s.released_us.unwrap_or(d.end_us),
+            })
+            .filter(|b| in_view(b.start_us, b.end_us))
+            .collect();
+        let gap = (view.to_us - view.from_us) / PLOT_WIDTH_PX;
+        let hold = RGBColor(70, 110, 170);
+        chart
+            .draw_series(merge(bars, gap).into_iter().map(|b| {
+                let y = row(b.client);
+                Rectangle::new(
+                    [(secs(b.start_us), y - 0.3), (secs(b.end_us), y + 0.3)],
+                    hold.filled(),
+                )
+            }))
+            .map_err(drawing)?;
+        let twice = overlaps(&on_key, d.end_us);
+        let shown: Vec<_> = twice.iter().filter(|o| in_view(o.0, o.1)).collect();
+        chart
+            .draw_series(shown.iter().flat_map(|&&(a, b, c1, c2)| {
+                [c1, c2].map(|c| {
+                    let y = row(c);
+                    Rectangle::new(
+                        [(secs(a), y - 0.42), (secs(b), y + 0.42)],
+                        VIOLATION.filled(),
+                    )
+                })
+            }))
+            .map_err(drawing)?;
+        let lost: Vec<(f64, f64)> = on_key
+            .iter()
+            .filter_map(|s| {
+                s.lost_us
+                    .filter(|t| in_view(*t, *t))
+                    .map(|t| (secs(t), row(s.client)))
+            })
+            .collect();
+        chart
+            .draw_series(
+                lost.iter()
+                    .map(|&p| TriangleMarker::new(p, 7, BLACK.filled())),
+            )
+            .map_err(drawing)?;
+        let stale: Vec<(f64, f64)> = d
+            .stale_refused
+            .iter()
+            .filter(|(t, _, k)| *k == view.key && in_view(*t, *t))
+            .map(|(t, c, _)| (secs(*t), row(*c)))
+            .collect();
+        chart
+            .draw_series(
+                stale
+                    .iter()
+                    .map(|&p| Cross::new(p, 7, VIOLATION.stroke_width(3))),
+            )
+            .map_err(drawing)?;
+        let marked: Vec<(u64, usize)> = self
+            .safety
+            .map(|s| {
+                s.violations
+                    .iter()
+                    .filter(|v| v.key.as_deref() == Some(view.key.as_str()))
+                    .filter_map(|v| Some((*v.t_us.first()?, *v.lines.first()?)))
+                    .filter(|(t, _)| in_view(*t, *t))
+                    .collect()
+            })
+            .unwrap_or_default();
+        chart
+            .draw_series(marked.iter().map(|&(t, _)| {
+                DashedPathElement::new(
+                    vec![(secs(t), -0.5), (secs(t), rows - 0.5)],
+                    4,
+                    3,
+                    VIOLATION.stroke_width(1),
+                )
+            }))
+            .map_err(drawing)?;
+        // The history line of each violation beside its line, at most one label per 60 px.
+        let (ox, oy) = plot.get_base_pixel();
+        let mut last_x: Option<i32> = None;
+        for &(t, line) in &marked {
+            let (x, y) = chart.backend_coord(&(secs(t), rows - 0.5));
+            if last_x.is_some_and(|l| x - l < 60) {
+                continue;
+            }
+            last_x = Some(x);
+            plot.draw(&Text::new(
+                format!("line {line}"),
+                (x - ox + 3, y - oy + 2),
+                (FONT, 12).into_font().color(&VIOLATION),
+            ))
+            .map_err(drawing)?;
+        }
+        label_bands(&plot, &chart, &d.faults)?;
+
+        let mut entries = vec![
+            Entry {
+                label: "hold (grant → release)".into(),
+                colour: hold,
+                swatch: Swatch::Box,
+            },
+            Entry {
+                label: format!("overlapping holds: {}", twice.len()),
+                colour: VIOLATION,
+                swatch: Swatch::Box,
+            },
+            Entry {
+                label: format!(
+                    "refused stale access: {}",
+                    d.stale_refused.iter().filter(|r| r.2 == view.key).count()
+                ),
+                colour: VIOLATION,
+                swatch: Swatch::Marker(3),
+            },
+            Entry {
+                label: format!(
+                    "lease lost: {}",
+                    on_key.iter().filter(|s| s.lost_us.is_some()).count()
+                ),
+                colour: BLACK,
+                swatch: Swatch::Marker(1),
+            },
+            Entry {
+                label: "violation (history line)".into(),
+                colour: VIOLATION,
+                swatch: Swatch::Line { dashed: true },
+            },
+        ];
+        for (i, b) in d.faults.iter().enumerate() {
+            entries.push(Entry {
+                label: format!(
+                    "{} {} ({:.1}–{:.1} s)",
+                    i + 1,
+                    b.label,
+                    secs(b.start_us),
+                    secs(b.end_us)
+                ),
+                colour: fault_colour(&kinds, &b.kind),
+                swatch: Swatch::Box,
+            });
+        }
+        legend::draw(&side, "Legend", &entries)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn section(client: u32, from: u64, to: u64) -> CriticalSection {
+        CriticalSection {
+            client,
+            key: "k".into(),
+            token: None,
+            ttl_ms: None,
+            acquired_us: from,
+            acquired_at: 0,
+            released_us: Some(to),
+            released_at: None,
+            lost_us: None,
+            lost_at: None,
+        }
+    }
+
+    #[test]
+    fn overlapping_holds_of_two_clients_are_found_and_back_to_back_ones_are_not() {
+        let (a, b, c) = (
+            section(1, 0, 100),
+            section(2, 50, 150),
+            section(3, 150, 200),
+        );
+        assert_eq!(overlaps(&[&a, &b, &c], 1000), vec![(50, 100, 1, 2)]);
+    }
+
+    #[test]
+    fn bars_closer_than_a_pixel_merge_per_client() {
+        let bars = vec![
+            Bar {
+                client: 1,
+                start_us: 0,
+                end_us: 10,
+            },
+            Bar {
+                client: 1,
+                start_us: 12,
+                end_us: 20,
+            },
+            Bar {
+                client: 2,
+                start_us: 15,
+                end_us: 18,
+            },
+            Bar {
+                client: 1,
+                start_us: 100,
+                end_us: 110,
+            },
+        ];
+        let merged = merge(bars, 5);
+        assert_eq!(merged.len(), 3);
+        assert_eq!((merged[0].start_us, merged[0].end_us), (0, 20));
+    }
+
+    /// A hand-made history with one double grant at 1.5 s, checked by the real checkers.
+    fn double_grant() -> (CellData, Safety) {
+        use crate::check::testkit::{cell, grant, invoke, release};
+        let events = vec![
+            invoke(900_000, 1, "k"),
+            grant(1_000_000, 1, "k", 1, 10_000),
+            invoke(1_400_000, 2, "k"),
+            grant(1_500_000, 2, "k", 2, 10_000),
+            release(1_600_000, 2, "k"),
+            release(2_000_000, 1, "k"),
+            invoke(8_900_000, 1, "k"),
+            grant(9_000_000, 1, "k", 3, 10_000),
+            release(9_100_000, 1, "k"),
+        ];
+        let mut data = CellData::of(&events, &[]);
+        data.end_us = 30_000_000;
+        let result = crate::check::evaluate_history(&crate::check::History::new(events), cell(2));
+        (data, result.analysis.summary.safety.expect("checked"))
+    }
+
+    #[test]
+    fn the_view_zooms_to_the_holds_around_the_first_violation() {
+        let (data, safety) = double_grant();
+        assert!(!safety.violations.is_empty(), "{safety:#?}");
+        let t = SafetyTimeline {
+            title: "c".into(),
+            data: &data,
+            safety: Some(&safety),
+        };
+        let v = t.view().unwrap();
+        assert_eq!(v.key, "k");
+        // Both holds around the violation, whole, and not the lone hold at 9 s.
+        assert!((500_000..=1_000_000).contains(&v.from_us), "{v:?}");
+        assert!((2_000_000..9_000_000).contains(&v.to_us), "{v:?}");
+    }
+
+    #[test]
+    fn without_a_violation_the_whole_cell_is_shown() {
+        let (data, _) = double_grant();
+        let t = SafetyTimeline {
+            title: "c".into(),
+            data: &data,
+            safety: None,
+        };
+        assert_eq!(
+            t.view().unwrap(),
+            View {
+                key: "k".into(),
+                from_us: 0,
+                to_us: 30_000_000
+            }
+        );
+    }
+}
