@@ -1,8 +1,9 @@
 //! `report.md`: the comparison table, one row per finished cell, the safety findings, the
 //! figures of each fault window, and the cells not run.
 
+use super::table::{self, Table};
 use super::{ExportError, Exporter, RunReport, write_file};
-use crate::stats::{CellSummary, FifoBasis};
+use crate::stats::CellSummary;
 
 /// The file name in the run folder.
 pub const REPORT_FILE: &str = "report.md";
@@ -39,133 +40,49 @@ impl Exporter for Markdown {
     }
 }
 
-fn ms(us: u64) -> String {
-    format!("{:.2}", us as f64 / 1000.0)
-}
-
-/// An absent figure (a client that cannot see its wake-ups, nothing granted) reads "n/a",
-/// never 0.
-fn opt(v: Option<f64>) -> String {
-    v.map_or_else(|| "n/a".to_string(), |x| format!("{x:.2}"))
-}
-
-/// Hold p50 asked for / as held, so a harness that holds longer than the workload says shows.
-fn hold(c: &CellSummary) -> String {
-    let asked = if c.hold_requested_us.count == 0 {
-        "-".to_string()
-    } else {
-        ms(c.hold_requested_us.p50)
-    };
-    format!("{asked}/{}", ms(c.hold_time_us.p50))
-}
-
-/// Inversions with their basis: counts judged by invoke time include network races.
-fn fifo(c: &CellSummary) -> String {
-    let basis = match c.fifo_basis {
-        FifoBasis::QueuePosition => "queue",
-        FifoBasis::InvokeTime => "invoke",
-    };
-    format!("{} ({basis})", c.fifo_inversions)
+/// A table in Markdown: numeric columns right-aligned.
+pub fn markdown_table(t: &Table) -> String {
+    let line = |cells: Vec<&str>| format!("| {} |\n", cells.join(" | "));
+    let mut s = line(t.columns.iter().map(|c| c.name).collect());
+    s.push_str(&format!(
+        "|{}|\n",
+        t.columns
+            .iter()
+            .map(|c| if c.numeric { "---:" } else { "---" })
+            .collect::<Vec<_>>()
+            .join("|")
+    ));
+    for row in &t.rows {
+        s.push_str(&line(row.iter().map(String::as_str).collect()));
+    }
+    s
 }
 
 /// A Markdown table with one row per cell, in the order given. A `chaos` column follows the
 /// workload when some cell ran under a chaos schedule (runs without chaos keep their table).
 pub fn comparison_table(cells: &[CellSummary]) -> String {
-    let chaos = cells.iter().any(|c| c.id.chaos != crate::plan::NO_CHAOS);
-    let (head, rule) = if chaos {
-        (" chaos |", "---|")
-    } else {
-        ("", "")
-    };
-    let mut s = format!(
-        "| system | strategy | workload |{head} clients | acq/s | p50 ms | p99 ms | handoff p50 ms | hold p50 ms asked/held | wakeups/acq | requests/acq | FIFO inversions (by) | Jain | timeouts | errors | lost leases | safety |\n\
-         |---|---|---|{rule}---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n",
-    );
-    for c in cells {
-        let chaos_cell = if chaos {
-            format!(" {} |", c.id.chaos)
-        } else {
-            String::new()
-        };
-        s.push_str(&format!(
-            "| {} | {} | {} |{chaos_cell} {} | {:.1} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
-            c.id.system,
-            c.id.strategy,
-            c.id.workload,
-            c.id.clients,
-            c.throughput_per_s,
-            ms(c.acquire_latency_us.p50),
-            ms(c.acquire_latency_us.p99),
-            ms(c.handoff_latency_us.p50),
-            hold(c),
-            opt(c.wakeups_per_acquisition),
-            opt(c.requests_per_acquisition),
-            fifo(c),
-            opt(c.jain_fairness),
-            c.timeouts,
-            c.errors.values().sum::<u64>(),
-            c.lost_leases,
-            verdict(c)
-        ));
-    }
-    s
-}
-
-/// The cell's verdict, and how it stands against its expectation: `UNSAFE` in capitals is a
-/// lock that broke where the workload expected it to hold.
-fn verdict(c: &CellSummary) -> String {
-    use crate::check::{Expect, SafetyVerdict};
-    let Some(s) = &c.safety else {
-        return "n/a".into();
-    };
-    match (s.verdict, s.expected) {
-        (SafetyVerdict::Safe, Expect::Safe) => "safe".into(),
-        (SafetyVerdict::Unsafe, Expect::Unsafe) => "unsafe (expected)".into(),
-        (SafetyVerdict::Unsafe, Expect::Safe) => "UNSAFE".into(),
-        (SafetyVerdict::Safe, Expect::Unsafe) => "safe (expected unsafe)".into(),
-        (SafetyVerdict::Unknown, _) => "unknown".into(),
-    }
+    markdown_table(&table::comparison(cells))
 }
 
 /// Every cell that is not plainly safe: its counts and its first findings, each with the
 /// `history.jsonl` lines to read.
 pub fn safety_section(cells: &[CellSummary]) -> String {
     let mut s = String::new();
-    for c in cells {
-        let Some(safety) = &c.safety else { continue };
-        let shown: Vec<_> = safety
-            .violations
-            .iter()
-            .chain(&safety.possible_violations)
-            .collect();
-        if safety.verdict == crate::check::SafetyVerdict::Safe
-            && safety.stale_accesses_rejected == 0
-        {
-            continue;
-        }
+    for f in table::safety_findings(cells) {
         if s.is_empty() {
             s.push_str("\n## Safety\n");
         }
         s.push_str(&format!(
             "\n### {} — {}\n\n{}.\n",
-            c.id,
-            verdict(c),
-            crate::check::expectation::why(safety)
-                .split("; first:")
-                .next()
-                .unwrap_or_default()
+            f.cell.id, f.verdict, f.counts
         ));
-        for v in shown.iter().take(5) {
+        for v in &f.findings {
             let lines: Vec<String> = v.lines.iter().map(usize::to_string).collect();
             s.push_str(&format!(
-                "- {}{}: {} (`cells/{}/history.jsonl` lines {})\n",
-                v.checker,
-                v.class
-                    .as_deref()
-                    .map(|c| format!(" / {c}"))
-                    .unwrap_or_default(),
+                "- {}: {} (`cells/{}/history.jsonl` lines {})\n",
+                v.source,
                 v.what,
-                c.id,
+                f.cell.id,
                 lines.join(", ")
             ));
         }
@@ -184,54 +101,13 @@ pub fn faults_section(cells: &[CellSummary]) -> String {
                 "\n## Faults\n\nEach nemesis fault window, with the findings, lost leases and errors from its start to its heal + a settle of 2 × the longest lease (at least 1 s), or to the end of the history if it was not healed (see `docs/results-schema.md`, `faults`).\n",
             );
         }
-        s.push_str(&format!(
-            "\n### {}\n\n\
-             | kind | targets | start s | end s | first grant ms | recovery ms | verdict | overlaps (certain/possible) | lost updates | stale rejected | lost leases | errors |\n\
-             |---|---|---:|---:|---:|---:|---|---:|---:|---:|---:|---|\n",
-            c.id
-        ));
-        let secs = |us: u64| format!("{:.3}", us as f64 / 1e6);
-        let mut notes = Vec::new();
-        for w in &c.faults {
-            let kind = if w.started {
-                w.kind.clone()
-            } else {
-                format!("{} (did not start)", w.kind)
-            };
-            let targets = if w.targets.is_empty() {
-                "-".to_string()
-            } else {
-                w.targets.join(", ")
-            };
-            let errors = if w.errors.is_empty() {
-                "-".to_string()
-            } else {
-                w.errors
-                    .iter()
-                    .map(|(k, n)| format!("{k}:{n}"))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            };
-            s.push_str(&format!(
-                "| {kind} | {targets} | {} | {} | {} | {} | {} | {}/{} | {} | {} | {} | {errors} |\n",
-                secs(w.start_us),
-                w.end_us.map_or_else(|| "not healed".to_string(), secs),
-                opt(w.first_grant_ms),
-                opt(w.recovery_ms),
-                w.verdict,
-                w.overlaps,
-                w.possible_overlaps,
-                w.lost_updates,
-                w.stale_accesses_rejected,
-                w.lost_leases,
-            ));
-            if let Some(e) = &w.error {
-                notes.push(format!("- {} at {} s: {e}\n", w.kind, secs(w.start_us)));
-            }
-        }
+        let (t, notes) = table::faults(c);
+        s.push_str(&format!("\n### {}\n\n{}", c.id, markdown_table(&t)));
         if !notes.is_empty() {
             s.push('\n');
-            s.extend(notes);
+            for n in notes {
+                s.push_str(&format!("- {n}\n"));
+            }
         }
     }
     s

@@ -8,6 +8,7 @@ pub mod json;
 pub mod markdown;
 pub mod plot_index;
 pub mod plots;
+pub mod table;
 pub mod terminal;
 
 use std::path::{Path, PathBuf};

@@ -1,0 +1,298 @@
+//! What the reports show, as plain text cells before any markup: the comparison table, each
+//! cell's verdict and first findings, and each cell's fault windows. `report.md` and
+//! `report.html` format the same figures, so they never disagree.
+
+use crate::stats::{CellSummary, FifoBasis};
+
+/// A column's heading and whether it holds numbers (right-aligned, sorted as numbers).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Column {
+    /// The heading.
+    pub name: &'static str,
+    /// Numbers (or `n/a`, `-`) rather than words.
+    pub numeric: bool,
+}
+
+/// Rows of text under headed columns; every row has one text per column.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Table {
+    /// The columns, left to right.
+    pub columns: Vec<Column>,
+    /// The rows, top to bottom.
+    pub rows: Vec<Vec<String>>,
+}
+
+const fn text(name: &'static str) -> Column {
+    Column {
+        name,
+        numeric: false,
+    }
+}
+
+const fn number(name: &'static str) -> Column {
+    Column {
+        name,
+        numeric: true,
+    }
+}
+
+fn ms(us: u64) -> String {
+    format!("{:.2}", us as f64 / 1000.0)
+}
+
+/// An absent figure (a client that cannot see its wake-ups, nothing granted) reads "n/a",
+/// never 0.
+pub fn opt(v: Option<f64>) -> String {
+    v.map_or_else(|| "n/a".to_string(), |x| format!("{x:.2}"))
+}
+
+/// Hold p50 asked for / as held, so a harness that holds longer than the workload says shows.
+fn hold(c: &CellSummary) -> String {
+    let asked = if c.hold_requested_us.count == 0 {
+        "-".to_string()
+    } else {
+        ms(c.hold_requested_us.p50)
+    };
+    format!("{asked}/{}", ms(c.hold_time_us.p50))
+}
+
+/// Inversions with their basis: counts judged by invoke time include network races.
+fn fifo(c: &CellSummary) -> String {
+    let basis = match c.fifo_basis {
+        FifoBasis::QueuePosition => "queue",
+        FifoBasis::InvokeTime => "invoke",
+    };
+    format!("{} ({basis})", c.fifo_inversions)
+}
+
+/// One row per cell, in the order given. A `chaos` column follows the workload when some cell
+/// ran under a chaos schedule (runs without chaos keep their table).
+pub fn comparison(cells: &[CellSummary]) -> Table {
+    let chaos = cells.iter().any(|c| c.id.chaos != crate::plan::NO_CHAOS);
+    let mut columns = vec![text("system"), text("strategy"), text("workload")];
+    if chaos {
+        columns.push(text("chaos"));
+    }
+    columns.extend([
+        number("clients"),
+        number("acq/s"),
+        number("p50 ms"),
+        number("p99 ms"),
+        number("handoff p50 ms"),
+        number("hold p50 ms asked/held"),
+        number("wakeups/acq"),
+        number("requests/acq"),
+        number("FIFO inversions (by)"),
+        number("Jain"),
+        number("timeouts"),
+        number("errors"),
+        number("lost leases"),
+        text("safety"),
+    ]);
+    let rows = cells
+        .iter()
+        .map(|c| {
+            let mut row = vec![
+                c.id.system.to_string(),
+                c.id.strategy.to_string(),
+                c.id.workload.clone(),
+            ];
+            if chaos {
+                row.push(c.id.chaos.clone());
+            }
+            row.extend([
+                c.id.clients.to_string(),
+                format!("{:.1}", c.throughput_per_s),
+                ms(c.acquire_latency_us.p50),
+                ms(c.acquire_latency_us.p99),
+                ms(c.handoff_latency_us.p50),
+                hold(c),
+                opt(c.wakeups_per_acquisition),
+                opt(c.requests_per_acquisition),
+                fifo(c),
+                opt(c.jain_fairness),
+                c.timeouts.to_string(),
+                c.errors.values().sum::<u64>().to_string(),
+                c.lost_leases.to_string(),
+                verdict(c),
+            ]);
+            row
+        })
+        .collect();
+    Table { columns, rows }
+}
+
+/// How a cell's verdict stands against its expectation, in a word.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Standing {
+    /// Safe as expected, or a design expected unsafe that showed its violations.
+    AsExpected,
+    /// Unsafe where the workload expected the lock to hold.
+    Broken,
+    /// Safe where a violation was expected, or no verdict could be reached.
+    Doubtful,
+    /// No safety figures (a summary from before the checkers).
+    Absent,
+}
+
+/// The cell's verdict, and how it stands against its expectation: `UNSAFE` in capitals is a
+/// lock that broke where the workload expected it to hold.
+pub fn verdict(c: &CellSummary) -> String {
+    use crate::check::{Expect, SafetyVerdict};
+    let Some(s) = &c.safety else {
+        return "n/a".into();
+    };
+    match (s.verdict, s.expected) {
+        (SafetyVerdict::Safe, Expect::Safe) => "safe".into(),
+        (SafetyVerdict::Unsafe, Expect::Unsafe) => "unsafe (expected)".into(),
+        (SafetyVerdict::Unsafe, Expect::Safe) => "UNSAFE".into(),
+        (SafetyVerdict::Safe, Expect::Unsafe) => "safe (expected unsafe)".into(),
+        (SafetyVerdict::Unknown, _) => "unknown".into(),
+    }
+}
+
+/// [`verdict`] as a [`Standing`], for colouring it.
+pub fn standing(c: &CellSummary) -> Standing {
+    use crate::check::{Expect, SafetyVerdict};
+    let Some(s) = &c.safety else {
+        return Standing::Absent;
+    };
+    match (s.verdict, s.expected) {
+        (SafetyVerdict::Safe, Expect::Safe) | (SafetyVerdict::Unsafe, Expect::Unsafe) => {
+            Standing::AsExpected
+        }
+        (SafetyVerdict::Unsafe, Expect::Safe) => Standing::Broken,
+        _ => Standing::Doubtful,
+    }
+}
+
+/// One finding of a checker, ready to show.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Finding {
+    /// The checker, and the finding's class after a ` / ` when it has one.
+    pub source: String,
+    /// What the events show.
+    pub what: String,
+    /// 1-based line numbers in the cell's `history.jsonl`.
+    pub lines: Vec<usize>,
+}
+
+/// A cell that is not plainly safe: its verdict, its counts and its first findings.
+#[derive(Debug, Clone)]
+pub struct SafetyFindings<'a> {
+    /// The cell.
+    pub cell: &'a CellSummary,
+    /// [`verdict`].
+    pub verdict: String,
+    /// The counts behind the verdict, in a sentence without a final stop.
+    pub counts: String,
+    /// The first violations, then the first possible ones, at most [`SHOWN_FINDINGS`].
+    pub findings: Vec<Finding>,
+}
+
+/// How many findings a report shows per cell.
+pub const SHOWN_FINDINGS: usize = 5;
+
+/// Every cell that is not plainly safe (a violation, an unknown verdict, or stale accesses the
+/// fenced register refused), in the order given.
+pub fn safety_findings(cells: &[CellSummary]) -> Vec<SafetyFindings<'_>> {
+    let mut out = Vec::new();
+    for c in cells {
+        let Some(safety) = &c.safety else { continue };
+        if safety.verdict == crate::check::SafetyVerdict::Safe
+            && safety.stale_accesses_rejected == 0
+        {
+            continue;
+        }
+        let findings = safety
+            .violations
+            .iter()
+            .chain(&safety.possible_violations)
+            .take(SHOWN_FINDINGS)
+            .map(|v| Finding {
+                source: format!(
+                    "{}{}",
+                    v.checker,
+                    v.class
+                        .as_deref()
+                        .map(|c| format!(" / {c}"))
+                        .unwrap_or_default()
+                ),
+                what: v.what.clone(),
+                lines: v.lines.clone(),
+            })
+            .collect();
+        out.push(SafetyFindings {
+            cell: c,
+            verdict: verdict(c),
+            counts: crate::check::expectation::why(safety)
+                .split("; first:")
+                .next()
+                .unwrap_or_default()
+                .to_string(),
+            findings,
+        });
+    }
+    out
+}
+
+/// A cell's fault windows, one row each (when it ran, how fast the lock came back, what the
+/// checkers found over its attribution span), and a note per window whose fault failed.
+pub fn faults(c: &CellSummary) -> (Table, Vec<String>) {
+    let columns = vec![
+        text("kind"),
+        text("targets"),
+        number("start s"),
+        number("end s"),
+        number("first grant ms"),
+        number("recovery ms"),
+        text("verdict"),
+        number("overlaps (certain/possible)"),
+        number("lost updates"),
+        number("stale rejected"),
+        number("lost leases"),
+        text("errors"),
+    ];
+    let secs = |us: u64| format!("{:.3}", us as f64 / 1e6);
+    let mut rows = Vec::new();
+    let mut notes = Vec::new();
+    for w in &c.faults {
+        let kind = if w.started {
+            w.kind.clone()
+        } else {
+            format!("{} (did not start)", w.kind)
+        };
+        let targets = if w.targets.is_empty() {
+            "-".to_string()
+        } else {
+            w.targets.join(", ")
+        };
+        let errors = if w.errors.is_empty() {
+            "-".to_string()
+        } else {
+            w.errors
+                .iter()
+                .map(|(k, n)| format!("{k}:{n}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        rows.push(vec![
+            kind,
+            targets,
+            secs(w.start_us),
+            w.end_us.map_or_else(|| "not healed".to_string(), secs),
+            opt(w.first_grant_ms),
+            opt(w.recovery_ms),
+            w.verdict.to_string(),
+            format!("{}/{}", w.overlaps, w.possible_overlaps),
+            w.lost_updates.to_string(),
+            w.stale_accesses_rejected.to_string(),
+            w.lost_leases.to_string(),
+            errors,
+        ]);
+        if let Some(e) = &w.error {
+            notes.push(format!("{} at {} s: {e}", w.kind, secs(w.start_us)));
+        }
+    }
+    (Table { columns, rows }, notes)
+}
