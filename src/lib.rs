@@ -31,6 +31,7 @@ pub mod cli;
 pub mod cluster;
 pub mod docker;
 pub mod doctor;
+pub mod environment;
 pub mod history;
 pub mod image;
 pub mod plan;
