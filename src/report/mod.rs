@@ -4,6 +4,7 @@
 //! as each cell finishes and after every cell, so an interrupted run still has its reports.
 
 pub mod hgrm;
+pub mod html;
 pub mod json;
 pub mod markdown;
 pub mod plot_index;
@@ -69,25 +70,29 @@ pub trait Exporter: Send + Sync {
 pub struct Exporters(pub Vec<Box<dyn Exporter>>);
 
 impl Exporters {
-    /// What `lockbench run` writes: `summary.json` (cell and run), `acquire.hgrm`, `report.md`,
-    /// and the comparison table on stdout at the end.
+    /// What `lockbench run` writes: `summary.json` (cell and run), `acquire.hgrm`, the
+    /// [`reports`](Exporters::reports), and the comparison table on stdout at the end.
     pub fn standard() -> Exporters {
-        Exporters(vec![
-            Box::new(json::Json),
-            Box::new(hgrm::Hgrm),
-            Box::new(plots::Plots),
-            Box::new(markdown::Markdown),
-            Box::new(terminal::Terminal),
-        ])
+        let mut all = Self::files_only();
+        all.0.push(Box::new(terminal::Terminal));
+        all
     }
 
     /// The standard files without printing anything (tests, `lockbench check --write`).
     pub fn files_only() -> Exporters {
+        let mut all: Vec<Box<dyn Exporter>> = vec![Box::new(json::Json), Box::new(hgrm::Hgrm)];
+        all.extend(Self::reports().0);
+        Exporters(all)
+    }
+
+    /// The files made for people to read (the plots, `report.md`, `report.html`), which
+    /// `lockbench report DIR` draws again from stored results without touching the results
+    /// themselves. The plots come first: the reports show what `plots/index.json` lists.
+    pub fn reports() -> Exporters {
         Exporters(vec![
-            Box::new(json::Json),
-            Box::new(hgrm::Hgrm),
             Box::new(plots::Plots),
             Box::new(markdown::Markdown),
+            Box::new(html::Html),
         ])
     }
 
