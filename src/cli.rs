@@ -76,6 +76,12 @@ pub enum Command {
         #[arg(long)]
         strict: bool,
     },
+    /// Draw the reports of a run folder again (report.md, report.html and the plots) from
+    /// its stored results, with no Docker; the results themselves are left as they are.
+    Report {
+        /// A run folder, e.g. results/latest or results/<run>.
+        dir: std::path::PathBuf,
+    },
     /// Remove every container and network any lockbench run left behind.
     Clean {
         /// Only those of this run id (the `lockbench.run` label), e.g. from `up`'s JSON.

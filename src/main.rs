@@ -162,6 +162,28 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             }
             Ok(verdicts(&summaries, strict).into())
         }
+        Command::Report { dir } => {
+            let done = lockbench::report::rebuild::rebuild(
+                &dir,
+                &lockbench::report::Exporters::reports(),
+            )?;
+            for w in &done.warnings {
+                eprintln!("lockbench: {w}");
+            }
+            if !done.unfinished.is_empty() {
+                eprintln!(
+                    "lockbench: {} cell folder(s) without summary.json left out (the run stopped inside them)",
+                    done.unfinished.len()
+                );
+            }
+            println!(
+                "{} cells: {} and {}",
+                done.cells,
+                dir.join(lockbench::report::markdown::REPORT_FILE).display(),
+                dir.join(lockbench::report::html::REPORT_FILE).display()
+            );
+            Ok(Exit::Ok.into())
+        }
         Command::Clean { run_id } => {
             let d = docker::connect().await?;
             let removed = docker::remove_labelled(&d, run_id.as_deref()).await?;

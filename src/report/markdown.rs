@@ -36,6 +36,9 @@ impl Exporter for Markdown {
                 }
             ));
         }
+        md.push_str(&environment_section(
+            &crate::environment::RunEnvironment::read(run.dir),
+        ));
         write_file(self.name(), &run.dir.join(REPORT_FILE), &md)
     }
 }
@@ -109,6 +112,38 @@ pub fn faults_section(cells: &[CellSummary]) -> String {
                 s.push_str(&format!("- {n}\n"));
             }
         }
+    }
+    s
+}
+
+/// Where the run ran: the machine and build (`environment.json`) and each cluster
+/// (`clusters/*.json`), "not recorded" in folders from before these files.
+pub fn environment_section(env: &crate::environment::RunEnvironment) -> String {
+    let mut s = String::from("\n## Environment\n\n");
+    for (label, value) in env.machine_rows() {
+        s.push_str(&format!("- {label}: {value}\n"));
+    }
+    if env.clusters.is_empty() {
+        s.push_str("- clusters: not recorded\n");
+    } else {
+        s.push_str(
+            "\n| cluster file | system | nodes | server version | leader | start s |\n|---|---|---:|---|---|---:|\n",
+        );
+        for c in &env.clusters {
+            s.push_str(&format!(
+                "| {} | {} | {} | {} | {} | {} |\n",
+                c.file,
+                c.system,
+                c.nodes,
+                c.server_version,
+                c.leader,
+                c.start_seconds
+                    .map_or_else(|| "n/a".to_string(), |x| format!("{x:.1}"))
+            ));
+        }
+    }
+    for p in &env.problems {
+        s.push_str(&format!("\n{p}\n"));
     }
     s
 }

@@ -9,6 +9,7 @@ pub mod json;
 pub mod markdown;
 pub mod plot_index;
 pub mod plots;
+pub mod rebuild;
 pub mod table;
 pub mod terminal;
 

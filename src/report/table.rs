@@ -169,7 +169,8 @@ pub fn standing(c: &CellSummary) -> Standing {
 /// One finding of a checker, ready to show.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Finding {
-    /// The checker, and the finding's class after a ` / ` when it has one.
+    /// The checker, and the finding's class after a ` / ` when it has one other than the
+    /// checker's name.
     pub source: String,
     /// What the events show.
     pub what: String,
@@ -215,6 +216,7 @@ pub fn safety_findings(cells: &[CellSummary]) -> Vec<SafetyFindings<'_>> {
                     v.checker,
                     v.class
                         .as_deref()
+                        .filter(|c| *c != v.checker)
                         .map(|c| format!(" / {c}"))
                         .unwrap_or_default()
                 ),

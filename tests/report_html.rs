@@ -1,0 +1,224 @@
+//! report.html and `lockbench report DIR` without Docker, on a mock run folder: every file is
+//! produced, the page is well-formed and self-contained, every plot of plots/index.json is
+//! inline, the verb rebuilds the same page, and empty or old folders still report.
+
+mod report_support;
+
+use std::ffi::OsStr;
+
+use base64::Engine as _;
+use lockbench::report::plot_index::PLOTS_DIR;
+use report_support::{add_plots, attribute_values, lockbench, mock_run, scratch, well_formed};
+
+fn read(p: &std::path::Path) -> String {
+    std::fs::read_to_string(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}
+
+/// No URL leaves the file: every src is a data: URI, every href an anchor of the page.
+fn assert_self_contained(html: &str) {
+    for bad in [
+        "http:",
+        "https:",
+        "url(",
+        "src=\"//",
+        "href=\"//",
+        "<link",
+        "@import",
+    ] {
+        assert!(!html.contains(bad), "the page references {bad:?}");
+    }
+    for src in attribute_values(html, "src") {
+        assert!(src.starts_with("data:image/"), "src {src:.60}");
+    }
+    let ids = attribute_values(html, "id");
+    for href in attribute_values(html, "href") {
+        let target = href
+            .strip_prefix('#')
+            .unwrap_or_else(|| panic!("href {href} is not an anchor"));
+        assert!(ids.contains(&target), "href {href} points at no element");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_mock_run_has_a_self_contained_report_that_report_dir_rebuilds() {
+    let out = scratch("html");
+    let outcome = mock_run(&out).await;
+    let run = outcome.folder.clone();
+    let ids: Vec<String> = outcome.summaries.iter().map(|s| s.id.to_string()).collect();
+    assert_eq!(
+        ids,
+        ["redis-herd-report-hot-c6", "redis-herd-report-hot-kill-c6"]
+    );
+    for f in ["plan.toml", "summary.json", "report.md", "report.html"] {
+        assert!(run.join(f).is_file(), "{f} missing");
+    }
+    for s in &outcome.summaries {
+        let safety = s.safety.as_ref().expect("verdict");
+        assert_eq!(
+            safety.verdict,
+            lockbench::check::SafetyVerdict::Unsafe,
+            "{}: planted overlaps not found",
+            s.id
+        );
+    }
+
+    // As the run wrote it, before any plot exists.
+    let html = read(&run.join("report.html"));
+    let tags = well_formed(&html).unwrap_or_else(|e| panic!("{e}"));
+    for t in ["html", "table", "section", "article", "script", "style"] {
+        assert!(tags.iter().any(|x| x == t), "no <{t}>");
+    }
+    assert_self_contained(&html);
+    assert_eq!(html.matches("<tr data-cell=").count(), 2);
+    assert!(html.contains("No plots were drawn for this run."));
+    assert_eq!(
+        html.matches("<a class=\"broken\" href=\"#safety-").count(),
+        2
+    );
+    for id in &ids {
+        assert!(
+            html.contains(&format!("<article id=\"safety-{id}\"")),
+            "{id}"
+        );
+    }
+    // The first finding of each cell, with its history lines, as the summary has it.
+    for s in &outcome.summaries {
+        let v = &s.safety.as_ref().unwrap().violations[0];
+        let lines: Vec<String> = v.lines.iter().map(usize::to_string).collect();
+        let line = format!(
+            "<code>cells/{}/history.jsonl</code> lines {}",
+            s.id,
+            lines.join(", ")
+        );
+        assert!(html.contains(&line), "{line}");
+    }
+    assert!(html.contains("<h3 id=\"faults-redis-herd-report-hot-kill-c6\">"));
+    assert_eq!(
+        html.matches("<h3 id=\"faults-").count(),
+        1,
+        "only the kill cell has fault windows"
+    );
+    assert!(
+        html.contains("<td>kill</td><td>mock1</td>"),
+        "the kill window's row"
+    );
+    assert!(html.contains("<h3>Chaos schedule <code>kill</code></h3>"));
+    assert!(html.contains("<h3>Workload <code>report-hot</code></h3>"));
+
+    // The plots exporter's files appear: `lockbench report` inlines every one.
+    let index = add_plots(&run, &ids);
+    let res = lockbench(&[OsStr::new("report"), run.as_os_str()]);
+    let stderr = String::from_utf8_lossy(&res.stderr);
+    assert_eq!(res.status.code(), Some(0), "{stderr}");
+    assert!(
+        String::from_utf8_lossy(&res.stdout).starts_with("2 cells: "),
+        "{:?}",
+        res.stdout
+    );
+    let html = read(&run.join("report.html"));
+    well_formed(&html).unwrap_or_else(|e| panic!("{e}"));
+    assert_self_contained(&html);
+    assert_eq!(html.matches("<figure ").count(), index.plots.len());
+    for p in &index.plots {
+        let svg = std::fs::read(run.join(PLOTS_DIR).join(&p.svg)).unwrap();
+        let uri = format!(
+            "data:image/svg+xml;base64,{}",
+            base64::engine::general_purpose::STANDARD.encode(svg)
+        );
+        let at = html
+            .find(&format!("<figure id=\"{}\"", p.anchor()))
+            .unwrap_or_else(|| panic!("no figure {}", p.anchor()));
+        let figure = &html[at..at + html[at..].find("</figure>").unwrap()];
+        assert!(figure.contains(&format!("src=\"{uri}\"")), "{}", p.anchor());
+    }
+    assert!(html.contains("<strong>Holds of redis-herd-report-hot-c6 &lt;over time&gt;</strong>"));
+    for id in &ids {
+        assert!(
+            html.contains(&format!("<a href=\"#safety-timeline-{id}\">")),
+            "the findings of {id} link to its timeline"
+        );
+    }
+
+    // Rebuilt from nothing but the stored results, the pages are the same.
+    let (md, page) = (read(&run.join("report.md")), html);
+    std::fs::remove_file(run.join("report.md")).unwrap();
+    std::fs::remove_file(run.join("report.html")).unwrap();
+    let res = lockbench(&[OsStr::new("report"), run.as_os_str()]);
+    assert_eq!(res.status.code(), Some(0));
+    assert_eq!(read(&run.join("report.md")), md);
+    assert_eq!(read(&run.join("report.html")), page);
+
+    // An older folder: no environment.json, no run summary, no plots.
+    let _ = std::fs::remove_file(run.join(lockbench::environment::ENVIRONMENT_FILE));
+    std::fs::remove_file(run.join("summary.json")).unwrap();
+    std::fs::remove_dir_all(run.join(PLOTS_DIR)).unwrap();
+    let res = lockbench(&[OsStr::new("report"), run.as_os_str()]);
+    assert_eq!(
+        res.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&res.stderr)
+    );
+    let html = read(&run.join("report.html"));
+    well_formed(&html).unwrap_or_else(|e| panic!("{e}"));
+    assert!(html.contains("<tr><th>environment</th><td>not recorded</td></tr>"));
+    assert!(html.contains("No safety timeline was drawn for this cell."));
+    assert!(read(&run.join("report.md")).contains("not recorded"));
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+#[test]
+fn report_dir_says_what_is_wrong_with_a_folder_and_reports_an_empty_run() {
+    let out = scratch("folders");
+    let missing = out.join("nope");
+    let res = lockbench(&[OsStr::new("report"), missing.as_os_str()]);
+    let stderr = String::from_utf8_lossy(&res.stderr);
+    assert_eq!(res.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains(&missing.display().to_string()), "{stderr}");
+    assert!(
+        stderr.contains("no such folder; pass a run folder"),
+        "{stderr}"
+    );
+
+    let res = lockbench(&[OsStr::new("report"), out.as_os_str()]);
+    let stderr = String::from_utf8_lossy(&res.stderr);
+    assert_eq!(res.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("not a lockbench run folder"), "{stderr}");
+
+    let cell = out.join("cells/x-c1");
+    std::fs::create_dir_all(&cell).unwrap();
+    std::fs::write(cell.join("cell.json"), "{}").unwrap();
+    let res = lockbench(&[OsStr::new("report"), cell.as_os_str()]);
+    let stderr = String::from_utf8_lossy(&res.stderr);
+    assert_eq!(res.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("one cell's folder"), "{stderr}");
+
+    // A run that stopped before its first cell finished: cells/ has only an unfinished cell.
+    let res = lockbench(&[OsStr::new("report"), out.as_os_str()]);
+    let stderr = String::from_utf8_lossy(&res.stderr);
+    assert_eq!(res.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("1 cell folder(s) without summary.json"),
+        "{stderr}"
+    );
+    let html = read(&out.join("report.html"));
+    well_formed(&html).unwrap_or_else(|e| panic!("{e}"));
+    assert_self_contained(&html);
+    assert!(html.contains("0 cells finished"));
+    assert!(html.contains("No cell has finished yet."));
+    assert!(read(&out.join("report.md")).starts_with("# lockbench report"));
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+#[test]
+fn the_well_formedness_check_can_fail() {
+    assert!(well_formed("<p><b>x</p></b>").is_err());
+    assert!(well_formed("<div><p>x</p>").is_err());
+    assert!(well_formed("<p a=\"x>y</p>").is_err());
+    assert!(well_formed("<p>1 < 2</p>").is_err());
+    assert_eq!(
+        well_formed("<!DOCTYPE html><p>a<br><img src=\"x\"></p><script>if(a<b){}</script>")
+            .unwrap(),
+        ["p", "br", "img", "script"]
+    );
+}
