@@ -157,7 +157,7 @@ pub fn well_formed(html: &str) -> Result<Vec<String>, String> {
             return Err(format!("a bare '<' at byte {tag_start}: {inner:?}"));
         }
         // Attribute values must be quoted and free of raw markup.
-        if inner.matches('"').count() % 2 != 0 {
+        if !inner.matches('"').count().is_multiple_of(2) {
             return Err(format!(
                 "unbalanced quotes in <{inner}> at byte {tag_start}"
             ));
