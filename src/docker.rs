@@ -52,6 +52,25 @@ pub async fn with_deadline<T>(
     }
 }
 
+/// The engine's version for the environment a run records, e.g. `Docker 27.5.1 (API 1.47,
+/// linux/amd64)`, or `unknown (why)`; never fails.
+pub async fn engine_version() -> String {
+    let docker = match connect().await {
+        Ok(d) => d,
+        Err(e) => return format!("unknown ({e})"),
+    };
+    match with_deadline(docker.version()).await {
+        Ok(v) => format!(
+            "Docker {} (API {}, {}/{})",
+            v.version.as_deref().unwrap_or("?"),
+            v.api_version.as_deref().unwrap_or("?"),
+            v.os.as_deref().unwrap_or("?"),
+            v.arch.as_deref().unwrap_or("?")
+        ),
+        Err(e) => format!("unknown ({e})"),
+    }
+}
+
 /// A fresh, short run id: unique enough to tell concurrent runs on one engine apart.
 pub fn new_run_id() -> String {
     use rand::Rng;

@@ -117,8 +117,10 @@ pub struct RecordedCluster {
     pub file: String,
     /// The system.
     pub system: String,
-    /// Server nodes.
+    /// Server nodes (Redis: master and replicas).
     pub nodes: usize,
+    /// Sentinel nodes beside the servers (Redis only).
+    pub sentinels: usize,
     /// The version a node reported, "not recorded" in folders from before it was.
     pub server_version: String,
     /// The leader (or master) when the cluster was ready.
@@ -141,6 +143,17 @@ pub struct RunEnvironment {
 
 /// The text a report shows for a figure a run folder does not hold.
 pub const NOT_RECORDED: &str = "not recorded";
+
+impl RecordedCluster {
+    /// The cluster's size as a report says it: `3`, or `3 + 3 sentinels`.
+    pub fn size(&self) -> String {
+        if self.sentinels == 0 {
+            self.nodes.to_string()
+        } else {
+            format!("{} + {} sentinels", self.nodes, self.sentinels)
+        }
+    }
+}
 
 impl RunEnvironment {
     /// Reads `environment.json` and `clusters/*.json` of the run folder `dir`; never fails.
@@ -204,16 +217,29 @@ impl RunEnvironment {
 
 fn recorded_cluster(path: &Path, v: &serde_json::Value) -> RecordedCluster {
     let text = |key: &str| v.get(key).and_then(|x| x.as_str()).map(str::to_string);
+    // Nodes by role: `None` counts the servers (a node without a role is one).
+    let count = |role: Option<&str>| {
+        let nodes = v.get("nodes").and_then(|n| n.as_array());
+        nodes.map_or(0, |ns| {
+            ns.iter()
+                .filter(|n| {
+                    let r = n.get("role").and_then(|r| r.as_str()).unwrap_or("server");
+                    match role {
+                        None => r == "server",
+                        Some(want) => r == want,
+                    }
+                })
+                .count()
+        })
+    };
     RecordedCluster {
         file: path
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default(),
         system: text("system").unwrap_or_else(|| NOT_RECORDED.into()),
-        nodes: v
-            .get("nodes")
-            .and_then(|n| n.as_array())
-            .map_or(0, Vec::len),
+        nodes: count(None),
+        sentinels: count(Some("sentinel")),
         server_version: text("server_version").unwrap_or_else(|| NOT_RECORDED.into()),
         leader: text("leader").unwrap_or_else(|| "none".into()),
         start_seconds: v.get("start_seconds").and_then(|x| x.as_f64()),
@@ -265,19 +291,22 @@ mod tests {
         assert!(env.clusters.is_empty() && env.problems.is_empty());
 
         std::fs::write(
-            dir.join("clusters/etcd.json"),
-            r#"{"system":"etcd","nodes":[{},{},{}],"leader":"n1","start_seconds":2.5}"#,
+            dir.join("clusters/redis.json"),
+            r#"{"system":"redis","nodes":[{"role":"server"},{},{"role":"sentinel"}],"leader":"n1","start_seconds":2.5}"#,
         )
         .unwrap();
-        std::fs::write(dir.join("clusters/redis.json"), "{ broken").unwrap();
+        std::fs::write(dir.join("clusters/zookeeper.json"), "{ broken").unwrap();
         std::fs::write(dir.join(ENVIRONMENT_FILE), "42").unwrap();
         let env = RunEnvironment::read(&dir);
         assert_eq!(env.clusters.len(), 1);
         let c = &env.clusters[0];
-        assert_eq!((c.system.as_str(), c.nodes), ("etcd", 3));
+        assert_eq!(
+            (c.system.as_str(), c.size().as_str()),
+            ("redis", "2 + 1 sentinels")
+        );
         assert_eq!(c.server_version, NOT_RECORDED);
         assert_eq!(env.problems.len(), 2, "{:?}", env.problems);
-        assert!(env.problems.iter().any(|p| p.contains("redis.json")));
+        assert!(env.problems.iter().any(|p| p.contains("zookeeper.json")));
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -49,7 +49,13 @@ async fn a_mock_run_has_a_self_contained_report_that_report_dir_rebuilds() {
         ids,
         ["redis-herd-report-hot-c6", "redis-herd-report-hot-kill-c6"]
     );
-    for f in ["plan.toml", "summary.json", "report.md", "report.html"] {
+    for f in [
+        "plan.toml",
+        "environment.json",
+        "summary.json",
+        "report.md",
+        "report.html",
+    ] {
         assert!(run.join(f).is_file(), "{f} missing");
     }
     for s in &outcome.summaries {
@@ -104,6 +110,24 @@ async fn a_mock_run_has_a_self_contained_report_that_report_dir_rebuilds() {
     );
     assert!(html.contains("<h3>Chaos schedule <code>kill</code></h3>"));
     assert!(html.contains("<h3>Workload <code>report-hot</code></h3>"));
+    // The environment the run recorded as it started.
+    let env: lockbench::environment::Environment =
+        serde_json::from_str(&read(&run.join(lockbench::environment::ENVIRONMENT_FILE)))
+            .expect("environment.json");
+    let cores = std::thread::available_parallelism().unwrap().get();
+    assert_eq!(env.cores, Some(cores));
+    for row in [
+        format!(
+            "<tr><th>lockbench</th><td>{}</td></tr>",
+            env!("CARGO_PKG_VERSION")
+        ),
+        format!("<tr><th>git commit</th><td>{}</td></tr>", env.git_commit),
+        format!("<tr><th>cores</th><td>{cores}</td></tr>"),
+        "<tr><th>Docker engine</th><td>none (in-memory clusters, no Docker)</td></tr>".into(),
+    ] {
+        assert!(html.contains(&row), "{row}");
+    }
+    assert!(read(&run.join("report.md")).contains(&format!("- cores: {cores}\n")));
 
     // The plots exporter's files appear: `lockbench report` inlines every one.
     let index = add_plots(&run, &ids);
@@ -149,7 +173,7 @@ async fn a_mock_run_has_a_self_contained_report_that_report_dir_rebuilds() {
     assert_eq!(read(&run.join("report.html")), page);
 
     // An older folder: no environment.json, no run summary, no plots.
-    let _ = std::fs::remove_file(run.join(lockbench::environment::ENVIRONMENT_FILE));
+    std::fs::remove_file(run.join(lockbench::environment::ENVIRONMENT_FILE)).unwrap();
     std::fs::remove_file(run.join("summary.json")).unwrap();
     std::fs::remove_dir_all(run.join(PLOTS_DIR)).unwrap();
     let res = lockbench(&[OsStr::new("report"), run.as_os_str()]);

@@ -10,6 +10,7 @@ mod node;
 mod partition;
 mod redis;
 mod redlock;
+mod version;
 mod zookeeper;
 
 use std::collections::HashMap;
@@ -100,6 +101,8 @@ pub struct ClusterInfo {
     pub leader: Option<String>,
     pub start_seconds: f64,
     pub nodes: Vec<NodeInfo>,
+    /// The server version one running node reported, or `unknown (why)`.
+    pub server_version: String,
 }
 
 /// What a lock client needs to reach a cluster, also from another process on this machine (a
@@ -313,6 +316,7 @@ impl Cluster {
             leader: self.leader().await.ok().flatten(),
             start_seconds: self.started_in.as_secs_f64(),
             nodes,
+            server_version: version::server_version(self).await,
         }
     }
 

@@ -521,7 +521,7 @@ fn environment_section(env: &RunEnvironment) -> String {
                 "<tr><td><code>{}</code></td><td>{}</td><td class=\"num\">{}</td><td>{}</td><td>{}</td><td class=\"num\">{}</td></tr>",
                 escape(&c.file),
                 escape(&c.system),
-                c.nodes,
+                c.size(),
                 escape(&c.server_version),
                 escape(&c.leader),
                 c.start_seconds

@@ -134,7 +134,7 @@ pub fn environment_section(env: &crate::environment::RunEnvironment) -> String {
                 "| {} | {} | {} | {} | {} | {} |\n",
                 c.file,
                 c.system,
-                c.nodes,
+                c.size(),
                 c.server_version,
                 c.leader,
                 c.start_seconds

@@ -50,6 +50,12 @@ pub trait Backend: Sync {
         progress: &dyn Progress,
     ) -> impl Future<Output = anyhow::Result<()>>;
 
+    /// What runs the clusters, for the run's `environment.json`: its version, or why it is
+    /// not known. The default says there is no engine (the clusters live in this process).
+    fn engine(&self) -> impl Future<Output = String> + Send {
+        async { "none (in-memory clusters, no Docker)".to_string() }
+    }
+
     /// Where worker processes come from and how their clients reach `cluster`, for cells
     /// whose clients run as processes. The default refuses: such a backend's clients cannot
     /// leave this process.
@@ -98,6 +104,10 @@ impl Backend for DockerBackend {
         ));
         folder.write_cluster(&cluster.info().await, size)?;
         Ok(cluster)
+    }
+
+    async fn engine(&self) -> String {
+        crate::docker::engine_version().await
     }
 
     async fn connect(

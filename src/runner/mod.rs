@@ -65,6 +65,9 @@ pub async fn run_on<B: Backend>(
     exporters: &Exporters,
 ) -> anyhow::Result<RunOutcome> {
     folder.write_plan(&plan)?;
+    folder.write_environment(&crate::environment::Environment::collect(
+        backend.engine().await,
+    ))?;
     let mut summaries = Vec::new();
     let total = plan.cells.len();
     let mut done = 0usize;

@@ -1,4 +1,5 @@
-//! The layout of a run's results folder: `plan.toml`, `clusters/<system>.json` (or
+//! The layout of a run's results folder: `plan.toml`, `environment.json` (what the run ran
+//! on), `clusters/<system>.json` (or
 //! `<system>-n<size>.json` for a cluster at a schedule's `cluster_size`), and
 //! `cells/<id>/` with `history.jsonl` and `cell.json` (what the history does not say); the
 //! exporters (`report/`) add their files to the cell and run folders. `results/latest` points
@@ -10,6 +11,7 @@ use anyhow::Context;
 use serde::Serialize;
 
 use crate::cluster::ClusterInfo;
+use crate::environment::Environment;
 use crate::plan::{Cell, Plan};
 use crate::stats::{CellInfo, CellSummary};
 
@@ -53,6 +55,14 @@ impl RunFolder {
 
     pub(crate) fn write_plan(&self, plan: &Plan) -> anyhow::Result<()> {
         write(&self.path.join("plan.toml"), &plan.to_toml())
+    }
+
+    /// Writes `environment.json`: what the run ran on, so its report stands on its own.
+    pub(crate) fn write_environment(&self, env: &Environment) -> anyhow::Result<()> {
+        write(
+            &self.path.join(crate::environment::ENVIRONMENT_FILE),
+            &serde_json::to_string_pretty(env)?,
+        )
     }
 
     pub(crate) fn write_cluster(&self, info: &ClusterInfo, size: usize) -> anyhow::Result<()> {
