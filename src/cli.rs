@@ -68,8 +68,8 @@ pub enum Command {
     Check {
         /// A run folder (results/<run>) or one of its cells/<id> folders.
         dir: std::path::PathBuf,
-        /// Rewrite the cells' summary.json and acquire.hgrm and the run's summary.json and
-        /// report.md from the recomputed results.
+        /// Rewrite the cells' summary.json and acquire.hgrm and the run's summary.json,
+        /// report.md and report.html from the recomputed results.
         #[arg(long)]
         write: bool,
         /// Exit 1 also when a verdict is unknown or a design expected unsafe was not exposed.

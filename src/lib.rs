@@ -12,7 +12,7 @@
 //! sections); **checkers** ([`check`]) and **statistics** ([`stats`]) read only the history and
 //! `cell.json`, through one entry point, [`check::evaluate`], that `lockbench run` and later
 //! `lockbench check` share; **exporters** ([`report`]) turn each finished cell and the run so far
-//! into files. [`plan`] expands the matrix (each cell has a [`plan::CellId`]); [`runner`] plays
+//! into files ([`environment`] records what the run ran on). [`plan`] expands the matrix (each cell has a [`plan::CellId`]); [`runner`] plays
 //! it, with clients from a [`runner::Backend`] (real clusters, or the mock), in-process or as
 //! `lockbench worker` processes that a client-pause fault can stop as a whole.
 //!
@@ -23,7 +23,8 @@
 //! - a checker: a file in `check/` implementing [`check::Checker`], listed in
 //!   [`check::checkers`];
 //! - an exporter: a file in `report/` implementing [`report::Exporter`], listed in
-//!   [`report::Exporters::standard`].
+//!   [`report::Exporters::reports`] when `lockbench report DIR` should draw it again from
+//!   stored results (reports, plots), else in [`report::Exporters::files_only`].
 
 pub mod chaos;
 pub mod check;
