@@ -235,17 +235,20 @@ async fn report_html_renders_every_plot_in_chromium_without_errors() {
         "{:?}",
         seen.svg_widths
     );
-    // The sorting script ran: by acq/s ascending, then descending.
+    // The sorting script ran: by acq/s as shown (one decimal) ascending, then descending; the
+    // browser's sort is stable, so ties keep the order they had.
     assert_eq!(seen.rows, ids);
-    let mut by_rate: Vec<(f64, String)> = outcome
-        .summaries
-        .iter()
-        .map(|s| (s.throughput_per_s, s.id.to_string()))
-        .collect();
-    by_rate.sort_by(|a, b| a.0.total_cmp(&b.0));
-    let ascending: Vec<String> = by_rate.into_iter().map(|(_, id)| id).collect();
+    let shown = |id: &String| -> f64 {
+        let s = outcome.summaries.iter().find(|s| s.id.to_string() == *id);
+        format!("{:.1}", s.expect("cell").throughput_per_s)
+            .parse()
+            .expect("a number")
+    };
+    let mut ascending = ids.clone();
+    ascending.sort_by(|a, b| shown(a).total_cmp(&shown(b)));
     assert_eq!(seen.rows_ascending, ascending);
-    let descending: Vec<String> = ascending.iter().rev().cloned().collect();
+    let mut descending = ascending.clone();
+    descending.sort_by(|a, b| shown(b).total_cmp(&shown(a)));
     assert_eq!(seen.rows_descending, descending);
 
     // The probe sees what it checks for: a broken image and a logged error are caught.
