@@ -115,7 +115,8 @@ fn chromium() -> PathBuf {
 fn dump_dom(page: &Path, work: &Path) -> (String, Vec<String>) {
     let dom = work.join("dom.html");
     let log = work.join("chromium.log");
-    let mut child = Command::new(chromium())
+    let exe = chromium();
+    let mut child = Command::new(&exe)
         .args([
             "--headless",
             "--no-sandbox",
@@ -137,7 +138,12 @@ fn dump_dom(page: &Path, work: &Path) -> (String, Vec<String>) {
         .stdout(std::fs::File::create(&dom).expect("dom file"))
         .stderr(std::fs::File::create(&log).expect("log file"))
         .spawn()
-        .expect("start chromium");
+        .unwrap_or_else(|e| {
+            panic!(
+                "starting {}: {e} (`apt-get install chromium`, or set LOCKBENCH_CHROMIUM)",
+                exe.display()
+            )
+        });
     let started = Instant::now();
     let status = loop {
         if let Some(s) = child.try_wait().expect("wait for chromium") {
