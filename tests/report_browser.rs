@@ -10,7 +10,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use report_support::{add_plots, mock_run, scratch};
+use lockbench::report::plot_index::{PLOTS_DIR, PlotIndex};
+use report_support::{mock_run, scratch};
 use serde::Deserialize;
 
 /// How long one Chromium run may take before it is killed.
@@ -214,9 +215,11 @@ async fn report_html_renders_every_plot_in_chromium_without_errors() {
     let outcome = mock_run(&out).await;
     let run = outcome.folder.clone();
     let ids: Vec<String> = outcome.summaries.iter().map(|s| s.id.to_string()).collect();
-    let index = add_plots(&run, &ids);
+    // What `lockbench report` does: the plots and reports drawn again from the folder.
     lockbench::report::rebuild::rebuild(&run, &lockbench::report::Exporters::reports())
         .expect("rebuild the reports");
+    let index = PlotIndex::read(&run).expect("plots/index.json");
+    assert!(!index.plots.is_empty());
     let work = out.join("browser");
     std::fs::create_dir_all(&work).unwrap();
 
@@ -230,11 +233,18 @@ async fn report_html_renders_every_plot_in_chromium_without_errors() {
     let anchors: Vec<String> = index.plots.iter().map(|p| p.anchor()).collect();
     assert_eq!(seen.figures, anchors, "every plot of index.json, in order");
     assert_eq!(seen.images.len(), index.plots.len(), "{:?}", seen.images);
-    for (i, img) in seen.images.iter().enumerate() {
-        // The hand-made SVGs are 300, 310, 320 px wide: each decoded at its own size.
+    for (img, p) in seen.images.iter().zip(&index.plots) {
+        // Each decoded at the size its SVG declares.
+        let svg = std::fs::read_to_string(run.join(PLOTS_DIR).join(&p.svg)).unwrap();
+        let width: f64 = svg
+            .split("width=\"")
+            .nth(1)
+            .and_then(|w| w.split('"').next())
+            .and_then(|w| w.parse().ok())
+            .unwrap_or_else(|| panic!("{}: no width attribute", p.svg));
         assert!(img.complete, "{img:?}");
-        assert_eq!(img.natural_width, 300.0 + 10.0 * i as f64, "{img:?}");
-        assert!(img.shown_width > 0.0, "{img:?}");
+        assert_eq!(img.natural_width, width, "{}: {img:?}", p.svg);
+        assert!(img.natural_width > 0.0 && img.shown_width > 0.0, "{img:?}");
     }
     assert!(
         seen.svg_widths.iter().all(|w| *w > 0.0),

@@ -628,6 +628,7 @@ mod tests {
             assert!(html.contains(&format!("<section id=\"{id}\">")), "{id}");
         }
         assert!(html.contains("No cell has finished yet."));
+        assert!(html.contains("No plots were drawn for this run."));
         assert!(html.contains("the run was interrupted; not run: a-b-c-c1"));
         assert!(html.contains("Not recorded (the run folder has no plan.toml)"));
         assert!(html.contains("<td>not recorded</td>"));

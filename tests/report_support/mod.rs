@@ -1,6 +1,6 @@
 //! A run folder for the report tests, made without Docker: the mock lock, planted double
 //! grants (so a cell is unsafe with findings) and a kill schedule (so a cell has a fault
-//! window); plus hand-made plots and a small HTML well-formedness check.
+//! window); and a small HTML well-formedness check.
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
@@ -10,7 +10,6 @@ use lockbench::plan::{Overrides, Plan};
 use lockbench::recipe::Strategy;
 use lockbench::recipe::mock::MockOptions;
 use lockbench::report::Exporters;
-use lockbench::report::plot_index::{PLOTS_DIR, PlotEntry, PlotIndex};
 use lockbench::runner::progress::PlainProgress;
 use lockbench::runner::{MockBackend, RunFolder, RunOutcome, run_on};
 use lockbench::spec::{Schedule, Workload};
@@ -66,48 +65,6 @@ pub async fn mock_run(out: &Path) -> RunOutcome {
     )
     .await
     .expect("run")
-}
-
-/// A small valid SVG whose size and text say which plot it is.
-pub fn svg(label: &str, width: u32) -> String {
-    format!(
-        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<svg xmlns=\"http://www.w3.org/2000/svg\" \
-         width=\"{width}\" height=\"120\" viewBox=\"0 0 {width} 120\">\
-         <rect x=\"0\" y=\"0\" width=\"{width}\" height=\"120\" fill=\"#eef\"/>\
-         <polyline points=\"10,110 60,70 110,40 160,20\" stroke=\"#036\" fill=\"none\"/>\
-         <text x=\"10\" y=\"20\" font-size=\"14\">{label}</text></svg>\n"
-    )
-}
-
-/// Writes what the plots exporter would: one run-level plot and a safety timeline per cell,
-/// as SVG files and `plots/index.json`. Returns the index.
-pub fn add_plots(run: &Path, cells: &[String]) -> PlotIndex {
-    let dir = run.join(PLOTS_DIR);
-    std::fs::create_dir_all(&dir).expect("plots folder");
-    let mut plots = vec![PlotEntry {
-        kind: "latency-distribution".into(),
-        title: "Acquire latency by percentile".into(),
-        caption: "one line per system × strategy; herd dashed, predecessor solid".into(),
-        svg: "latency-distribution.svg".into(),
-        png: "latency-distribution.png".into(),
-        cell: None,
-    }];
-    for c in cells {
-        plots.push(PlotEntry {
-            kind: "safety-timeline".into(),
-            title: format!("Holds of {c} <over time>"),
-            caption: "bars: holds per client; red: overlaps & stale accesses".into(),
-            svg: format!("{c}.safety-timeline.svg"),
-            png: format!("{c}.safety-timeline.png"),
-            cell: Some(c.clone()),
-        });
-    }
-    for (i, p) in plots.iter().enumerate() {
-        std::fs::write(dir.join(&p.svg), svg(&p.kind, 300 + 10 * i as u32)).expect("svg");
-    }
-    let index = PlotIndex { plots };
-    index.write(run).expect("index.json");
-    index
 }
 
 /// Elements that have no end tag.
