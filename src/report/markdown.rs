@@ -36,11 +36,43 @@ impl Exporter for Markdown {
                 }
             ));
         }
+        md.push_str(&plots_section(
+            &super::plot_index::PlotIndex::read(run.dir).unwrap_or_default(),
+        ));
         md.push_str(&environment_section(
             &crate::environment::RunEnvironment::read(run.dir),
         ));
         write_file(self.name(), &run.dir.join(REPORT_FILE), &md)
     }
+}
+
+/// The plots of `index` (PNG, relative to the run folder): run-level ones shown, each cell's
+/// listed as links under its id. Nothing when there are none.
+pub fn plots_section(index: &super::plot_index::PlotIndex) -> String {
+    use super::plot_index::PLOTS_DIR;
+    if index.plots.is_empty() {
+        return String::new();
+    }
+    let mut s = String::from("\n## Plots\n\nSVG beside each PNG; report.html shows them all.\n");
+    for p in index.plots.iter().filter(|p| p.cell.is_none()) {
+        s.push_str(&format!(
+            "\n### {}\n\n![{}]({PLOTS_DIR}/{})\n\n{}\n",
+            p.title, p.title, p.png, p.caption
+        ));
+    }
+    let mut cell: Option<&str> = None;
+    for p in index.plots.iter().filter(|p| p.cell.is_some()) {
+        let id = p.cell.as_deref().unwrap_or_default();
+        if cell != Some(id) {
+            s.push_str(&format!("\n### {id}\n\n"));
+            cell = Some(id);
+        }
+        s.push_str(&format!(
+            "- [{}]({PLOTS_DIR}/{}): {}\n",
+            p.kind, p.png, p.caption
+        ));
+    }
+    s
 }
 
 /// A table in Markdown: numeric columns right-aligned.
@@ -294,5 +326,39 @@ mod tests {
         for l in &lines {
             assert_eq!(l.matches('|').count(), header_cols + 1, "{table}");
         }
+    }
+}
+
+#[cfg(test)]
+mod plot_tests {
+    use super::*;
+    use crate::report::plot_index::{PlotEntry, PlotIndex};
+
+    fn entry(kind: &str, cell: Option<&str>) -> PlotEntry {
+        let stem = cell.map_or(kind.to_string(), |c| format!("{c}.{kind}"));
+        PlotEntry {
+            kind: kind.into(),
+            title: format!("T {kind}"),
+            caption: "how to read it".into(),
+            svg: format!("{stem}.svg"),
+            png: format!("{stem}.png"),
+            cell: cell.map(str::to_string),
+        }
+    }
+
+    #[test]
+    fn run_plots_are_shown_and_cell_plots_linked_under_their_cell() {
+        assert_eq!(plots_section(&PlotIndex::default()), "");
+        let index = PlotIndex {
+            plots: vec![
+                entry("latency-distribution", None),
+                entry("safety-timeline", Some("etcd-herd-w-c4")),
+                entry("fairness", Some("etcd-herd-w-c4")),
+            ],
+        };
+        let md = plots_section(&index);
+        assert!(md.contains("![T latency-distribution](plots/latency-distribution.png)"));
+        assert_eq!(md.matches("### etcd-herd-w-c4").count(), 1);
+        assert!(md.contains("- [safety-timeline](plots/etcd-herd-w-c4.safety-timeline.png)"));
     }
 }
