@@ -87,6 +87,36 @@ fn paint<DB: DrawingBackend>(
     figure.draw(area)
 }
 
+/// Draws x-axis ticks by hand at `ticks` (position, label): a light grid line each, the label
+/// centred under the axis. For axes whose labels are not their coordinates (percentiles on the
+/// nines axis, client counts on a log2 axis), where plotters' own key points would not fall on
+/// the values worth labelling.
+pub fn x_ticks<DB: DrawingBackend, Y>(
+    plot: &DrawingArea<DB, Shift>,
+    chart: &mut ChartContext<'_, DB, Cartesian2d<plotters::coord::types::RangedCoordf64, Y>>,
+    ticks: &[(f64, String)],
+) -> Result<(), String>
+where
+    Y: Ranged<ValueType = f64>,
+{
+    use plotters::style::text_anchor::{HPos, Pos, VPos};
+    let y = chart.y_range();
+    let (ox, oy) = plot.get_base_pixel();
+    for (x, label) in ticks {
+        chart
+            .draw_series(std::iter::once(PathElement::new(
+                vec![(*x, y.start), (*x, y.end)],
+                RGBColor(200, 200, 200).stroke_width(1),
+            )))
+            .map_err(drawing)?;
+        let (px, py) = chart.backend_coord(&(*x, y.start));
+        let style = TextStyle::from((FONT, 12).into_font()).pos(Pos::new(HPos::Center, VPos::Top));
+        plot.draw(&Text::new(label.clone(), (px - ox, py - oy + 6), style))
+            .map_err(drawing)?;
+    }
+    Ok(())
+}
+
 /// Turns a plotters error into the text of an [`ExportError`].
 pub fn drawing<E: std::fmt::Display>(e: E) -> String {
     format!("drawing: {e}")

@@ -9,7 +9,7 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 
 use super::canvas::{
-    FONT, Figure, drawing, duration_label, log_range, system_colour, system_marker,
+    FONT, Figure, drawing, duration_label, log_range, system_colour, system_marker, x_ticks,
 };
 use super::legend::{self, Entry, Swatch};
 use crate::recipe::Strategy;
@@ -34,7 +34,7 @@ pub struct HerdLine {
     pub system: System,
     /// Herd dashed.
     pub strategy: Strategy,
-    /// (clients, value), by growing clients.
+    /// (log2 of clients, value), by growing clients.
     pub points: Vec<(f64, f64)>,
 }
 
@@ -78,7 +78,7 @@ impl Herd {
                     points: Vec::new(),
                 })
                 .points
-                .push((f64::from(id.clients), value));
+                .push((f64::from(id.clients).log2(), value));
         }
         let workloads: std::collections::BTreeSet<(&str, &str)> = groups
             .keys()
@@ -117,13 +117,15 @@ impl Figure for Herd {
         let root = root.titled(title, (FONT, 20)).map_err(drawing)?;
         let (plot, side) = root.split_horizontally(900);
         let pts = self.lines.iter().flat_map(|l| l.points.iter());
-        let max_x = pts.clone().map(|p| p.0).fold(1.0, f64::max);
-        let (x_lo, x_hi) = (
-            pts.clone().map(|p| p.0).fold(max_x, f64::min) / 1.5,
-            max_x * 1.5,
-        );
+        let max_x = pts.clone().map(|p| p.0).fold(0.0, f64::max);
+        // Whole powers of two either side, so the ticks read 8, 16, 32 even for one point.
+        let min_x = pts.clone().map(|p| p.0).fold(max_x, f64::min);
+        let (x_lo, x_hi) = ((min_x.floor() - 1.0).max(-0.5), max_x.ceil() + 1.0);
+        let ticks: Vec<(f64, String)> = (x_lo.ceil() as i32..=x_hi.floor() as i32)
+            .map(|k| (f64::from(k), format!("{}", 1u64 << k.clamp(0, 62))))
+            .collect();
         let max_y = pts.map(|p| p.1).fold(0.0, f64::max);
-        let x_axis = (x_lo.max(0.5)..x_hi).log_scale().base(2.0);
+        let x_axis = x_lo..x_hi;
         let mut entries = Vec::new();
         for l in &self.lines {
             entries.push(Entry {
@@ -146,10 +148,12 @@ impl Figure for Herd {
                     .configure_mesh()
                     .x_desc("clients contending (log)")
                     .y_desc("wake-ups per acquisition")
-                    .x_label_formatter(&|v| format!("{v:.0}"))
+                    .disable_x_mesh()
+                    .x_labels(0)
                     .label_style((FONT, 12))
                     .draw()
                     .map_err(drawing)?;
+                x_ticks(&plot, &mut chart, &ticks)?;
                 self.lines_on(&mut chart, &plot)?;
             }
             HerdMeasure::Handoff => {
@@ -165,11 +169,14 @@ impl Figure for Herd {
                     .configure_mesh()
                     .x_desc("clients contending (log)")
                     .y_desc("handoff latency p50 (log)")
-                    .x_label_formatter(&|v| format!("{v:.0}"))
+                    .y_labels(8)
+                    .disable_x_mesh()
+                    .x_labels(0)
                     .y_label_formatter(&|v| duration_label(*v))
                     .label_style((FONT, 12))
                     .draw()
                     .map_err(drawing)?;
+                x_ticks(&plot, &mut chart, &ticks)?;
                 self.lines_on(&mut chart, &plot)?;
             }
         }
@@ -177,7 +184,7 @@ impl Figure for Herd {
             plot.draw(&Text::new("nothing measured yet", (380, 250), (FONT, 16)))
                 .map_err(drawing)?;
         }
-        legend::draw(&side, "herd dashed, predecessor solid", &entries)
+        legend::draw(&side, "herd: dashed, hollow points", &entries)
     }
 }
 
@@ -203,7 +210,13 @@ impl Herd {
             .map_err(drawing)?;
             for p in &l.points {
                 let (x, y) = chart.backend_coord(p);
-                legend::draw_marker(plot, (x - ox, y - oy), system_marker(l.system), colour, 5)?;
+                legend::draw_point(
+                    plot,
+                    (x - ox, y - oy),
+                    system_marker(l.system),
+                    colour,
+                    l.strategy == Strategy::Herd,
+                )?;
             }
         }
         Ok(())

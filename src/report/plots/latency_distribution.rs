@@ -7,10 +7,9 @@ use std::path::Path;
 
 use plotters::coord::Shift;
 use plotters::prelude::*;
-use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use super::canvas::{
-    FONT, Figure, drawing, duration_label, log_range, system_colour, system_marker,
+    FONT, Figure, drawing, duration_label, log_range, system_colour, system_marker, x_ticks,
 };
 use super::legend::{self, Entry, Swatch};
 use crate::recipe::Strategy;
@@ -188,20 +187,12 @@ impl Figure for LatencyDistribution {
             .map_err(drawing)?;
         // The nines ticks by hand: the axis is linear in log10(1/(1−p)), the labels are
         // percentiles.
-        let (ox, oy) = plot.get_base_pixel();
-        for (x, label) in TICKS.iter().filter(|t| t.0 <= right) {
-            chart
-                .draw_series(std::iter::once(PathElement::new(
-                    vec![(*x, lo), (*x, hi)],
-                    RGBColor(200, 200, 200).stroke_width(1),
-                )))
-                .map_err(drawing)?;
-            let (px, py) = chart.backend_coord(&(*x, lo));
-            let style =
-                TextStyle::from((FONT, 12).into_font()).pos(Pos::new(HPos::Center, VPos::Top));
-            plot.draw(&Text::new(label.to_string(), (px - ox, py - oy + 6), style))
-                .map_err(drawing)?;
-        }
+        let ticks: Vec<(f64, String)> = TICKS
+            .iter()
+            .filter(|t| t.0 <= right)
+            .map(|t| (t.0, t.1.to_string()))
+            .collect();
+        x_ticks(&plot, &mut chart, &ticks)?;
         for (c, colour) in self.curves.iter().zip(self.colours()) {
             let style = colour.stroke_width(2);
             let pts = c.points.clone();
@@ -216,12 +207,12 @@ impl Figure for LatencyDistribution {
             if let Some(&(x, y)) = c.points.last() {
                 let px = chart.backend_coord(&(x, y));
                 let (ox, oy) = plot.get_base_pixel();
-                legend::draw_marker(
+                legend::draw_point(
                     &plot,
                     (px.0 - ox, px.1 - oy),
                     system_marker(c.system),
                     colour,
-                    5,
+                    c.strategy == Strategy::Herd,
                 )?;
             }
         }
@@ -241,7 +232,7 @@ impl Figure for LatencyDistribution {
                 },
             })
             .collect();
-        legend::draw(&side, "herd dashed, predecessor solid", &entries)
+        legend::draw(&side, "herd: dashed, hollow end", &entries)
     }
 }
 

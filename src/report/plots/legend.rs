@@ -93,6 +93,25 @@ pub fn draw<DB: DrawingBackend>(
     Ok(())
 }
 
+/// Draws a point of shape `shape` at a pixel, filled or (`hollow`) a white inside, so herd and
+/// predecessor points stay apart where a single point shows no dash.
+pub fn draw_point<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    at: (i32, i32),
+    shape: u8,
+    colour: RGBColor,
+    hollow: bool,
+) -> Result<(), String> {
+    draw_marker(area, at, shape, colour, 6)?;
+    if hollow && shape < 3 {
+        // The white inside sits lower in a triangle, whose centroid is below its middle.
+        let (x, y) = at;
+        let inner = if shape == 1 { (x, y + 2) } else { at };
+        draw_marker(area, inner, shape, WHITE, 3)?;
+    }
+    Ok(())
+}
+
 /// Draws a point of shape `shape` (0 circle, 1 triangle, 2 square, else a cross) at a pixel.
 pub fn draw_marker<DB: DrawingBackend>(
     area: &DrawingArea<DB, Shift>,
