@@ -160,7 +160,14 @@ impl Figure for LatencyOverTime<'_> {
             .x_desc("time since the cell started")
             .y_desc("acquisitions/s")
             .x_label_formatter(&|v| time_label(*v, duration_s))
-            .y_label_formatter(&|v| format!("{v:.0}"))
+            // Whole numbers unless the rate is too low for them to tell ticks apart.
+            .y_label_formatter(&|v| {
+                if max_rate >= 5.0 {
+                    format!("{v:.0}")
+                } else {
+                    format!("{v:.1}")
+                }
+            })
             .label_style((FONT, 12))
             .draw()
             .map_err(drawing)?;
@@ -242,7 +249,7 @@ where
     Ok(())
 }
 
-/// Numbers each fault band at the top of the plot (the legend says what each number is);
+/// Numbers each fault band at the bottom of the plot (the legend says what each number is);
 /// a number that would touch the previous one is left out rather than drawn over it.
 pub fn label_bands<DB: DrawingBackend, Y>(
     area: &DrawingArea<DB, Shift>,
@@ -253,25 +260,29 @@ where
     Y: Ranged<ValueType = f64>,
 {
     let plot = chart.plotting_area();
-    let (x_range, _) = plot.get_pixel_range();
+    let (x_range, y_range) = plot.get_pixel_range();
     let (ox, oy) = area.get_base_pixel();
-    let (px, py) = plot.get_base_pixel();
     let mut last_x: Option<i32> = None;
     for (i, b) in bands.iter().enumerate() {
-        let x = chart
+        let start = chart
             .backend_coord(&(b.start_us as f64 / 1e6, chart.y_range().start))
             .0;
-        if last_x.is_some_and(|l| x - l < 24) || x < x_range.start {
+        let end = chart
+            .backend_coord(&(b.end_us as f64 / 1e6, chart.y_range().start))
+            .0;
+        // A band that starts left of the view is numbered at the view's edge.
+        let x = start.max(x_range.start);
+        if end < x_range.start || x >= x_range.end || last_x.is_some_and(|l| x - l < 24) {
             continue;
         }
         last_x = Some(x);
+        // At the bottom of the band: the top is where violations are labelled.
         area.draw(&Text::new(
             format!("{}", i + 1),
-            (x - ox + 3, py - oy + 2),
+            (x - ox + 3, y_range.end - oy - 18),
             (FONT, 13).into_font().style(FontStyle::Bold),
         ))
         .map_err(drawing)?;
-        let _ = px;
     }
     Ok(())
 }

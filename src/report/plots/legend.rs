@@ -38,7 +38,7 @@ pub fn draw<DB: DrawingBackend>(
     title: &str,
     entries: &[Entry],
 ) -> Result<(), String> {
-    let (_, h) = area.dim_in_pixel();
+    let (w, h) = area.dim_in_pixel();
     let text = (FONT, 13).into_font();
     let mut y = 8;
     if !title.is_empty() {
@@ -50,13 +50,17 @@ pub fn draw<DB: DrawingBackend>(
         .map_err(drawing)?;
         y += LINE;
     }
-    let fits = ((h as i32 - y) / LINE).max(0) as usize;
-    let shown = if entries.len() > fits {
-        fits.saturating_sub(1)
-    } else {
-        entries.len()
-    };
-    for e in &entries[..shown] {
+    let room = (w as i32 - 40).max(40) as u32;
+    let bottom = h as i32 - LINE;
+    for (i, e) in entries.iter().enumerate() {
+        let lines = wrap(area, &e.label, &text, room);
+        // What does not fit is summed up, never drawn over the panel's edge.
+        if y + LINE * lines.len() as i32 > bottom && i + 1 < entries.len() {
+            let more = format!("… and {} more", entries.len() - i);
+            area.draw(&Text::new(more, (36, y), text.clone()))
+                .map_err(drawing)?;
+            break;
+        }
         let mid = y + 7;
         match e.swatch {
             Swatch::Line { dashed: false } => area
@@ -81,16 +85,41 @@ pub fn draw<DB: DrawingBackend>(
                 ))
                 .map_err(drawing)?,
         }
-        area.draw(&Text::new(e.label.clone(), (36, y), text.clone()))
-            .map_err(drawing)?;
-        y += LINE;
-    }
-    if shown < entries.len() {
-        let more = format!("… and {} more", entries.len() - shown);
-        area.draw(&Text::new(more, (36, y), text))
-            .map_err(drawing)?;
+        for line in lines {
+            area.draw(&Text::new(line, (36, y), text.clone()))
+                .map_err(drawing)?;
+            y += LINE - 4;
+        }
+        y += 4;
     }
     Ok(())
+}
+
+/// `label` broken at spaces (or commas) into lines no wider than `room` pixels in `font`; a
+/// word wider than `room` stands on a line of its own.
+fn wrap<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    label: &str,
+    font: &FontDesc<'_>,
+    room: u32,
+) -> Vec<String> {
+    let style = TextStyle::from(font.clone());
+    let width = |t: &str| area.estimate_text_size(t, &style).map_or(0, |(w, _)| w);
+    let mut lines: Vec<String> = Vec::new();
+    let mut current = String::new();
+    for word in label.split_inclusive([' ', ',']) {
+        let candidate = format!("{current}{word}");
+        if !current.is_empty() && width(candidate.trim_end()) > room {
+            lines.push(current.trim_end().to_string());
+            current = word.to_string();
+        } else {
+            current = candidate;
+        }
+    }
+    if !current.trim().is_empty() || lines.is_empty() {
+        lines.push(current.trim_end().to_string());
+    }
+    lines
 }
 
 /// Draws a point of shape `shape` at a pixel, filled or (`hollow`) a white inside, so herd and
