@@ -15,6 +15,8 @@
 //! into files ([`environment`] records what the run ran on). [`plan`] expands the matrix (each cell has a [`plan::CellId`]); [`runner`] plays
 //! it, with clients from a [`runner::Backend`] (real clusters, or the mock), in-process or as
 //! `lockbench worker` processes that a client-pause fault can stop as a whole.
+//! [`capacity`] will read results across concurrencies; for now it holds the Universal
+//! Scalability Law fit ([`capacity::fit`]) that capacity planning builds on.
 //!
 //! Where a new piece goes:
 //! - a system: a cluster provider in `cluster/`, a recipe folder in `recipe/`, one entry in
@@ -26,6 +28,7 @@
 //!   [`report::Exporters::reports`] when `lockbench report DIR` should draw it again from
 //!   stored results (reports, plots), else in [`report::Exporters::files_only`].
 
+pub mod capacity;
 pub mod chaos;
 pub mod check;
 pub mod cli;

@@ -1,0 +1,16 @@
+//! Capacity planning: how many clients a lock takes before it stops scaling or misses its SLO.
+//!
+//! What it will be (issue 12): `lockbench capacity` sweeps the concurrency of one system ×
+//! strategy × workload on one cluster (`--clients 1,2,4,…,128`, optionally `--repeat N`),
+//! fits the Universal Scalability Law to the measured throughput, and reports λ, σ, κ with
+//! their uncertainty, the predicted peak concurrency and throughput, the fit's R², and the
+//! highest measured concurrency that keeps the latency SLO next to the law's prediction of it,
+//! as `capacity.json`, a plot and a section of the report.
+//!
+//! What is here so far is the pure part, with no I/O: [`usl`], the fit itself
+//! ([`fit`] → [`UslFit`]), which the sweep, the exporters and the report will build on.
+
+mod linalg;
+pub mod usl;
+
+pub use usl::{FitError, UslFit, fit};
