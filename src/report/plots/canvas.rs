@@ -117,6 +117,52 @@ where
     Ok(())
 }
 
+/// Draws y-axis ticks by hand at `ticks` (position, label), right-aligned left of the axis.
+pub fn y_ticks<DB: DrawingBackend, X, Y>(
+    plot: &DrawingArea<DB, Shift>,
+    chart: &mut ChartContext<'_, DB, Cartesian2d<X, Y>>,
+    ticks: &[(f64, String)],
+) -> Result<(), String>
+where
+    X: Ranged<ValueType = f64>,
+    Y: Ranged<ValueType = f64>,
+{
+    use plotters::style::text_anchor::{HPos, Pos, VPos};
+    let x = chart.x_range();
+    let (ox, oy) = plot.get_base_pixel();
+    for (y, label) in ticks {
+        chart
+            .draw_series(std::iter::once(PathElement::new(
+                vec![(x.start, *y), (x.end, *y)],
+                RGBColor(200, 200, 200).stroke_width(1),
+            )))
+            .map_err(drawing)?;
+        let (px, py) = chart.backend_coord(&(x.start, *y));
+        let style =
+            TextStyle::from((FONT, 12).into_font()).pos(Pos::new(HPos::Right, VPos::Center));
+        plot.draw(&Text::new(label.clone(), (px - ox - 6, py - oy), style))
+            .map_err(drawing)?;
+    }
+    Ok(())
+}
+
+/// The 1–2–5 steps of each decade between `lo` and `hi` (a log axis's ticks), as (value,
+/// duration label); plotters' own log ticks gave one label on a 2–30 ms axis.
+pub fn log_ticks(lo: f64, hi: f64) -> Vec<(f64, String)> {
+    let mut out = Vec::new();
+    let mut decade = 10f64.powf(lo.max(1e-9).log10().floor());
+    while decade <= hi {
+        for m in [1.0, 2.0, 5.0] {
+            let v = decade * m;
+            if (lo..=hi).contains(&v) {
+                out.push((v, duration_label(v)));
+            }
+        }
+        decade *= 10.0;
+    }
+    out
+}
+
 /// Turns a plotters error into the text of an [`ExportError`].
 pub fn drawing<E: std::fmt::Display>(e: E) -> String {
     format!("drawing: {e}")
@@ -220,6 +266,12 @@ mod tests {
         assert_eq!(time_label(0.25, 0.4), "250 ms");
         assert_eq!(time_label(1.5, 5.0), "1.5 s");
         assert_eq!(time_label(20.0, 60.0), "20 s");
+    }
+
+    #[test]
+    fn log_ticks_step_one_two_five() {
+        let t: Vec<f64> = log_ticks(1_500.0, 30_000.0).iter().map(|t| t.0).collect();
+        assert_eq!(t, vec![2_000.0, 5_000.0, 10_000.0, 20_000.0]);
     }
 
     #[test]

@@ -9,7 +9,7 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 
 use super::canvas::{
-    FONT, Figure, drawing, duration_label, log_range, system_colour, system_marker, x_ticks,
+    FONT, Figure, drawing, log_range, log_ticks, system_colour, system_marker, x_ticks, y_ticks,
 };
 use super::legend::{self, Entry, Swatch};
 use crate::recipe::Strategy;
@@ -169,13 +169,15 @@ impl Figure for Herd {
                     .configure_mesh()
                     .x_desc("clients contending (log)")
                     .y_desc("handoff latency p50 (log)")
-                    .y_labels(8)
+                    .disable_y_mesh()
+                    // Labels drawn by hand below (plotters still labels 10 ms with 0 labels).
+                    .y_label_formatter(&|_| String::new())
                     .disable_x_mesh()
                     .x_labels(0)
-                    .y_label_formatter(&|v| duration_label(*v))
                     .label_style((FONT, 12))
                     .draw()
                     .map_err(drawing)?;
+                y_ticks(&plot, &mut chart, &log_ticks(lo, hi))?;
                 x_ticks(&plot, &mut chart, &ticks)?;
                 self.lines_on(&mut chart, &plot)?;
             }
