@@ -10,7 +10,12 @@
 //! What is here so far is the pure part, with no I/O: [`usl`], the fit itself
 //! ([`fit`] → [`UslFit`]), which the sweep, the exporters and the report will build on.
 
+pub mod file;
 mod linalg;
+pub mod report;
+pub mod slo;
 pub mod usl;
 
+pub use report::{CAPACITY_FILE, Capacity, CapacityError, FitOutcome};
+pub use slo::Slo;
 pub use usl::{FitError, UslFit, fit};
