@@ -200,9 +200,7 @@ fn max_measured_within(points: &[Point], slo_us: u64) -> Option<u32> {
     }
     // A later point at the same count that failed makes that count fail.
     if let Some(n) = best
-        && points
-            .iter()
-            .any(|p| p.clients == n && !within(p, slo_us))
+        && points.iter().any(|p| p.clients == n && !within(p, slo_us))
     {
         return points
             .iter()

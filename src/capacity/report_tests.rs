@@ -91,17 +91,17 @@ fn without_an_slo_there_are_no_slo_answers_and_the_json_round_trips() {
     assert_eq!(cap.max_clients_within_slo, None);
     assert_eq!(cap.usl_prediction_within_slo, None);
     let json = serde_json::to_string_pretty(&cap).unwrap();
-    assert!(json.contains("\"fitted\"") && json.contains("\"lambda\""), "{json}");
+    assert!(
+        json.contains("\"fitted\"") && json.contains("\"lambda\""),
+        "{json}"
+    );
     let back: Capacity = serde_json::from_str(&json).unwrap();
     assert_eq!(back, cap);
 }
 
 #[test]
 fn an_unfittable_sweep_keeps_the_fit_error_text_and_the_measured_answer() {
-    let cells = vec![
-        cell(1, 100.0, 1_000, 100),
-        cell(2, 180.0, 2_000, 100),
-    ];
+    let cells = vec![cell(1, 100.0, 1_000, 100), cell(2, 180.0, 2_000, 100)];
     let cap = Capacity::of(&cells, Some(Slo { p99_us: 1_500 })).unwrap();
     match &cap.fit {
         FitOutcome::Failed(text) => assert!(text.contains("3 or more"), "{text}"),
