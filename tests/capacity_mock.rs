@@ -32,7 +32,10 @@ async fn a_mock_sweep_writes_capacity_json_the_figure_and_keeps_them_on_report()
     };
     let plan = spec.plan("cap", &wl).expect("plan");
     assert_eq!(
-        plan.cells.iter().map(|c| c.id().clients).collect::<Vec<_>>(),
+        plan.cells
+            .iter()
+            .map(|c| c.id().clients)
+            .collect::<Vec<_>>(),
         [1, 2, 4],
         "one cell per distinct count, in order"
     );
