@@ -6,6 +6,7 @@
 
 use plotters::coord::Shift;
 use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use super::canvas::{
     FONT, Figure, VIOLATION, drawing, duration_label, log_range, system_colour, x_ticks,
@@ -232,7 +233,9 @@ impl CapacityFigure<'_> {
                 .draw_series(std::iter::once(Text::new(
                     format!("SLO {}", duration_label(s)),
                     (lo, s),
-                    (FONT, 13).into_font().color(&VIOLATION),
+                    TextStyle::from((FONT, 13).into_font())
+                        .color(&VIOLATION)
+                        .pos(Pos::new(HPos::Left, VPos::Bottom)),
                 )))
                 .map_err(drawing)?;
         }
