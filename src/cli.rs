@@ -45,6 +45,10 @@ pub enum Command {
     /// on disk.
     /// With no arguments: hot-lock on all four systems under both strategies.
     Run(RunArgs),
+    /// Sweep the client count of one system × strategy × workload on one cluster, fit the
+    /// Universal Scalability Law to the throughput, and write capacity.json, the capacity
+    /// plot and the reports into the run folder.
+    Capacity(CapacityArgs),
     /// Build the server images that are missing or out of date (no registry needed).
     Images,
     /// Check the Docker engine and the images, and say how to fix what is missing.
@@ -143,6 +147,40 @@ pub struct RunArgs {
     pub strict: bool,
 }
 
+/// Arguments of `lockbench capacity`.
+#[derive(Debug, clap::Args)]
+pub struct CapacityArgs {
+    /// The system to sweep.
+    #[arg(long)]
+    pub system: System,
+    /// The waiting strategy.
+    #[arg(long, help = strategy_help())]
+    pub strategy: crate::recipe::Strategy,
+    /// Workload file; default: the built-in hot-lock workload.
+    #[arg(long)]
+    pub workload: Option<std::path::PathBuf>,
+    /// Client counts, comma-separated, at least 3 distinct, each 1 to 4096, e.g. 1,2,4,8,16.
+    #[arg(
+        long,
+        required = true,
+        value_delimiter = ',',
+        value_parser = clap::value_parser!(u32).range(crate::spec::CLIENTS.0..=crate::spec::CLIENTS.1)
+    )]
+    pub clients: Vec<u32>,
+    /// Latency objective, e.g. p99=50ms: report the most clients that keep it.
+    #[arg(long)]
+    pub slo: Option<crate::capacity::Slo>,
+    /// Length of each cell (e.g. 30s), 1s to 1day; default: the workload's.
+    #[arg(long, value_parser = run_duration)]
+    pub duration: Option<std::time::Duration>,
+    /// Seed for every random choice; default: the workload's.
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Folder under which the run's folder is made (default: results/).
+    #[arg(long)]
+    pub out: Option<std::path::PathBuf>,
+}
+
 /// `--clients-as`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum ClientsAsArg {
@@ -227,12 +265,20 @@ fn sizes_help() -> String {
 }
 
 fn strategies_help() -> String {
+    format!(
+        "Strategies, comma-separated ({}); default: the workload's",
+        strategies_per_system()
+    )
+}
+
+fn strategy_help() -> String {
+    format!("The waiting strategy ({})", strategies_per_system())
+}
+
+fn strategies_per_system() -> String {
     let per_system: Vec<String> = crate::system::FACTS
         .iter()
         .map(|f| format!("{}: {}", f.name, f.system.strategies_text()))
         .collect();
-    format!(
-        "Strategies, comma-separated ({}); default: the workload's",
-        per_system.join("; ")
-    )
+    per_system.join("; ")
 }

@@ -15,8 +15,9 @@
 //! into files ([`environment`] records what the run ran on). [`plan`] expands the matrix (each cell has a [`plan::CellId`]); [`runner`] plays
 //! it, with clients from a [`runner::Backend`] (real clusters, or the mock), in-process or as
 //! `lockbench worker` processes that a client-pause fault can stop as a whole.
-//! [`capacity`] will read results across concurrencies; for now it holds the Universal
-//! Scalability Law fit ([`capacity::fit`]) that capacity planning builds on.
+//! [`capacity`] reads a concurrency sweep's cells (`lockbench capacity`): the Universal
+//! Scalability Law fit ([`capacity::fit`]), the [`capacity::Capacity`] report and its SLO
+//! answers, written to `capacity.json` and drawn by the plots exporter.
 //!
 //! Where a new piece goes:
 //! - a system: a cluster provider in `cluster/`, a recipe folder in `recipe/`, one entry in

@@ -55,6 +55,7 @@ fn describe(e: &anyhow::Error) -> String {
 async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Run(args) => run_comparison(args).await,
+        Command::Capacity(args) => run_capacity(args).await,
         Command::Images => {
             let reports =
                 image::ensure(&system::ALL_IMAGES, &|line| eprintln!("lockbench: {line}")).await?;
@@ -249,6 +250,60 @@ async fn run_comparison(args: lockbench::cli::RunArgs) -> anyhow::Result<ExitCod
         return Ok(Exit::Interrupted.into());
     }
     Ok(verdicts(&outcome.summaries, args.strict).into())
+}
+
+/// `lockbench capacity`: the sweep run as `lockbench run` runs a plan, then the capacity
+/// report, its figure and the reports written into the run folder, and a summary printed.
+async fn run_capacity(args: lockbench::cli::CapacityArgs) -> anyhow::Result<ExitCode> {
+    use lockbench::capacity::sweep::{self, Sweep};
+    use lockbench::spec::Workload;
+    // Everything is validated before any container starts.
+    let workload = match &args.workload {
+        Some(p) => Workload::from_file(p)?,
+        None => Workload::from_str(DEFAULT_WORKLOAD, "hot-lock")?,
+    };
+    let spec = Sweep {
+        system: args.system,
+        strategy: args.strategy,
+        clients: args.clients,
+        duration: args.duration,
+        seed: args.seed,
+    };
+    let run_id = docker::new_run_id();
+    let plan = spec.plan(&run_id, &workload)?;
+    docker::connect().await?;
+    let name = format!("capacity-{}", workload.name);
+    let folder = lockbench::runner::RunFolder::create(args.out.as_deref(), &name)?;
+    eprintln!(
+        "lockbench: capacity sweep of {} {}, {} cells on one cluster; results in {}",
+        spec.system,
+        spec.strategy,
+        plan.cells.len(),
+        folder.path().display()
+    );
+    let progress = lockbench::runner::progress::for_stderr(plan.cells.len());
+    let outcome = lockbench::runner::run(plan, folder, progress.as_ref()).await?;
+    if outcome.interrupted {
+        eprintln!(
+            "lockbench: interrupted; not run: {}; no capacity report",
+            outcome.not_run.join(", ")
+        );
+        return Ok(Exit::Interrupted.into());
+    }
+    let capacity = sweep::finish(
+        &outcome.folder,
+        &outcome.summaries,
+        args.slo,
+        &lockbench::report::Exporters::reports(),
+    )?;
+    for line in sweep::summary_lines(&capacity) {
+        println!("{line}");
+    }
+    println!(
+        "{}",
+        lockbench::capacity::file::path(&outcome.folder).display()
+    );
+    Ok(verdicts(&outcome.summaries, false).into())
 }
 
 /// Says which cells are not as their workloads expect, and whether that fails the command.

@@ -137,6 +137,27 @@ fn a_missing_workload_file_is_named_with_its_os_error_once() {
 }
 
 #[test]
+fn capacity_refuses_a_bad_slo_and_too_few_client_counts_before_docker() {
+    let base = ["capacity", "--system", "etcd", "--strategy", "predecessor"];
+    let with = |more: &[&str]| lockbench(&[&base[..], more].concat());
+    let (code, text) = with(&["--clients", "1,2,4", "--slo", "50ms"]);
+    assert_eq!(code, 2, "{text}");
+    assert!(text.contains("write the SLO as p99=<duration>"), "{text}");
+    let (code, text) = with(&["--clients", "1,2,4", "--slo", "p99=soon"]);
+    assert_eq!(code, 2, "{text}");
+    assert!(text.contains("is not a duration"), "{text}");
+    let (code, text) = with(&["--clients", "1,2,2"]);
+    assert_eq!(code, 2, "{text}");
+    assert!(
+        text.contains("at least 3 distinct client counts, got 2 (1,2)"),
+        "{text}"
+    );
+    let (code, text) = with(&[]);
+    assert_eq!(code, 2, "{text}");
+    assert!(text.contains("--clients"), "{text}");
+}
+
+#[test]
 fn clients_as_flags_are_checked_and_the_worker_is_hidden() {
     let (code, text) = lockbench(&["run", "--clients-as", "threads"]);
     assert_eq!(code, 2, "{text}");

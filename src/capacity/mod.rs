@@ -7,10 +7,20 @@
 //! highest measured concurrency that keeps the latency SLO next to the law's prediction of it,
 //! as `capacity.json`, a plot and a section of the report.
 //!
-//! What is here so far is the pure part, with no I/O: [`usl`], the fit itself
-//! ([`fit`] → [`UslFit`]), which the sweep, the exporters and the report will build on.
+//! Here: [`usl`], the fit itself ([`fit`] → [`UslFit`]); [`report`], the pure
+//! [`Capacity`] report of a sweep's cells; [`slo`], the `--slo` bound; [`file`],
+//! `capacity.json`; and [`sweep`], the plan of a sweep and what is done with its cells. The
+//! plots exporter draws the capacity figure from `capacity.json`
+//! ([`crate::report::plots::capacity`]). Not yet: `--repeat N`, and a capacity section of its
+//! own in report.md/report.html (they show the figure, as every listed plot).
 
+pub mod file;
 mod linalg;
+pub mod report;
+pub mod slo;
+pub mod sweep;
 pub mod usl;
 
+pub use report::{CAPACITY_FILE, Capacity, CapacityError, FitOutcome};
+pub use slo::Slo;
 pub use usl::{FitError, UslFit, fit};

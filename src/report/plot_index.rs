@@ -23,8 +23,8 @@ pub struct PlotIndex {
 /// One plot, drawn twice (SVG and PNG) into [`PLOTS_DIR`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PlotEntry {
-    /// What the plot shows: `latency-distribution`, `herd-wakeups`, `herd-handoff`, `fairness`
-    /// (run-level), `latency-over-time`, `safety-timeline` (per cell).
+    /// What the plot shows: `latency-distribution`, `herd-wakeups`, `herd-handoff`,
+    /// `capacity`, `fairness` (run-level), `latency-over-time`, `safety-timeline` (per cell).
     pub kind: String,
     /// The figure's title.
     pub title: String,

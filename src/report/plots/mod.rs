@@ -1,13 +1,15 @@
 //! The plots exporter: PNG and SVG figures of a run under `<run>/plots/`, listed in
 //! `plots/index.json` (see [`crate::report::plot_index`]) for the reports to show.
 //!
-//! Per run (redrawn after every cell): the latency distribution on the nines axis, and the
-//! herd's wake-ups and handoff latency against clients. Per cell (drawn once, when the cell
+//! Per run (redrawn after every cell): the latency distribution on the nines axis, the
+//! herd's wake-ups and handoff latency against clients, and, when the run has a
+//! `capacity.json` (a `lockbench capacity` sweep), its capacity figure. Per cell (drawn once, when the cell
 //! finishes, or by `run_updated` when missing, e.g. after `lockbench report` cleared them):
 //! latency over time, the safety timeline and fairness. One file per figure in this folder;
 //! [`canvas`] holds what they share.
 
 pub mod canvas;
+pub mod capacity;
 pub mod cell_data;
 pub mod fairness;
 pub mod herd;
@@ -145,6 +147,20 @@ fn draw_run(
         "release → next grant on the same key, p50, by number of contending clients; herd dashed, predecessor solid",
         &|| render(&handoff, plots, "herd-handoff"),
     )?;
+    let report = crate::capacity::file::read(run).map_err(|e| ExportError {
+        exporter: EXPORTER,
+        path: crate::capacity::file::path(run),
+        source: std::io::Error::other(e.to_string()),
+    })?;
+    if let Some(report) = report {
+        let figure = capacity::CapacityFigure { capacity: &report };
+        add(
+            "capacity",
+            &format!("Capacity: {} {}", report.system, report.strategy),
+            "from capacity.json; above: measured throughput (points) against clients, the fitted USL curve and its peak N* (dashed); below: measured acquire p99, the SLO (red dashed) and the USL's calibrated p99 prediction (dotted)",
+            &|| render(&figure, plots, &capacity::stem(&report)),
+        )?;
+    }
     Ok(entries)
 }
 
