@@ -9,7 +9,8 @@
 //! ([`UslFit::response_time`]). The prediction assumes the acquire p99 is proportional to
 //! that cycle time, `p99(N) ≈ k · R(N)`, and calibrates `k` on the sweep itself: the median
 //! over the measured points of `p99_i / (N_i / X_i)` (the median, so one outlying cell does
-//! not move it). It then reports the highest `N` from 1 up to [`PREDICTION_LIMIT`] such that
+//! not move it). It then reports the highest `N` from 1 up to [`PREDICTION_REACH`] times the
+//! largest measured count (at most [`PREDICTION_LIMIT`]) such that
 //! `k · R(m) ≤ SLO` for every `m ≤ N` ([`UslFit::max_clients_within`]). The assumption is
 //! rough where the p99 is dominated by something the cycle time does not see (timeouts, a
 //! few slow grants), so the prediction is reported next to the measured answer, never instead.
@@ -28,6 +29,10 @@ pub const CAPACITY_FILE: &str = "capacity.json";
 /// The highest concurrency the USL's SLO prediction looks at (the most clients a cell may
 /// have), so an extrapolation past the sweep stays bounded.
 pub const PREDICTION_LIMIT: u32 = crate::spec::CLIENTS.1 as u32;
+
+/// How far past the largest measured client count the prediction may reach: a fit on 1–4
+/// clients once predicted 1 226 (mock), which no sweep had come near.
+pub const PREDICTION_REACH: u32 = 4;
 
 /// One measured cell of the sweep.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -61,8 +66,8 @@ pub struct SloPrediction {
     /// The calibration `k` in `p99 ≈ k · N / X(N)` (dimensionless: µs of p99 per µs of
     /// cycle time).
     pub p99_per_cycle_time: f64,
-    /// The highest `N` looked at ([`PREDICTION_LIMIT`]); `max_clients` equal to it means
-    /// "at least this many".
+    /// The highest `N` looked at ([`PREDICTION_REACH`] × the largest measured count, at most
+    /// [`PREDICTION_LIMIT`]); `max_clients` equal to it means "at least this many".
     pub searched_up_to: u32,
 }
 
@@ -230,13 +235,17 @@ fn predict_within(fit: &UslFit, points: &[Point], slo_us: u64) -> Option<SloPred
         (ratios[mid - 1] + ratios[mid]) / 2.0
     };
     let slo = slo_us as f64;
-    let max_clients = fit.max_clients_within(PREDICTION_LIMIT, |n, x| {
+    let largest = points.iter().map(|p| p.clients).max().unwrap_or(1);
+    let limit = largest
+        .saturating_mul(PREDICTION_REACH)
+        .min(PREDICTION_LIMIT);
+    let max_clients = fit.max_clients_within(limit, |n, x| {
         x > 0.0 && x.is_finite() && k * 1e6 * n / x <= slo
     });
     Some(SloPrediction {
         max_clients,
         p99_per_cycle_time: k,
-        searched_up_to: PREDICTION_LIMIT,
+        searched_up_to: limit,
     })
 }
 

@@ -61,7 +61,8 @@ fn the_synthetic_sweep_gives_the_known_law_peak_and_slo_answers() {
     let pred = cap.usl_prediction_within_slo.as_ref().unwrap();
     assert!((pred.p99_per_cycle_time - 2.0).abs() < 1e-3, "k {pred:?}");
     assert_eq!(pred.max_clients, Some(7));
-    assert_eq!(pred.searched_up_to, PREDICTION_LIMIT);
+    // The sweep reached 10 clients: the prediction looks 4 times as far, no further.
+    assert_eq!(pred.searched_up_to, 10 * PREDICTION_REACH);
 }
 
 #[test]
