@@ -128,7 +128,12 @@ pub fn summary_lines(c: &Capacity) -> Vec<String> {
                 (Some(n), Some(x)) => {
                     format!("peak: N* = {n:.1} clients, predicted peak throughput {x:.1}/s")
                 }
-                _ => "peak: none (κ ≤ 0 or σ ≥ 1: throughput does not turn down)".to_string(),
+                _ if f.sigma >= 1.0 => format!(
+                    "peak: at 1 client (σ ≥ 1: every added client costs throughput; {:.1}/s at 1)",
+                    f.predict(1.0)
+                ),
+                _ => "peak: none within reach (κ ≤ 0: throughput still rising towards λ/σ)"
+                    .to_string(),
             });
         }
         None => lines.push(format!("USL fit: failed: {}", fit_error(c))),

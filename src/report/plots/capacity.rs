@@ -65,7 +65,8 @@ impl CapacityFigure<'_> {
                     self.capacity.peak_throughput,
                 ) {
                     (Some(n), Some(x)) => format!("; N* = {n:.1}, peak X = {x:.1}/s"),
-                    _ => "; no peak (κ ≤ 0 or σ ≥ 1)".to_string(),
+                    _ if f.sigma >= 1.0 => "; peak at 1 client (σ ≥ 1)".to_string(),
+                    _ => "; no peak within reach (κ ≤ 0)".to_string(),
                 };
                 format!(
                     "USL: λ = {:.2}/s{}, σ = {:.4}{}, κ = {:.5}{}, R² = {:.3}{peak}",
