@@ -234,22 +234,38 @@ async fn run_comparison(args: lockbench::cli::RunArgs) -> anyhow::Result<ExitCod
         .map(|w| w.name.as_str())
         .collect::<Vec<_>>()
         .join("+");
-    let folder = lockbench::runner::RunFolder::create(args.out.as_deref(), &name)?;
+    let heading = format!("{} cells", plan.cells.len());
+    let Some(outcome) = play(plan, args.out.as_deref(), &name, &heading, "").await? else {
+        return Ok(Exit::Interrupted.into());
+    };
+    Ok(verdicts(&outcome.summaries, args.strict).into())
+}
+
+/// Plays `plan` into a new run folder `name` under `out` with the progress on stderr, after
+/// saying `heading` and where the results go; `None` (said, with `interrupted_note`) when
+/// Ctrl-C or SIGTERM ended it.
+async fn play(
+    plan: lockbench::plan::Plan,
+    out: Option<&std::path::Path>,
+    name: &str,
+    heading: &str,
+    interrupted_note: &str,
+) -> anyhow::Result<Option<lockbench::runner::RunOutcome>> {
+    let folder = lockbench::runner::RunFolder::create(out, name)?;
     eprintln!(
-        "lockbench: {} cells; results in {}",
-        plan.cells.len(),
+        "lockbench: {heading}; results in {}",
         folder.path().display()
     );
     let progress = lockbench::runner::progress::for_stderr(plan.cells.len());
     let outcome = lockbench::runner::run(plan, folder, progress.as_ref()).await?;
     if outcome.interrupted {
         eprintln!(
-            "lockbench: interrupted; not run: {}",
+            "lockbench: interrupted; not run: {}{interrupted_note}",
             outcome.not_run.join(", ")
         );
-        return Ok(Exit::Interrupted.into());
+        return Ok(None);
     }
-    Ok(verdicts(&outcome.summaries, args.strict).into())
+    Ok(Some(outcome))
 }
 
 /// `lockbench capacity`: the sweep run as `lockbench run` runs a plan, then the capacity
@@ -273,23 +289,16 @@ async fn run_capacity(args: lockbench::cli::CapacityArgs) -> anyhow::Result<Exit
     let plan = spec.plan(&run_id, &workload)?;
     docker::connect().await?;
     let name = format!("capacity-{}", workload.name);
-    let folder = lockbench::runner::RunFolder::create(args.out.as_deref(), &name)?;
-    eprintln!(
-        "lockbench: capacity sweep of {} {}, {} cells on one cluster; results in {}",
+    let heading = format!(
+        "capacity sweep of {} {}, {} cells on one cluster",
         spec.system,
         spec.strategy,
-        plan.cells.len(),
-        folder.path().display()
+        plan.cells.len()
     );
-    let progress = lockbench::runner::progress::for_stderr(plan.cells.len());
-    let outcome = lockbench::runner::run(plan, folder, progress.as_ref()).await?;
-    if outcome.interrupted {
-        eprintln!(
-            "lockbench: interrupted; not run: {}; no capacity report",
-            outcome.not_run.join(", ")
-        );
+    let note = "; no capacity report";
+    let Some(outcome) = play(plan, args.out.as_deref(), &name, &heading, note).await? else {
         return Ok(Exit::Interrupted.into());
-    }
+    };
     let capacity = sweep::finish(
         &outcome.folder,
         &outcome.summaries,
