@@ -251,4 +251,4 @@ fn predict_within(fit: &UslFit, points: &[Point], slo_us: u64) -> Option<SloPred
 
 #[cfg(test)]
 #[path = "report_tests.rs"]
-mod tests;
+pub(crate) mod tests;

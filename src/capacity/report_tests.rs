@@ -3,7 +3,7 @@ use crate::plan::CellId;
 use crate::stats::{CellInfo, analyze};
 
 /// The exact synthetic set: λ = 1, σ = κ = 0.02.
-const SYNTHETIC: [(u32, f64); 6] = [
+pub(crate) const SYNTHETIC: [(u32, f64); 6] = [
     (1, 1.0),
     (2, 1.8868),
     (4, 3.0769),
@@ -14,7 +14,7 @@ const SYNTHETIC: [(u32, f64); 6] = [
 
 /// A hand-made summary of etcd predecessor on workload `w` at `clients`, with the throughput
 /// and p99 given and `count` acquisitions.
-fn cell(clients: u32, throughput: f64, p99_us: u64, count: u64) -> CellSummary {
+pub(crate) fn cell(clients: u32, throughput: f64, p99_us: u64, count: u64) -> CellSummary {
     let info = CellInfo {
         id: CellId::new(System::Etcd, Strategy::Predecessor, "w", clients),
         warmup: std::time::Duration::ZERO,
@@ -31,7 +31,7 @@ fn cell(clients: u32, throughput: f64, p99_us: u64, count: u64) -> CellSummary {
 }
 
 /// The synthetic set with p99 = 2 × the cycle time N/X (in µs; X is per second).
-fn synthetic() -> Vec<CellSummary> {
+pub(crate) fn synthetic() -> Vec<CellSummary> {
     SYNTHETIC
         .iter()
         .rev() // out of order on purpose: the report sorts by clients

@@ -280,40 +280,13 @@ impl Figure for CapacityFigure<'_> {
 mod tests {
     use super::*;
     use crate::capacity::Slo;
+    use crate::capacity::report::tests::{cell, synthetic};
     use crate::capacity::report::{Capacity, Point};
-    use crate::plan::CellId;
-    use crate::recipe::Strategy;
-    use crate::stats::{CellInfo, analyze};
-    use crate::system::System;
-
-    fn cell(clients: u32, throughput: f64, p99_us: u64) -> crate::stats::CellSummary {
-        let info = CellInfo {
-            id: CellId::new(System::Zookeeper, Strategy::Predecessor, "w", clients),
-            warmup: std::time::Duration::ZERO,
-            end_us: Some(1_000_000),
-            resource: Default::default(),
-            expect: Default::default(),
-        };
-        let mut s = analyze(&[], &info).summary;
-        s.throughput_per_s = throughput;
-        s.acquire_latency_us.p99 = p99_us;
-        s.acquire_latency_us.count = 100;
-        s
-    }
 
     #[test]
     fn draws_the_synthetic_sweep_with_fit_peak_and_slo() {
-        let cells: Vec<_> = [
-            (1, 1.0),
-            (2, 1.8868),
-            (4, 3.0769),
-            (6, 3.5294),
-            (8, 3.5398),
-            (10, 3.3557),
-        ]
-        .iter()
-        .map(|&(n, x)| cell(n, x, (2e6 * f64::from(n) / x) as u64))
-        .collect();
+        // The exact synthetic set, p99 = 2 × the cycle time N/X.
+        let cells = synthetic();
         let cap = Capacity::of(&cells, Some(Slo { p99_us: 4_000_000 })).unwrap();
         let svg = super::super::draws(&CapacityFigure { capacity: &cap });
         assert!(svg.trim_end().ends_with("</svg>"));
@@ -321,12 +294,12 @@ mod tests {
         assert!(svg.contains("SLO 4 s"), "SLO line not labelled");
         assert!(svg.contains("measured max clients 6, USL predicts 7"));
         assert!(svg.contains("σ = 0.0200"), "fit not shown");
-        assert_eq!(stem(&cap), "capacity-zookeeper-predecessor");
+        assert_eq!(stem(&cap), "capacity-etcd-predecessor");
     }
 
     #[test]
     fn draws_one_point_and_an_empty_report_without_panicking() {
-        let cap = Capacity::of(&[cell(4, 250.0, 900)], Some(Slo { p99_us: 500 })).unwrap();
+        let cap = Capacity::of(&[cell(4, 250.0, 900, 100)], Some(Slo { p99_us: 500 })).unwrap();
         let svg = super::super::draws(&CapacityFigure { capacity: &cap });
         assert!(svg.contains("no USL fit"), "the fit error is shown");
         assert!(svg.contains("measured max clients none"));
