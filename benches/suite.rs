@@ -86,6 +86,7 @@ fn suite(c: &mut Criterion) {
             workload: "synthetic".into(),
             chaos: NO_CHAOS.into(),
             clients: 16,
+            repetition: None,
         },
         warmup: Duration::ZERO,
         end_us: None,

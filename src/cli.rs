@@ -86,6 +86,13 @@ pub enum Command {
         /// A run folder, e.g. results/latest or results/<run>.
         dir: std::path::PathBuf,
     },
+    /// Baselines for `lockbench gate`.
+    #[command(subcommand)]
+    Baseline(BaselineCommand),
+    /// Compare a run with a baseline cell by cell: exit 1 on a speed regression past both the
+    /// metric's floor and the baseline's spread, or on any safety rule broken; 0 otherwise; 2
+    /// when it cannot judge (a missing cell, another schema). Prints a Markdown table.
+    Gate(GateArgs),
     /// Remove every container and network any lockbench run left behind.
     Clean {
         /// Only those of this run id (the `lockbench.run` label), e.g. from `up`'s JSON.
@@ -145,6 +152,11 @@ pub struct RunArgs {
     /// (without it only a cell expected safe and judged unsafe fails the run).
     #[arg(long)]
     pub strict: bool,
+    /// Run every cell N times, 1 to 100, in rounds (every cell once, then again), each round
+    /// on fresh clusters; the run's summary.json keeps every repetition and their median and
+    /// spread, which `lockbench baseline save` and `lockbench gate` read.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub repeat: u32,
 }
 
 /// Arguments of `lockbench capacity`.
@@ -179,6 +191,74 @@ pub struct CapacityArgs {
     /// Folder under which the run's folder is made (default: results/).
     #[arg(long)]
     pub out: Option<std::path::PathBuf>,
+    /// Run every count N times, 1 to 100, in rounds (every count once, then again), each
+    /// round on a fresh cluster; every repetition is a point of the fit and of the SLO check
+    /// (all repetitions at a count must keep it).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub repeat: u32,
+}
+
+/// `lockbench baseline ...`.
+#[derive(Debug, Subcommand)]
+pub enum BaselineCommand {
+    /// Write a baseline (each cell's per-metric medians, spreads and repetitions, its safety,
+    /// and the environment) from finished runs, best several made with `run --repeat N`.
+    Save {
+        /// The baseline file to write, e.g. results/baselines/ci-smoke.json.
+        file: std::path::PathBuf,
+        /// The run folder to read (default: results/latest); repeat it to pool several runs of
+        /// the same matrix, whose fresh clusters put the spread between clusters into the
+        /// baseline.
+        #[arg(long)]
+        from: Vec<std::path::PathBuf>,
+    },
+}
+
+/// Arguments of `lockbench gate`.
+#[derive(Debug, clap::Args)]
+pub struct GateArgs {
+    /// The baseline file (`lockbench baseline save`); without one only safety is gated (any
+    /// violation in a cell expected safe fails).
+    #[arg(long)]
+    pub baseline: Option<std::path::PathBuf>,
+    /// The run folder to judge (default: results/latest); repeat it to pool several runs of
+    /// the same matrix (e.g. a confirmation run of the cells that regressed), whose
+    /// repetitions are then taken together as one.
+    #[arg(long)]
+    pub current: Vec<std::path::PathBuf>,
+    /// A metric's floor in percent, repeatable: throughput=20, acquire_p99=25, handoff_p50=25,
+    /// wakeups_per_acquisition=10 are the defaults.
+    #[arg(long = "threshold", value_name = "METRIC=PCT", value_parser = crate::gate::compare::parse_threshold)]
+    pub thresholds: Vec<(crate::gate::Metric, f64)>,
+    /// How many standard errors of the difference of medians (from the baseline's IQR and
+    /// both sides' repetition counts) a change must also exceed; default 3.
+    #[arg(long, default_value_t = crate::gate::compare::DEFAULT_SIGMAS, value_parser = sigmas)]
+    pub sigmas: f64,
+    /// Compare each cell after dividing out the suite's machine factor (per metric, the median
+    /// of current ÷ baseline over the cells), for a baseline made on another host; the factor
+    /// itself fails past LIMIT (default 2: half the throughput, twice the latency).
+    #[arg(long, value_name = "LIMIT", num_args = 0..=1,
+          default_missing_value = "2", value_parser = machine_limit)]
+    pub normalize: Option<f64>,
+    /// Also write the outcome as JUnit XML to this file.
+    #[arg(long)]
+    pub junit: Option<std::path::PathBuf>,
+}
+
+fn sigmas(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(v) if v.is_finite() && (0.0..=100.0).contains(&v) => Ok(v),
+        _ => Err(format!("'{text}' is not a number from 0 to 100, e.g. 3")),
+    }
+}
+
+fn machine_limit(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 1.0 && v <= 100.0 => Ok(v),
+        _ => Err(format!(
+            "'{text}' is not a factor above 1 and at most 100, e.g. 2 (half the throughput)"
+        )),
+    }
 }
 
 /// `--clients-as`.

@@ -37,6 +37,7 @@ pub mod cluster;
 pub mod docker;
 pub mod doctor;
 pub mod environment;
+pub mod gate;
 pub mod history;
 pub mod image;
 pub mod plan;

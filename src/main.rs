@@ -185,6 +185,24 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             );
             Ok(Exit::Ok.into())
         }
+        Command::Baseline(lockbench::cli::BaselineCommand::Save { file, mut from }) => {
+            if from.is_empty() {
+                from.push(lockbench::gate::baseline::latest_run());
+            }
+            let b = lockbench::gate::Baseline::of_runs(&from)?;
+            b.save(&file)?;
+            let reps: Vec<u32> = b.cells.iter().map(|c| c.repetitions).collect();
+            println!(
+                "{}: {} cells from {} ({} to {} repetitions each)",
+                file.display(),
+                b.cells.len(),
+                b.source,
+                reps.iter().min().unwrap_or(&0),
+                reps.iter().max().unwrap_or(&0)
+            );
+            Ok(Exit::Ok.into())
+        }
+        Command::Gate(args) => gate(args),
         Command::Clean { run_id } => {
             let d = docker::connect().await?;
             let removed = docker::remove_labelled(&d, run_id.as_deref()).await?;
@@ -224,7 +242,7 @@ async fn run_comparison(args: lockbench::cli::RunArgs) -> anyhow::Result<ExitCod
         seed: args.seed,
     };
     let run_id = docker::new_run_id();
-    let plan = Plan::expand(&run_id, &args.systems, &workloads, &ov)?;
+    let plan = Plan::expand(&run_id, &args.systems, &workloads, &ov)?.repeated(args.repeat);
     for s in &plan.skipped {
         eprintln!("lockbench: skipped {s}");
     }
@@ -286,7 +304,7 @@ async fn run_capacity(args: lockbench::cli::CapacityArgs) -> anyhow::Result<Exit
         seed: args.seed,
     };
     let run_id = docker::new_run_id();
-    let plan = spec.plan(&run_id, &workload)?;
+    let plan = spec.plan(&run_id, &workload)?.repeated(args.repeat);
     docker::connect().await?;
     let name = format!("capacity-{}", workload.name);
     let heading = format!(
@@ -313,6 +331,33 @@ async fn run_capacity(args: lockbench::cli::CapacityArgs) -> anyhow::Result<Exit
         lockbench::capacity::file::path(&outcome.folder).display()
     );
     Ok(verdicts(&outcome.summaries, false).into())
+}
+
+/// `lockbench gate`: the table on stdout, JUnit when asked; exit 1 on a failure, 2 when the
+/// gate cannot judge.
+fn gate(args: lockbench::cli::GateArgs) -> anyhow::Result<ExitCode> {
+    use lockbench::gate;
+    let current = if args.current.is_empty() {
+        vec![gate::baseline::latest_run()]
+    } else {
+        args.current
+    };
+    let th = gate::Thresholds {
+        normalize: args.normalize,
+        ..gate::Thresholds::with(&args.thresholds, args.sigmas)
+    };
+    let outcome = gate::gate(args.baseline.as_deref(), &current, &th)?;
+    print!("{}", gate::output::markdown(&outcome));
+    if let Some(path) = &args.junit {
+        std::fs::write(path, gate::output::junit(&outcome))
+            .with_context(|| format!("writing the JUnit file {}", path.display()))?;
+    }
+    Ok(if outcome.passed() {
+        Exit::Ok
+    } else {
+        Exit::UnsafeOrRegression
+    }
+    .into())
 }
 
 /// Says which cells are not as their workloads expect, and whether that fails the command.

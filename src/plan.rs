@@ -24,6 +24,8 @@ pub struct Cell {
     pub workload: Workload,
     /// The fault schedule ([`Schedule::none`] without chaos), with `--seed` applied.
     pub chaos: Schedule,
+    /// Which run of this cell it is under `--repeat N` (1 to N); `None` without repetitions.
+    pub repetition: Option<u32>,
 }
 
 impl Cell {
@@ -34,6 +36,7 @@ impl Cell {
             strategy,
             workload,
             chaos: Schedule::none(),
+            repetition: None,
         }
     }
 
@@ -45,6 +48,7 @@ impl Cell {
             workload: self.workload.name.clone(),
             chaos: self.chaos.name.clone(),
             clients: self.workload.clients,
+            repetition: self.repetition,
         }
     }
 
@@ -67,8 +71,9 @@ fn no_chaos() -> String {
 }
 
 /// The coordinates of one cell, stored in its summary: what results are compared on (the
-/// regression gate keys baselines on it). Displayed as the cell's folder name,
-/// `<system>-<strategy>-<workload>[-<chaos>]-c<clients>` (no chaos part without a schedule).
+/// regression gate keys baselines on [`CellId::base`]). Displayed as the cell's folder name,
+/// `<system>-<strategy>-<workload>[-<chaos>]-c<clients>[-r<repetition>]` (no chaos part
+/// without a schedule, no repetition part without `--repeat`).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct CellId {
     /// The system the cell runs on.
@@ -82,6 +87,9 @@ pub struct CellId {
     pub chaos: String,
     /// Concurrent clients.
     pub clients: u32,
+    /// Which run of the cell this is under `--repeat N` (1 to N); absent without repetitions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repetition: Option<u32>,
 }
 
 impl CellId {
@@ -93,6 +101,15 @@ impl CellId {
             workload: workload.to_string(),
             chaos: NO_CHAOS.to_string(),
             clients,
+            repetition: None,
+        }
+    }
+
+    /// The cell's coordinates without the repetition: what every repetition of a cell shares.
+    pub fn base(&self) -> CellId {
+        CellId {
+            repetition: None,
+            ..self.clone()
         }
     }
 }
@@ -103,7 +120,11 @@ impl fmt::Display for CellId {
         if self.chaos != NO_CHAOS {
             write!(f, "-{}", self.chaos)?;
         }
-        write!(f, "-c{}", self.clients)
+        write!(f, "-c{}", self.clients)?;
+        if let Some(r) = self.repetition {
+            write!(f, "-r{r}")?;
+        }
+        Ok(())
     }
 }
 
@@ -143,6 +164,9 @@ struct CellRow {
     /// The schedule in the chaos file's syntax; absent for `none`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     schedule: Option<toml::Table>,
+    /// Which repetition of the cell (`--repeat`); absent without repetitions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    repetition: Option<u32>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -313,6 +337,7 @@ impl Plan {
                                 strategy,
                                 workload: w,
                                 chaos: chaos.clone(),
+                                repetition: None,
                             });
                         }
                     }
@@ -334,16 +359,36 @@ impl Plan {
         })
     }
 
-    /// The cells grouped by the cluster they run on (system and size), in plan order, so each
-    /// cluster is started once; a schedule's `cluster_size` gets its own cluster.
+    /// The plan with every cell run `n` times (`--repeat`), in rounds: the first repetition
+    /// of every cell, then the second, and so on, so a drift of the machine over the run hits
+    /// every cell alike instead of all repetitions of one. Each round starts its clusters
+    /// afresh ([`Plan::by_cluster`] groups by round too): a cluster's own luck (which node
+    /// leads, a JVM's warm-up) then weighs on one repetition of a cell, not on all of them, so
+    /// the median of the repetitions sees past one slow cluster. `n` of 1 changes nothing.
+    pub fn repeated(mut self, n: u32) -> Plan {
+        if n <= 1 {
+            return self;
+        }
+        let once = std::mem::take(&mut self.cells);
+        for r in 1..=n {
+            self.cells.extend(once.iter().map(|c| Cell {
+                repetition: Some(r),
+                ..c.clone()
+            }));
+        }
+        self
+    }
+
+    /// The cells grouped by the cluster they run on (system and size, and under `--repeat` the
+    /// round), in plan order, so each cluster is started once; a schedule's `cluster_size` gets
+    /// its own cluster, and each round of repetitions its own clusters.
     pub fn by_cluster(&self) -> Vec<ClusterGroup<'_>> {
         let mut out: Vec<ClusterGroup> = Vec::new();
         for c in &self.cells {
             let size = c.cluster_size();
-            match out
-                .iter_mut()
-                .find(|g| g.system == c.system && g.size == size)
-            {
+            match out.iter_mut().find(|g| {
+                g.system == c.system && g.size == size && g.cells[0].repetition == c.repetition
+            }) {
                 Some(g) => g.cells.push(c),
                 None => out.push(ClusterGroup {
                     system: c.system,
@@ -372,6 +417,7 @@ impl Plan {
                     chaos: c.chaos.name.clone(),
                     workload: c.workload.to_table(),
                     schedule: (c.chaos != Schedule::none()).then(|| c.chaos.to_table()),
+                    repetition: c.repetition,
                 })
                 .collect(),
         };
@@ -412,6 +458,7 @@ impl Plan {
                     strategy: row.strategy,
                     workload,
                     chaos,
+                    repetition: row.repetition,
                 })
             })
             .collect::<Result<Vec<_>, PlanError>>()?;
@@ -466,6 +513,53 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.starts_with("x/plan.toml: not a lockbench plan"), "{e}");
+    }
+
+    #[test]
+    fn repetitions_run_in_rounds_each_on_fresh_clusters_and_read_back() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("workloads");
+        let hot = Workload::from_file(&dir.join("hot-lock.toml")).unwrap();
+        let ov = Overrides {
+            clients: Some(vec![2, 4]),
+            strategies: Some(vec![Strategy::Herd]),
+            ..Overrides::default()
+        };
+        let plan = Plan::expand("r", &[System::Etcd, System::Redis], &[hot], &ov)
+            .unwrap()
+            .repeated(3);
+        let groups: Vec<Vec<String>> = plan
+            .by_cluster()
+            .iter()
+            .map(|g| g.cells.iter().map(|c| c.id().to_string()).collect())
+            .collect();
+        assert_eq!(groups.len(), 6, "two systems × three rounds: {groups:?}");
+        assert_eq!(
+            groups[0],
+            ["etcd-herd-hot-lock-c2-r1", "etcd-herd-hot-lock-c4-r1"]
+        );
+        assert_eq!(
+            groups[1],
+            ["redis-herd-hot-lock-c2-r1", "redis-herd-hot-lock-c4-r1"]
+        );
+        assert_eq!(
+            groups[2],
+            ["etcd-herd-hot-lock-c2-r2", "etcd-herd-hot-lock-c4-r2"]
+        );
+        assert_eq!(
+            groups[5],
+            ["redis-herd-hot-lock-c2-r3", "redis-herd-hot-lock-c4-r3"]
+        );
+        let first = plan.cells[0].id();
+        assert_eq!(first.base().to_string(), "etcd-herd-hot-lock-c2");
+        assert_eq!(first.base(), plan.cells[4].id().base());
+        let back = Plan::from_toml(&plan.to_toml(), "plan.toml").unwrap();
+        let ids = |p: &Plan| p.cells.iter().map(|c| c.id()).collect::<Vec<_>>();
+        assert_eq!(ids(&back), ids(&plan));
+        // One repetition is the plain plan: no suffix.
+        let once = Plan::expand("r", &[System::Etcd], &[back.cells[0].workload.clone()], &ov)
+            .unwrap()
+            .repeated(1);
+        assert_eq!(once.cells[0].id().to_string(), "etcd-herd-hot-lock-c2");
     }
 
     #[test]
@@ -527,6 +621,7 @@ mod tests {
             workload: "hot-lock".into(),
             chaos: NO_CHAOS.into(),
             clients: 16,
+            repetition: None,
         };
         assert_eq!(id.to_string(), "redis-herd-hot-lock-c16");
         id.chaos = "kill-leader".into();

@@ -9,9 +9,9 @@ use lockbench::recipe::Strategy;
 use lockbench::recipe::mock::MockOptions;
 use lockbench::report::Exporters;
 use lockbench::report::plot_index::PlotIndex;
-use lockbench::runner::progress::PlainProgress;
-use lockbench::runner::{MockBackend, RunFolder, run_on};
 use lockbench::spec::Workload;
+
+mod mock_support;
 
 /// One key, short holds, a fixed number of acquisitions per cell.
 const WORKLOAD: &str = "clients = 2\nkeys = 1\nhold = { kind = \"uniform\", min = \"200us\", max = \"1ms\" }\n\
@@ -39,17 +39,7 @@ async fn a_mock_sweep_writes_capacity_json_the_figure_and_keeps_them_on_report()
         [1, 2, 4],
         "one cell per distinct count, in order"
     );
-    let backend = MockBackend::new(MockOptions::default());
-    let folder = RunFolder::create(Some(&out), "cap").expect("folder");
-    let outcome = run_on(
-        &backend,
-        plan,
-        folder,
-        &PlainProgress,
-        &Exporters::files_only(),
-    )
-    .await
-    .expect("run");
+    let outcome = mock_support::play(MockOptions::default(), plan, &out, "cap").await;
     assert_eq!(outcome.summaries.len(), 3);
     let run = outcome.folder;
     let slo = Slo { p99_us: 60_000_000 };
@@ -97,6 +87,23 @@ async fn a_mock_sweep_writes_capacity_json_the_figure_and_keeps_them_on_report()
         assert!(run.join("plots/capacity-redis-predecessor.png").is_file());
         let html = std::fs::read_to_string(run.join("report.html")).unwrap();
         assert!(html.contains("Capacity: redis predecessor"), "{when}");
+        // The capacity section in words and numbers, in both reports.
+        assert!(html.contains("<section id=\"capacity\">"), "{when}");
+        let md = std::fs::read_to_string(run.join("report.md")).unwrap();
+        let section = md
+            .split("\n## Capacity\n")
+            .nth(1)
+            .unwrap_or_else(|| panic!("{when}: {md}"));
+        assert!(
+            section.contains("- USL fit: ") || section.contains("- USL fit: failed"),
+            "{when}"
+        );
+        assert!(
+            section.contains("| clients | acq/s measured | acq/s USL | p99 ms |"),
+            "{when}"
+        );
+        let first = format!("| 1 | {:.1} |", stored.points[0].throughput);
+        assert!(section.contains(&first), "{when}: {first} not in {section}");
     };
     check_listed("after the sweep");
     // `lockbench report` redraws from stored results and keeps the capacity figure.

@@ -7,11 +7,10 @@ use std::path::{Path, PathBuf};
 use lockbench::System;
 use lockbench::plan::{Overrides, Plan};
 use lockbench::recipe::mock::MockOptions;
-use lockbench::report::Exporters;
 use lockbench::report::plot_index::PlotIndex;
-use lockbench::runner::progress::PlainProgress;
-use lockbench::runner::{MockBackend, RunFolder, run_on};
 use lockbench::spec::Workload;
+
+mod mock_support;
 
 /// Six clients on one key, short holds, the fenced register; herd and predecessor.
 const WORKLOAD: &str = "clients = 6\nkeys = 1\nhold = { kind = \"uniform\", min = \"200us\", max = \"2ms\" }\n\
@@ -29,21 +28,12 @@ async fn mock_run(name: &str) -> (PathBuf, PathBuf) {
         ..Overrides::default()
     };
     let plan = Plan::expand("plots", &[System::Redis], &[wl], &overrides).expect("plan");
-    let backend = MockBackend::new(MockOptions {
+    let opts = MockOptions {
         overlap_every: Some(7),
         ttl: std::time::Duration::from_secs(10),
         ..MockOptions::default()
-    });
-    let folder = RunFolder::create(Some(&out), name).expect("folder");
-    let outcome = run_on(
-        &backend,
-        plan,
-        folder,
-        &PlainProgress,
-        &Exporters::files_only(),
-    )
-    .await
-    .expect("run");
+    };
+    let outcome = mock_support::play(opts, plan, &out, name).await;
     assert_eq!(outcome.summaries.len(), 4);
     (out, outcome.folder)
 }

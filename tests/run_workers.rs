@@ -98,6 +98,7 @@ where
         strategy: Strategy::Predecessor,
         workload: Workload::from_str(workload, name).expect("a valid test workload"),
         chaos: lockbench::spec::Schedule::none(),
+        repetition: None,
     };
     let dir = scratch(&format!("{system}-{name}"));
     let path = dir.join("history.jsonl");

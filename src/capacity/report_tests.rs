@@ -121,3 +121,31 @@ fn cells_of_two_strategies_or_none_are_refused() {
     let e = Capacity::of(&cells, None).unwrap_err().to_string();
     assert!(e.contains("one strategy per capacity sweep"), "{e}");
 }
+
+#[test]
+fn repetitions_are_points_of_their_own_and_all_must_keep_the_slo() {
+    // `capacity --repeat 2`: each count twice; the second round 1 % faster.
+    let mut cells = synthetic();
+    cells.extend(synthetic().into_iter().map(|mut c| {
+        c.throughput_per_s *= 1.01;
+        c
+    }));
+    let cap = Capacity::of(&cells, Some(Slo { p99_us: 4_000_000 })).unwrap();
+    assert_eq!(cap.points.len(), 12);
+    let f = cap.fitted().expect("fits");
+    // Halfway between the two rounds' λ (1.0 and 1.01), σ and κ as before.
+    assert!((f.lambda - 1.005).abs() < 2e-3, "λ {}", f.lambda);
+    assert!((f.sigma - 0.02).abs() < 2e-3, "σ {}", f.sigma);
+    assert!((f.kappa - 0.02).abs() < 2e-3, "κ {}", f.kappa);
+    // Make one repetition at 6 clients miss the SLO: 6 is then out, and so is everything above.
+    let at6 = cells.iter().position(|c| c.id.clients == 6).unwrap();
+    cells[at6].acquire_latency_us.p99 = 9_000_000;
+    let cap = Capacity::of(&cells, Some(Slo { p99_us: 4_000_000 })).unwrap();
+    assert_eq!(cap.max_clients_within_slo, Some(4));
+    let lines = crate::capacity::sweep::summary_lines(&cap);
+    assert!(
+        lines[0].contains("6 client counts (12 cells with the repetitions)"),
+        "{}",
+        lines[0]
+    );
+}

@@ -99,12 +99,18 @@ pub fn finish(
 /// A few lines for the terminal: λ, σ, κ with their standard errors, R², N*, the peak
 /// throughput, and the clients within the SLO, measured and predicted.
 pub fn summary_lines(c: &Capacity) -> Vec<String> {
+    let counts: std::collections::BTreeSet<u32> = c.points.iter().map(|p| p.clients).collect();
     let mut lines = vec![format!(
-        "capacity of {} {} (workload {}), {} client counts: {}",
+        "capacity of {} {} (workload {}), {} client counts{}: {}",
         c.system,
         c.strategy,
         c.workload,
-        c.points.len(),
+        counts.len(),
+        if counts.len() < c.points.len() {
+            format!(" ({} cells with the repetitions)", c.points.len())
+        } else {
+            String::new()
+        },
         c.points
             .iter()
             .map(|p| format!("{}→{:.1}/s", p.clients, p.throughput))

@@ -15,6 +15,7 @@ pub fn cell(clients: u32) -> CellInfo {
             workload: "test".into(),
             chaos: crate::plan::NO_CHAOS.into(),
             clients,
+            repetition: None,
         },
         warmup: Duration::ZERO,
         end_us: None,

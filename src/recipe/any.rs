@@ -104,6 +104,7 @@ impl Recipe for AnyRecipe {
     }
 
     async fn release(&self, lease: Lease) -> Result<(), LockError> {
+        super::inject::before_release(self.system()).await;
         match self {
             AnyRecipe::Zookeeper(r) => r.release(lease).await,
             AnyRecipe::Etcd(r) => r.release(lease).await,

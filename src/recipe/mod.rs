@@ -21,6 +21,7 @@ mod any;
 mod deadline;
 pub mod etcd;
 mod holders;
+pub mod inject;
 pub mod mock;
 pub mod redis;
 pub mod zookeeper;

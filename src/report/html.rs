@@ -72,6 +72,8 @@ pub fn page(run: &RunReport<'_>) -> String {
     h.push_str(&header(run, &name));
     h.push_str("<main>\n");
     h.push_str(&comparison_section(run.cells));
+    h.push_str(&repetitions_section(run.cells));
+    h.push_str(&capacity_section(run.dir));
     h.push_str(&safety_section(run.cells, &index));
     h.push_str(&faults_section(run.cells));
     h.push_str(&plots_section(run.dir, &index, index_problem.as_deref()));
@@ -192,6 +194,37 @@ fn comparison_section(cells: &[CellSummary]) -> String {
     ));
     s.push_str("</section>\n");
     s
+}
+
+/// Each cell over its repetitions; nothing without repetitions.
+fn repetitions_section(cells: &[CellSummary]) -> String {
+    super::sections::repetitions(cells).map_or(String::new(), |t| {
+        format!(
+            "<section id=\"repetitions\">\n<h2>Repetitions</h2>\n<p>Each cell over its \
+             repetitions (run in rounds, each on fresh clusters): the median and the interquartile range, which \
+             <code>lockbench gate</code> reads.</p>\n{}</section>\n",
+            html_table(&t, "repetitions", |_| String::new(), |_, _, text| text)
+        )
+    })
+}
+
+/// The capacity report (`capacity.json`), when the run has one.
+fn capacity_section(dir: &Path) -> String {
+    super::sections::capacity(dir).map_or(String::new(), |(t, lines)| {
+        let mut s = String::from("<section id=\"capacity\">\n<h2>Capacity</h2>\n<ul>\n");
+        for l in lines {
+            let _ = writeln!(s, "<li>{}</li>", escape(&l));
+        }
+        s.push_str("</ul>\n");
+        s.push_str(&html_table(
+            &t,
+            "capacity",
+            |_| String::new(),
+            |_, _, text| text,
+        ));
+        s.push_str("</section>\n");
+        s
+    })
 }
 
 fn safety_section(cells: &[CellSummary], index: &PlotIndex) -> String {

@@ -41,6 +41,9 @@ impl Exporter for Json {
             interrupted: bool,
             not_run: &'a [String],
             cells: &'a [CellSummary],
+            /// Under `--repeat`: each cell over its repetitions (medians, quartiles, verdicts).
+            #[serde(skip_serializing_if = "Vec::is_empty")]
+            repeated: Vec<crate::gate::CellAggregate>,
         }
         let path = run.dir.join(SUMMARY_FILE);
         let s = RunSummary {
@@ -48,6 +51,11 @@ impl Exporter for Json {
             interrupted: run.interrupted,
             not_run: run.not_run,
             cells: run.cells,
+            repeated: if run.cells.iter().any(|c| c.id.repetition.is_some()) {
+                crate::gate::aggregate(run.cells)
+            } else {
+                Vec::new()
+            },
         };
         write_file(self.name(), &path, &to_json(&s, &path)?)
     }

@@ -19,6 +19,8 @@ impl Exporter for Markdown {
     fn run_updated(&self, run: &RunReport<'_>) -> Result<(), ExportError> {
         let mut md = String::from("# lockbench report\n\n");
         md.push_str(&comparison_table(run.cells));
+        md.push_str(&repetitions_section(run.cells));
+        md.push_str(&capacity_section(run.dir));
         md.push_str(&safety_section(run.cells));
         md.push_str(&faults_section(run.cells));
         if run.interrupted || !run.not_run.is_empty() {
@@ -44,6 +46,30 @@ impl Exporter for Markdown {
         ));
         write_file(self.name(), &run.dir.join(REPORT_FILE), &md)
     }
+}
+
+/// Each cell over its repetitions (`--repeat`); nothing without repetitions.
+pub fn repetitions_section(cells: &[CellSummary]) -> String {
+    super::sections::repetitions(cells).map_or(String::new(), |t| {
+        format!(
+            "\n## Repetitions\n\nEach cell over its repetitions (run in rounds, each on fresh clusters): the median and \
+             the interquartile range, which `lockbench gate` reads.\n\n{}",
+            markdown_table(&t)
+        )
+    })
+}
+
+/// The capacity report (`capacity.json`), when the run has one.
+pub fn capacity_section(dir: &std::path::Path) -> String {
+    super::sections::capacity(dir).map_or(String::new(), |(t, lines)| {
+        let mut s = String::from("\n## Capacity\n\n");
+        for l in lines {
+            s.push_str(&format!("- {l}\n"));
+        }
+        s.push('\n');
+        s.push_str(&markdown_table(&t));
+        s
+    })
 }
 
 /// The plots of `index` (PNG, relative to the run folder): run-level ones shown, each cell's

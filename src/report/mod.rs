@@ -10,6 +10,7 @@ pub mod markdown;
 pub mod plot_index;
 pub mod plots;
 pub mod rebuild;
+pub mod sections;
 pub mod table;
 pub mod terminal;
 

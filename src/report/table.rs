@@ -22,14 +22,14 @@ pub struct Table {
     pub rows: Vec<Vec<String>>,
 }
 
-const fn text(name: &'static str) -> Column {
+pub(crate) const fn text(name: &'static str) -> Column {
     Column {
         name,
         numeric: false,
     }
 }
 
-const fn number(name: &'static str) -> Column {
+pub(crate) const fn number(name: &'static str) -> Column {
     Column {
         name,
         numeric: true,
@@ -73,8 +73,12 @@ pub fn comparison(cells: &[CellSummary]) -> Table {
     if chaos {
         columns.push(text("chaos"));
     }
+    let repeated = cells.iter().any(|c| c.id.repetition.is_some());
+    columns.push(number("clients"));
+    if repeated {
+        columns.push(number("rep"));
+    }
     columns.extend([
-        number("clients"),
         number("acq/s"),
         number("p50 ms"),
         number("p99 ms"),
@@ -100,8 +104,11 @@ pub fn comparison(cells: &[CellSummary]) -> Table {
             if chaos {
                 row.push(c.id.chaos.clone());
             }
+            row.push(c.id.clients.to_string());
+            if repeated {
+                row.push(c.id.repetition.map_or(String::new(), |r| r.to_string()));
+            }
             row.extend([
-                c.id.clients.to_string(),
                 format!("{:.1}", c.throughput_per_s),
                 ms(c.acquire_latency_us.p50),
                 ms(c.acquire_latency_us.p99),

@@ -1,0 +1,446 @@
+//! The gate's rules: cell by cell, each speed metric's change against the larger of its floor
+//! and what the baseline's own spread allows, and safety strictly.
+
+use std::collections::BTreeMap;
+
+use super::GateError;
+use super::aggregate::CellAggregate;
+use super::baseline::Baseline;
+use super::machine;
+use super::metric::Metric;
+use super::spread::Spread;
+use crate::check::Expect;
+use crate::check::safety::SafetyVerdict;
+
+/// How many standard errors of the difference of two medians a change must exceed before the
+/// baseline's spread stops explaining it (3: a fence an A/A comparison crosses about once in
+/// a few hundred metrics, were the repetitions normal).
+pub const DEFAULT_SIGMAS: f64 = 3.0;
+
+/// The standard error of a median of n normal samples is √(π/2)·σ/√n, and σ = IQR / 1.349:
+/// so √(π/2) / 1.349 ≈ 0.929 IQR per √n.
+const MEDIAN_SE_PER_IQR: f64 = 0.929;
+
+/// The `cell` of the rows that hold `--normalize`'s machine factors.
+pub const SUITE_ROW: &str = "suite (machine factor)";
+
+/// The thresholds a comparison uses.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Thresholds {
+    /// Per metric, the smallest worsening (percent) that can fail.
+    pub floors: BTreeMap<Metric, f64>,
+    /// A worsening must also exceed this many standard errors of the difference of the two
+    /// medians, estimated from the baseline's IQR and both sides' repetition counts.
+    pub sigmas: f64,
+    /// `Some(limit)` (`--normalize`): each cell is compared with its baseline times the
+    /// suite's machine factor ([`machine::factors`]), and the factor itself fails past `limit`
+    /// (2: half the throughput, twice the latency); `None`: cells are compared as measured.
+    pub normalize: Option<f64>,
+}
+
+impl Default for Thresholds {
+    fn default() -> Thresholds {
+        Thresholds {
+            floors: Metric::ALL
+                .into_iter()
+                .map(|m| (m, m.default_floor_pct()))
+                .collect(),
+            sigmas: DEFAULT_SIGMAS,
+            normalize: None,
+        }
+    }
+}
+
+/// `--threshold NAME=PCT`: a metric's floor in percent, e.g. `throughput=30`.
+pub fn parse_threshold(text: &str) -> Result<(Metric, f64), String> {
+    let (name, pct) = text.split_once('=').ok_or_else(|| {
+        format!(
+            "'{text}' is not NAME=PERCENT: write e.g. throughput=30 (names: {})",
+            Metric::ALL.map(Metric::name).join(", ")
+        )
+    })?;
+    let metric = Metric::from_name(name.trim())?;
+    let pct: f64 = pct
+        .trim()
+        .trim_end_matches('%')
+        .parse()
+        .map_err(|_| format!("'{pct}' is not a percentage: write e.g. {name}=30"))?;
+    if !(pct.is_finite() && pct > 0.0 && pct < 1000.0) {
+        return Err(format!(
+            "{name}={pct}: a threshold is a percentage above 0 and below 1000"
+        ));
+    }
+    Ok((metric, pct))
+}
+
+impl Thresholds {
+    /// The defaults with `overrides` applied.
+    pub fn with(overrides: &[(Metric, f64)], sigmas: f64) -> Thresholds {
+        let mut t = Thresholds {
+            sigmas,
+            ..Thresholds::default()
+        };
+        for &(m, pct) in overrides {
+            t.floors.insert(m, pct);
+        }
+        t
+    }
+
+    /// The worsening (percent) `metric` may show against `base`, when the current median is of
+    /// `current_n` repetitions, before it fails, and whether the floor or the spread set it.
+    /// The spread's share: `sigmas` × 0.929 × IQR/median × √(1/n_baseline + 1/n_current), the
+    /// standard error of a difference of medians; more repetitions on either side narrow it.
+    pub fn allowance(&self, metric: Metric, base: &Spread, current_n: usize) -> (f64, Bound) {
+        let floor = self.floors[&metric];
+        let n = |k: usize| 1.0 / k.max(1) as f64;
+        let se =
+            MEDIAN_SE_PER_IQR * base.relative_iqr() * (n(base.values.len()) + n(current_n)).sqrt();
+        let noise = 100.0 * self.sigmas * se;
+        if noise > floor {
+            (noise, Bound::Spread)
+        } else {
+            (floor, Bound::Floor)
+        }
+    }
+}
+
+/// What set a threshold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Bound {
+    /// The metric's floor.
+    Floor,
+    /// The baseline's spread (IQR × scale).
+    Spread,
+}
+
+/// A row's verdict.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    /// Within the threshold either way.
+    Pass,
+    /// Better by more than the threshold: reported, never failed.
+    Improved,
+    /// Worse by more than the threshold.
+    Regressed,
+    /// A safety rule broken.
+    Unsafe,
+    /// Not compared, and why.
+    NotGated(String),
+}
+
+impl Verdict {
+    /// Whether this row fails the gate.
+    pub fn fails(&self) -> bool {
+        matches!(self, Verdict::Regressed | Verdict::Unsafe)
+    }
+
+    /// The table's word for it.
+    pub fn word(&self) -> String {
+        match self {
+            Verdict::Pass => "pass".into(),
+            Verdict::Improved => "improved".into(),
+            Verdict::Regressed => "REGRESSED".into(),
+            Verdict::Unsafe => "UNSAFE".into(),
+            Verdict::NotGated(why) => format!("not gated: {why}"),
+        }
+    }
+}
+
+/// One line of the gate's table.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Row {
+    /// The cell id (without repetition).
+    pub cell: String,
+    /// A [`Metric::name`], or `safety`.
+    pub metric: String,
+    /// The baseline's value (median, spread, repetitions).
+    pub baseline: String,
+    /// The current value.
+    pub current: String,
+    /// The change in percent, signed; empty where there is none.
+    pub change: String,
+    /// The threshold that applied and what set it.
+    pub threshold: String,
+    /// The verdict.
+    pub verdict: Verdict,
+    /// For an unsafe row: where the evidence is.
+    pub evidence: Option<String>,
+}
+
+/// Everything a comparison found.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Outcome {
+    /// Cell by cell, metric by metric, safety last in each cell.
+    pub rows: Vec<Row>,
+    /// Things worth saying that do not fail the gate (environment differences, new cells).
+    pub notes: Vec<String>,
+}
+
+impl Outcome {
+    /// Rows that fail the gate.
+    pub fn failures(&self) -> usize {
+        self.rows.iter().filter(|r| r.verdict.fails()).count()
+    }
+
+    /// Whether the gate passes.
+    pub fn passed(&self) -> bool {
+        self.failures() == 0
+    }
+}
+
+/// Compares `current` (a run's cells over their repetitions) with `baseline`. Every baseline
+/// cell must be in the current run ([`GateError::MissingCells`] otherwise); current cells the
+/// baseline lacks get only the safety rule that needs no baseline. Without a baseline, that
+/// rule is all there is: the safety gate.
+pub fn compare(
+    baseline: Option<&Baseline>,
+    current: &[CellAggregate],
+    current_environment: Option<&serde_json::Value>,
+    th: &Thresholds,
+) -> Result<Outcome, GateError> {
+    let Some(baseline) = baseline else {
+        return Ok(Outcome {
+            rows: current.iter().map(|c| safety_row(None, c)).collect(),
+            notes: vec!["no baseline: safety alone is gated".into()],
+        });
+    };
+    let missing: Vec<String> = baseline
+        .cells
+        .iter()
+        .filter(|b| !current.iter().any(|c| c.id == b.id))
+        .map(|b| b.cell.clone())
+        .collect();
+    if !missing.is_empty() {
+        return Err(GateError::MissingCells(missing));
+    }
+    let mut rows = Vec::new();
+    let mut notes = environment_notes(baseline.environment.as_ref(), current_environment);
+    let factors = match th.normalize {
+        Some(limit) => {
+            let pairs: Vec<_> = current
+                .iter()
+                .filter_map(|c| baseline.cells.iter().find(|b| b.id == c.id).map(|b| (b, c)))
+                .collect();
+            let factors = machine::factors(&pairs);
+            notes.extend(normalize_notes(&factors));
+            rows.extend(factors.iter().map(|(&m, f)| suite_row(m, f, limit)));
+            factors
+        }
+        None => BTreeMap::new(),
+    };
+    for cur in current {
+        let base = baseline.cells.iter().find(|b| b.id == cur.id);
+        match base {
+            Some(base) => {
+                for m in Metric::ALL {
+                    let factor = factors.get(&m).map(|f| f.ratio);
+                    if let Some(row) = speed_row(base, cur, m, th, factor) {
+                        rows.push(row);
+                    }
+                }
+            }
+            None => notes.push(format!(
+                "{}: not in the baseline; only its safety is gated",
+                cur.cell
+            )),
+        }
+        rows.push(safety_row(base, cur));
+    }
+    Ok(Outcome { rows, notes })
+}
+
+/// What `--normalize` did, for the notes.
+fn normalize_notes(factors: &BTreeMap<Metric, machine::Factor>) -> Vec<String> {
+    if factors.is_empty() {
+        return vec![format!(
+            "normalize: fewer than {} speed-gated cells on both sides, so no machine factor; \
+             cells compared as measured",
+            machine::MIN_CELLS
+        )];
+    }
+    let list: Vec<String> = factors
+        .iter()
+        .map(|(m, f)| format!("{m} ×{:.3}", f.ratio))
+        .collect();
+    vec![format!(
+        "normalized: each cell's change is against its baseline × the suite's machine factor \
+         (median of current ÷ baseline over the cells: {}); `raw` is the change as measured",
+        list.join(", ")
+    )]
+}
+
+/// The suite's row of `m`: its machine factor, failed only past `limit`.
+fn suite_row(m: Metric, f: &machine::Factor, limit: f64) -> Row {
+    let (worse, better) = machine::past_limit(m, f.ratio, limit);
+    let limit_pct = machine::worsening_pct(
+        m,
+        if m.higher_is_better() {
+            1.0 / limit
+        } else {
+            limit
+        },
+    );
+    let sign = if m.higher_is_better() { '−' } else { '+' };
+    Row {
+        cell: SUITE_ROW.into(),
+        metric: m.name().to_string(),
+        baseline: "×1".into(),
+        current: format!("×{:.3} (median of {} cells)", f.ratio, f.cells),
+        change: format!("{:+.1} %", 100.0 * (f.ratio - 1.0)),
+        threshold: format!("{sign}{limit_pct:.1} % (machine limit ×{limit})"),
+        verdict: if worse {
+            Verdict::Regressed
+        } else if better {
+            Verdict::Improved
+        } else {
+            Verdict::Pass
+        },
+        evidence: None,
+    }
+}
+
+/// The row of `metric`, or `None` when neither side measured it; with a machine `factor`, the
+/// change is against the baseline times it.
+fn speed_row(
+    base: &CellAggregate,
+    cur: &CellAggregate,
+    m: Metric,
+    th: &Thresholds,
+    factor: Option<f64>,
+) -> Option<Row> {
+    let (b, c) = (base.metric(m), cur.metric(m));
+    if b.is_none() && c.is_none() {
+        return None;
+    }
+    let show = |s: Option<&Spread>| match s {
+        None => "not measured".to_string(),
+        Some(s) if s.values.len() > 1 => format!(
+            "{} (IQR {:.1} %, n={})",
+            m.show(s.median),
+            100.0 * s.relative_iqr(),
+            s.values.len()
+        ),
+        Some(s) => format!("{} (n=1)", m.show(s.median)),
+    };
+    let mut row = Row {
+        cell: cur.cell.clone(),
+        metric: m.name().to_string(),
+        baseline: show(b),
+        current: show(c),
+        change: String::new(),
+        threshold: String::new(),
+        verdict: Verdict::Pass,
+        evidence: None,
+    };
+    let (Some(b), Some(c)) = (b, c) else {
+        row.verdict = Verdict::NotGated("measured on one side only".into());
+        return Some(row);
+    };
+    if cur.under_faults() {
+        row.verdict = Verdict::NotGated("a fault schedule's timing moves it".into());
+        return Some(row);
+    }
+    let raw = percent_change(b.median, c.median);
+    let change = percent_change(b.median * factor.unwrap_or(1.0), c.median);
+    // Positive `worse` is a worsening, whichever way the metric improves.
+    let worse = if m.higher_is_better() {
+        -change
+    } else {
+        change
+    };
+    let (allowed, bound) = th.allowance(m, b, c.values.len());
+    let sign = if m.higher_is_better() { '−' } else { '+' };
+    row.change = match factor {
+        Some(_) => format!("{change:+.1} % (raw {raw:+.1} %)"),
+        None => format!("{change:+.1} %"),
+    };
+    row.threshold = match bound {
+        Bound::Floor => format!("{sign}{allowed:.1} % (floor)"),
+        Bound::Spread => format!("{sign}{allowed:.1} % ({}σ noise)", th.sigmas),
+    };
+    row.verdict = if worse > allowed {
+        Verdict::Regressed
+    } else if -worse > allowed {
+        Verdict::Improved
+    } else {
+        Verdict::Pass
+    };
+    Some(row)
+}
+
+/// `from` → `to` in percent of `from` (±∞ from 0 to anything else).
+fn percent_change(from: f64, to: f64) -> f64 {
+    if from == 0.0 {
+        if to == 0.0 {
+            0.0
+        } else {
+            f64::INFINITY * to.signum()
+        }
+    } else {
+        100.0 * (to - from) / from.abs()
+    }
+}
+
+/// The safety row: unsafe where the baseline was safe, or any violation in a cell expected
+/// safe, fails whatever the noise.
+fn safety_row(base: Option<&CellAggregate>, cur: &CellAggregate) -> Row {
+    let s = &cur.safety;
+    let worst = s.worst();
+    let violated = s.repetitions_with_violations > 0 || worst == SafetyVerdict::Unsafe;
+    let base_safe = base.is_some_and(|b| b.safety.worst() == SafetyVerdict::Safe);
+    let (verdict, threshold) = if violated && base_safe {
+        (Verdict::Unsafe, "baseline safe".to_string())
+    } else if violated && s.expected == Expect::Safe {
+        (Verdict::Unsafe, "expected safe".to_string())
+    } else if violated {
+        (Verdict::Pass, "expected unsafe".to_string())
+    } else {
+        (Verdict::Pass, format!("expected {}", s.expected.name()))
+    };
+    let evidence = s.first_violation.as_ref().map(|e| {
+        let lines: Vec<String> = e.lines.iter().map(usize::to_string).collect();
+        let run = e.run.as_ref().map_or(String::new(), |r| format!("{r}/"));
+        format!(
+            "{run}cells/{}/history.jsonl line {} ({}): {}",
+            e.cell_folder,
+            lines.join(", "),
+            e.checker,
+            e.what
+        )
+    });
+    Row {
+        cell: cur.cell.clone(),
+        metric: "safety".into(),
+        baseline: base.map_or("not in baseline".into(), |b| b.safety.describe()),
+        current: s.describe(),
+        change: String::new(),
+        threshold,
+        verdict,
+        evidence: if violated { evidence } else { None },
+    }
+}
+
+/// The environment facts that differ between the baseline and the current run.
+fn environment_notes(
+    base: Option<&serde_json::Value>,
+    cur: Option<&serde_json::Value>,
+) -> Vec<String> {
+    let (Some(base), Some(cur)) = (base, cur) else {
+        return Vec::new();
+    };
+    let mut notes = Vec::new();
+    for key in ["lockbench_version", "git_commit"] {
+        if base[key] != cur[key] {
+            notes.push(format!("code: {key} {} → {}", base[key], cur[key]));
+        }
+    }
+    for key in ["cores", "memory_bytes", "kernel", "docker_server"] {
+        if base[key] != cur[key] {
+            notes.push(format!(
+                "machine differs: {key} {} → {} (the baseline may not describe this machine)",
+                base[key], cur[key]
+            ));
+        }
+    }
+    notes
+}

@@ -1,0 +1,101 @@
+//! The regression gate (`lockbench baseline save`, `lockbench gate`): a run's cells, taken over
+//! their repetitions ([`aggregate`]), saved as a [`Baseline`] and later compared with another
+//! run ([`compare`]). A speed metric regresses only when its median worsens by more than both
+//! its floor and what the baseline's spread allows; improvements are reported, never failed;
+//! safety is strict. The outcome prints as Markdown and JUnit ([`output`]).
+
+pub mod aggregate;
+pub mod baseline;
+pub mod compare;
+pub mod current;
+pub mod machine;
+pub mod metric;
+pub mod output;
+pub mod spread;
+
+#[cfg(test)]
+mod tests;
+
+use std::path::{Path, PathBuf};
+
+pub use aggregate::{CellAggregate, aggregate};
+pub use baseline::Baseline;
+pub use compare::{Outcome, Thresholds, compare};
+pub use metric::Metric;
+pub use spread::Spread;
+
+/// Why the gate could not judge (exit 2): the fix is in the message.
+#[derive(Debug, thiserror::Error)]
+pub enum GateError {
+    /// A file or folder that cannot be used.
+    #[error("{}: {message}", path.display())]
+    Input { path: PathBuf, message: String },
+    /// A baseline or summary of another layout version.
+    #[error("{0}")]
+    Schema(String),
+    /// Baseline cells the current run lacks.
+    #[error(
+        "the current run lacks {} baseline cell(s): {}; run the baseline's matrix (same systems, \
+         strategies, workloads, schedules and client counts) or save a new baseline",
+        .0.len(),
+        .0.join(", ")
+    )]
+    MissingCells(Vec<String>),
+}
+
+/// Compares the runs in `current_dirs` (one, or several of the same matrix whose repetitions
+/// are pooled) with the baseline file `baseline`; without one, judges their safety alone.
+pub fn gate(
+    baseline: Option<&Path>,
+    current_dirs: &[PathBuf],
+    th: &Thresholds,
+) -> Result<Outcome, GateError> {
+    let base = baseline.map(Baseline::load).transpose()?;
+    let mut runs = Vec::new();
+    for dir in current_dirs {
+        let run = current::RunResults::read(dir)?;
+        if run.cells.is_empty() {
+            return Err(GateError::Input {
+                path: dir.clone(),
+                message: "the run has no finished cell".into(),
+            });
+        }
+        runs.push((dir, run));
+    }
+    let Some((_, first)) = runs.first() else {
+        return Err(GateError::Input {
+            path: baseline::latest_run(),
+            message: "no run to judge: give --current DIR".into(),
+        });
+    };
+    let environment = first.environment.clone();
+    let pooled: Vec<_> = runs.iter().flat_map(|(_, r)| r.cells.clone()).collect();
+    let mut cells = aggregate(&pooled);
+    if runs.len() > 1 {
+        for cell in &mut cells {
+            if let Some(e) = &mut cell.safety.first_violation {
+                e.run = run_holding(&runs, e).map(|d| d.display().to_string());
+            }
+        }
+    }
+    compare(base.as_ref(), &cells, environment.as_ref(), th)
+}
+
+/// The first of `runs` whose repetition `e.cell_folder` has the violation `e` names: with
+/// several runs pooled, repetition numbers repeat from run to run.
+fn run_holding<'a>(
+    runs: &'a [(&'a PathBuf, current::RunResults)],
+    e: &aggregate::Evidence,
+) -> Option<&'a PathBuf> {
+    runs.iter()
+        .find(|(_, run)| {
+            run.cells.iter().any(|s| {
+                s.id.to_string() == e.cell_folder
+                    && s.safety
+                        .as_ref()
+                        .and_then(|x| x.violations.first())
+                        .is_some_and(|v| v.lines == e.lines && v.checker == e.checker)
+            })
+        })
+        .map(|(dir, _)| *dir)
+}

@@ -1,0 +1,451 @@
+//! The gate's rules on hand-made cells.
+
+use super::compare::{Verdict, parse_threshold};
+use super::*;
+use crate::check::Expect;
+use crate::check::safety::{Safety, SafetyVerdict, Violation};
+use crate::plan::CellId;
+use crate::recipe::Strategy;
+use crate::stats::CellSummary;
+use crate::system::System;
+
+/// One repetition of `etcd-<strategy>-w-c4`: throughput, p99 and handoff p50 (µs), wake-ups.
+fn rep(strategy: Strategy, r: u32, x: f64, p99: u64, handoff: u64, wakeups: f64) -> CellSummary {
+    let mut s = crate::capacity::report::tests::cell(4, x, p99, 100);
+    s.id = CellId {
+        repetition: Some(r),
+        ..CellId::new(System::Etcd, strategy, "w", 4)
+    };
+    s.handoff_latency_us.p50 = handoff;
+    s.handoff_latency_us.count = 90;
+    s.wakeups_per_acquisition = Some(wakeups);
+    s.safety = Some(safety(SafetyVerdict::Safe, Expect::Safe));
+    s
+}
+
+fn safety(verdict: SafetyVerdict, expected: Expect) -> Safety {
+    let mut s = Safety::of(&[], crate::check::Validity::Valid, expected);
+    s.verdict = verdict;
+    s
+}
+
+/// Five repetitions of a predecessor cell at about 100/s, p99 50 ms, handoff 5 ms, 1 wake-up,
+/// each metric spread by ±`jitter` (fraction) around its centre, scaled by `slow` (1.0: none).
+fn five(jitter: f64, slow: f64) -> Vec<CellSummary> {
+    [-1.0, -0.5, 0.0, 0.5, 1.0]
+        .iter()
+        .enumerate()
+        .map(|(i, k)| {
+            let f = 1.0 + k * jitter;
+            rep(
+                Strategy::Predecessor,
+                i as u32 + 1,
+                100.0 * f / slow,
+                (50_000.0 * f * slow) as u64,
+                (5_000.0 * f * slow) as u64,
+                1.0,
+            )
+        })
+        .collect()
+}
+
+fn baseline_of(cells: &[CellSummary]) -> Baseline {
+    Baseline {
+        schema_version: baseline::BASELINE_SCHEMA,
+        lockbench_version: "test".into(),
+        source: "hand-made".into(),
+        environment: None,
+        cells: aggregate(cells),
+    }
+}
+
+fn verdicts(o: &Outcome, metric: &str) -> Vec<Verdict> {
+    o.rows
+        .iter()
+        .filter(|r| r.metric == metric)
+        .map(|r| r.verdict.clone())
+        .collect()
+}
+
+#[test]
+fn repetitions_are_taken_together_in_order_with_their_spread() {
+    let mut cells = five(0.02, 1.0);
+    cells.reverse();
+    let agg = aggregate(&cells);
+    assert_eq!(agg.len(), 1);
+    let a = &agg[0];
+    assert_eq!(a.cell, "etcd-predecessor-w-c4");
+    assert_eq!(a.repetitions, 5);
+    let x = a.metric(Metric::Throughput).unwrap();
+    assert_eq!(x.values, [98.0, 99.0, 100.0, 101.0, 102.0]);
+    assert_eq!((x.q1, x.median, x.q3), (99.0, 100.0, 101.0));
+    assert_eq!(a.safety.describe(), "safe 5/5");
+}
+
+#[test]
+fn the_same_numbers_pass_and_a_slowdown_past_the_floor_fails() {
+    let base = baseline_of(&five(0.02, 1.0));
+    let th = Thresholds::default();
+    let same = compare(Some(&base), &aggregate(&five(0.02, 1.0)), None, &th).unwrap();
+    assert!(same.passed(), "{}", output::markdown(&same));
+    // 15 % slower: inside every floor (throughput −13 %, p99 and handoff +15 %).
+    let mild = compare(Some(&base), &aggregate(&five(0.02, 1.15)), None, &th).unwrap();
+    assert!(mild.passed(), "{}", output::markdown(&mild));
+    // 30 % slower: throughput −23 % and latencies +30 % pass every floor.
+    let slow = compare(Some(&base), &aggregate(&five(0.02, 1.30)), None, &th).unwrap();
+    assert!(!slow.passed());
+    for m in ["throughput", "acquire_p99", "handoff_p50"] {
+        assert_eq!(verdicts(&slow, m), [Verdict::Regressed], "{m}");
+    }
+    assert_eq!(verdicts(&slow, "wakeups_per_acquisition"), [Verdict::Pass]);
+    let md = output::markdown(&slow);
+    assert!(md.contains("## lockbench gate: FAIL"), "{md}");
+    assert!(
+        md.contains("| etcd-predecessor-w-c4 | throughput | 100.0/s (IQR 2.0 %, n=5) | 76.9/s"),
+        "{md}"
+    );
+    assert!(md.contains("| −20.0 % (floor) | REGRESSED |"), "{md}");
+    // A tighter floor catches the mild one.
+    let tight = Thresholds::with(&[parse_threshold("handoff_p50=10").unwrap()], 3.0);
+    let caught = compare(Some(&base), &aggregate(&five(0.02, 1.15)), None, &tight).unwrap();
+    assert_eq!(verdicts(&caught, "handoff_p50"), [Verdict::Regressed]);
+    assert_eq!(verdicts(&caught, "acquire_p99"), [Verdict::Pass]);
+}
+
+#[test]
+fn a_noisy_baseline_widens_its_threshold_and_improvements_never_fail() {
+    // ±20 % jitter: relative IQR 20 %, so with five repetitions a side the spread allows
+    // 3 × 0.929 × 20 % × √(1/5 + 1/5) = 35.3 %, and a 30 % slowdown passes.
+    let base = baseline_of(&five(0.20, 1.0));
+    let th = Thresholds::default();
+    let slow = compare(Some(&base), &aggregate(&five(0.02, 1.30)), None, &th).unwrap();
+    assert!(slow.passed(), "{}", output::markdown(&slow));
+    assert!(
+        slow.rows[0].threshold.contains("(3σ noise)"),
+        "{:?}",
+        slow.rows[0]
+    );
+    // More repetitions narrow what the spread allows (the medians are surer).
+    let spread = Spread::of(vec![80.0, 90.0, 100.0, 110.0, 120.0]).unwrap();
+    let (five_reps, bound) = th.allowance(Metric::HandoffP50, &spread, 5);
+    assert!((five_reps - 35.25).abs() < 0.05, "{five_reps}");
+    assert_eq!(bound, compare::Bound::Spread);
+    let (fifty_reps, _) = th.allowance(Metric::HandoffP50, &spread, 50);
+    assert!(fifty_reps < five_reps - 5.0, "{fifty_reps} vs {five_reps}");
+    // Twice as fast: improved, and the gate passes.
+    let quiet = baseline_of(&five(0.02, 1.0));
+    let fast = compare(Some(&quiet), &aggregate(&five(0.02, 0.5)), None, &th).unwrap();
+    assert!(fast.passed());
+    assert_eq!(verdicts(&fast, "throughput"), [Verdict::Improved]);
+    assert_eq!(verdicts(&fast, "handoff_p50"), [Verdict::Improved]);
+}
+
+#[test]
+fn more_wakeups_per_acquisition_past_ten_percent_fail() {
+    let herd = |w: f64| {
+        (1..=3)
+            .map(|r| rep(Strategy::Herd, r, 50.0, 90_000, 9_000, w))
+            .collect::<Vec<_>>()
+    };
+    let base = baseline_of(&herd(10.0));
+    let th = Thresholds::default();
+    let ok = compare(Some(&base), &aggregate(&herd(10.9)), None, &th).unwrap();
+    assert_eq!(verdicts(&ok, "wakeups_per_acquisition"), [Verdict::Pass]);
+    let bad = compare(Some(&base), &aggregate(&herd(11.2)), None, &th).unwrap();
+    assert_eq!(
+        verdicts(&bad, "wakeups_per_acquisition"),
+        [Verdict::Regressed]
+    );
+}
+
+#[test]
+fn safety_is_strict_and_the_evidence_names_the_history_lines() {
+    let base = baseline_of(&five(0.02, 1.0));
+    let mut cur = five(0.02, 1.0);
+    let mut s = safety(SafetyVerdict::Unsafe, Expect::Safe);
+    s.violations.push(Violation {
+        checker: "mutual_exclusion".into(),
+        class: Some("granted_twice".into()),
+        what: "clients 1 and 3 held lock k at once".into(),
+        key: Some("k".into()),
+        clients: vec![1, 3],
+        tokens: vec![],
+        t_us: vec![10, 20],
+        lines: vec![41, 57],
+    });
+    cur[3].safety = Some(s);
+    let o = compare(Some(&base), &aggregate(&cur), None, &Thresholds::default()).unwrap();
+    assert!(!o.passed());
+    let row = o.rows.iter().find(|r| r.metric == "safety").unwrap();
+    assert_eq!(row.verdict, Verdict::Unsafe);
+    assert_eq!(row.baseline, "safe 5/5");
+    assert_eq!(row.current, "unsafe 1/5");
+    assert_eq!(
+        row.evidence.as_deref(),
+        Some(
+            "cells/etcd-predecessor-w-c4-r4/history.jsonl line 41, 57 (mutual_exclusion): \
+             clients 1 and 3 held lock k at once"
+        )
+    );
+    let junit = output::junit(&o);
+    let doc = roxmltree::Document::parse(&junit).expect("well-formed JUnit");
+    let failures: Vec<_> = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("failure"))
+        .collect();
+    assert_eq!(failures.len(), 1);
+    assert!(failures[0].text().unwrap().contains("line 41, 57"));
+    assert_eq!(
+        doc.root_element().attribute("tests"),
+        Some(o.rows.len().to_string().as_str())
+    );
+
+    // A cell the workload expects unsafe may be unsafe, unless the baseline was safe.
+    let mut expected_unsafe = cur.clone();
+    for c in &mut expected_unsafe {
+        c.safety.as_mut().unwrap().expected = Expect::Unsafe;
+    }
+    let mut unsafe_base = five(0.02, 1.0);
+    for c in &mut unsafe_base {
+        c.safety = Some(safety(SafetyVerdict::Unsafe, Expect::Unsafe));
+    }
+    let o = compare(
+        Some(&baseline_of(&unsafe_base)),
+        &aggregate(&expected_unsafe),
+        None,
+        &Thresholds::default(),
+    )
+    .unwrap();
+    assert!(o.passed(), "{}", output::markdown(&o));
+    let o = compare(
+        Some(&base),
+        &aggregate(&expected_unsafe),
+        None,
+        &Thresholds::default(),
+    )
+    .unwrap();
+    assert!(!o.passed(), "the baseline had it safe");
+
+    // Without a baseline: the safety gate alone, one row per cell.
+    let o = compare(None, &aggregate(&cur), None, &Thresholds::default()).unwrap();
+    assert_eq!(o.rows.len(), 1);
+    assert_eq!(o.rows[0].verdict, Verdict::Unsafe);
+    assert_eq!(o.rows[0].threshold, "expected safe");
+    let calm = compare(
+        None,
+        &aggregate(&five(0.02, 3.0)),
+        None,
+        &Thresholds::default(),
+    )
+    .unwrap();
+    assert!(calm.passed(), "speed is not judged without a baseline");
+    let o = compare(
+        None,
+        &aggregate(&expected_unsafe),
+        None,
+        &Thresholds::default(),
+    )
+    .unwrap();
+    assert!(o.passed(), "expected unsafe and unsafe");
+}
+
+#[test]
+fn missing_cells_and_new_cells_and_faulted_cells() {
+    let mut both = five(0.02, 1.0);
+    both.extend((1..=3).map(|r| rep(Strategy::Herd, r, 50.0, 90_000, 9_000, 10.0)));
+    let base = baseline_of(&both);
+    let e = compare(
+        Some(&base),
+        &aggregate(&five(0.02, 1.0)),
+        None,
+        &Thresholds::default(),
+    )
+    .unwrap_err();
+    assert!(
+        matches!(e, GateError::MissingCells(ref m) if m == &["etcd-herd-w-c4"]),
+        "{e}"
+    );
+    assert!(
+        e.to_string()
+            .contains("lacks 1 baseline cell(s): etcd-herd-w-c4"),
+        "{e}"
+    );
+
+    // A cell the baseline lacks: noted, its safety still gated.
+    let only_pred = baseline_of(&five(0.02, 1.0));
+    let o = compare(
+        Some(&only_pred),
+        &aggregate(&both),
+        None,
+        &Thresholds::default(),
+    )
+    .unwrap();
+    assert!(o.passed());
+    assert!(
+        o.notes[0].starts_with("etcd-herd-w-c4: not in the baseline"),
+        "{:?}",
+        o.notes
+    );
+
+    // Under a fault schedule the speed is reported, not gated.
+    let faulted = |slow: f64| {
+        let mut c = five(0.02, slow);
+        for s in &mut c {
+            s.id.chaos = "kill-leader".into();
+        }
+        c
+    };
+    let o = compare(
+        Some(&baseline_of(&faulted(1.0))),
+        &aggregate(&faulted(2.0)),
+        None,
+        &Thresholds::default(),
+    )
+    .unwrap();
+    assert!(o.passed());
+    assert!(matches!(
+        verdicts(&o, "throughput")[0],
+        Verdict::NotGated(_)
+    ));
+}
+
+#[test]
+fn thresholds_parse_or_say_what_to_write() {
+    assert_eq!(
+        parse_threshold("throughput=30").unwrap(),
+        (Metric::Throughput, 30.0)
+    );
+    assert_eq!(
+        parse_threshold("acquire_p99=12.5%").unwrap(),
+        (Metric::AcquireP99, 12.5)
+    );
+    let e = parse_threshold("p99=30").unwrap_err();
+    assert!(
+        e.contains("throughput, acquire_p99, handoff_p50, wakeups_per_acquisition"),
+        "{e}"
+    );
+    assert!(
+        parse_threshold("throughput")
+            .unwrap_err()
+            .contains("NAME=PERCENT")
+    );
+    assert!(parse_threshold("throughput=-5").is_err());
+    assert!(parse_threshold("throughput=abc").is_err());
+}
+
+#[test]
+fn baselines_round_trip_and_other_schemas_are_refused() {
+    let dir = std::env::temp_dir().join(format!("lockbench-gate-unit-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let path = dir.join("nested").join("b.json");
+    let b = baseline_of(&five(0.02, 1.0));
+    b.save(&path).unwrap();
+    assert_eq!(Baseline::load(&path).unwrap(), b);
+    let text = std::fs::read_to_string(&path)
+        .unwrap()
+        .replace("\"schema_version\": 1", "\"schema_version\": 99");
+    std::fs::write(&path, text).unwrap();
+    let e = Baseline::load(&path).unwrap_err();
+    assert!(matches!(e, GateError::Schema(_)), "{e}");
+    assert!(e.to_string().contains("baseline schema_version 99"), "{e}");
+    std::fs::write(&path, "{}").unwrap();
+    assert!(
+        Baseline::load(&path)
+            .unwrap_err()
+            .to_string()
+            .contains("not a lockbench baseline")
+    );
+    let e = Baseline::load(&dir.join("absent.json"))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("lockbench baseline save"), "{e}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Four systems' predecessor cells (five repetitions each, ±2 %), each `slow`-times slower
+/// than the hand-made centre.
+fn suite_of(slows: [f64; 4]) -> Vec<CellSummary> {
+    [
+        System::Zookeeper,
+        System::Etcd,
+        System::Redis,
+        System::Redlock,
+    ]
+    .into_iter()
+    .zip(slows)
+    .flat_map(|(system, slow)| {
+        five(0.02, slow).into_iter().map(move |mut s| {
+            s.id.system = system;
+            s
+        })
+    })
+    .collect()
+}
+
+#[test]
+fn normalizing_divides_out_a_slower_machine_but_not_one_system_slower_than_the_rest() {
+    let base = baseline_of(&suite_of([1.0; 4]));
+    // A host 40 % slower for everything, and etcd 50 % slower still.
+    let current = aggregate(&suite_of([1.4, 1.4 * 1.5, 1.4, 1.4]));
+    let raw = compare(Some(&base), &current, None, &Thresholds::default()).unwrap();
+    assert_eq!(
+        verdicts(&raw, "handoff_p50"),
+        vec![Verdict::Regressed; 4],
+        "as measured, every cell looks slower"
+    );
+    let th = Thresholds {
+        normalize: Some(2.0),
+        ..Thresholds::default()
+    };
+    let o = compare(Some(&base), &current, None, &th).unwrap();
+    let md = output::markdown(&o);
+    let handoff: Vec<(&str, Verdict)> = o
+        .rows
+        .iter()
+        .filter(|r| r.metric == "handoff_p50")
+        .map(|r| (r.cell.as_str(), r.verdict.clone()))
+        .collect();
+    assert_eq!(
+        handoff,
+        [
+            ("suite (machine factor)", Verdict::Pass),
+            ("zookeeper-predecessor-w-c4", Verdict::Pass),
+            ("etcd-predecessor-w-c4", Verdict::Regressed),
+            ("redis-predecessor-w-c4", Verdict::Pass),
+            ("redlock-predecessor-w-c4", Verdict::Pass),
+        ],
+        "{md}"
+    );
+    // The factor is the median of the four ratios: (1.4 + 1.4) / 2 for latencies.
+    assert!(
+        md.contains("| suite (machine factor) | handoff_p50 | ×1 | ×1.400 (median of 4 cells) | +40.0 % | +100.0 % (machine limit ×2) | pass |"),
+        "{md}"
+    );
+    assert!(md.contains("+50.0 % (raw +110.0 %)"), "{md}");
+    assert!(md.contains("handoff_p50 ×1.400"), "{md}");
+    // A uniform slowdown past the limit is not a machine any more: the suite rows fail.
+    let uniform = compare(Some(&base), &aggregate(&suite_of([2.5; 4])), None, &th).unwrap();
+    let suite: Vec<Verdict> = uniform
+        .rows
+        .iter()
+        .filter(|r| r.cell.starts_with("suite"))
+        .map(|r| r.verdict.clone())
+        .collect();
+    assert_eq!(
+        suite[..3],
+        vec![Verdict::Regressed; 3],
+        "{}",
+        output::markdown(&uniform)
+    );
+    // Fewer than three cells: no factor, said so, compared as measured.
+    let few = compare(
+        Some(&baseline_of(&five(0.02, 1.0))),
+        &aggregate(&five(0.02, 1.4)),
+        None,
+        &th,
+    )
+    .unwrap();
+    assert!(!few.rows.iter().any(|r| r.cell.starts_with("suite")));
+    assert!(few.notes.iter().any(|n| n.contains("no machine factor")));
+    assert_eq!(verdicts(&few, "handoff_p50"), [Verdict::Regressed]);
+}

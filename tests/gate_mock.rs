@@ -1,0 +1,322 @@
+//! `lockbench baseline save` and `lockbench gate` end to end without Docker: runs of the mock
+//! (repeated three times, in rounds) as the baseline, the same again (passes), the mock
+//! slowed down (a speed regression), the mock's unsafe mode (a safety failure with the
+//! evidence's history lines), and the errors that exit 2. Speed is judged on predecessor cells:
+//! the mock's herd handoff is bimodal (a barging re-acquirer or a woken waiter wins), and one A/A
+//! comparison in CI moved its median from 2.2 to 3.2 ms.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::Duration;
+
+use lockbench::System;
+use lockbench::plan::{Overrides, Plan};
+use lockbench::recipe::mock::MockOptions;
+use lockbench::spec::Workload;
+
+mod mock_support;
+
+/// Four clients on one key, short holds, a fixed number of acquisitions per cell.
+const WORKLOAD: &str = "clients = 4\nkeys = 1\nhold = \"1ms\"\nthink = \"0ms\"\n\
+    acquisitions = 150\nlease_ttl = \"10s\"\nacquire_timeout = \"5s\"\nseed = 3\n";
+
+fn scratch() -> PathBuf {
+    let out = std::env::temp_dir().join(format!("lockbench-gate-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&out);
+    out
+}
+
+/// Runs the mock (both strategies, three repetitions each) into `out/<name>`'s run folder.
+async fn mock_run(out: &Path, name: &str, opts: MockOptions, strategies: &[&str]) -> PathBuf {
+    let wl = Workload::from_str(WORKLOAD, "gate").expect("workload");
+    let overrides = Overrides {
+        strategies: Some(strategies.iter().map(|s| s.parse().unwrap()).collect()),
+        ..Overrides::default()
+    };
+    let plan = Plan::expand(name, &[System::Redis], &[wl], &overrides)
+        .expect("plan")
+        .repeated(3);
+    let outcome = mock_support::play(opts, plan, &out.join(name), name).await;
+    assert_eq!(outcome.summaries.len(), 3 * strategies.len());
+    outcome.folder
+}
+
+fn lockbench(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_lockbench"))
+        .args(args)
+        .output()
+        .expect("run lockbench")
+}
+
+/// `lockbench gate --baseline BASE --current RUN… EXTRA…`.
+fn gate(base: &Path, runs: &[&PathBuf], extra: &[&str]) -> Output {
+    let mut args = vec!["gate", "--baseline", p(base)];
+    for run in runs {
+        args.extend(["--current", p(run)]);
+    }
+    args.extend(extra);
+    lockbench(&args)
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "exit {:?}\nstdout:\n{}\nstderr:\n{}",
+        o.status.code(),
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+/// The first line of the gate's output that starts with `prefix` (a table row or an evidence
+/// line); panics with the whole output when there is none.
+fn line_of<'a>(stdout: &'a str, prefix: &str) -> &'a str {
+    stdout
+        .lines()
+        .find(|l| l.starts_with(prefix))
+        .unwrap_or_else(|| panic!("no line starts with {prefix:?}: {stdout}"))
+}
+
+fn p(path: &Path) -> &str {
+    path.to_str().unwrap()
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn the_gate_passes_the_same_code_and_fails_a_slowdown_and_an_unsafe_lock() {
+    let out = scratch();
+    let quick = MockOptions {
+        delay: Duration::from_micros(500),
+        ttl: Duration::from_secs(10),
+        ..MockOptions::default()
+    };
+    let both = ["herd", "predecessor"];
+    let pred = ["predecessor"];
+    let base_run = mock_run(&out, "base", quick.clone(), &pred).await;
+
+    // The run keeps every repetition and, per cell, their median and spread.
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(base_run.join("summary.json")).unwrap())
+            .unwrap();
+    let ids: Vec<&str> = summary["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            c["repetition"]
+                .as_u64()
+                .map(|_| c["strategy"].as_str().unwrap())
+                .unwrap()
+        })
+        .collect();
+    assert_eq!(ids, ["predecessor"; 3]);
+    let repeated = summary["repeated"].as_array().expect("a repeated section");
+    assert_eq!(repeated.len(), 1);
+    let x = &repeated[0]["metrics"]["throughput"];
+    assert_eq!(x["values"].as_array().unwrap().len(), 3);
+    assert!(x["median"].as_f64().unwrap() > 0.0);
+    assert!(
+        base_run
+            .join("cells/redis-predecessor-gate-c4-r3/summary.json")
+            .exists()
+    );
+
+    // baseline save
+    let baseline = out.join("baselines").join("mock.json");
+    let saved = lockbench(&["baseline", "save", p(&baseline), "--from", p(&base_run)]);
+    assert!(saved.status.success(), "{}", text(&saved));
+    let b: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&baseline).unwrap()).unwrap();
+    assert_eq!(b["cells"].as_array().unwrap().len(), 1);
+    assert_eq!(b["cells"][0]["repetitions"], 3);
+    assert!(b["environment"]["cores"].as_u64().is_some(), "{b}");
+
+    // A/A: the baseline's own run, then a second run of the same code.
+    let junit = out.join("gate.xml");
+    let again = mock_run(&out, "again", quick.clone(), &pred).await;
+    for run in [&base_run, &again] {
+        let g = gate(&baseline, &[run], &["--junit", p(&junit)]);
+        assert_eq!(g.status.code(), Some(0), "{}", text(&g));
+        let stdout = String::from_utf8_lossy(&g.stdout);
+        assert!(stdout.starts_with("## lockbench gate: pass"), "{stdout}");
+        assert!(
+            stdout
+                .contains("| cell | metric | baseline | current | change | threshold | verdict |"),
+            "{stdout}"
+        );
+        let xml = std::fs::read_to_string(&junit).unwrap();
+        assert!(xml.contains("<testsuite name=\"lockbench gate\""), "{xml}");
+        assert!(!xml.contains("<failure"), "{xml}");
+    }
+
+    // Two runs pooled into one baseline: six repetitions per cell.
+    let pooled = out.join("pooled.json");
+    let saved = lockbench(&[
+        "baseline",
+        "save",
+        p(&pooled),
+        "--from",
+        p(&base_run),
+        "--from",
+        p(&again),
+    ]);
+    assert!(saved.status.success(), "{}", text(&saved));
+    let b: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&pooled).unwrap()).unwrap();
+    assert_eq!(b["cells"][0]["repetitions"], 6);
+    assert_eq!(
+        b["cells"][0]["metrics"]["throughput"]["values"]
+            .as_array()
+            .unwrap()
+            .len(),
+        6
+    );
+
+    // Every round trip eight times longer: slower handoffs, fewer acquisitions per second.
+    let slow = MockOptions {
+        delay: Duration::from_millis(4),
+        ..quick.clone()
+    };
+    let slow_run = mock_run(&out, "slow", slow, &pred).await;
+    let g = gate(&baseline, &[&slow_run], &[]);
+    assert_eq!(g.status.code(), Some(1), "{}", text(&g));
+    let stdout = String::from_utf8_lossy(&g.stdout);
+    assert!(stdout.starts_with("## lockbench gate: FAIL"), "{stdout}");
+    assert!(
+        stdout.lines().any(
+            |l| l.starts_with("| redis-predecessor-gate-c4 | throughput |")
+                && l.ends_with("| REGRESSED |")
+        ),
+        "{stdout}"
+    );
+
+    // The mock's unsafe mode: every second acquisition that finds the key held is granted.
+    let planted = MockOptions {
+        overlap_every: Some(2),
+        ..quick.clone()
+    };
+    let unsafe_run = mock_run(&out, "unsafe", planted, &both).await;
+    let g = gate(&baseline, &[&unsafe_run], &["--junit", p(&junit)]);
+    assert_eq!(g.status.code(), Some(1), "{}", text(&g));
+    let stdout = String::from_utf8_lossy(&g.stdout);
+    let row = line_of(&stdout, "| redis-predecessor-gate-c4 | safety |");
+    assert!(row.contains("| safe 3/3 | unsafe"), "{row}");
+    assert!(row.ends_with("| baseline safe | UNSAFE |"), "{row}");
+    // A cell the baseline lacks is still held to its expectation.
+    let row = line_of(&stdout, "| redis-herd-gate-c4 | safety |");
+    assert!(row.contains("| not in baseline | unsafe"), "{row}");
+    assert!(row.ends_with("| expected safe | UNSAFE |"), "{row}");
+    // The evidence walks to the history: the named lines of the named repetition are events
+    // of two clients holding the key.
+    let evidence = line_of(&stdout, "- redis-predecessor-gate-c4: cells/");
+    let folder = evidence
+        .trim_start_matches("- redis-predecessor-gate-c4: cells/")
+        .split('/')
+        .next()
+        .unwrap();
+    let lines: Vec<usize> = evidence
+        .split("history.jsonl line ")
+        .nth(1)
+        .unwrap()
+        .split(" (")
+        .next()
+        .unwrap()
+        .split(", ")
+        .map(|n| n.parse().unwrap())
+        .collect();
+    let history =
+        std::fs::read_to_string(unsafe_run.join("cells").join(folder).join("history.jsonl"))
+            .unwrap();
+    let events: Vec<serde_json::Value> = history
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let clients: std::collections::BTreeSet<String> = lines
+        .iter()
+        .map(|&n| events[n - 1]["process"].to_string())
+        .collect();
+    assert!(clients.len() >= 2, "{evidence}: lines of one client only");
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    assert!(xml.contains("<failure message=\"safety UNSAFE\""), "{xml}");
+
+    // Several current runs pooled (CI's confirmation of a regression): the slow run's three
+    // repetitions among six normal ones leave the median of nine a normal one...
+    let g = gate(&baseline, &[&slow_run, &base_run, &again], &[]);
+    assert_eq!(g.status.code(), Some(0), "{}", text(&g));
+    let stdout = String::from_utf8_lossy(&g.stdout);
+    let row = line_of(&stdout, "| redis-predecessor-gate-c4 | throughput |");
+    assert!(row.contains("n=9)"), "{row}");
+    // ...while one unsafe repetition anywhere in the pool fails, its evidence naming its run.
+    let g = gate(&baseline, &[&again, &unsafe_run], &[]);
+    assert_eq!(g.status.code(), Some(1), "{}", text(&g));
+    let stdout = String::from_utf8_lossy(&g.stdout);
+    let prefix = format!(
+        "- redis-predecessor-gate-c4: {}/cells/",
+        unsafe_run.display()
+    );
+    assert!(
+        stdout.lines().any(|l| l.starts_with(&prefix)),
+        "{prefix} in {stdout}"
+    );
+
+    // --normalize needs three cells for a machine factor: with one it says so and compares the
+    // cell as measured; a limit of 1 or less is refused.
+    let g = gate(&baseline, &[&slow_run], &["--normalize"]);
+    assert_eq!(g.status.code(), Some(1), "{}", text(&g));
+    assert!(
+        String::from_utf8_lossy(&g.stdout).contains("no machine factor"),
+        "{}",
+        text(&g)
+    );
+    let g = lockbench(&["gate", "--baseline", p(&baseline), "--normalize", "0.5"]);
+    assert_eq!(g.status.code(), Some(2), "{}", text(&g));
+    assert!(
+        String::from_utf8_lossy(&g.stderr).contains("a factor above 1"),
+        "{}",
+        text(&g)
+    );
+
+    // Errors exit 2 and say which: a cell the current run lacks, a schema, a bad threshold.
+    let two_cells = out.join("two.json");
+    let saved = lockbench(&["baseline", "save", p(&two_cells), "--from", p(&unsafe_run)]);
+    assert!(saved.status.success(), "{}", text(&saved));
+    let g = gate(&two_cells, &[&base_run], &[]);
+    assert_eq!(g.status.code(), Some(2), "{}", text(&g));
+    assert!(
+        String::from_utf8_lossy(&g.stderr).contains("lacks 1 baseline cell(s): redis-herd-gate-c4"),
+        "{}",
+        text(&g)
+    );
+    let old = out.join("old.json");
+    std::fs::write(
+        &old,
+        std::fs::read_to_string(&baseline).unwrap().replacen(
+            "\"schema_version\": 1",
+            "\"schema_version\": 0",
+            1,
+        ),
+    )
+    .unwrap();
+    let g = gate(&old, &[&base_run], &[]);
+    assert_eq!(g.status.code(), Some(2), "{}", text(&g));
+    assert!(String::from_utf8_lossy(&g.stderr).contains("baseline schema_version 0"));
+    let g = lockbench(&["gate", "--baseline", p(&baseline), "--threshold", "p99=5"]);
+    assert_eq!(g.status.code(), Some(2), "{}", text(&g));
+    assert!(
+        String::from_utf8_lossy(&g.stderr).contains("acquire_p99"),
+        "{}",
+        text(&g)
+    );
+    let g = lockbench(&[
+        "baseline",
+        "save",
+        p(&out.join("x.json")),
+        "--from",
+        p(&out),
+    ]);
+    assert_eq!(g.status.code(), Some(2), "{}", text(&g));
+    assert!(
+        String::from_utf8_lossy(&g.stderr).contains("summary.json"),
+        "{}",
+        text(&g)
+    );
+    let _ = std::fs::remove_dir_all(&out);
+}
