@@ -4,7 +4,8 @@
 //!
 //! - Renewal off, holds longer than the lease (etcd, Redis, Redlock): the next client is granted
 //!   while the first still works; fenced, the register refuses the stale holder (no update
-//!   lost); unfenced, updates are lost. With renewal on, the same holds are safe.
+//!   lost, except on Redlock where an expired lease can repeat a token); unfenced, updates are
+//!   lost. With renewal on, the same holds are safe.
 //! - Redis `DEL` without the owner check; `SETNX` then `EXPIRE` with a crash between them.
 
 mod common;
@@ -49,11 +50,12 @@ fn holds_past_the_lease_without_renewal_are_unsafe_and_fencing_keeps_the_data() 
         let u = safety(&run, &format!("{system}-herd-nr-unfenced-c3"));
         let r = safety(&run, &format!("{system}-herd-renewed-c3"));
         table.push(format!(
-            "{system}: fenced {} overlaps {} rejected {} lost {}; unfenced {} lost {}; renewed {}",
+            "{system}: fenced {} overlaps {} rejected {} lost {} regressions {}; unfenced {} lost {}; renewed {}",
             f["verdict"],
             f["overlaps"],
             n(&f, &["stale_accesses_rejected"]),
             n(&f, &["lost_updates"]),
+            n(&f, &["token_regressions"]),
             u["verdict"],
             n(&u, &["lost_updates"]),
             r["verdict"]
@@ -63,7 +65,21 @@ fn holds_past_the_lease_without_renewal_are_unsafe_and_fencing_keeps_the_data() 
             n(&f, &["stale_accesses_rejected"]) > 0,
             "{system}: the fenced register refused nothing: {f:#}"
         );
-        assert_eq!(n(&f, &["lost_updates"]), 0, "{system} fenced: {f:#}");
+        // The register refuses tokens below the highest it has seen, so it loses an update only
+        // when two holders carry the same token or the newer one a smaller token. etcd's
+        // revisions and Redis's single counter never regress; Redlock's token (the largest
+        // counter of the winning quorum) may when a lease expires while held, before the
+        // release raises every master's counter (src/recipe/redis/redlock.rs says so): there a
+        // lost update must come with the token regression that let it through.
+        let (lost, regressions) = (n(&f, &["lost_updates"]), n(&f, &["token_regressions"]));
+        if system == "redlock" {
+            assert!(
+                lost == 0 || regressions > 0,
+                "{system} fenced lost updates with monotonic tokens: {f:#}"
+            );
+        } else {
+            assert_eq!((lost, regressions), (0, 0), "{system} fenced: {f:#}");
+        }
         assert_evidence_walks_to_events(&run, &format!("{system}-herd-nr-fenced-c3"), &f);
 
         assert_eq!(u["verdict"], "unsafe", "{system} unfenced: {u:#}");
