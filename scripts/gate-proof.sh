@@ -1,77 +1,83 @@
 #!/usr/bin/env bash
-# The gate's A/A and injected-slowdown proof (issue 12), bracketed so the machine's drift
-# cancels: runs A1, S1, B1, A2, B2, S2, A3, ... A(N+1). Try i's baseline pools A_i and A_(i+1),
-# the runs on either side of it; its A/A current is B_i (same binary as A) and its slowdown
-# current S_i, the `inject-delay` build with every release delayed by 20 % of A_i's handoff
-# p50 (per system). S and B swap order every other try. Each run: predecessor locks on SYSTEMS
-# (default redis), 4 clients, DURATION cells (default 6s), REPEAT rounds (default 5), each
-# round on fresh clusters.
+# The gate's A/A and injected-slowdown proof (issue 12), paired: each try is ONE run of the
+# `inject-delay` build with three copies of the same workload, `a`, `b` and `c`, in every
+# `--repeat` round on that round's fresh clusters (their order turns from round to round).
+# Only `b`'s releases are delayed, by 20 % of the handoff p50 that `a` measured in the try
+# before (a first calibration run for try 1). The gate then judges, round by round:
+#   A/A:      lockbench gate --pair a=c   (want exit 0)
+#   slowdown: lockbench gate --pair a=b   (want exit 1)
+# with `--threshold handoff_p50=10`. Each run: predecessor locks on SYSTEMS (default redis), 4
+# clients, DURATION cells (default 6s), REPEAT rounds (default 6); WORKLOAD (default
+# workloads/hot-lock.toml) is what a, b and c copy.
 #
-#   cargo build --bin lockbench && cp target/debug/lockbench /tmp/lockbench
 #   cargo build --features inject-delay --bin lockbench && cp target/debug/lockbench /tmp/lockbench-slow
-#   LB=/tmp/lockbench SLOW=/tmp/lockbench-slow scripts/gate-proof.sh run   # ~1 min a run, 31 runs
-#   LB=/tmp/lockbench scripts/gate-proof.sh gate                          # the verdicts
+#   SLOW=/tmp/lockbench-slow scripts/gate-proof.sh run    # ~4 min a try, N tries (default 10)
+#   SLOW=/tmp/lockbench-slow scripts/gate-proof.sh gate   # the verdicts, one line a try
 set -u
 D=${D:-/tmp/lockbench-gate-proof}
 N=${N:-10}
-LB=${LB:?the lockbench binary}
-SLOW=${SLOW:-}
-ARGS=(--systems "${SYSTEMS:-redis}" --strategies predecessor --clients 4
-  --duration "${DURATION:-6s}" --repeat "${REPEAT:-5}")
+SLOW=${SLOW:?the inject-delay build of lockbench}
+SYSTEMS=${SYSTEMS:-redis}
+ARGS=(--systems "$SYSTEMS" --strategies predecessor --clients 4
+  --duration "${DURATION:-6s}" --repeat "${REPEAT:-6}")
 GATE_ARGS=(--threshold handoff_p50=10)
-mkdir -p "$D"
 
-run() { # name binary [VAR=value]
-  local name=$1 bin=$2 t0 rc
-  shift 2
+run() { # name workloads... (env LOCKBENCH_INJECT_RELEASE_DELAY may be set by the caller)
+  local name=$1 t0 rc
+  shift
   t0=$(date +%s)
-  env "$@" "$bin" run --out "$D/$name" "${ARGS[@]}" >"$D/$name.log" 2>&1
+  local w=()
+  for v in "$@"; do w+=(--workload "$D/w/$v.toml"); done
+  "$SLOW" run --out "$D/$name" "${w[@]}" "${ARGS[@]}" >"$D/$name.log" 2>&1
   rc=$?
-  echo "$name exit $rc, $(($(date +%s) - t0)) s $*" >>"$D/progress"
+  echo "$name exit $rc, $(($(date +%s) - t0)) s ${LOCKBENCH_INJECT_RELEASE_DELAY:-}" >>"$D/progress"
 }
 
-delay_of() { # run folder: 20 % of each system's median handoff p50, as redis=Nus,redlock=Nus
+delay_of() { # run folder: 20 % of each system's median handoff p50 of workload a, as
+  #            LOCKBENCH_INJECT_RELEASE_DELAY parts for workload b (redis-predecessor-b=Nus,...)
   python3 - "$1/latest/summary.json" <<'PY'
 import json, sys
 s = json.load(open(sys.argv[1]))
-print(",".join(f'{c["cell"].split("-")[0]}={round(0.2 * c["metrics"]["handoff_p50"]["median"])}us'
-               for c in s["repeated"]))
+parts = []
+for c in s["repeated"]:
+    system, strategy, workload = c["cell"].split("-")[:3]
+    if workload == "a":
+        us = round(0.2 * c["metrics"]["handoff_p50"]["median"])
+        parts.append(f"{system}-{strategy}-b={us}us")
+print(",".join(parts))
 PY
 }
 
 case ${1:-} in
 run)
-  [ -n "$SLOW" ] || { echo "SLOW: the inject-delay build of lockbench" >&2; exit 2; }
-  [ -d "$D/a1" ] || run a1 "$LB"
+  mkdir -p "$D/w"
+  for v in a b c; do # the same workload under three names (a cell id carries the name)
+    cp "${WORKLOAD:-$(dirname "$0")/../workloads/hot-lock.toml}" "$D/w/$v.toml"
+  done
+  [ -d "$D/calibrate" ] || run calibrate a
+  prev=$D/calibrate
   for i in $(seq 1 "$N"); do
-    [ -d "$D/a$((i + 1))" ] && continue
-    delay=$(delay_of "$D/a$i")
-    echo "try $i: LOCKBENCH_INJECT_RELEASE_DELAY=$delay" >>"$D/progress"
-    if [ $((i % 2)) -eq 1 ]; then
-      run "s$i" "$SLOW" LOCKBENCH_INJECT_RELEASE_DELAY="$delay"
-      run "b$i" "$LB"
-    else
-      run "b$i" "$LB"
-      run "s$i" "$SLOW" LOCKBENCH_INJECT_RELEASE_DELAY="$delay"
+    if [ ! -d "$D/t$i" ]; then
+      LOCKBENCH_INJECT_RELEASE_DELAY=$(delay_of "$prev") run "t$i" a b c
     fi
-    run "a$((i + 1))" "$LB"
+    prev=$D/t$i
   done
   ;;
 gate)
-  printf '| try | A/A exit (want 0) | slowdown exit (want 1) | slowdown rows caught |\n|---|---|---|---|\n'
+  printf '| try | delay | A/A exit (want 0) | slowdown exit (want 1) | handoff a→b | handoff a→c |\n|---|---|---|---|---|---|\n'
   for i in $(seq 1 "$N"); do
-    [ -d "$D/a$((i + 1))" ] || break
-    "$LB" baseline save "$D/base$i.json" --from "$D/a$i/latest" --from "$D/a$((i + 1))/latest" >/dev/null
-    "$LB" gate --baseline "$D/base$i.json" --current "$D/b$i/latest" "${GATE_ARGS[@]}" >"$D/gate-aa$i.md"
+    [ -f "$D/t$i/latest/summary.json" ] || break
+    "$SLOW" gate --current "$D/t$i/latest" --pair a=c "${GATE_ARGS[@]}" >"$D/gate-aa$i.md"
     aa=$?
-    "$LB" gate --baseline "$D/base$i.json" --current "$D/s$i/latest" "${GATE_ARGS[@]}" >"$D/gate-slow$i.md"
+    "$SLOW" gate --current "$D/t$i/latest" --pair a=b "${GATE_ARGS[@]}" >"$D/gate-slow$i.md"
     slow=$?
-    caught=$(grep '| REGRESSED |$' "$D/gate-slow$i.md" | cut -d'|' -f2,3,6 | tr -s ' ' | paste -sd';' -)
-    echo "| $i | $aa | $slow | ${caught:-none} |"
+    change() { grep '| handoff_p50 |' "$1" | cut -d'|' -f6 | sed 's/ (paired.*//; s/^ *//' | paste -sd';' -; }
+    delay=$(grep "^t$i exit" "$D/progress" | tail -1 | awk '{print $NF}')
+    echo "| $i | $delay | $aa | $slow | $(change "$D/gate-slow$i.md") | $(change "$D/gate-aa$i.md") |"
   done
   ;;
 *)
-  echo "usage: LB=... SLOW=... $0 run | gate   (D=$D, N=$N)" >&2
+  echo "usage: SLOW=... $0 run | gate   (D=$D, N=$N)" >&2
   exit 2
   ;;
 esac

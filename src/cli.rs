@@ -240,6 +240,13 @@ pub struct GateArgs {
     #[arg(long, value_name = "LIMIT", num_args = 0..=1,
           default_missing_value = "2", value_parser = machine_limit)]
     pub normalize: Option<f64>,
+    /// Instead of a baseline file: an A/B comparison inside the run, each cell of workload B
+    /// against the same cell of workload A in the same `--repeat` round (same clusters, same
+    /// minute), judged on the median of the rounds' ratios B ÷ A. Run both workloads in one
+    /// run: `lockbench run --workload A.toml --workload B.toml --repeat 8`.
+    #[arg(long, value_name = "A=B", value_parser = crate::gate::parse_pair,
+          conflicts_with_all = ["baseline", "normalize"])]
+    pub pair: Option<crate::gate::Pair>,
     /// Also write the outcome as JUnit XML to this file.
     #[arg(long)]
     pub junit: Option<std::path::PathBuf>,

@@ -346,7 +346,10 @@ fn gate(args: lockbench::cli::GateArgs) -> anyhow::Result<ExitCode> {
         normalize: args.normalize,
         ..gate::Thresholds::with(&args.thresholds, args.sigmas)
     };
-    let outcome = gate::gate(args.baseline.as_deref(), &current, &th)?;
+    let outcome = match &args.pair {
+        Some(pair) => gate::gate_paired(&current, pair, &th)?,
+        None => gate::gate(args.baseline.as_deref(), &current, &th)?,
+    };
     print!("{}", gate::output::markdown(&outcome));
     if let Some(path) = &args.junit {
         std::fs::write(path, gate::output::junit(&outcome))

@@ -364,17 +364,35 @@ impl Plan {
     /// every cell alike instead of all repetitions of one. Each round starts its clusters
     /// afresh ([`Plan::by_cluster`] groups by round too): a cluster's own luck (which node
     /// leads, a JVM's warm-up) then weighs on one repetition of a cell, not on all of them, so
-    /// the median of the repetitions sees past one slow cluster. `n` of 1 changes nothing.
+    /// the median of the repetitions sees past one slow cluster. Within a round the cells of
+    /// each cluster turn by one place a round (round 2 starts with a cluster's second cell), so
+    /// being first on a fresh cluster, or last on an aged one, falls on every cell in turn.
+    /// `n` of 1 changes nothing.
     pub fn repeated(mut self, n: u32) -> Plan {
         if n <= 1 {
             return self;
         }
         let once = std::mem::take(&mut self.cells);
+        // The cells of each cluster, in plan order.
+        let mut clusters: Vec<Vec<&Cell>> = Vec::new();
+        for c in &once {
+            let same = |g: &&mut Vec<&Cell>| {
+                g[0].system == c.system && g[0].cluster_size() == c.cluster_size()
+            };
+            match clusters.iter_mut().find(same) {
+                Some(g) => g.push(c),
+                None => clusters.push(vec![c]),
+            }
+        }
         for r in 1..=n {
-            self.cells.extend(once.iter().map(|c| Cell {
-                repetition: Some(r),
-                ..c.clone()
-            }));
+            for g in &clusters {
+                let turn = (r as usize - 1) % g.len();
+                self.cells
+                    .extend(g[turn..].iter().chain(&g[..turn]).map(|c| Cell {
+                        repetition: Some(r),
+                        ..(*c).clone()
+                    }));
+            }
         }
         self
     }
@@ -541,9 +559,10 @@ mod tests {
             groups[1],
             ["redis-herd-hot-lock-c2-r1", "redis-herd-hot-lock-c4-r1"]
         );
+        // Round 2 turns each cluster's cells by one place, round 3 by two (back here).
         assert_eq!(
             groups[2],
-            ["etcd-herd-hot-lock-c2-r2", "etcd-herd-hot-lock-c4-r2"]
+            ["etcd-herd-hot-lock-c4-r2", "etcd-herd-hot-lock-c2-r2"]
         );
         assert_eq!(
             groups[5],
@@ -551,7 +570,7 @@ mod tests {
         );
         let first = plan.cells[0].id();
         assert_eq!(first.base().to_string(), "etcd-herd-hot-lock-c2");
-        assert_eq!(first.base(), plan.cells[4].id().base());
+        assert_eq!(first.base(), plan.cells[5].id().base());
         let back = Plan::from_toml(&plan.to_toml(), "plan.toml").unwrap();
         let ids = |p: &Plan| p.cells.iter().map(|c| c.id()).collect::<Vec<_>>();
         assert_eq!(ids(&back), ids(&plan));

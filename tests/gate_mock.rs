@@ -320,3 +320,68 @@ async fn the_gate_passes_the_same_code_and_fails_a_slowdown_and_an_unsafe_lock()
     );
     let _ = std::fs::remove_dir_all(&out);
 }
+
+/// `--pair A=B`: two copies of one workload in one run, paired round by round, pass; a pair
+/// whose B the run lacks, or `--pair` beside `--baseline`, cannot be judged (exit 2).
+#[tokio::test(flavor = "current_thread")]
+async fn a_paired_comparison_inside_one_run_passes_two_copies_of_one_workload() {
+    let out = std::env::temp_dir().join(format!("lockbench-gate-pair-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&out);
+    let opts = MockOptions {
+        delay: Duration::from_micros(500),
+        ttl: Duration::from_secs(10),
+        ..MockOptions::default()
+    };
+    let workloads = ["a", "b"].map(|name| Workload::from_str(WORKLOAD, name).expect("workload"));
+    let overrides = Overrides {
+        strategies: Some(vec!["predecessor".parse().unwrap()]),
+        ..Overrides::default()
+    };
+    let plan = Plan::expand("pair", &[System::Redis], &workloads, &overrides)
+        .expect("plan")
+        .repeated(5);
+    let run = mock_support::play(opts, plan, &out.join("pair"), "pair")
+        .await
+        .folder;
+
+    // A generous floor: the mock's handoff moves by itself from cell to cell; this test is
+    // about the pairing, the unit tests about the rule.
+    let g = lockbench(&[
+        "gate",
+        "--current",
+        p(&run),
+        "--pair",
+        "a=b",
+        "--threshold",
+        "handoff_p50=60",
+        "--threshold",
+        "acquire_p99=60",
+        "--threshold",
+        "throughput=60",
+    ]);
+    assert_eq!(g.status.code(), Some(0), "{}", text(&g));
+    let stdout = String::from_utf8_lossy(&g.stdout);
+    let row = line_of(&stdout, "| redis-predecessor-b-c4 | handoff_p50 |");
+    assert!(
+        row.contains("(n=5)") && row.contains("(paired, ratio IQR"),
+        "{row}"
+    );
+    line_of(&stdout, "| redis-predecessor-a-c4 | safety |");
+    line_of(&stdout, "| redis-predecessor-b-c4 | safety |");
+
+    let g = lockbench(&["gate", "--current", p(&run), "--pair", "a=c"]);
+    assert_eq!(g.status.code(), Some(2), "{}", text(&g));
+    assert!(
+        String::from_utf8_lossy(&g.stderr).contains("no cell of workload 'c'"),
+        "{}",
+        text(&g)
+    );
+    let g = lockbench(&["gate", "--baseline", "x.json", "--pair", "a=b"]);
+    assert_eq!(g.status.code(), Some(2), "{}", text(&g));
+    assert!(
+        String::from_utf8_lossy(&g.stderr).contains("--pair"),
+        "{}",
+        text(&g)
+    );
+    let _ = std::fs::remove_dir_all(&out);
+}

@@ -91,10 +91,25 @@ impl Thresholds {
     /// The spread's share: `sigmas` × 0.929 × IQR/median × √(1/n_baseline + 1/n_current), the
     /// standard error of a difference of medians; more repetitions on either side narrow it.
     pub fn allowance(&self, metric: Metric, base: &Spread, current_n: usize) -> (f64, Bound) {
-        let floor = self.floors[&metric];
         let n = |k: usize| 1.0 / k.max(1) as f64;
         let se =
             MEDIAN_SE_PER_IQR * base.relative_iqr() * (n(base.values.len()) + n(current_n)).sqrt();
+        self.floor_or_noise(metric, se)
+    }
+
+    /// [`Thresholds::allowance`] for `--pair`: the rounds' ratios B ÷ A are one sample, so the
+    /// spread's share is `sigmas` × 0.929 × IQR/median of the ratios × √(1/rounds).
+    pub fn paired_allowance(&self, metric: Metric, ratios: &Spread) -> (f64, Bound) {
+        let rounds = ratios.values.len().max(1) as f64;
+        self.floor_or_noise(
+            metric,
+            MEDIAN_SE_PER_IQR * ratios.relative_iqr() / rounds.sqrt(),
+        )
+    }
+
+    /// The larger of `metric`'s floor and `sigmas` relative standard errors `se`, in percent.
+    fn floor_or_noise(&self, metric: Metric, se: f64) -> (f64, Bound) {
+        let floor = self.floors[&metric];
         let noise = 100.0 * self.sigmas * se;
         if noise > floor {
             (noise, Bound::Spread)
@@ -342,30 +357,41 @@ fn speed_row(
     }
     let raw = percent_change(b.median, c.median);
     let change = percent_change(b.median * factor.unwrap_or(1.0), c.median);
+    row.change = match factor {
+        Some(_) => format!("{change:+.1} % (raw {raw:+.1} %)"),
+        None => format!("{change:+.1} %"),
+    };
+    (row.threshold, row.verdict) = judge(m, change, th.allowance(m, b, c.values.len()), th);
+    Some(row)
+}
+
+/// The threshold text and verdict of a `change` (percent, signed) of `m` against what is
+/// `allowed` and what set it.
+pub(super) fn judge(
+    m: Metric,
+    change: f64,
+    (allowed, bound): (f64, Bound),
+    th: &Thresholds,
+) -> (String, Verdict) {
     // Positive `worse` is a worsening, whichever way the metric improves.
     let worse = if m.higher_is_better() {
         -change
     } else {
         change
     };
-    let (allowed, bound) = th.allowance(m, b, c.values.len());
     let sign = if m.higher_is_better() { '−' } else { '+' };
-    row.change = match factor {
-        Some(_) => format!("{change:+.1} % (raw {raw:+.1} %)"),
-        None => format!("{change:+.1} %"),
-    };
-    row.threshold = match bound {
+    let threshold = match bound {
         Bound::Floor => format!("{sign}{allowed:.1} % (floor)"),
         Bound::Spread => format!("{sign}{allowed:.1} % ({}σ noise)", th.sigmas),
     };
-    row.verdict = if worse > allowed {
+    let verdict = if worse > allowed {
         Verdict::Regressed
     } else if -worse > allowed {
         Verdict::Improved
     } else {
         Verdict::Pass
     };
-    Some(row)
+    (threshold, verdict)
 }
 
 /// `from` → `to` in percent of `from` (±∞ from 0 to anything else).
@@ -383,7 +409,7 @@ fn percent_change(from: f64, to: f64) -> f64 {
 
 /// The safety row: unsafe where the baseline was safe, or any violation in a cell expected
 /// safe, fails whatever the noise.
-fn safety_row(base: Option<&CellAggregate>, cur: &CellAggregate) -> Row {
+pub(super) fn safety_row(base: Option<&CellAggregate>, cur: &CellAggregate) -> Row {
     let s = &cur.safety;
     let worst = s.worst();
     let violated = s.repetitions_with_violations > 0 || worst == SafetyVerdict::Unsafe;

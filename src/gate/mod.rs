@@ -11,6 +11,7 @@ pub mod current;
 pub mod machine;
 pub mod metric;
 pub mod output;
+pub mod paired;
 pub mod spread;
 
 #[cfg(test)]
@@ -22,6 +23,7 @@ pub use aggregate::{CellAggregate, aggregate};
 pub use baseline::Baseline;
 pub use compare::{Outcome, Thresholds, compare};
 pub use metric::Metric;
+pub use paired::{Pair, parse_pair};
 pub use spread::Spread;
 
 /// Why the gate could not judge (exit 2): the fix is in the message.
@@ -79,6 +81,20 @@ pub fn gate(
         }
     }
     compare(base.as_ref(), &cells, environment.as_ref(), th)
+}
+
+/// `--pair A=B`: within the runs in `current_dirs`, each cell of workload B against the same
+/// cell of workload A, round by round ([`paired`]).
+pub fn gate_paired(
+    current_dirs: &[PathBuf],
+    pair: &Pair,
+    th: &Thresholds,
+) -> Result<Outcome, GateError> {
+    let mut runs = Vec::new();
+    for dir in current_dirs {
+        runs.push((dir.clone(), current::RunResults::read(dir)?.cells));
+    }
+    paired::compare_paired(&runs, pair, th)
 }
 
 /// The first of `runs` whose repetition `e.cell_folder` has the violation `e` names: with

@@ -37,6 +37,7 @@ impl AnyRecipe {
         config: RecipeConfig,
     ) -> Result<AnyRecipe, LockError> {
         let deadline = Instant::now() + CONNECT_TIMEOUT;
+        super::inject::connecting(&config.prefix);
         Ok(match cluster.system {
             System::Zookeeper => {
                 AnyRecipe::Zookeeper(ZookeeperRecipe::connect(&cluster.endpoints, config).await?)

@@ -1,0 +1,269 @@
+//! `lockbench gate --pair A=B`: an A/B comparison inside one run, round by round.
+//!
+//! A baseline from another run meets other clusters and another minute of the machine: on this
+//! project's 2-core hosts one fresh cluster differs from the next by 10–20 % in handoff latency,
+//! and the machine moves as much from one minute to the next, which a 20 % change cannot be told
+//! apart from. Two variants of a cell (workloads A and B, otherwise the same coordinates) run in
+//! the same `--repeat` round share that round's clusters and its minute: each round's ratio
+//! B ÷ A cancels both. Per metric the gate takes the median of the rounds' ratios and fails B
+//! when it is worse than both the metric's floor and Z standard errors of that median, estimated
+//! from the ratios' own IQR: `Z × 0.929 × IQR/median × √(1/rounds)` (the paired form of the
+//! unpaired gate's rule). This is the paired design of benchmarking practice (A and B
+//! interleaved on one machine, the difference judged per pair), as in Georges et al.'s
+//! "Statistically rigorous Java performance evaluation" and rustc-perf's same-machine runs.
+//!
+//! Rounds pair by repetition number within one run folder (several folders pool their pairs).
+//! Safety is gated as without a baseline: any violation in a cell expected safe fails.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use super::GateError;
+use super::aggregate::aggregate;
+use super::compare::{Outcome, Row, Thresholds, Verdict, judge, safety_row};
+use super::metric::Metric;
+use super::spread::Spread;
+use crate::plan::CellId;
+use crate::stats::CellSummary;
+
+/// `--pair A=B`: cells of workload B judged against the same cells of workload A.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Pair {
+    /// The baseline variant's workload name.
+    pub baseline: String,
+    /// The variant judged.
+    pub current: String,
+}
+
+/// Parses `A=B` (two different workload names).
+pub fn parse_pair(text: &str) -> Result<Pair, String> {
+    let (a, b) = text.split_once('=').ok_or_else(|| {
+        format!("'{text}' is not A=B: write the two workloads' names, e.g. --pair base=candidate")
+    })?;
+    let (a, b) = (a.trim(), b.trim());
+    if a.is_empty() || b.is_empty() || a == b {
+        return Err(format!(
+            "'{text}': name two different workloads, the baseline first, e.g. base=candidate"
+        ));
+    }
+    Ok(Pair {
+        baseline: a.to_string(),
+        current: b.to_string(),
+    })
+}
+
+/// One B cell's rounds: per metric the ratios B ÷ A of the rounds both measured.
+struct Rounds {
+    base: CellId,
+    /// Per metric: (A's value, B's value) of each round.
+    values: BTreeMap<Metric, Vec<(f64, f64)>>,
+    rounds: usize,
+}
+
+/// Compares, in each run of `runs` (folder, its cells), every cell of workload `pair.current`
+/// with the cell of workload `pair.baseline` at the same other coordinates, repetition by
+/// repetition. A B cell without any A repetition to pair with is an error (exit 2) that says
+/// which; so is a run with no B cell at all.
+pub fn compare_paired(
+    runs: &[(PathBuf, Vec<CellSummary>)],
+    pair: &Pair,
+    th: &Thresholds,
+) -> Result<Outcome, GateError> {
+    let mut by_cell: Vec<Rounds> = Vec::new();
+    let mut missing = Vec::new();
+    for (_, cells) in runs {
+        for b in cells.iter().filter(|c| c.id.workload == pair.current) {
+            let a_id = CellId {
+                workload: pair.baseline.clone(),
+                ..b.id.clone()
+            };
+            let Some(a) = cells.iter().find(|c| c.id == a_id) else {
+                missing.push(a_id.to_string());
+                continue;
+            };
+            let base = b.id.base();
+            let i = match by_cell.iter().position(|r| r.base == base) {
+                Some(i) => i,
+                None => {
+                    by_cell.push(Rounds {
+                        base,
+                        values: BTreeMap::new(),
+                        rounds: 0,
+                    });
+                    by_cell.len() - 1
+                }
+            };
+            let r = &mut by_cell[i];
+            r.rounds += 1;
+            for m in Metric::ALL {
+                if let (Some(x), Some(y)) = (m.of(a), m.of(b)) {
+                    r.values.entry(m).or_default().push((x, y));
+                }
+            }
+        }
+    }
+    if !missing.is_empty() {
+        return Err(GateError::MissingCells(missing));
+    }
+    if by_cell.is_empty() {
+        return Err(GateError::Input {
+            path: runs.first().map(|(d, _)| d.clone()).unwrap_or_default(),
+            message: format!(
+                "no cell of workload '{}' to compare with '{}': run both workloads in one run \
+                 (`lockbench run --workload A.toml --workload B.toml --repeat N`)",
+                pair.current, pair.baseline
+            ),
+        });
+    }
+
+    let mut rows = Vec::new();
+    for r in &by_cell {
+        let cell = r.base.to_string();
+        for m in Metric::ALL {
+            if let Some(v) = r.values.get(&m) {
+                rows.push(paired_row(&cell, m, v, th));
+            }
+        }
+    }
+    // Safety: every cell of both variants, as without a baseline.
+    let pooled: Vec<CellSummary> = runs.iter().flat_map(|(_, c)| c.clone()).collect();
+    rows.extend(aggregate(&pooled).iter().map(|c| safety_row(None, c)));
+    let rounds: usize = by_cell.iter().map(|r| r.rounds).max().unwrap_or(0);
+    Ok(Outcome {
+        rows,
+        notes: vec![format!(
+            "paired: each cell of workload '{}' against the same cell of '{}' in the same \
+             round (same clusters, same minute), up to {rounds} rounds; the change is the \
+             median of the rounds' ratios",
+            pair.current, pair.baseline
+        )],
+    })
+}
+
+/// The row of metric `m` of `cell` from its rounds' (A, B) values.
+fn paired_row(cell: &str, m: Metric, values: &[(f64, f64)], th: &Thresholds) -> Row {
+    let side = |pick: fn(&(f64, f64)) -> f64| Spread::of(values.iter().map(pick).collect());
+    let show = |s: Option<Spread>| {
+        s.map_or("not measured".into(), |s| {
+            format!("{} (n={})", m.show(s.median), s.values.len())
+        })
+    };
+    let mut row = Row {
+        cell: cell.to_string(),
+        metric: m.name().to_string(),
+        baseline: show(side(|v| v.0)),
+        current: show(side(|v| v.1)),
+        change: String::new(),
+        threshold: String::new(),
+        verdict: Verdict::Pass,
+        evidence: None,
+    };
+    if values.iter().any(|&(a, _)| a <= 0.0) {
+        row.verdict = Verdict::NotGated("zero in a baseline round: no ratio".into());
+        return row;
+    }
+    let Some(ratios) = Spread::of(values.iter().map(|&(a, b)| b / a).collect()) else {
+        row.verdict = Verdict::NotGated("no finite ratio".into());
+        return row;
+    };
+    let change = 100.0 * (ratios.median - 1.0);
+    row.change = format!(
+        "{change:+.1} % (paired, ratio IQR {:.1} %)",
+        100.0 * ratios.relative_iqr()
+    );
+    (row.threshold, row.verdict) = judge(m, change, th.paired_allowance(m, &ratios), th);
+    row
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::check::Expect;
+    use crate::check::safety::Safety;
+    use crate::recipe::Strategy;
+    use crate::system::System;
+
+    /// Repetition `rep` of `redis-predecessor-<workload>-c4`: handoff p50 (µs) and throughput.
+    fn summary_with(workload: &str, rep: Option<u32>, handoff: f64, x: f64) -> CellSummary {
+        let mut s = crate::capacity::report::tests::cell(4, x, 50_000, 100);
+        s.id = CellId {
+            repetition: rep,
+            ..CellId::new(System::Redis, Strategy::Predecessor, workload, 4)
+        };
+        s.handoff_latency_us.p50 = handoff as u64;
+        s.handoff_latency_us.count = 90;
+        s.safety = Some(Safety::of(&[], crate::check::Validity::Valid, Expect::Safe));
+        s
+    }
+
+    fn th(handoff_floor: f64) -> Thresholds {
+        Thresholds::with(&[(Metric::HandoffP50, handoff_floor)], 3.0)
+    }
+
+    /// Rounds whose level moves by ±30 % from one to the next (cluster and minute), with B a
+    /// fixed factor of A inside each round plus a small wobble.
+    fn rounds(factor: f64) -> Vec<(PathBuf, Vec<CellSummary>)> {
+        let level = [1.0, 1.3, 0.75, 1.2, 0.8, 1.25, 0.7, 1.1];
+        let wobble = [1.01, 0.99, 1.02, 0.98, 1.0, 1.015, 0.985, 1.0];
+        let mut cells = Vec::new();
+        for (k, (l, w)) in level.iter().zip(wobble).enumerate() {
+            let rep = Some(k as u32 + 1);
+            cells.push(summary_with("a", rep, 1000.0 * l, 100.0 / l));
+            cells.push(summary_with("b", rep, 1000.0 * l * factor * w, 100.0 / l));
+        }
+        vec![(PathBuf::from("run"), cells)]
+    }
+
+    fn verdict(o: &Outcome, metric: &str) -> Verdict {
+        o.rows
+            .iter()
+            .find(|r| r.metric == metric)
+            .map(|r| r.verdict.clone())
+            .unwrap()
+    }
+
+    #[test]
+    fn pairs_cancel_what_moves_both_variants_and_catch_a_20_percent_slowdown() {
+        let pair = parse_pair("a=b").unwrap();
+        let slow = compare_paired(&rounds(1.2), &pair, &th(10.0)).unwrap();
+        assert_eq!(
+            verdict(&slow, "handoff_p50"),
+            Verdict::Regressed,
+            "{slow:?}"
+        );
+        assert_eq!(verdict(&slow, "throughput"), Verdict::Pass);
+        assert!(slow.rows.iter().any(|r| r.metric == "safety"));
+        // The same data unpaired: the rounds' ±30 % spread hides the 20 %.
+        let level_iqr = Spread::of(
+            rounds(1.0)[0]
+                .1
+                .iter()
+                .filter(|c| c.id.workload == "a")
+                .map(|c| Metric::HandoffP50.of(c).unwrap())
+                .collect(),
+        )
+        .unwrap()
+        .relative_iqr();
+        let unpaired = 100.0 * 3.0 * 0.929 * level_iqr * (2.0f64 / 8.0).sqrt();
+        assert!(unpaired > 20.0, "{unpaired}");
+        let same = compare_paired(&rounds(1.0), &pair, &th(10.0)).unwrap();
+        assert!(same.passed(), "{same:?}");
+        let fast = compare_paired(&rounds(0.7), &pair, &th(10.0)).unwrap();
+        assert_eq!(verdict(&fast, "handoff_p50"), Verdict::Improved);
+        assert!(fast.passed());
+    }
+
+    #[test]
+    fn a_cell_without_its_pair_or_a_run_without_b_says_which() {
+        let mut runs = rounds(1.0);
+        runs[0]
+            .1
+            .retain(|c| !(c.id.workload == "a" && c.id.repetition == Some(3)));
+        let e = compare_paired(&runs, &parse_pair("a=b").unwrap(), &th(10.0)).unwrap_err();
+        assert!(e.to_string().contains("redis-predecessor-a-c4-r3"), "{e}");
+        let e = compare_paired(&runs, &parse_pair("a=c").unwrap(), &th(10.0)).unwrap_err();
+        assert!(e.to_string().contains("no cell of workload 'c'"), "{e}");
+        assert!(parse_pair("a").unwrap_err().contains("A=B"));
+        assert!(parse_pair("a=a").is_err());
+    }
+}
