@@ -7,11 +7,11 @@
 #   A/A:      lockbench gate --pair a=c   (want exit 0)
 #   slowdown: lockbench gate --pair a=b   (want exit 1)
 # with `--threshold handoff_p50=10`. Each run: predecessor locks on SYSTEMS (default redis), 4
-# clients, DURATION cells (default 6s), REPEAT rounds (default 6); WORKLOAD (default
-# workloads/hot-lock.toml) is what a, b and c copy.
+# clients, DURATION cells (default 6s), REPEAT rounds (default 12; at 6, one try in 3 missed);
+# WORKLOAD (default workloads/hot-lock.toml) is what a, b and c copy.
 #
 #   cargo build --features inject-delay --bin lockbench && cp target/debug/lockbench /tmp/lockbench-slow
-#   SLOW=/tmp/lockbench-slow scripts/gate-proof.sh run    # ~4 min a try, N tries (default 10)
+#   SLOW=/tmp/lockbench-slow scripts/gate-proof.sh run    # ~5 min a try, N tries (default 10)
 #   SLOW=/tmp/lockbench-slow scripts/gate-proof.sh gate   # the verdicts, one line a try
 set -u
 D=${D:-/tmp/lockbench-gate-proof}
@@ -19,7 +19,7 @@ N=${N:-10}
 SLOW=${SLOW:?the inject-delay build of lockbench}
 SYSTEMS=${SYSTEMS:-redis}
 ARGS=(--systems "$SYSTEMS" --strategies predecessor --clients 4
-  --duration "${DURATION:-6s}" --repeat "${REPEAT:-6}")
+  --duration "${DURATION:-6s}" --repeat "${REPEAT:-12}")
 GATE_ARGS=(--threshold handoff_p50=10)
 
 run() { # name workloads... (env LOCKBENCH_INJECT_RELEASE_DELAY may be set by the caller)
