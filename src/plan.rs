@@ -372,25 +372,20 @@ impl Plan {
         if n <= 1 {
             return self;
         }
-        let once = std::mem::take(&mut self.cells);
-        // The cells of each cluster, in plan order.
-        let mut clusters: Vec<Vec<&Cell>> = Vec::new();
-        for c in &once {
-            let same = |g: &&mut Vec<&Cell>| {
-                g[0].system == c.system && g[0].cluster_size() == c.cluster_size()
-            };
-            match clusters.iter_mut().find(same) {
-                Some(g) => g.push(c),
-                None => clusters.push(vec![c]),
-            }
-        }
+        // The cells of each cluster, in plan order (no repetitions yet: one group a cluster).
+        let clusters: Vec<Vec<Cell>> = self
+            .by_cluster()
+            .iter()
+            .map(|g| g.cells.iter().map(|c| (*c).clone()).collect())
+            .collect();
+        self.cells.clear();
         for r in 1..=n {
             for g in &clusters {
                 let turn = (r as usize - 1) % g.len();
                 self.cells
                     .extend(g[turn..].iter().chain(&g[..turn]).map(|c| Cell {
                         repetition: Some(r),
-                        ..(*c).clone()
+                        ..c.clone()
                     }));
             }
         }
