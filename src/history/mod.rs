@@ -96,6 +96,10 @@ pub enum ErrorKind {
     /// everything the attempt may have created (etcd: revoked its lease) and the server confirmed
     /// it, so the outcome is known after all: this client does not hold the lock.
     Withdrawn,
+    /// The cluster could not take the request and certainly did not apply it (no leader, a
+    /// connection refused, a read-only or loading Redis), and the operation's deadline left no
+    /// time to ask again.
+    Unavailable,
 }
 
 impl ErrorKind {
@@ -109,6 +113,7 @@ impl ErrorKind {
             ErrorKind::Server => "server",
             ErrorKind::Stale => "stale",
             ErrorKind::Withdrawn => "withdrawn",
+            ErrorKind::Unavailable => "unavailable",
         }
     }
 }

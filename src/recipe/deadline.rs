@@ -6,6 +6,7 @@ use std::future::Future;
 use std::time::{Duration, Instant};
 
 use super::LockError;
+use super::retry::{Backoff, RetryPolicy};
 
 /// The clock-drift allowance of every recipe's lost signal (the Redlock spec's 1 % of the TTL +
 /// 2 ms): our timer and the server's may run at slightly different rates, and ours may fire a
@@ -24,6 +25,8 @@ pub(crate) struct Budget {
     /// Acquisitions report a passed deadline as [`LockError::Timeout`]; releases, which have no
     /// caller deadline, report a slow server as a connection problem.
     acquiring: bool,
+    /// How requests within this budget are tried again after a retryable error.
+    retry: RetryPolicy,
 }
 
 impl Budget {
@@ -35,6 +38,7 @@ impl Budget {
             deadline,
             request_timeout,
             acquiring: true,
+            retry: RetryPolicy::default(),
         }
     }
 
@@ -47,7 +51,18 @@ impl Budget {
             deadline: now + request_timeout * requests,
             request_timeout,
             acquiring: false,
+            retry: RetryPolicy::default(),
         }
+    }
+
+    /// The same budget, retrying as `retry` says.
+    pub(crate) fn retrying(self, retry: RetryPolicy) -> Budget {
+        Budget { retry, ..self }
+    }
+
+    /// A fresh backoff for one request's retries within this budget.
+    pub(crate) fn backoff(&self) -> Backoff {
+        Backoff::new(self.retry)
     }
 
     /// When the operation must be over.

@@ -22,8 +22,10 @@ mod deadline;
 pub mod etcd;
 mod holders;
 pub mod inject;
+mod janitor;
 pub mod mock;
 pub mod redis;
+pub mod retry;
 pub mod zookeeper;
 
 pub use redis::redlock;
@@ -33,6 +35,7 @@ pub(crate) use any::CONNECT_TIMEOUT;
 pub use etcd::EtcdRecipe;
 pub use redis::{RedisRecipe, RedisTarget};
 pub use redlock::{RedlockOptions, RedlockRecipe};
+pub use retry::RetryPolicy;
 pub use zookeeper::ZookeeperRecipe;
 
 /// How a waiter learns it may try again.
@@ -272,12 +275,24 @@ pub enum LockError {
     /// now or later. A definite failure, not an unknown one.
     #[error("withdrawn from '{key}': {why}")]
     Withdrawn { key: String, why: String },
+    /// The cluster could not take the request and certainly did not apply it: no leader, a
+    /// connection refused, a read-only or loading Redis. Retried with backoff within the
+    /// operation's deadline; it reaches a caller only when no time was left.
+    #[error("cluster unavailable: {0}")]
+    Unavailable(String),
 }
 
 impl LockError {
     /// True when the server may or may not have applied the operation (Jepsen's `info`).
     pub fn is_indeterminate(&self) -> bool {
         matches!(self, LockError::Connection(_))
+    }
+
+    /// True when asking again may succeed (see [`retry`]): the cluster was unreachable or
+    /// without a leader, or the request went unanswered. Timeouts, lost leases, refusals and
+    /// withdrawals are answers, not reasons to retry.
+    pub fn is_retryable(&self) -> bool {
+        matches!(self, LockError::Connection(_) | LockError::Unavailable(_))
     }
 }
 
@@ -305,6 +320,22 @@ pub struct RecipeConfig {
     /// and ignores this.
     #[serde(default)]
     pub crash_between_steps_every: u32,
+    /// The backoff between two tries after a retryable error ([`LockError::is_retryable`]).
+    #[serde(default)]
+    pub retry: RetryPolicy,
+    /// How long past its deadline an acquisition whose outcome is unknown keeps asking the
+    /// cluster what became of it (the drain): until the server confirms that nothing of the
+    /// attempt is left, or shows it was granted. Past it, the outcome stays unknown (`info`).
+    #[serde(default = "default_resolve_timeout")]
+    pub resolve_timeout: Duration,
+}
+
+/// The default of [`RecipeConfig::resolve_timeout`] (and the workload's `resolve_timeout`):
+/// long enough to outlast a 30 s partition that starts when an acquisition does.
+pub const DEFAULT_RESOLVE_TIMEOUT: Duration = Duration::from_secs(30);
+
+fn default_resolve_timeout() -> Duration {
+    DEFAULT_RESOLVE_TIMEOUT
 }
 
 impl Default for RecipeConfig {
@@ -316,6 +347,8 @@ impl Default for RecipeConfig {
             prefix: "/lockbench".to_string(),
             fallback_poll: Duration::from_millis(500),
             crash_between_steps_every: 0,
+            retry: RetryPolicy::default(),
+            resolve_timeout: DEFAULT_RESOLVE_TIMEOUT,
         }
     }
 }

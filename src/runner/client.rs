@@ -150,6 +150,13 @@ impl CellShared {
     }
 }
 
+/// How long past the cell's end its clients may take before they are stopped by force: the
+/// last acquisition's timeout, the resolution of an unknown outcome (`resolve_timeout`), the
+/// hold and release that follow a late grant (a lease TTL), and 10 s of slack.
+pub(crate) fn drain(wl: &Workload) -> Duration {
+    wl.acquire_timeout + wl.resolve_timeout + wl.lease_ttl + Duration::from_secs(10)
+}
+
 /// The most a write is started ahead of the hold's end to make up for its own cost.
 const WRITE_LEAD_MAX: Duration = Duration::from_millis(5);
 

@@ -277,6 +277,8 @@ where
         renew: wl.renew,
         prefix: prefix.to_string(),
         crash_between_steps_every: wl.crash_between_steps_every,
+        retry: wl.retry,
+        resolve_timeout: wl.resolve_timeout,
         ..RecipeConfig::default()
     };
     match wl.clients_as {
@@ -369,7 +371,7 @@ where
     }
     drop(shared);
     // A client that hangs past its own deadlines must not hang the run.
-    let grace = wl.acquire_timeout + wl.lease_ttl + Duration::from_secs(10);
+    let grace = client::drain(wl);
     let limit = match wl.stop {
         crate::spec::Stop::Duration(d) => Some(d + grace),
         crate::spec::Stop::Acquisitions(_) => None,

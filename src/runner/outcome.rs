@@ -13,6 +13,7 @@ pub(crate) fn error_kind(err: &LockError) -> ErrorKind {
         LockError::Unsupported { .. } => ErrorKind::Unsupported,
         LockError::Server(_) => ErrorKind::Server,
         LockError::Withdrawn { .. } => ErrorKind::Withdrawn,
+        LockError::Unavailable(_) => ErrorKind::Unavailable,
     }
 }
 

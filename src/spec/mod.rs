@@ -164,6 +164,12 @@ pub struct Workload {
     pub renew: bool,
     /// Give up an acquisition after this long (recorded as a timeout).
     pub acquire_timeout: Duration,
+    /// The backoff between two tries after a retryable error within one acquisition or
+    /// clean-up (`retry_backoff`, doubling up to `retry_backoff_max`, with jitter).
+    pub retry: crate::recipe::RetryPolicy,
+    /// How long past its deadline an acquisition whose outcome is unknown keeps asking the
+    /// cluster what became of it, before it is recorded as unknown (`info`): the drain.
+    pub resolve_timeout: Duration,
     /// Waiting strategies to run, in order; `native` is only valid on etcd (checked by the plan).
     pub strategies: Vec<Strategy>,
     /// Seed of every random choice.

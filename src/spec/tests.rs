@@ -102,6 +102,59 @@ fn defaults_fill_the_optional_fields() {
 }
 
 #[test]
+fn retry_backoff_and_resolve_timeout_default_and_are_checked() {
+    let w = Workload::from_str("clients = 2\nacquisitions = 10\n", "w/plain.toml").unwrap();
+    assert_eq!(
+        (w.retry.initial, w.retry.max, w.resolve_timeout),
+        (
+            Duration::from_millis(50),
+            Duration::from_secs(1),
+            Duration::from_secs(30)
+        )
+    );
+    let w = Workload::from_str(
+        "clients = 1\nduration = \"5s\"\nretry_backoff = \"20ms\"\nretry_backoff_max = \"300ms\"\nresolve_timeout = \"0s\"",
+        "x",
+    )
+    .unwrap();
+    assert_eq!(
+        (w.retry.initial, w.retry.max, w.resolve_timeout),
+        (
+            Duration::from_millis(20),
+            Duration::from_millis(300),
+            Duration::ZERO
+        )
+    );
+    // A backoff longer than the default cap raises the default cap with it.
+    let w = Workload::from_str(
+        "clients = 1\nduration = \"5s\"\nretry_backoff = \"2s\"",
+        "x",
+    )
+    .unwrap();
+    assert_eq!(
+        (w.retry.initial, w.retry.max),
+        (Duration::from_secs(2), Duration::from_secs(2))
+    );
+    let e = err(
+        "clients = 1\nduration = \"5s\"\nretry_backoff = \"200ms\"\nretry_backoff_max = \"100ms\"",
+    );
+    assert!(
+        e.contains("'retry_backoff_max'") && e.contains("at least 'retry_backoff'"),
+        "{e}"
+    );
+    let e = err("clients = 1\nduration = \"5s\"\nretry_backoff = \"0ms\"");
+    assert!(
+        e.contains("'retry_backoff' = \"0ms\" is out of range"),
+        "{e}"
+    );
+    let e = err("clients = 1\nduration = \"5s\"\nresolve_timeout = \"2h\"");
+    assert!(
+        e.contains("'resolve_timeout'") && e.contains("out of range"),
+        "{e}"
+    );
+}
+
+#[test]
 fn out_of_range_names_file_field_and_range() {
     assert_eq!(
         err("clients = 0\nduration = \"5s\""),

@@ -481,6 +481,35 @@ impl Validator<'_> {
             Duration::from_millis(1),
             HOUR,
         )?;
+        let defaults = crate::recipe::RetryPolicy::default();
+        let initial = self.opt_duration(
+            "retry_backoff",
+            raw.retry_backoff.as_deref(),
+            defaults.initial,
+            Duration::from_millis(1),
+            Duration::from_secs(10),
+        )?;
+        let max = self.opt_duration(
+            "retry_backoff_max",
+            raw.retry_backoff_max.as_deref(),
+            defaults.max.max(initial),
+            Duration::from_millis(1),
+            Duration::from_secs(60),
+        )?;
+        if max < initial {
+            return Err(self.out_of_range(
+                "retry_backoff_max",
+                humantime::format_duration(max),
+                "at least 'retry_backoff'",
+            ));
+        }
+        let resolve_timeout = self.opt_duration(
+            "resolve_timeout",
+            raw.resolve_timeout.as_deref(),
+            crate::recipe::DEFAULT_RESOLVE_TIMEOUT,
+            Duration::ZERO,
+            HOUR,
+        )?;
         if let Arrival::Open { .. } = arrival {
             if think_given {
                 return Err(self.conflict("field 'think' does not apply to open arrival (the schedule sets the pace): remove it or use kind = \"closed\"".into()));
@@ -502,6 +531,8 @@ impl Validator<'_> {
             lease_ttl,
             renew: raw.renew.unwrap_or(true),
             acquire_timeout,
+            retry: crate::recipe::RetryPolicy { initial, max },
+            resolve_timeout,
             strategies: self.strategies(raw.strategies)?,
             seed: self.range("seed", raw.seed, Some(1), (0, i64::MAX))? as u64,
             stampede,

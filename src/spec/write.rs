@@ -79,6 +79,9 @@ impl Workload {
         put("lease_ttl", text(self.lease_ttl));
         put("renew", Value::Boolean(self.renew));
         put("acquire_timeout", text(self.acquire_timeout));
+        put("retry_backoff", text(self.retry.initial));
+        put("retry_backoff_max", text(self.retry.max));
+        put("resolve_timeout", text(self.resolve_timeout));
         put(
             "strategies",
             Value::Array(

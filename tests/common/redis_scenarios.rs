@@ -18,6 +18,7 @@ pub fn config(prefix: &str, ttl: Duration, renew: bool) -> RecipeConfig {
         prefix: prefix.to_string(),
         fallback_poll: Duration::from_millis(500),
         crash_between_steps_every: 0,
+        ..RecipeConfig::default()
     }
 }
 

@@ -30,10 +30,12 @@ use etcd_client::{
 };
 
 use crate::recipe::deadline::Budget;
-use crate::recipe::etcd::cleanup::{etcd_err, maybe_applied, take_back};
+use crate::recipe::etcd::cleanup::{EtcdChore, etcd_err, maybe_applied};
 use crate::recipe::etcd::lease::EtcdSession;
 use crate::recipe::etcd::wait::{wait_deletes, watch_deletes};
 use crate::recipe::holders::Holders;
+use crate::recipe::janitor::Janitor;
+use crate::recipe::retry::Unanswered;
 use crate::recipe::{Lease, LockError, Recipe, RecipeConfig, Strategy, Tally, check_strategy};
 use crate::sync::LockUnpoisoned;
 use crate::system::System;
@@ -44,9 +46,10 @@ pub struct EtcdRecipe {
     config: RecipeConfig,
     /// The current lease; replaced by a fresh one when it is found dead at the next acquire.
     session: tokio::sync::Mutex<Option<Arc<EtcdSession>>>,
-    /// Our keys whose removal got no answer, with the guard that keeps the retry safe; the next
-    /// acquire retries them, as they would hold the lock (herd) or a stale queue place.
-    orphans: Mutex<Vec<(String, Option<Compare>)>>,
+    /// Revokes leases we gave up on and deletes keys a release or a failed acquisition left,
+    /// until the cluster confirms it: they would hold the lock (herd) or a queue place until
+    /// their lease ran out.
+    janitor: Janitor<EtcdChore>,
     /// Values (attempt ids) of the keys that hold locks of this client now: a clean-up never
     /// removes them.
     live: Mutex<HashSet<String>>,
@@ -62,10 +65,26 @@ struct Handle {
     holder: u64,
 }
 
-/// The value a herd or queue key of one attempt carries: its attempt id. The lease alone does
-/// not tell attempts apart, and a client may hold one key while acquiring another.
-fn attempt_value() -> String {
-    format!("{:016x}", rand::random::<u64>())
+/// One acquisition, across the tries its retryable errors cost.
+struct Attempt {
+    /// The value its herd or queue keys carry: a random id. The lease alone does not tell
+    /// attempts apart, and a client may hold one key while acquiring another; the same value
+    /// on every try lets a later try find a put of an earlier one that landed unanswered.
+    value: String,
+    /// Leases under which a write of this attempt went unanswered (it may land later).
+    unanswered: Unanswered,
+    /// The queue key it made (predecessor), to take back if it fails in the end.
+    queued: Mutex<Option<String>>,
+}
+
+impl Attempt {
+    fn new() -> Attempt {
+        Attempt {
+            value: format!("{:016x}", rand::random::<u64>()),
+            unanswered: Unanswered::default(),
+            queued: Mutex::new(None),
+        }
+    }
 }
 
 /// The guard of a take-back: the key still carries this attempt's value.
@@ -119,11 +138,12 @@ impl EtcdRecipe {
             }
         };
         let session = EtcdSession::grant(&client, &config).await?;
+        let janitor = Janitor::new((client.clone(), config.request_timeout), config.retry);
         Ok(EtcdRecipe {
             client,
             config,
             session: tokio::sync::Mutex::new(Some(Arc::new(session))),
-            orphans: Mutex::new(Vec::new()),
+            janitor,
             live: Mutex::new(HashSet::new()),
         })
     }
@@ -140,7 +160,7 @@ impl EtcdRecipe {
     }
 
     /// The live lease, granting a new one if the last one expired (as etcd's concurrency
-    /// package would open a new session).
+    /// package would open a new session). One grant request; the caller retries.
     async fn live_session(&self, tally: &Tally) -> Result<Arc<EtcdSession>, LockError> {
         let mut slot = self.session.lock().await;
         if let Some(s) = slot.as_ref()
@@ -149,12 +169,10 @@ impl EtcdRecipe {
             return Ok(s.clone());
         }
         if let Some(old) = slot.take() {
-            // We gave up on it, but the server may still count it alive for a moment (it
-            // counts the TTL from when a renewal arrived): revoke it so its queue keys go now.
-            let (mut c, id, limit) = (self.client.clone(), old.id, self.config.request_timeout);
-            tokio::spawn(async move {
-                let _ = tokio::time::timeout(limit, c.lease_revoke(id)).await;
-            });
+            // We gave up on it, but the server may still count it alive (it counts the TTL
+            // from when a renewal arrived, and a new leader grants every lease a fresh TTL):
+            // revoke it, until confirmed, so its keys go as soon as the cluster answers.
+            self.janitor.hand(EtcdChore::Revoke(old.id));
         }
         tally.requests(1);
         let fresh = Arc::new(EtcdSession::grant(&self.client, &self.config).await?);
@@ -162,24 +180,12 @@ impl EtcdRecipe {
         Ok(fresh)
     }
 
-    /// Removes our key after a failed acquisition; remembers it if the server did not answer.
-    async fn take_back(&self, key: &str, target: &str, guard: Option<Compare>) {
-        let limit = self.config.request_timeout;
-        if !take_back(&self.client, key, target, guard.clone(), limit).await {
-            self.orphan(target, guard);
-        }
-    }
-
-    fn orphan(&self, target: &str, guard: Option<Compare>) {
-        self.orphans.locked().push((target.to_string(), guard));
-    }
-
-    /// Retries the removals that got no answer before.
-    async fn retry_orphans(&self) {
-        let orphans = std::mem::take(&mut *self.orphans.locked());
-        for (target, guard) in orphans {
-            self.take_back(&target, &target, guard).await;
-        }
+    /// Removes our key `target` (while `guard` holds) in the background, until confirmed.
+    fn take_back(&self, target: &str, guard: Option<Compare>) {
+        self.janitor.hand(EtcdChore::Delete {
+            target: target.to_string(),
+            guard,
+        });
     }
 
     fn lock_name(&self, key: &str) -> String {
@@ -254,21 +260,22 @@ impl EtcdRecipe {
         }
     }
 
-    /// Creates `target` holding `value` under lease `lease` unless it exists, reading it in the
-    /// same round trip when it does. A request the deadline cut short is taken back (guarded by
-    /// `value`, so nothing but this attempt's key is removed); one whose outcome is unknown
-    /// returns its error as it is: the acquisition then withdraws by revoking the lease
-    /// ([`EtcdRecipe::withdraw`]), which also covers a put that lands after a delete found
-    /// nothing.
+    /// Creates `target` holding the attempt's value under lease `lease` unless it exists,
+    /// reading it in the same round trip when it does. A request the deadline cut short is
+    /// taken back (guarded by the value, so nothing but this attempt's key is removed); one
+    /// whose outcome is unknown is noted in `attempt` and returns its error: the acquisition
+    /// tries again (a put that landed is found by its value), and if it fails in the end
+    /// withdraws by revoking the lease ([`EtcdRecipe::withdraw`]), which also covers a put that
+    /// lands after a delete found nothing.
     async fn put_if_absent(
         &self,
-        key: &str,
         target: &str,
-        value: &str,
+        attempt: &Attempt,
         lease: i64,
         budget: &Budget,
         tally: &Tally,
     ) -> Result<TxnResponse, LockError> {
+        let value = attempt.value.as_str();
         let txn = Txn::new()
             .when([Compare::create_revision(target, CompareOp::Equal, 0)])
             .and_then([TxnOp::put(
@@ -283,21 +290,24 @@ impl EtcdRecipe {
             .run("txn", c.txn(txn))
             .await
             .and_then(|r| r.map_err(|e| etcd_err("create-if-absent txn", e)));
-        if let Err(e) = &answer
-            && maybe_applied(e)
-            && !e.is_indeterminate()
-        {
-            // The deadline cut the request short, yet the put may have landed: take back what
-            // this attempt may have made (an unknown outcome withdraws the whole lease instead).
-            self.take_back(key, target, Some(carries(target, value)))
-                .await;
+        if let Err(e) = &answer {
+            if e.is_indeterminate() {
+                attempt.unanswered.note(lease, e);
+            } else if maybe_applied(e) {
+                // The deadline cut the request short, yet the put may have landed: take back
+                // what this attempt may have made.
+                self.take_back(target, Some(carries(target, value)));
+            }
         }
         answer
     }
 
+    /// One try of the herd for `attempt` (a put of an earlier try that landed unanswered is
+    /// found by its value and taken as the grant).
     async fn acquire_herd(
         &self,
         key: &str,
+        attempt: &Attempt,
         budget: &Budget,
         tally: &Tally,
     ) -> Result<Lease, LockError> {
@@ -308,21 +318,34 @@ impl EtcdRecipe {
         // failed attempt and the watch cannot be missed; a deletion the watch reports that
         // happened before an attempt only costs one retry.
         let mut watch: Option<WatchStream> = None;
-        let value = attempt_value();
         loop {
             // A failed attempt reads the holder's key in the same round trip: one of our own
-            // lease is a leftover of an earlier attempt, which we would otherwise wait for.
+            // lease is this attempt's (an earlier try's put landed unanswered: granted) or a
+            // leftover of an earlier attempt, which we would otherwise wait for.
+            let value = attempt.value.as_str();
             let resp = self
-                .put_if_absent(key, &name, &value, session.id, budget, tally)
+                .put_if_absent(&name, attempt, session.id, budget, tally)
                 .await?;
             if resp.succeeded() {
                 let rev = resp.header().map(|h| h.revision()).unwrap_or(0);
-                return Ok(self.lease(key, &session, name, rev, value, tally, false));
+                return Ok(self.lease(key, &session, name, rev, value.to_string(), tally, false));
             }
             if let Some(TxnOpResponse::Get(g)) = resp.op_responses().first()
                 && let Some(kv) = g.kvs().first()
                 && kv.lease() == session.id
             {
+                if kv.value() == value.as_bytes() {
+                    let rev = kv.create_revision();
+                    return Ok(self.lease(
+                        key,
+                        &session,
+                        name,
+                        rev,
+                        value.to_string(),
+                        tally,
+                        false,
+                    ));
+                }
                 self.remove_leftover(key, &name, kv, budget, tally).await?;
                 continue;
             }
@@ -344,53 +367,55 @@ impl EtcdRecipe {
         }
     }
 
+    /// One try of the predecessor queue for `attempt`; the key it queued under is noted in
+    /// the attempt (to be taken back if the acquisition fails in the end). A later try finds
+    /// this attempt's key by its value and keeps its place (and create revision) in the queue.
     async fn acquire_predecessor(
         &self,
         key: &str,
+        attempt: &Attempt,
         budget: &Budget,
         tally: &Tally,
     ) -> Result<Lease, LockError> {
         let session = self.live_session(tally).await?;
         let dir = format!("{}/", self.lock_name(key));
         let mine = format!("{dir}{:x}", session.id);
-        let value = attempt_value();
-        // Take a place in the queue. A key this lease already has there is a leftover of an
-        // earlier attempt: remove it and queue anew, so every attempt gets a fresh create
-        // revision (its fencing token) rather than reusing a stale one.
+        // Take a place in the queue. A key this lease already has there is this attempt's (an
+        // earlier try's put landed) or a leftover of an earlier attempt: that one is removed
+        // and the attempt queues anew, so every attempt gets a fresh create revision (its
+        // fencing token) rather than reusing a stale one.
+        let value = attempt.value.as_str();
         let my_rev = loop {
             let resp = self
-                .put_if_absent(key, &mine, &value, session.id, budget, tally)
+                .put_if_absent(&mine, attempt, session.id, budget, tally)
                 .await?;
             if resp.succeeded() {
                 break resp.header().map(|h| h.revision()).unwrap_or(0);
             }
             match resp.op_responses().first() {
                 Some(TxnOpResponse::Get(g)) => match g.kvs().first() {
+                    Some(kv) if kv.value() == value.as_bytes() => break kv.create_revision(),
                     Some(kv) => self.remove_leftover(key, &mine, kv, budget, tally).await?,
                     None => continue, // gone between the compare and the read
                 },
                 _ => break 0,
             }
         };
+        *attempt.queued.locked() = Some(mine.clone());
         if my_rev == 0 {
             return Err(LockError::Server(format!(
                 "etcd gave no create revision for '{mine}'"
             )));
         }
         let poll = self.config.fallback_poll;
-        match wait_deletes(&self.client, &dir, &mine, my_rev, budget, poll, tally).await {
-            Ok(()) => Ok(self.lease(key, &session, mine, my_rev, value, tally, true)),
-            Err(e) => {
-                self.take_back(key, &mine, Some(carries(&mine, &value)))
-                    .await;
-                Err(e)
-            }
-        }
+        wait_deletes(&self.client, &dir, &mine, my_rev, budget, poll, tally).await?;
+        Ok(self.lease(key, &session, mine, my_rev, value.to_string(), tally, true))
     }
 
     async fn acquire_native(
         &self,
         key: &str,
+        attempt: &Attempt,
         budget: &Budget,
         tally: &Tally,
     ) -> Result<Lease, LockError> {
@@ -409,6 +434,9 @@ impl EtcdRecipe {
         let resp = match locked.and_then(|r| r.map_err(|e| etcd_err("lock", e))) {
             Ok(r) => r,
             Err(e) => {
+                if e.is_indeterminate() {
+                    attempt.unanswered.note(session.id, &e);
+                }
                 self.abandon_lease(&session, &e).await;
                 return Err(e);
             }
@@ -441,56 +469,43 @@ impl EtcdRecipe {
 
     /// After an acquisition whose outcome is unknown (a request went unanswered: the put may
     /// land later, even after a guarded delete found nothing, when a partition delays the
-    /// forwarded proposal): revokes the lease the attempt wrote under, retrying until `until`.
-    /// A revoked lease removes every key written under it and refuses any put that lands later,
-    /// so once the server confirms it (or says the lease is already gone) the outcome is known:
-    /// [`LockError::Withdrawn`]. No answer by `until` leaves the original, unknown error; the
-    /// session is retired either way, so its keep-alive stops and the next acquire grants a
-    /// fresh lease. An error before any lease existed wrote nothing: withdrawn at once.
+    /// forwarded proposal): revokes every lease the attempt wrote under while a request went
+    /// unanswered (`leases`), asking until `until` (the janitor goes on after it). A revoked
+    /// lease removes every key written under it and refuses any put that lands later, so once
+    /// the server confirms it (or says the lease is already gone) the outcome is known:
+    /// [`LockError::Withdrawn`]. No confirmation by `until` leaves the original, unknown error.
+    /// The current lease is retired either way (its holders told), so its keep-alive stops and
+    /// the next acquire grants a fresh lease.
     async fn withdraw(
         &self,
         key: &str,
         err: LockError,
+        leases: &[i64],
         until: Instant,
-        tally: &Tally,
     ) -> LockError {
-        const RETRY: std::time::Duration = std::time::Duration::from_millis(100);
-        let Some(session) = self.session.lock().await.clone() else {
-            return LockError::Withdrawn {
-                key: key.to_string(),
-                why: format!("{err}; no lease was granted, so no lock key was written"),
-            };
-        };
-        session.holders.lose_all(&format!(
-            "lease revoked after an acquisition with an unknown outcome: {err}"
-        ));
-        let mut c = self.client.clone();
-        loop {
-            let left = until.saturating_duration_since(Instant::now());
-            tally.requests(1);
-            let answer = tokio::time::timeout(
-                self.config.request_timeout.min(left.max(RETRY)),
-                c.lease_revoke(session.id),
-            )
-            .await;
-            let confirmed = match answer {
-                Ok(Ok(_)) => Some("revoked"),
-                Ok(Err(e)) if e.to_string().contains("lease not found") => Some("already gone"),
-                _ => None,
-            };
-            if let Some(how) = confirmed {
-                return LockError::Withdrawn {
-                    key: key.to_string(),
-                    why: format!(
-                        "{err}; lease {:x} {how}, so nothing of this attempt holds the lock",
-                        session.id
-                    ),
-                };
-            }
-            if Instant::now() + RETRY >= until {
+        if let Some(s) = self.session.lock().await.as_ref()
+            && leases.contains(&s.id)
+        {
+            s.holders.lose_all(&format!(
+                "lease revoked after an acquisition with an unknown outcome: {err}"
+            ));
+        }
+        for id in leases {
+            if !self.janitor.confirm(EtcdChore::Revoke(*id), until).await {
                 return err;
             }
-            tokio::time::sleep(RETRY).await;
+        }
+        let ids: Vec<String> = leases.iter().map(|id| format!("{id:x}")).collect();
+        LockError::Withdrawn {
+            key: key.to_string(),
+            why: if ids.is_empty() {
+                format!("{err}; no lease was granted, so no lock key was written")
+            } else {
+                format!(
+                    "{err}; lease {} revoked, so nothing of this attempt holds the lock",
+                    ids.join(", ")
+                )
+            },
         }
     }
 
@@ -500,11 +515,7 @@ impl EtcdRecipe {
     /// lands later; the next acquire grants a fresh lease. Other locks held under this lease
     /// go too, and their holders are told.
     async fn abandon_lease(&self, session: &EtcdSession, why: &LockError) {
-        let mut c = self.client.clone();
-        let limit = self.config.request_timeout;
-        // No answer: the keep-alive stops with the retired session, so the lease and its keys
-        // end within a TTL.
-        let _ = tokio::time::timeout(limit, c.lease_revoke(session.id)).await;
+        self.janitor.hand(EtcdChore::Revoke(session.id));
         session
             .holders
             .lose_all(&format!("lease revoked after a failed Lock: {why}"));
@@ -524,21 +535,45 @@ impl Recipe for EtcdRecipe {
         tally: &Tally,
     ) -> Result<Lease, LockError> {
         check_strategy(System::Etcd, strategy)?;
-        self.retry_orphans().await;
-        let budget = Budget::acquire(key, deadline, self.config.request_timeout);
-        let got = match strategy {
-            Strategy::Herd => self.acquire_herd(key, &budget, tally).await,
-            Strategy::Predecessor => self.acquire_predecessor(key, &budget, tally).await,
-            Strategy::Native => self.acquire_native(key, &budget, tally).await,
-            // Turned away by `check_strategy` above; matched for completeness.
-            other => Err(crate::recipe::unsupported(System::Etcd, other)),
-        };
-        let got = match got {
-            Err(e) if e.is_indeterminate() => {
-                let until = deadline.max(Instant::now() + self.config.ttl);
-                Err(self.withdraw(key, e, until, tally).await)
+        let budget =
+            Budget::acquire(key, deadline, self.config.request_timeout).retrying(self.config.retry);
+        let attempt = Attempt::new();
+        let mut backoff = budget.backoff();
+        let got = loop {
+            let tried = match strategy {
+                Strategy::Herd => self.acquire_herd(key, &attempt, &budget, tally).await,
+                Strategy::Predecessor => {
+                    self.acquire_predecessor(key, &attempt, &budget, tally)
+                        .await
+                }
+                Strategy::Native => self.acquire_native(key, &attempt, &budget, tally).await,
+                // Turned away by `check_strategy` above; matched for completeness.
+                other => Err(crate::recipe::unsupported(System::Etcd, other)),
+            };
+            match tried {
+                Err(e) if e.is_retryable() => {
+                    if !backoff.wait(deadline).await {
+                        break Err(budget.timeout());
+                    }
+                }
+                other => break other,
             }
-            other => other,
+        };
+        let got = match (got, attempt.unanswered.last()) {
+            (Err(_), Some(e)) => {
+                let leases = attempt.unanswered.ids();
+                let until = deadline + self.config.resolve_timeout;
+                Err(self.withdraw(key, e, &leases, until).await)
+            }
+            (Err(e), None) => {
+                // A queue key this attempt made would hold a place (and, at the head, the
+                // lock) until its lease ran out.
+                if let Some(mine) = attempt.queued.locked().take() {
+                    self.take_back(&mine, Some(carries(&mine, &attempt.value)));
+                }
+                Err(e)
+            }
+            (ok, _) => ok,
         };
         if let Err(LockError::Lost { why, .. }) = &got {
             // The server showed us our lease is gone before the keep-alive noticed: retire it
@@ -573,8 +608,9 @@ impl Recipe for EtcdRecipe {
                 why: "the lock key is gone or re-created by another client (lease expired?)".into(),
             }),
             Err(e) => {
-                if e.is_indeterminate() {
-                    self.orphan(&h.key, Some(ours));
+                if e.is_retryable() {
+                    // Curator's guaranteed delete: until the server confirms it.
+                    self.take_back(&h.key, Some(ours));
                 }
                 Err(e)
             }

@@ -291,7 +291,7 @@ async fn keep(held: Held) {
         };
         if answers
             .iter()
-            .any(|a| matches!(a, Err(e) if e.is_indeterminate()))
+            .any(|a| matches!(a, Err(e) if e.is_retryable()))
         {
             source.unreachable(&nodes, sent + period);
         }

@@ -242,6 +242,7 @@ impl RedisRecipe {
         let mut node = self.master().await;
         let mut subscribed: Option<Arc<Server>> = None;
         let mut abandoned = false;
+        let mut backoff = crate::recipe::retry::Backoff::new(self.cfg.retry);
         let outcome = loop {
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
@@ -293,10 +294,10 @@ impl RedisRecipe {
                     let poll = Poll::after(strategy, a.retry_within.is_none(), &self.cfg);
                     waiter.wait_or_poll(poll, a.retry_within, left, tally).await;
                 }
-                Err(e) if e.is_indeterminate() => {
-                    let pause = self.cfg.fallback_poll.min(Duration::from_millis(100));
-                    tokio::time::sleep(pause.min(left)).await;
-                    node = self.reresolve(&node, deadline).await;
+                Err(e) if e.is_retryable() => {
+                    if backoff.wait(deadline).await {
+                        node = self.reresolve(&node, deadline).await;
+                    }
                 }
                 Err(e) => break Err(e),
             }
@@ -386,7 +387,7 @@ impl Recipe for RedisRecipe {
             {
                 Ok(_) => Ok(()),
                 Err(e) => {
-                    if e.is_indeterminate() {
+                    if e.is_retryable() {
                         self.reresolve(&node, Instant::now() + self.cfg.request_timeout)
                             .await;
                     }
@@ -411,7 +412,7 @@ impl Recipe for RedisRecipe {
                 why: "the lock had expired (or was taken over) before the release".into(),
             }),
             Err(e) => {
-                if e.is_indeterminate() {
+                if e.is_retryable() {
                     self.reresolve(&node, Instant::now() + self.cfg.request_timeout)
                         .await;
                 }

@@ -39,13 +39,12 @@ pub(crate) struct Attempt {
 
 /// Maps a client error to the contract's error, naming the server.
 pub(crate) fn lock_error(endpoint: &str, e: RedisError) -> LockError {
-    // READONLY: we are talking to a demoted master, the caller must find the new one.
-    if e.is_io_error()
-        || e.is_timeout()
-        || e.is_connection_dropped()
-        || e.is_connection_refusal()
-        || e.code() == Some("READONLY")
+    // Refused before anything ran: no connection, a demoted master (READONLY: the caller must
+    // find the new one), a server still loading its data set, a replica cut from its master.
+    if e.is_connection_refusal() || matches!(e.code(), Some("READONLY" | "LOADING" | "MASTERDOWN"))
     {
+        LockError::Unavailable(format!("{endpoint}: {e}"))
+    } else if e.is_io_error() || e.is_timeout() || e.is_connection_dropped() {
         LockError::Connection(format!("{endpoint}: {e}"))
     } else {
         LockError::Server(format!("{endpoint}: {e}"))

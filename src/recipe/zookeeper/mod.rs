@@ -29,6 +29,7 @@
 //! Against another ensemble, choose T by the same rule (with the defaults of 2 s ticks and
 //! syncLimit 5: T ≥ 24 s).
 
+mod cleanup;
 mod session;
 
 use std::collections::HashSet;
@@ -39,6 +40,9 @@ use zookeeper_client as zk;
 
 use crate::recipe::deadline::Budget;
 use crate::recipe::holders::Holders;
+use crate::recipe::janitor::Janitor;
+use crate::recipe::retry::Unanswered;
+use crate::recipe::zookeeper::cleanup::{ZkChore, ZkJanitorCtx};
 use crate::recipe::zookeeper::session::{
     Mine, SEQ_PREFIX, ZkSession, attempt_data, attempt_of, delete_own, idempotent, is_live,
     maybe_applied, open_session, sequence, session_tag, sweep_own, zk_err,
@@ -47,6 +51,7 @@ use crate::recipe::{Lease, LockError, Recipe, RecipeConfig, Strategy, Tally, che
 use crate::sync::LockUnpoisoned;
 use crate::system::System;
 
+/// The herd's lock node in a key's directory.
 const HERD_NODE: &str = "lock";
 
 /// A ZooKeeper lock client: one session at a time (a new one replaces an expired one at the
@@ -57,20 +62,22 @@ pub struct ZookeeperRecipe {
     session: tokio::sync::Mutex<Arc<ZkSession>>,
     /// Lock directories known to exist, so each key pays for creating its parents once.
     parents: Mutex<HashSet<String>>,
-    /// Our nodes that a release or a failed acquire could not remove; see [`Orphan`].
-    orphans: Mutex<Vec<Orphan>>,
+    /// Removes, until the ensemble confirms it, our nodes that a release or a failed acquire
+    /// could not remove and everything a session we gave up on left (see `cleanup`).
+    janitor: Janitor<ZkChore>,
     /// Attempt ids of the locks this client holds now: a clean-up never removes their nodes.
     live: Mutex<HashSet<u64>>,
 }
 
-/// A lock node of ours whose removal got no answer. The next acquire retries it: while the
-/// session lives, the node would hold the lock (herd) or block our own new node (predecessor).
-struct Orphan {
-    path: String,
-    /// The attempt whose node it is: the retry removes that node and no other, so it cannot
-    /// touch a lock this client took later under the same name.
-    attempt: u64,
-    session_id: i64,
+/// One acquisition, across the tries its retryable errors cost.
+struct Attempt {
+    /// The id every node of the attempt carries as its data, the same on every try, so that a
+    /// later try finds a node an earlier one made unanswered, and a withdrawal exactly them.
+    id: u64,
+    /// Sessions under which a create of this attempt went unanswered (it may have landed).
+    unanswered: Unanswered,
+    /// The queue node it made (predecessor) and its session, to take back if it fails.
+    queued: Mutex<Option<(String, i64)>>,
 }
 
 /// What `release` needs: the node, the attempt id its data carries (which proves it is still
@@ -89,12 +96,14 @@ impl ZookeeperRecipe {
     pub async fn connect(endpoints: &[String], config: RecipeConfig) -> Result<Self, LockError> {
         let connect_string = endpoints.join(",");
         let session = open_session(&connect_string, &config).await?;
+        let ctx = ZkJanitorCtx::new(connect_string.clone(), config.clone());
+        let janitor = Janitor::new(ctx, config.retry);
         Ok(ZookeeperRecipe {
             connect_string,
             config,
             session: tokio::sync::Mutex::new(Arc::new(session)),
             parents: Mutex::new(HashSet::new()),
-            orphans: Mutex::new(Vec::new()),
+            janitor,
             live: Mutex::new(HashSet::new()),
         })
     }
@@ -116,105 +125,70 @@ impl ZookeeperRecipe {
         if slot.holders.dead().is_none() {
             return Ok(slot.clone());
         }
+        // The ended session's nodes may outlive it on the server (a quorum that comes back
+        // renews every session it knows): remove them as soon as the ensemble answers.
+        let old = slot.client.session_id().0;
+        for dir in self.parents.locked().iter() {
+            self.janitor.hand(ZkChore::Dir {
+                dir: dir.clone(),
+                owner: old,
+                which: Mine::Any,
+            });
+        }
         tally.requests(1);
         let fresh = Arc::new(open_session(&self.connect_string, &self.config).await?);
         *slot = fresh.clone();
         Ok(fresh)
     }
 
-    /// Removes the node of `attempt` after a failed acquisition; remembers it if the server
-    /// did not answer.
+    /// Removes the node of `attempt` after a failed acquisition; hands it to the janitor if
+    /// the server did not answer.
     async fn take_back(&self, s: &ZkSession, key: &str, path: &str, attempt: u64) {
         let budget = Budget::cleanup(key, self.config.request_timeout, 2);
         if delete_own(s, path, Mine::Attempt(attempt), &self.live, &budget)
             .await
             .is_err()
         {
-            self.orphan(path, attempt, s.client.session_id().0);
+            self.node_chore(path, s.client.session_id().0, attempt);
         }
     }
 
-    /// After an acquisition whose outcome is unknown (a create or a read went unanswered):
-    /// removes every node of `attempt` (the herd node if it carries the attempt id; queue nodes
-    /// of this session found by tag and id), retrying while the client reconnects, until
-    /// `until`. Once the server answers (the node deleted, or none of this attempt there), or
-    /// the session is known to have ended (its ephemeral nodes went with it, and nothing can be
-    /// created under it any more), the outcome is known: [`LockError::Withdrawn`]. Otherwise
-    /// the original, unknown error stays and the node is kept as an orphan to retry.
-    async fn withdraw(
-        &self,
-        key: &str,
-        strategy: Strategy,
-        attempt: u64,
-        err: LockError,
-        until: Instant,
-    ) -> LockError {
-        const RETRY: Duration = Duration::from_millis(100);
-        let s = self.session.lock().await.clone();
-        let withdrawn = |how: &str| LockError::Withdrawn {
-            key: key.to_string(),
-            why: format!("{err}; {how}, so nothing of this attempt holds the lock"),
-        };
-        let ended = |s: &ZkSession| {
-            matches!(
-                s.client.state(),
-                zk::SessionState::Expired | zk::SessionState::Closed
-            )
-        };
-        let budget = Budget::acquire(key, until, self.config.request_timeout);
-        let dir = self.dir(key);
-        let herd_path = format!("{dir}/{HERD_NODE}");
-        let removed = loop {
-            if ended(&s) {
-                return withdrawn("the session has ended");
-            }
-            let r = match strategy {
-                Strategy::Herd => {
-                    delete_own(&s, &herd_path, Mine::Attempt(attempt), &self.live, &budget)
-                        .await
-                        .map(|_| ())
-                }
-                _ => sweep_own(&s, &dir, Mine::Attempt(attempt), &self.live, &budget).await,
-            };
-            match r {
-                // A request went unanswered again (no quorum yet): ask again until `until`.
-                Err(e) if e.is_indeterminate() && Instant::now() + RETRY < until => {
-                    tokio::time::sleep(RETRY).await;
-                }
-                other => break other,
-            }
-        };
-        match removed {
-            Ok(()) => withdrawn("the server confirmed no node of this attempt is left"),
-            Err(LockError::Lost { .. }) => withdrawn("the session has ended"),
-            Err(_) => {
-                if strategy == Strategy::Herd {
-                    self.orphan(&herd_path, attempt, s.client.session_id().0);
-                }
-                err
-            }
-        }
-    }
-
-    fn orphan(&self, path: &str, attempt: u64, session_id: i64) {
-        self.orphans.locked().push(Orphan {
+    /// Hands the removal of `path` (a node of `attempt` under session `owner`) to the janitor.
+    fn node_chore(&self, path: &str, owner: i64, attempt: u64) {
+        self.janitor.hand(ZkChore::Node {
             path: path.to_string(),
-            attempt,
-            session_id,
+            owner,
+            which: Mine::Attempt(attempt),
         });
     }
 
-    /// Retries removing orphans of the current session; those of an ended session are gone.
-    async fn retry_orphans(&self) {
-        let orphans = std::mem::take(&mut *self.orphans.locked());
-        if orphans.is_empty() {
-            return;
-        }
-        let s = self.session.lock().await.clone();
-        for o in orphans {
-            if o.session_id == s.client.session_id().0 && s.holders.dead().is_none() {
-                self.take_back(&s, &o.path, &o.path, o.attempt).await;
+    /// After an acquisition that failed with a create whose outcome is unknown: removes every
+    /// node of `attempt` under the sessions the create went out under (the herd node if it
+    /// carries the attempt id; queue nodes found by tag and id), asking until `until`, whether
+    /// or not those sessions still live here. Once the ensemble confirms it, the outcome is
+    /// known: [`LockError::Withdrawn`]. Otherwise the original, unknown error stays, and the
+    /// janitor goes on trying.
+    async fn withdraw(
+        &self,
+        key: &str,
+        attempt: &Attempt,
+        err: LockError,
+        until: Instant,
+    ) -> LockError {
+        let dir = self.dir(key);
+        for owner in attempt.unanswered.ids() {
+            let chore = ZkChore::Dir {
+                dir: dir.clone(),
+                owner,
+                which: Mine::Attempt(attempt.id),
+            };
+            if !self.janitor.confirm(chore, until).await {
+                return err;
             }
+        }
+        LockError::Withdrawn {
+            key: key.to_string(),
+            why: format!("{err}; the ensemble confirmed no node of this attempt is left"),
         }
     }
 
@@ -289,13 +263,16 @@ impl ZookeeperRecipe {
         }
     }
 
+    /// One try of the herd for `att` (its node, made by an earlier try unanswered, is found
+    /// by the attempt id and taken as the grant).
     async fn acquire_herd(
         &self,
         key: &str,
-        attempt: u64,
+        att: &Attempt,
         budget: &Budget,
         tally: &Tally,
     ) -> Result<Lease, LockError> {
+        let attempt = att.id;
         let dir = self.dir(key);
         let s = &*self.live_session(tally).await?;
         self.ensure_dir(s, &dir, budget, tally).await?;
@@ -319,9 +296,11 @@ impl ZookeeperRecipe {
                 }
                 Ok(None) => {}
                 Err(e) => {
-                    if maybe_applied(&e) && !e.is_indeterminate() {
+                    if e.is_indeterminate() {
+                        att.unanswered.note(s.client.session_id().0, &e);
+                    } else if maybe_applied(&e) {
                         // The deadline cut the create short, yet it may have landed: take back
-                        // a lock we may hold (an unknown outcome withdraws instead).
+                        // a lock we may hold.
                         self.take_back(s, key, &path, attempt).await;
                     }
                     return Err(e);
@@ -356,54 +335,99 @@ impl ZookeeperRecipe {
         }
     }
 
+    /// One try of the predecessor queue for `att`. A node this attempt made under the
+    /// current session in an earlier try (answered or not) is found by the session's tag and
+    /// the attempt id, and keeps its place; the node is noted in the attempt, to be taken back
+    /// if the acquisition fails in the end.
     async fn acquire_predecessor(
         &self,
         key: &str,
-        attempt: u64,
+        att: &Attempt,
         budget: &Budget,
         tally: &Tally,
     ) -> Result<Lease, LockError> {
+        let attempt = att.id;
         let dir = self.dir(key);
         let s = &*self.live_session(tally).await?;
+        let owner = s.client.session_id().0;
         self.ensure_dir(s, &dir, budget, tally).await?;
-        let opts = zk::CreateMode::EphemeralSequential.with_acls(zk::Acls::anyone_all());
-        tally.requests(1);
         let tag = session_tag(s);
         let base = format!("{dir}/{tag}{SEQ_PREFIX}");
-        let created = budget
-            .run(
-                "create",
-                s.client.create(&base, &attempt_data(attempt), &opts),
-            )
-            .await
-            .and_then(|r| r.map_err(|e| zk_err(&base, e)));
-        let (stat, seq) = match created {
-            Ok(r) => r,
-            Err(e) => {
-                if maybe_applied(&e) && !e.is_indeterminate() {
-                    // The node may exist under a name we never learnt: find it by our tag and
-                    // this attempt's id (an unknown outcome withdraws instead).
-                    let cleanup = Budget::cleanup(key, self.config.request_timeout, 3);
-                    let _ = sweep_own(s, &dir, Mine::Attempt(attempt), &self.live, &cleanup).await;
+        let tried_here = att
+            .queued
+            .locked()
+            .as_ref()
+            .is_some_and(|(_, o)| *o == owner)
+            || att.unanswered.ids().contains(&owner);
+        let found = if tried_here {
+            self.find_own(s, &dir, attempt, budget, tally).await?
+        } else {
+            None
+        };
+        let (path, czxid, me) = match found {
+            Some(f) => f,
+            None => {
+                let opts = zk::CreateMode::EphemeralSequential.with_acls(zk::Acls::anyone_all());
+                tally.requests(1);
+                let created = budget
+                    .run(
+                        "create",
+                        s.client.create(&base, &attempt_data(attempt), &opts),
+                    )
+                    .await
+                    .and_then(|r| r.map_err(|e| zk_err(&base, e)));
+                match created {
+                    Ok((stat, seq)) => (format!("{base}{seq}"), stat.czxid, seq.into_i64()),
+                    Err(e) => {
+                        if e.is_indeterminate() {
+                            // The node may exist under a name we never learnt: the next try
+                            // looks for it by our tag and this attempt's id.
+                            att.unanswered.note(owner, &e);
+                        } else if maybe_applied(&e) {
+                            let cleanup = Budget::cleanup(key, self.config.request_timeout, 3);
+                            let mine = Mine::Attempt(attempt);
+                            let _ = sweep_own(s, &dir, mine, &self.live, &cleanup).await;
+                        }
+                        return Err(e);
+                    }
                 }
-                return Err(e);
             }
         };
-        let me = seq.into_i64();
-        let path = format!("{base}{seq}");
-        let waited = self.wait_turn(s, &dir, me, attempt, budget, tally).await;
-        match waited {
-            Ok(()) => Ok(self.lease(s, key, path, stat.czxid, attempt, tally, Some(me as u64))),
-            Err(e) => {
-                // Leave nothing behind: our node would otherwise block the queue until the
-                // session ends. The acquire deadline is spent, so the delete gets its own. An
-                // unknown outcome withdraws instead, retrying the same delete longer.
-                if !e.is_indeterminate() {
-                    self.take_back(s, key, &path, attempt).await;
+        *att.queued.locked() = Some((path.clone(), owner));
+        self.wait_turn(s, &dir, me, attempt, budget, tally).await?;
+        Ok(self.lease(s, key, path, czxid, attempt, tally, Some(me as u64)))
+    }
+
+    /// This session's queue node of `attempt` in `dir`, if there is one: its path, czxid and
+    /// sequence number.
+    async fn find_own(
+        &self,
+        s: &ZkSession,
+        dir: &str,
+        attempt: u64,
+        budget: &Budget,
+        tally: &Tally,
+    ) -> Result<Option<(String, i64, i64)>, LockError> {
+        tally.requests(1);
+        let children =
+            match idempotent(budget, "getChildren", || s.client.list_children(dir)).await? {
+                Ok(c) => c,
+                Err(e) => return Err(zk_err(dir, e)),
+            };
+        let tag = session_tag(s);
+        for c in children.iter().filter(|c| c.starts_with(&tag)) {
+            let Some(seq) = sequence(c) else { continue };
+            let path = format!("{dir}/{c}");
+            tally.requests(1);
+            match idempotent(budget, "getData", || s.client.get_data(&path)).await? {
+                Ok((data, stat)) if attempt_of(&data) == Some(attempt) => {
+                    return Ok(Some((path, stat.czxid, seq)));
                 }
-                Err(e)
+                Ok(_) | Err(zk::Error::NoNode) => {}
+                Err(e) => return Err(zk_err(&path, e)),
             }
         }
+        Ok(None)
     }
 
     /// A herd node of our own session that is not this attempt's: a leftover of an earlier
@@ -528,20 +552,42 @@ impl Recipe for ZookeeperRecipe {
         tally: &Tally,
     ) -> Result<Lease, LockError> {
         check_strategy(System::Zookeeper, strategy)?;
-        self.retry_orphans().await;
-        let budget = Budget::acquire(key, deadline, self.config.request_timeout);
-        // The id every node of this attempt carries, so a withdrawal finds exactly them.
-        let attempt: u64 = rand::random();
-        let got = match strategy {
-            Strategy::Herd => self.acquire_herd(key, attempt, &budget, tally).await,
-            _ => self.acquire_predecessor(key, attempt, &budget, tally).await,
+        let budget =
+            Budget::acquire(key, deadline, self.config.request_timeout).retrying(self.config.retry);
+        let att = Attempt {
+            id: rand::random(),
+            unanswered: Unanswered::default(),
+            queued: Mutex::new(None),
         };
-        match got {
-            Err(e) if e.is_indeterminate() => {
-                let until = deadline.max(Instant::now() + self.config.ttl);
-                Err(self.withdraw(key, strategy, attempt, e, until).await)
+        let mut backoff = budget.backoff();
+        let got = loop {
+            let tried = match strategy {
+                Strategy::Herd => self.acquire_herd(key, &att, &budget, tally).await,
+                _ => self.acquire_predecessor(key, &att, &budget, tally).await,
+            };
+            match tried {
+                // A session that ended (here or on the server) is replaced at the next try, as
+                // Curator retries SESSIONEXPIRED; what it left goes to the janitor.
+                Err(e) if e.is_retryable() || matches!(e, LockError::Lost { .. }) => {
+                    if !backoff.wait(deadline).await {
+                        break Err(budget.timeout());
+                    }
+                }
+                other => break other,
             }
-            other => other,
+        };
+        let Err(e) = got else { return got };
+        // Our queue node would block the queue (and, at its head, hold the lock) until its
+        // session ended.
+        if let Some((path, owner)) = att.queued.locked().take() {
+            self.node_chore(&path, owner, att.id);
+        }
+        match att.unanswered.last() {
+            Some(unknown) => {
+                let until = deadline + self.config.resolve_timeout;
+                Err(self.withdraw(key, &att, unknown, until).await)
+            }
+            None => Err(e),
         }
     }
 
@@ -554,6 +600,9 @@ impl Recipe for ZookeeperRecipe {
         };
         let s = self.session.lock().await.clone();
         if s.client.session_id().0 != h.session_id || s.holders.dead().is_some() {
+            // Ended here, but perhaps not on the server: its node goes when the ensemble
+            // answers.
+            self.node_chore(&h.path, h.session_id, h.attempt);
             return Err(lost("the session that held it has ended"));
         }
         self.live.locked().remove(&h.attempt);
@@ -564,8 +613,9 @@ impl Recipe for ZookeeperRecipe {
                 "the lock node is gone or now belongs to another session",
             )),
             Err(e) => {
-                if e.is_indeterminate() {
-                    self.orphan(&h.path, h.attempt, h.session_id);
+                if e.is_retryable() {
+                    // Curator's guaranteed delete: until the ensemble confirms it.
+                    self.node_chore(&h.path, h.session_id, h.attempt);
                 }
                 Err(e)
             }

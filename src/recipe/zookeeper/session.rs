@@ -3,7 +3,7 @@
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use zookeeper_client as zk;
 
@@ -29,8 +29,9 @@ impl Drop for ZkSession {
     }
 }
 
-/// Runs an idempotent request, again while the client reconnects after a `ConnectionLoss` (a
-/// server restarted, the session moved), within `budget`.
+/// Runs an idempotent request, again (with the budget's backoff) while the client reconnects
+/// after a `ConnectionLoss` (a server restarted, the session moved, no quorum), within
+/// `budget`.
 pub(super) async fn idempotent<T, F, Fut>(
     budget: &Budget,
     what: &str,
@@ -40,11 +41,13 @@ where
     F: Fn() -> Fut,
     Fut: std::future::Future<Output = Result<T, zk::Error>>,
 {
-    let pause = Duration::from_millis(100);
+    let mut backoff = budget.backoff();
     loop {
         match budget.run(what, request()).await? {
-            Err(zk::Error::ConnectionLoss) if Instant::now() + pause < budget.deadline() => {
-                tokio::time::sleep(pause).await;
+            Err(zk::Error::ConnectionLoss) => {
+                if !backoff.wait(budget.deadline()).await {
+                    return Ok(Err(zk::Error::ConnectionLoss));
+                }
             }
             other => return Ok(other),
         }
@@ -60,9 +63,11 @@ pub(super) fn zk_err(what: &str, e: zk::Error) -> LockError {
                 why: format!("ZooKeeper session is gone ({e}); the next acquire opens a new one"),
             }
         }
-        zk::Error::ConnectionLoss | zk::Error::Timeout | zk::Error::Custom(_) => {
-            LockError::Connection(format!("{what}: {e}"))
-        }
+        // A moved session (another server took it over) is Curator's retryable SESSIONMOVED.
+        zk::Error::ConnectionLoss
+        | zk::Error::Timeout
+        | zk::Error::Custom(_)
+        | zk::Error::SessionMoved => LockError::Connection(format!("{what}: {e}")),
         other => LockError::Server(format!("{what}: {other}")),
     }
 }
@@ -103,7 +108,12 @@ pub(super) fn maybe_applied(e: &LockError) -> bool {
 
 /// The name prefix of this session's queue nodes.
 pub(super) fn session_tag(s: &ZkSession) -> String {
-    format!("{:x}-", s.client.session_id().0 as u64)
+    owner_tag(s.client.session_id().0)
+}
+
+/// The name prefix of the queue nodes of session `owner`.
+pub(super) fn owner_tag(owner: i64) -> String {
+    format!("{:x}-", owner as u64)
 }
 
 /// The sequence number of a queue node name (`<tag>lock-NNNNNNNNNN`).
@@ -121,6 +131,9 @@ pub(super) enum Mine {
     /// A leftover: a node of our session made by an earlier attempt on this key, never one
     /// made by `current` nor by any attempt in `live` (locks this client holds).
     Leftover { current: u64 },
+    /// Any node of the session: one this client gave up on (it ended here, or its client was
+    /// replaced), whose locks it no longer acts on.
+    Any,
 }
 
 /// The data of a lock node made by `attempt`.
@@ -146,14 +159,32 @@ pub(super) async fn sweep_own(
     live: &Mutex<HashSet<u64>>,
     budget: &Budget,
 ) -> Result<(), LockError> {
-    let children = match idempotent(budget, "getChildren", || s.client.list_children(dir)).await? {
+    let owner = s.client.session_id().0;
+    sweep_owned(&s.client, owner, dir, None, which, live, budget).await
+}
+
+/// Deletes the nodes of session `owner` in `dir` that `which` allows (its queue nodes, found
+/// by their tag, and the child named `also` when it is there and `owner`'s: the herd's lock
+/// node), asking through `client`, which may be another session's.
+pub(super) async fn sweep_owned(
+    client: &zk::Client,
+    owner: i64,
+    dir: &str,
+    also: Option<&str>,
+    which: Mine,
+    live: &Mutex<HashSet<u64>>,
+    budget: &Budget,
+) -> Result<(), LockError> {
+    let children = match idempotent(budget, "getChildren", || client.list_children(dir)).await? {
         Ok(c) => c,
+        Err(zk::Error::NoNode) => return Ok(()),
         Err(e) => return Err(zk_err(dir, e)),
     };
-    let tag = session_tag(s);
-    for c in children.iter().filter(|c| c.starts_with(&tag)) {
-        if sequence(c).is_some() {
-            delete_own(s, &format!("{dir}/{c}"), which, live, budget).await?;
+    let tag = owner_tag(owner);
+    for c in &children {
+        let queued = c.starts_with(&tag) && sequence(c).is_some();
+        if queued || Some(c.as_str()) == also {
+            delete_owned(client, owner, &format!("{dir}/{c}"), which, live, budget).await?;
         }
     }
     Ok(())
@@ -170,13 +201,35 @@ pub(super) async fn delete_own(
     live: &Mutex<HashSet<u64>>,
     budget: &Budget,
 ) -> Result<bool, LockError> {
+    delete_owned(
+        &s.client,
+        s.client.session_id().0,
+        path,
+        which,
+        live,
+        budget,
+    )
+    .await
+}
+
+/// [`delete_own`] for a node of session `owner`, asking through `client` (which may be
+/// another session's: ZooKeeper lets any session delete a node, and the version guard keeps
+/// it to the node whose owner and data were checked).
+pub(super) async fn delete_owned(
+    client: &zk::Client,
+    owner: i64,
+    path: &str,
+    which: Mine,
+    live: &Mutex<HashSet<u64>>,
+    budget: &Budget,
+) -> Result<bool, LockError> {
     let attempt = || async {
-        let (data, stat) = match budget.run("getData", s.client.get_data(path)).await? {
+        let (data, stat) = match budget.run("getData", client.get_data(path)).await? {
             Ok(r) => r,
             Err(zk::Error::NoNode) => return Ok(false),
             Err(e) => return Err(zk_err(path, e)),
         };
-        if stat.ephemeral_owner != s.client.session_id().0 {
+        if stat.ephemeral_owner != owner {
             return Ok(false);
         }
         let made_by = attempt_of(&data);
@@ -185,12 +238,13 @@ pub(super) async fn delete_own(
             Mine::Leftover { current } => {
                 made_by != Some(current) && !made_by.is_some_and(|m| is_live(live, m))
             }
+            Mine::Any => true,
         };
         if !allowed {
             return Ok(false);
         }
         match budget
-            .run("delete", s.client.delete(path, Some(stat.version)))
+            .run("delete", client.delete(path, Some(stat.version)))
             .await?
         {
             Ok(()) => Ok(true),
@@ -198,12 +252,10 @@ pub(super) async fn delete_own(
             Err(e) => Err(zk_err(path, e)),
         }
     };
-    let pause = Duration::from_millis(100);
+    let mut backoff = budget.backoff();
     loop {
         match attempt().await {
-            Err(e) if e.is_indeterminate() && Instant::now() + pause < budget.deadline() => {
-                tokio::time::sleep(pause).await;
-            }
+            Err(e) if e.is_indeterminate() && backoff.wait(budget.deadline()).await => {}
             other => return other,
         }
     }

@@ -397,7 +397,7 @@ impl Workers {
         register: &Register,
     ) -> Result<WorkersRun, WorkerError> {
         let clock = history.clock();
-        let grace = workload.acquire_timeout + workload.lease_ttl + Duration::from_secs(10);
+        let grace = crate::runner::client::drain(workload);
         let quiet = grace + workload.hold.max() + workload.think.max();
         let end = match workload.stop {
             Stop::Duration(d) => Some(clock.instant_at(0) + d + grace),

@@ -54,6 +54,7 @@ fn every_shipped_schedule_parses_and_reads_back_equal() {
             "pause-node",
             "redlock-restart-delayed",
             "redlock-restart-empty",
+            "split-even-20s",
         ]
     );
 }

@@ -1,0 +1,215 @@
+//! The clean-up that outlives the call that needed it, as the best clients have it (Curator's
+//! guaranteed delete, etcd's lease revoke when a session closes): a release that got no answer,
+//! the queue entry or lock key of an abandoned attempt, a lease or session the client gave up
+//! on. Each is a [`Chore`], tried again with backoff until the cluster confirms it, however
+//! long the cluster stays away, so that nothing a client left behind waits out its TTL once
+//! the cluster answers. A caller that must know (an acquisition whose outcome is unknown)
+//! waits for the confirmation, bounded; the others hand the chore over and go on.
+//!
+//! One janitor per lock client; dropping it (a crash, the end of the cell) stops it, as a dead
+//! process cleans nothing.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::time::Instant;
+
+use tokio::sync::{mpsc, oneshot};
+
+use crate::recipe::retry::{Backoff, RetryPolicy};
+
+/// What one try of a chore says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Tried {
+    /// The cluster confirmed it done, or that there is nothing left to do.
+    Done,
+    /// No answer, or an answer that leaves it undone: try again later.
+    Again,
+}
+
+/// A future borrowed from a chore and its context.
+pub(crate) type TryFuture<'a> = Pin<Box<dyn Future<Output = Tried> + Send + 'a>>;
+
+/// A clean-up that is tried until the cluster confirms it.
+///
+/// Contract: [`Chore::try_once`] sends at most a few requests, each under its own deadline,
+/// and says [`Tried::Done`] only when the server confirmed the effect (or its absence); it must
+/// be safe to repeat (guarded deletes, revokes).
+pub(crate) trait Chore: Send + 'static {
+    /// What every try needs: a client, a connection opened on demand.
+    type Ctx: Send + 'static;
+    /// One try.
+    fn try_once<'a>(&'a self, ctx: &'a mut Self::Ctx) -> TryFuture<'a>;
+}
+
+struct Entry<C> {
+    chore: C,
+    done: Option<oneshot::Sender<()>>,
+    backoff: Backoff,
+    next: Instant,
+}
+
+/// Runs chores in the background until each is confirmed.
+pub(crate) struct Janitor<C: Chore> {
+    tx: mpsc::UnboundedSender<(C, Option<oneshot::Sender<()>>)>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl<C: Chore> Drop for Janitor<C> {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl<C: Chore> Janitor<C> {
+    /// A janitor whose chores share `ctx` and wait between tries as `policy` says.
+    pub(crate) fn new(ctx: C::Ctx, policy: RetryPolicy) -> Janitor<C> {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let task = tokio::spawn(run(ctx, policy, rx));
+        Janitor { tx, task }
+    }
+
+    /// Hands `chore` over; it is tried at once, then again until confirmed.
+    pub(crate) fn hand(&self, chore: C) {
+        let _ = self.tx.send((chore, None));
+    }
+
+    /// Hands `chore` over and waits until it is confirmed (true) or `until` passes (false: it
+    /// stays with the janitor, which goes on trying).
+    pub(crate) async fn confirm(&self, chore: C, until: Instant) -> bool {
+        let (done, confirmed) = oneshot::channel();
+        if self.tx.send((chore, Some(done))).is_err() {
+            return false;
+        }
+        matches!(
+            tokio::time::timeout_at(until.into(), confirmed).await,
+            Ok(Ok(()))
+        )
+    }
+}
+
+async fn run<C: Chore>(
+    mut ctx: C::Ctx,
+    policy: RetryPolicy,
+    mut rx: mpsc::UnboundedReceiver<(C, Option<oneshot::Sender<()>>)>,
+) {
+    let mut pending: Vec<Entry<C>> = Vec::new();
+    let mut open = true;
+    loop {
+        let due = pending.iter().map(|e| e.next).min();
+        if pending.is_empty() && !open {
+            return;
+        }
+        tokio::select! {
+            got = rx.recv(), if open => match got {
+                Some((chore, done)) => pending.push(Entry {
+                    chore,
+                    done,
+                    backoff: Backoff::new(policy),
+                    next: Instant::now(),
+                }),
+                // Every sender is gone with the janitor, whose drop aborts this task first.
+                None => open = false,
+            },
+            _ = tokio::time::sleep_until(due.unwrap_or_else(Instant::now).into()), if due.is_some() => {
+                let now = Instant::now();
+                let mut i = 0;
+                while i < pending.len() {
+                    if pending[i].next > now {
+                        i += 1;
+                        continue;
+                    }
+                    match pending[i].chore.try_once(&mut ctx).await {
+                        Tried::Done => {
+                            let e = pending.swap_remove(i);
+                            if let Some(done) = e.done {
+                                let _ = done.send(());
+                            }
+                        }
+                        Tried::Again => {
+                            let e = &mut pending[i];
+                            e.next = Instant::now() + e.backoff.next_with(&mut rand::rng());
+                            i += 1;
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicU32, Ordering};
+    use std::time::Duration;
+
+    use super::*;
+
+    /// Done on its `n`-th try; counts tries in the shared context.
+    struct After(u32);
+
+    impl Chore for After {
+        type Ctx = Arc<AtomicU32>;
+        fn try_once<'a>(&'a self, ctx: &'a mut Self::Ctx) -> TryFuture<'a> {
+            Box::pin(async move {
+                let n = ctx.fetch_add(1, Ordering::SeqCst) + 1;
+                if n >= self.0 {
+                    Tried::Done
+                } else {
+                    Tried::Again
+                }
+            })
+        }
+    }
+
+    fn quick() -> RetryPolicy {
+        RetryPolicy {
+            initial: Duration::from_millis(2),
+            max: Duration::from_millis(4),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_chore_is_tried_until_confirmed_and_the_caller_hears_it() {
+        let tries = Arc::new(AtomicU32::new(0));
+        let j = Janitor::new(tries.clone(), quick());
+        let until = Instant::now() + Duration::from_secs(5);
+        assert!(j.confirm(After(4), until).await);
+        assert_eq!(tries.load(Ordering::SeqCst), 4);
+    }
+
+    #[tokio::test]
+    async fn an_unconfirmed_chore_stays_and_is_tried_on_after_the_caller_gave_up() {
+        let tries = Arc::new(AtomicU32::new(0));
+        let j = Janitor::new(tries.clone(), quick());
+        let until = Instant::now() + Duration::from_millis(20);
+        assert!(!j.confirm(After(1_000_000), until).await);
+        let at_give_up = tries.load(Ordering::SeqCst);
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert!(tries.load(Ordering::SeqCst) > at_give_up);
+        // Dropping the janitor stops it: a crashed client cleans nothing.
+        drop(j);
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        let after_drop = tries.load(Ordering::SeqCst);
+        tokio::time::sleep(Duration::from_millis(30)).await;
+        assert_eq!(tries.load(Ordering::SeqCst), after_drop);
+    }
+
+    #[tokio::test]
+    async fn handed_chores_run_without_anyone_waiting() {
+        let tries = Arc::new(AtomicU32::new(0));
+        let j = Janitor::new(tries.clone(), quick());
+        j.hand(After(3));
+        let started = Instant::now();
+        while tries.load(Ordering::SeqCst) < 3 && started.elapsed() < Duration::from_secs(5) {
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+        assert_eq!(tries.load(Ordering::SeqCst), 3);
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        assert_eq!(
+            tries.load(Ordering::SeqCst),
+            3,
+            "a confirmed chore is not tried again"
+        );
+    }
+}
