@@ -568,8 +568,17 @@ impl Recipe for EtcdRecipe {
             (Err(e), None) => {
                 // A queue key this attempt made would hold a place (and, at the head, the
                 // lock) until its lease ran out.
-                if let Some(mine) = attempt.queued.locked().take() {
-                    self.take_back(&mine, Some(carries(&mine, &attempt.value)));
+                // Taken back before the timeout is reported (its contract: nothing of the
+                // attempt is left), unless the server does not answer in a request timeout;
+                // then the janitor goes on.
+                let queued = attempt.queued.locked().take();
+                if let Some(mine) = queued {
+                    let chore = EtcdChore::Delete {
+                        guard: Some(carries(&mine, &attempt.value)),
+                        target: mine,
+                    };
+                    let limit = Instant::now() + self.config.request_timeout;
+                    self.janitor.confirm(chore, limit).await;
                 }
                 Err(e)
             }

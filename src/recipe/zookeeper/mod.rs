@@ -578,9 +578,17 @@ impl Recipe for ZookeeperRecipe {
         };
         let Err(e) = got else { return got };
         // Our queue node would block the queue (and, at its head, hold the lock) until its
-        // session ended.
-        if let Some((path, owner)) = att.queued.locked().take() {
-            self.node_chore(&path, owner, att.id);
+        // session ended: taken back before the failure is reported, unless the ensemble does
+        // not answer in a request timeout; then the janitor goes on.
+        let queued = att.queued.locked().take();
+        if let Some((path, owner)) = queued {
+            let chore = ZkChore::Node {
+                path,
+                owner,
+                which: Mine::Attempt(att.id),
+            };
+            let limit = Instant::now() + self.config.request_timeout;
+            self.janitor.confirm(chore, limit).await;
         }
         match att.unanswered.last() {
             Some(unknown) => {
