@@ -18,6 +18,8 @@ pub mod lost_update;
 pub mod mutex;
 pub mod safety;
 #[cfg(test)]
+mod scale_tests;
+#[cfg(test)]
 pub(crate) mod testkit;
 
 pub use evidence::{Evidence, EvidenceLog, Finding, MAX_EVIDENCE};

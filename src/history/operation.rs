@@ -98,8 +98,13 @@ pub struct CriticalSection {
 }
 
 /// Every critical section, in grant order (by time, whatever the order of the file).
+///
+/// Sections are paired per acquisition: each acquire `ok` of a client on a key opens one, and
+/// each release `invoke` of that client on that key closes the latest one still open (a
+/// reentrant lock granted twice is released twice, innermost first). A `lease_lost` marks every
+/// open section of the client on that key: a lease is lost whole, however often it was taken.
 pub fn critical_sections(events: &[Event]) -> Vec<CriticalSection> {
-    let mut open: HashMap<u32, usize> = HashMap::new();
+    let mut open: HashMap<(u32, &str), Vec<usize>> = HashMap::new();
     let mut out: Vec<CriticalSection> = Vec::new();
     for i in in_time_order(events) {
         let e = &events[i];
@@ -108,7 +113,7 @@ pub fn critical_sections(events: &[Event]) -> Vec<CriticalSection> {
         };
         match (e.op, e.kind) {
             (Op::Acquire, EventKind::Ok) => {
-                open.insert(client, out.len());
+                open.entry((client, &e.key)).or_default().push(out.len());
                 out.push(CriticalSection {
                     client,
                     key: e.key.clone(),
@@ -123,15 +128,23 @@ pub fn critical_sections(events: &[Event]) -> Vec<CriticalSection> {
                 });
             }
             (Op::LeaseLost, _) => {
-                if let Some(&k) = open.get(&client)
-                    && out[k].lost_at.is_none()
+                // Sections whose signal is already set are a prefix of the stack (they were
+                // open at an earlier signal), so walking back from the top stops early.
+                for &k in open
+                    .get(&(client, e.key.as_str()))
+                    .into_iter()
+                    .flatten()
+                    .rev()
                 {
+                    if out[k].lost_at.is_some() {
+                        break;
+                    }
                     out[k].lost_us = Some(e.t_us);
                     out[k].lost_at = Some(i);
                 }
             }
             (Op::Release, EventKind::Invoke) => {
-                if let Some(k) = open.remove(&client) {
+                if let Some(k) = open.get_mut(&(client, e.key.as_str())).and_then(Vec::pop) {
                     out[k].released_us = Some(e.t_us);
                     out[k].released_at = Some(i);
                 }
@@ -214,5 +227,35 @@ mod tests {
         assert_eq!((again[0].client, again[0].acquired_at), (0, 4));
         assert_eq!((again[1].client, again[1].acquired_at), (1, 1));
         assert_eq!(again[0].released_us, Some(50));
+    }
+
+    #[test]
+    fn each_acquisition_pairs_with_one_release_innermost_first() {
+        use EventKind::*;
+        // Client 0 is granted k twice (10, 20) and releases twice (30, 40); the lost signal at
+        // 25 marks both; client 1's release of another key closes nothing of client 0's.
+        let h = vec![
+            ev(0, 0, Invoke, Op::Acquire),
+            ev(10, 0, Ok, Op::Acquire),
+            ev(15, 0, Invoke, Op::Acquire),
+            ev(20, 0, Ok, Op::Acquire),
+            ev(25, 0, Info, Op::LeaseLost),
+            Event::new(27, 0, Invoke, Op::Release, "other"),
+            ev(30, 0, Invoke, Op::Release),
+            ev(35, 0, Ok, Op::Release),
+            ev(40, 0, Invoke, Op::Release),
+            ev(45, 0, Ok, Op::Release),
+        ];
+        let s = critical_sections(&h);
+        let got: Vec<_> = s
+            .iter()
+            .map(|x| (x.acquired_us, x.released_us, x.lost_us))
+            .collect();
+        assert_eq!(
+            got,
+            [(10, Some(40), Some(25)), (20, Some(30), Some(25))],
+            "the later grant is released first; neither is open to the end"
+        );
+        assert_eq!((s[0].released_at, s[1].released_at), (Some(8), Some(6)));
     }
 }
