@@ -196,6 +196,19 @@ async fn check_recomputes_a_run_folder_offline_and_rewrites_only_when_asked() {
     let back: CellSummary = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
     assert_eq!(back, summaries[0]);
 
+    // With no stored summary, nothing is said to match: it says what it evaluated.
+    for c in std::fs::read_dir(folder.join("cells")).unwrap() {
+        std::fs::remove_file(c.unwrap().path().join("summary.json")).unwrap();
+    }
+    let out = check(&[folder.as_os_str()]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(
+            "2 cells evaluated from their histories; none had a stored summary.json to compare with"
+        ) && !stderr.contains("matches"),
+        "{stderr}"
+    );
+
     let out = check(&[folder.join("cells").as_os_str()]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
