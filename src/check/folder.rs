@@ -16,7 +16,8 @@ pub struct Rechecked {
     pub dir: PathBuf,
     /// What evaluating it now gives.
     pub result: CellResult,
-    /// Whether that equals the `summary.json` stored beside it (`None` when none is stored).
+    /// Whether that equals the `summary.json` stored beside it (`None` when none is stored;
+    /// `false` when the stored one cannot be read).
     pub matches_stored: Option<bool>,
 }
 
@@ -129,10 +130,14 @@ pub fn recheck(dir: &Path, write: Option<&Exporters>) -> Result<Vec<Rechecked>, 
     let mut out = Vec::new();
     for cell in cell_dirs(dir)? {
         let result = evaluate(&cell)?;
+        // A stored summary this version cannot read (another schema, damaged) differs from
+        // the recomputed one; only a missing file leaves nothing to compare with.
         let matches_stored = std::fs::read_to_string(cell.join(SUMMARY_FILE))
             .ok()
-            .and_then(|t| serde_json::from_str::<CellSummary>(&t).ok())
-            .map(|stored| stored == result.analysis.summary);
+            .map(|t| {
+                serde_json::from_str::<CellSummary>(&t)
+                    .is_ok_and(|stored| stored == result.analysis.summary)
+            });
         if let Some(ex) = write {
             ex.cell_finished(&cell, &result)
                 .map_err(|e| FolderError::Io {

@@ -32,7 +32,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::history::{Event, HistoryError, read_history};
+use crate::history::{Event, HistoryError, into_time_order, read_history_lines};
 use crate::stats::{self, Analysis, CellInfo};
 
 /// The file beside `history.jsonl` that says what the history does not (see [`CellInfo`]).
@@ -195,8 +195,36 @@ pub fn evaluate(dir: &Path) -> Result<CellResult, CheckError> {
         path: path.clone(),
         message: e.to_string(),
     })?;
-    let history = History::new(read_history(&dir.join(HISTORY_FILE))?);
-    Ok(evaluate_history(&history, info))
+    check_cell_version(&text, &path)?;
+    let (mut events, mut lines) = read_history_lines(&dir.join(HISTORY_FILE))?;
+    // Sorted once here, every checker's time-order pass is a scan; `lines` keep the evidence
+    // pointing at the file.
+    into_time_order(&mut events, &mut lines);
+    Ok(evaluate_history(&History { events, lines }, info))
+}
+
+/// Refuses a `cell.json` written for a results schema newer than this lockbench reads: its
+/// fields could mean something else now. A file without `schema_version` was written before
+/// cell.json carried one (schema 4 and earlier), whose layout this version reads.
+fn check_cell_version(text: &str, path: &Path) -> Result<(), CheckError> {
+    #[derive(Deserialize)]
+    struct Head {
+        schema_version: Option<u32>,
+    }
+    let head: Head = serde_json::from_str(text).map_err(|e| CheckError::Cell {
+        path: path.to_path_buf(),
+        message: e.to_string(),
+    })?;
+    match head.schema_version {
+        Some(v) if v > stats::SCHEMA_VERSION => Err(CheckError::Cell {
+            path: path.to_path_buf(),
+            message: format!(
+                "schema_version {v}, this lockbench reads up to {}: check the folder with the lockbench that wrote it",
+                stats::SCHEMA_VERSION
+            ),
+        }),
+        _ => Ok(()),
+    }
 }
 
 /// [`evaluate`] on a history in memory: the summary's `safety` is filled from the verdicts.
@@ -235,6 +263,29 @@ mod tests {
         let e = evaluate(&dir).unwrap_err().to_string();
         assert!(
             e.contains("cell.json") && e.contains("lockbench run"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_cell_json_of_a_newer_schema_is_refused_and_an_older_one_read() {
+        let dir = std::env::temp_dir().join(format!("lockbench-cellv-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join(HISTORY_FILE), "").unwrap();
+        let mut file = serde_json::to_value(cell(1)).unwrap();
+        // Written before cell.json had a version: read.
+        std::fs::write(dir.join(CELL_FILE), file.to_string()).unwrap();
+        assert!(evaluate(&dir).is_ok());
+        file["schema_version"] = stats::SCHEMA_VERSION.into();
+        std::fs::write(dir.join(CELL_FILE), file.to_string()).unwrap();
+        assert!(evaluate(&dir).is_ok());
+        file["schema_version"] = (stats::SCHEMA_VERSION + 1).into();
+        std::fs::write(dir.join(CELL_FILE), file.to_string()).unwrap();
+        let e = evaluate(&dir).unwrap_err().to_string();
+        assert!(
+            e.contains("cell.json")
+                && e.contains(&format!("schema_version {}", stats::SCHEMA_VERSION + 1))
+                && e.contains("reads up to 4"),
             "{e}"
         );
     }

@@ -8,7 +8,8 @@
 mod operation;
 
 pub use operation::{
-    CriticalSection, Operation, Operations, critical_sections, in_time_order, operations,
+    CriticalSection, Operation, Operations, critical_sections, in_time_order, into_time_order,
+    operations,
 };
 
 use std::path::{Path, PathBuf};
@@ -556,11 +557,39 @@ async fn write_line(out: &mut BufWriter<tokio::fs::File>, ev: &Event) -> std::io
 /// Reads a `history.jsonl` back, in file order; blank lines are skipped, a bad line is an error
 /// naming its line number.
 pub fn read_history(path: &Path) -> Result<Vec<Event>, HistoryError> {
-    let text = std::fs::read_to_string(path).map_err(|source| HistoryError::Io {
+    read_history_lines(path).map(|(events, _)| events)
+}
+
+/// [`read_history`], with each event's 1-based line in the file (blank lines skipped count).
+/// The file is read a line at a time, so its text is never held whole beside its events.
+pub fn read_history_lines(path: &Path) -> Result<(Vec<Event>, Vec<usize>), HistoryError> {
+    use std::io::BufRead;
+    let io = |source| HistoryError::Io {
         path: path.to_path_buf(),
         source,
-    })?;
-    parse_history(&text, path)
+    };
+    let file = std::fs::File::open(path).map_err(io)?;
+    let mut reader = std::io::BufReader::with_capacity(1 << 20, file);
+    let (mut events, mut lines) = (Vec::new(), Vec::new());
+    let mut line = String::new();
+    for number in 1.. {
+        line.clear();
+        if reader.read_line(&mut line).map_err(io)? == 0 {
+            break;
+        }
+        if line.trim().is_empty() {
+            continue;
+        }
+        events.push(
+            serde_json::from_str(&line).map_err(|source| HistoryError::Parse {
+                path: path.to_path_buf(),
+                line: number,
+                source,
+            })?,
+        );
+        lines.push(number);
+    }
+    Ok((events, lines))
 }
 
 /// Parses history text; `path` only names the source in errors.
