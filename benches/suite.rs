@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use criterion::{Criterion, criterion_group};
 use lockbench::check::{self, History};
-use lockbench::history::{Event, EventKind, Op, Recorder};
+use lockbench::history::{self, Event, EventKind, Op, Recorder};
 use lockbench::plan::{CellId, NO_CHAOS};
 use lockbench::recipe::Strategy;
 use lockbench::stats::{self, CellInfo};
@@ -217,6 +217,33 @@ fn check_folder(dir: &Path) -> Result<(), String> {
     Ok(())
 }
 
+/// What `check::evaluate` does, phase by phase, each timed (to see where the time goes).
+fn phases(dir: &Path) -> Result<(), String> {
+    let mut at = Instant::now();
+    let mut lap = |what: &str| {
+        println!("{what}: {:.2} s", at.elapsed().as_secs_f64());
+        at = Instant::now();
+    };
+    let text = std::fs::read_to_string(dir.join(check::CELL_FILE)).map_err(|e| e.to_string())?;
+    let cell: CellInfo = serde_json::from_str(&text).map_err(|e| e.to_string())?;
+    let (mut events, mut lines) =
+        history::read_history_lines(&dir.join(check::HISTORY_FILE)).map_err(|e| e.to_string())?;
+    lap("read");
+    history::into_time_order(&mut events, &mut lines);
+    lap("time order");
+    let h = History::with_lines(events, lines);
+    let _ = stats::analyze(&h.events, &cell);
+    lap("stats::analyze");
+    let mut verdicts = Vec::new();
+    for c in check::checkers() {
+        verdicts.push(c.check(&h, &cell));
+        lap(c.name());
+    }
+    let _ = check::faults::fault_windows(&h, &cell, &verdicts);
+    lap("fault windows");
+    Ok(())
+}
+
 criterion_group!(benches, suite);
 
 fn main() {
@@ -229,6 +256,13 @@ fn main() {
                 std::process::exit(2);
             };
             Some(write_history(Path::new(dir), n).map_err(|e| e.to_string()))
+        }
+        Some("--phases") => {
+            let Some(dir) = args.get(2) else {
+                eprintln!("usage: suite --phases DIR");
+                std::process::exit(2);
+            };
+            Some(phases(Path::new(dir)))
         }
         Some("--check") => {
             let Some(dir) = args.get(2) else {

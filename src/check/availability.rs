@@ -20,13 +20,13 @@
 //! anywhere in there: a fresh lease, after the lock had been free). Without a known TTL (0 counts as unreported) it is never
 //! invalid.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::BTreeMap;
+
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use super::evidence::token_text;
 use super::{Checker, Evidence, EvidenceLog, History, Validity, Verdict};
-use crate::history::{
-    CriticalSection, EventKind, Op, Operations, critical_sections, in_time_order, operations,
-};
+use crate::history::{CriticalSection, EventKind, Op, Operations, in_time_order};
 use crate::stats::CellInfo;
 
 /// The checker's name, its verdict's `checker`.
@@ -72,7 +72,7 @@ fn windows<'a>(history: &'a History, end: u64) -> Vec<Window<'a>> {
         since: Option<(u64, usize)>,
     }
     let events = &history.events;
-    let mut keys: HashMap<&str, State> = HashMap::new();
+    let mut keys: HashMap<&str, State> = HashMap::default();
     let mut out = Vec::new();
     for i in in_time_order(events) {
         let e = &events[i];
@@ -81,7 +81,7 @@ fn windows<'a>(history: &'a History, end: u64) -> Vec<Window<'a>> {
         };
         let key = e.key.as_str();
         let s = keys.entry(key).or_insert(State {
-            waiting: HashSet::new(),
+            waiting: HashSet::default(),
             since: None,
         });
         match e.kind {
@@ -268,8 +268,8 @@ impl Checker for Availability {
 fn stuck_locks(history: &History, end: u64, ttl_ms: u64, log: &mut EvidenceLog) -> u64 {
     let events = &history.events;
     let limit = 2 * ttl_ms * 1000;
-    let sections = critical_sections(events);
-    let ops = operations(events);
+    let sections = history.critical_sections();
+    let ops = history.operations();
 
     // Faults, from their start to their heal (or the end when they never healed for sure).
     let mut faults: Vec<(u64, u64)> = ops
@@ -287,7 +287,7 @@ fn stuck_locks(history: &History, end: u64, ttl_ms: u64, log: &mut EvidenceLog) 
     faults.sort_unstable();
 
     let mut holds: BTreeMap<&str, Vec<(u64, u64)>> = BTreeMap::new();
-    for s in &sections {
+    for s in sections {
         // A grant is a point of availability even when released in the same microsecond.
         let to = s.released_us.unwrap_or(end).max(s.acquired_us + 1);
         holds
@@ -348,7 +348,7 @@ fn stuck_locks(history: &History, end: u64, ttl_ms: u64, log: &mut EvidenceLog) 
                 waiters,
             };
             log.push_with(s0, Validity::Invalid, STUCK_LOCKS, || {
-                stuck_evidence(history, &sections, &ops, &found, ttl_ms)
+                stuck_evidence(history, sections, ops, &found, ttl_ms)
             });
         }
     }

@@ -29,10 +29,14 @@ pub use safety::{Overlaps, Safety, SafetyVerdict, Violation};
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 use serde::{Deserialize, Serialize};
 
-use crate::history::{Event, HistoryError, into_time_order, read_history_lines};
+use crate::history::{
+    CriticalSection, Event, HistoryError, Operations, critical_sections, into_time_order,
+    operations, read_history_lines,
+};
 use crate::stats::{self, Analysis, CellInfo};
 
 /// The file beside `history.jsonl` that says what the history does not (see [`CellInfo`]).
@@ -113,19 +117,45 @@ pub struct Verdict {
 }
 
 /// A cell's history with each event's line number, as checkers read it.
+///
+/// The operations and critical sections several checkers fold over are derived once, when
+/// first asked for, and kept: `events` must not change after that.
 #[derive(Debug, Clone)]
 pub struct History {
-    /// Events in file order.
+    /// Events in file order (or in time order, with `lines` saying where each stood).
     pub events: Vec<Event>,
     /// `lines[i]` is the 1-based line of `events[i]` in `history.jsonl`.
     pub lines: Vec<usize>,
+    operations: OnceLock<Operations>,
+    sections: OnceLock<Vec<CriticalSection>>,
 }
 
 impl History {
     /// A history whose events stand on consecutive lines from 1 (as the recorder writes them).
     pub fn new(events: Vec<Event>) -> History {
         let lines = (1..=events.len()).collect();
-        History { events, lines }
+        History::with_lines(events, lines)
+    }
+
+    /// A history whose `events[i]` stands on line `lines[i]` of its file.
+    pub fn with_lines(events: Vec<Event>, lines: Vec<usize>) -> History {
+        History {
+            events,
+            lines,
+            operations: OnceLock::new(),
+            sections: OnceLock::new(),
+        }
+    }
+
+    /// [`operations`] of the events, derived once.
+    pub fn operations(&self) -> &Operations {
+        self.operations.get_or_init(|| operations(&self.events))
+    }
+
+    /// [`critical_sections`] of the events, derived once.
+    pub fn critical_sections(&self) -> &[CriticalSection] {
+        self.sections
+            .get_or_init(|| critical_sections(&self.events))
     }
 
     /// When the history ends: the cell's end, or its last event if that is later (or the
@@ -200,7 +230,7 @@ pub fn evaluate(dir: &Path) -> Result<CellResult, CheckError> {
     // Sorted once here, every checker's time-order pass is a scan; `lines` keep the evidence
     // pointing at the file.
     into_time_order(&mut events, &mut lines);
-    Ok(evaluate_history(&History { events, lines }, info))
+    Ok(evaluate_history(&History::with_lines(events, lines), info))
 }
 
 /// Refuses a `cell.json` written for a results schema newer than this lockbench reads: its
@@ -229,8 +259,16 @@ fn check_cell_version(text: &str, path: &Path) -> Result<(), CheckError> {
 
 /// [`evaluate`] on a history in memory: the summary's `safety` is filled from the verdicts.
 pub fn evaluate_history(history: &History, info: CellInfo) -> CellResult {
-    let mut analysis = stats::analyze(&history.events, &info);
-    let verdicts: Vec<Verdict> = checkers().iter().map(|c| c.check(history, &info)).collect();
+    // Statistics and checkers read the history alone and share nothing: side by side, on a
+    // thread each, the time is the longer of the two.
+    let (mut analysis, verdicts) = std::thread::scope(|s| {
+        let stats = s.spawn(|| stats::analyze(&history.events, &info));
+        let verdicts: Vec<Verdict> = checkers().iter().map(|c| c.check(history, &info)).collect();
+        let analysis = stats
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        (analysis, verdicts)
+    });
     let validity = Validity::merge(verdicts.iter().map(|v| v.validity));
     analysis.summary.safety = Some(Safety::of(&verdicts, validity, info.expect));
     analysis.summary.faults = faults::fault_windows(history, &info, &verdicts);

@@ -23,11 +23,13 @@
 //! first). Two possible holds never make a certain overlap: each write proves a hold only at
 //! its own instant.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
+
+use rustc_hash::FxHashMap as HashMap;
 
 use super::evidence::token_text;
 use super::{Checker, Evidence, EvidenceLog, History, Validity, Verdict};
-use crate::history::{EventKind, Op, critical_sections, in_time_order, operations};
+use crate::history::{EventKind, Op, in_time_order};
 use crate::stats::CellInfo;
 
 /// The checker's name, its verdict's `checker`.
@@ -146,8 +148,9 @@ impl Checker for Mutex {
     fn check(&self, history: &History, cell: &CellInfo) -> Verdict {
         let events = &history.events;
         let end = history.end_us(cell);
-        let mut holds: Vec<Hold> = critical_sections(events)
-            .into_iter()
+        let mut holds: Vec<Hold> = history
+            .critical_sections()
+            .iter()
             .map(|s| Hold {
                 client: s.client,
                 key: &events[s.acquired_at].key,
@@ -166,8 +169,8 @@ impl Checker for Mutex {
         let certain = holds.len();
 
         // Accepted writes and lost signals per (client, key), in time order.
-        let mut writes: HashMap<(u32, &str), Vec<usize>> = HashMap::new();
-        let mut lost: HashMap<(u32, &str), Vec<usize>> = HashMap::new();
+        let mut writes: HashMap<(u32, &str), Vec<usize>> = HashMap::default();
+        let mut lost: HashMap<(u32, &str), Vec<usize>> = HashMap::default();
         for i in in_time_order(events) {
             let e = &events[i];
             let Some(c) = e.client() else { continue };
@@ -177,7 +180,7 @@ impl Checker for Mutex {
                 _ => {}
             }
         }
-        for op in operations(events).ops {
+        for op in &history.operations().ops {
             let (Some(c), Op::Acquire, Some(out)) = (op.process.client(), op.op, op.outcome) else {
                 continue;
             };

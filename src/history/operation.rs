@@ -1,7 +1,7 @@
 //! A history read as operations (each invoke paired with its outcome) and critical sections
 //! (a grant to the same client's release), the shapes statistics and checkers fold over.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use super::{Event, EventKind, Op, Process};
 
@@ -38,12 +38,15 @@ pub struct Operations {
 /// Event indices in time order; events of one time keep their file order. Worker processes
 /// stream their events to one recorder, so the file is in arrival order, which may differ.
 pub fn in_time_order(events: &[Event]) -> Vec<usize> {
-    let mut order: Vec<usize> = (0..events.len()).collect();
     // Every checker asks; a history put in time order once ([`into_time_order`]) costs a scan.
-    if !events.is_sorted_by_key(|e| e.t_us) {
-        order.sort_by_key(|&i| events[i].t_us);
+    if events.is_sorted_by_key(|e| e.t_us) {
+        return (0..events.len()).collect();
     }
-    order
+    // Sorting (time, index) pairs keeps file order on ties, as a stable sort would, without
+    // reaching into the events on every comparison.
+    let mut keyed: Vec<(u64, usize)> = events.iter().map(|e| e.t_us).zip(0..).collect();
+    keyed.sort_unstable();
+    keyed.into_iter().map(|(_, i)| i).collect()
 }
 
 /// Puts `events` in time order in place (stably, as [`in_time_order`]), carrying `lines` (each
@@ -71,7 +74,7 @@ pub fn into_time_order(events: &mut [Event], lines: &mut [usize]) {
 /// Single events (`lease_lost`, `read`, `write`: [`Op::is_single`]) are not operations and are
 /// left out.
 pub fn operations(events: &[Event]) -> Operations {
-    let mut open: HashMap<(Process, Op), usize> = HashMap::new();
+    let mut open: HashMap<(Process, Op), usize> = HashMap::default();
     let mut out = Operations::default();
     for i in in_time_order(events) {
         let e = &events[i];
@@ -128,7 +131,7 @@ pub struct CriticalSection {
 /// reentrant lock granted twice is released twice, innermost first). A `lease_lost` marks every
 /// open section of the client on that key: a lease is lost whole, however often it was taken.
 pub fn critical_sections(events: &[Event]) -> Vec<CriticalSection> {
-    let mut open: HashMap<(u32, &str), Vec<usize>> = HashMap::new();
+    let mut open: HashMap<(u32, &str), Vec<usize>> = HashMap::default();
     let mut out: Vec<CriticalSection> = Vec::new();
     for i in in_time_order(events) {
         let e = &events[i];
