@@ -1,10 +1,22 @@
 //! Docker-free benchmarks of the suite's own hot paths: recording one history event, merging two
-//! latency histograms, and computing a cell's statistics from a synthetic million-event history.
+//! latency histograms, computing a cell's statistics from a synthetic million-event history, and
+//! the whole checker (`check::evaluate`) on 25k, 50k and 100k grants of one key.
+//!
+//! The checker at scale is measured apart, once, so `/usr/bin/time -v` can give its peak memory
+//! alone (criterion's repetitions would take minutes and mix every benchmark's memory):
+//!
+//! ```text
+//! suite --write-history DIR 10000000   # a cell folder: cell.json and a 10 M-event history
+//! suite --check DIR                    # check::evaluate(DIR) once, timed
+//! ```
 
-use std::time::Duration;
+use std::io::Write;
+use std::path::Path;
+use std::time::{Duration, Instant};
 
-use criterion::{Criterion, criterion_group, criterion_main};
-use lockbench::history::{Event, EventKind, Op, Recorder};
+use criterion::{Criterion, criterion_group};
+use lockbench::check::{self, History};
+use lockbench::history::{self, Event, EventKind, Op, Recorder};
 use lockbench::plan::{CellId, NO_CHAOS};
 use lockbench::recipe::Strategy;
 use lockbench::stats::{self, CellInfo};
@@ -79,27 +91,197 @@ fn suite(c: &mut Criterion) {
     });
 
     let events = synthetic_history(250_000);
-    let cell = CellInfo {
-        id: CellId {
-            system: System::Redis,
-            strategy: Strategy::Predecessor,
-            workload: "synthetic".into(),
-            chaos: NO_CHAOS.into(),
-            clients: 16,
-            repetition: None,
-        },
-        warmup: Duration::ZERO,
-        end_us: None,
-        resource: Default::default(),
-        expect: Default::default(),
-    };
+    let cell = synthetic_cell(16);
     let mut group = c.benchmark_group("stats");
     group.sample_size(10);
     group.bench_function("analyze_1m_events", |b| {
         b.iter(|| stats::analyze(&events, &cell))
     });
     group.finish();
+
+    // Grants of one key, each with a waiter that gives up after the release: the shape that
+    // made the availability checker quadratic (every gap against every wait).
+    let mut group = c.benchmark_group("check");
+    group.sample_size(10);
+    for grants in [25_000u64, 50_000, 100_000] {
+        let history = History::new(one_key(grants));
+        let cell = synthetic_cell(17);
+        group.bench_function(format!("evaluate_{}k_grants_one_key", grants / 1000), |b| {
+            b.iter(|| check::evaluate_history(&history, cell.clone()))
+        });
+    }
+    group.finish();
+}
+
+fn synthetic_cell(clients: u32) -> CellInfo {
+    CellInfo {
+        id: CellId {
+            system: System::Redis,
+            strategy: Strategy::Predecessor,
+            workload: "synthetic".into(),
+            chaos: NO_CHAOS.into(),
+            clients,
+            repetition: None,
+        },
+        warmup: Duration::ZERO,
+        end_us: None,
+        resource: Default::default(),
+        expect: Default::default(),
+    }
+}
+
+/// `grants` cycles on one key, 1 000 µs apart: client i % 16 is granted (1 ms lease) and
+/// releases; client 16 waits meanwhile and times out after the release.
+fn one_key(grants: u64) -> Vec<Event> {
+    let mut events = Vec::with_capacity(grants as usize * 6);
+    for i in 0..grants {
+        let (t, c) = (i * 1000, (i % 16) as u32);
+        let mut ok = Event::new(t + 10, c, EventKind::Ok, Op::Acquire, "k");
+        (ok.token, ok.ttl_ms) = (Some(i + 1), Some(1));
+        let mut gave_up = Event::new(t + 600, 16, EventKind::Fail, Op::Acquire, "k");
+        gave_up.error = Some("timeout".into());
+        events.extend([
+            Event::new(t, c, EventKind::Invoke, Op::Acquire, "k"),
+            ok,
+            Event::new(t + 100, 16, EventKind::Invoke, Op::Acquire, "k"),
+            Event::new(t + 500, c, EventKind::Invoke, Op::Release, "k"),
+            gave_up,
+            Event::new(t + 550, c, EventKind::Ok, Op::Release, "k"),
+        ]);
+    }
+    events
+}
+
+/// Writes a cell folder with a history of about `n` events: 64 clients on 16 keys, each cycle
+/// an acquire (invoke, ok with token and lease), the register's read and write, and a release
+/// (invoke, ok), written line by line as the recorder does.
+fn write_history(dir: &Path, n: u64) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    let cell = serde_json::to_string_pretty(&synthetic_cell(64)).map_err(std::io::Error::other)?;
+    std::fs::write(dir.join(check::CELL_FILE), cell)?;
+    let file = std::fs::File::create(dir.join(check::HISTORY_FILE))?;
+    let mut out = std::io::BufWriter::new(file);
+    let cycles = n / 6;
+    let mut token = [0u64; 16];
+    let mut value = [0u64; 16];
+    // Each key's lock passes from client to client every 1 000 µs; the 16 keys run side by side.
+    for i in 0..cycles {
+        let k = (i % 16) as usize;
+        let round = i / 16;
+        let client = (k as u64 * 4 + round % 4) as u32;
+        let key = format!("k{k:02}");
+        let t = round * 1000 + k as u64;
+        token[k] += 1;
+        let mut ok = Event::new(t + 10, client, EventKind::Ok, Op::Acquire, key.as_str());
+        (ok.token, ok.ttl_ms, ok.requests) = (Some(token[k]), Some(2000), Some(2));
+        let mut read = Event::new(t + 20, client, EventKind::Ok, Op::Read, key.as_str());
+        (read.token, read.value) = (Some(token[k]), Some(value[k]));
+        value[k] += 1;
+        let mut write = Event::new(t + 400, client, EventKind::Ok, Op::Write, key.as_str());
+        (write.token, write.value) = (Some(token[k]), Some(value[k]));
+        for e in [
+            Event::new(t, client, EventKind::Invoke, Op::Acquire, key.as_str()),
+            ok,
+            read,
+            write,
+            Event::new(
+                t + 500,
+                client,
+                EventKind::Invoke,
+                Op::Release,
+                key.as_str(),
+            ),
+            Event::new(t + 550, client, EventKind::Ok, Op::Release, key.as_str()),
+        ] {
+            serde_json::to_writer(&mut out, &e).map_err(std::io::Error::other)?;
+            out.write_all(b"\n")?;
+        }
+    }
+    out.flush()
+}
+
+/// `check::evaluate` on the cell folder `dir`, once, timed.
+fn check_folder(dir: &Path) -> Result<(), String> {
+    let start = Instant::now();
+    let result = check::evaluate(dir).map_err(|e| e.to_string())?;
+    let took = start.elapsed();
+    let s = &result.analysis.summary;
+    let safety = s.safety.as_ref().map_or("none", |s| s.verdict.name());
+    println!(
+        "check::evaluate {}: {:.2} s; {} acquisitions, safety {safety}, validity {}",
+        dir.display(),
+        took.as_secs_f64(),
+        s.acquisitions,
+        result.validity
+    );
+    Ok(())
+}
+
+/// What `check::evaluate` does, phase by phase, each timed (to see where the time goes).
+fn phases(dir: &Path) -> Result<(), String> {
+    let mut at = Instant::now();
+    let mut lap = |what: &str| {
+        println!("{what}: {:.2} s", at.elapsed().as_secs_f64());
+        at = Instant::now();
+    };
+    let text = std::fs::read_to_string(dir.join(check::CELL_FILE)).map_err(|e| e.to_string())?;
+    let cell: CellInfo = serde_json::from_str(&text).map_err(|e| e.to_string())?;
+    let (mut events, mut lines) =
+        history::read_history_lines(&dir.join(check::HISTORY_FILE)).map_err(|e| e.to_string())?;
+    lap("read");
+    history::into_time_order(&mut events, &mut lines);
+    lap("time order");
+    let h = History::with_lines(events, lines);
+    let _ = stats::analyze(&h.events, &cell);
+    lap("stats::analyze");
+    let mut verdicts = Vec::new();
+    for c in check::checkers() {
+        verdicts.push(c.check(&h, &cell));
+        lap(c.name());
+    }
+    let _ = check::faults::fault_windows(&h, &cell, &verdicts);
+    lap("fault windows");
+    Ok(())
 }
 
 criterion_group!(benches, suite);
-criterion_main!(benches);
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let done = match args.get(1).map(String::as_str) {
+        Some("--write-history") => {
+            let (Some(dir), Some(n)) = (args.get(2), args.get(3).and_then(|n| n.parse().ok()))
+            else {
+                eprintln!("usage: suite --write-history DIR EVENTS");
+                std::process::exit(2);
+            };
+            Some(write_history(Path::new(dir), n).map_err(|e| e.to_string()))
+        }
+        Some("--phases") => {
+            let Some(dir) = args.get(2) else {
+                eprintln!("usage: suite --phases DIR");
+                std::process::exit(2);
+            };
+            Some(phases(Path::new(dir)))
+        }
+        Some("--check") => {
+            let Some(dir) = args.get(2) else {
+                eprintln!("usage: suite --check DIR");
+                std::process::exit(2);
+            };
+            Some(check_folder(Path::new(dir)))
+        }
+        _ => None,
+    };
+    match done {
+        Some(Ok(())) => {}
+        Some(Err(e)) => {
+            eprintln!("suite: {e}");
+            std::process::exit(1);
+        }
+        None => {
+            benches();
+            Criterion::default().configure_from_args().final_summary();
+        }
+    }
+}

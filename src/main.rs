@@ -138,29 +138,10 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     interrupted: false,
                     finished: true,
                 })?;
-            let differ: Vec<String> = cells
-                .iter()
-                .filter(|c| c.matches_stored == Some(false))
-                .map(|c| c.dir.display().to_string())
-                .collect();
-            if differ.is_empty() {
-                eprintln!(
-                    "lockbench: {} cells; every stored summary matches the recomputed one",
-                    cells.len()
-                );
-            } else {
-                eprintln!(
-                    "lockbench: {} of {} cells differ from their stored summary.json{}: {}",
-                    differ.len(),
-                    cells.len(),
-                    if write {
-                        " (rewritten)"
-                    } else {
-                        " (use --write to rewrite)"
-                    },
-                    differ.join(", ")
-                );
-            }
+            eprintln!(
+                "lockbench: {}",
+                lockbench::check::folder::comparison(&cells, write)
+            );
             Ok(verdicts(&summaries, strict).into())
         }
         Command::Report { dir } => {

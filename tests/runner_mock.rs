@@ -92,6 +92,9 @@ async fn a_mock_run_writes_every_file_and_shows_the_herd() {
         for f in ["history.jsonl", "cell.json", "summary.json", "acquire.hgrm"] {
             assert!(dir.join(f).is_file(), "{}: {f} missing", dir.display());
         }
+        let cell: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(dir.join("cell.json")).unwrap()).unwrap();
+        assert_eq!(cell["schema_version"], 4, "check::evaluate checks it");
         // The folder alone gives back what the run wrote (what `lockbench check` relies on).
         let again = lockbench::check::evaluate(&dir).expect("evaluate the cell folder");
         let written: CellSummary =
@@ -195,6 +198,19 @@ async fn check_recomputes_a_run_folder_offline_and_rewrites_only_when_asked() {
     assert!(out.status.success());
     let back: CellSummary = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
     assert_eq!(back, summaries[0]);
+
+    // With no stored summary, nothing is said to match: it says what it evaluated.
+    for c in std::fs::read_dir(folder.join("cells")).unwrap() {
+        std::fs::remove_file(c.unwrap().path().join("summary.json")).unwrap();
+    }
+    let out = check(&[folder.as_os_str()]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(
+            "2 cells evaluated from their histories; none had a stored summary.json to compare with"
+        ) && !stderr.contains("matches"),
+        "{stderr}"
+    );
 
     let out = check(&[folder.join("cells").as_os_str()]);
     let stderr = String::from_utf8_lossy(&out.stderr);

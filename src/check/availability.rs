@@ -20,13 +20,13 @@
 //! anywhere in there: a fresh lease, after the lock had been free). Without a known TTL (0 counts as unreported) it is never
 //! invalid.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
+
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use super::evidence::token_text;
 use super::{Checker, Evidence, EvidenceLog, History, Validity, Verdict};
-use crate::history::{
-    CriticalSection, EventKind, Op, Operations, critical_sections, in_time_order, operations,
-};
+use crate::history::{CriticalSection, EventKind, Op, Operations, in_time_order};
 use crate::stats::CellInfo;
 
 /// The checker's name, its verdict's `checker`.
@@ -68,11 +68,11 @@ struct Wait {
 /// The unavailable windows of every key, from one sweep in time order.
 fn windows<'a>(history: &'a History, end: u64) -> Vec<Window<'a>> {
     struct State {
-        waiting: Vec<u32>,
+        waiting: HashSet<u32>,
         since: Option<(u64, usize)>,
     }
     let events = &history.events;
-    let mut keys: HashMap<&str, State> = HashMap::new();
+    let mut keys: HashMap<&str, State> = HashMap::default();
     let mut out = Vec::new();
     for i in in_time_order(events) {
         let e = &events[i];
@@ -81,23 +81,18 @@ fn windows<'a>(history: &'a History, end: u64) -> Vec<Window<'a>> {
         };
         let key = e.key.as_str();
         let s = keys.entry(key).or_insert(State {
-            waiting: Vec::new(),
+            waiting: HashSet::default(),
             since: None,
         });
-        let was_waiting = s.waiting.iter().position(|&w| w == c);
         match e.kind {
             EventKind::Invoke => {
                 if s.waiting.is_empty() && s.since.is_none() {
                     s.since = Some((e.t_us, i));
                 }
-                if was_waiting.is_none() {
-                    s.waiting.push(c);
-                }
+                s.waiting.insert(c);
             }
             EventKind::Ok => {
-                if let Some(p) = was_waiting {
-                    s.waiting.remove(p);
-                }
+                s.waiting.remove(&c);
                 if let Some((from, at)) = s.since.take() {
                     out.push(Window {
                         key,
@@ -112,9 +107,7 @@ fn windows<'a>(history: &'a History, end: u64) -> Vec<Window<'a>> {
                 }
             }
             EventKind::Fail | EventKind::Info => {
-                if let Some(p) = was_waiting {
-                    s.waiting.remove(p);
-                }
+                s.waiting.remove(&c);
                 if s.waiting.is_empty()
                     && let Some((from, at)) = s.since.take()
                 {
@@ -275,8 +268,8 @@ impl Checker for Availability {
 fn stuck_locks(history: &History, end: u64, ttl_ms: u64, log: &mut EvidenceLog) -> u64 {
     let events = &history.events;
     let limit = 2 * ttl_ms * 1000;
-    let sections = critical_sections(events);
-    let ops = operations(events);
+    let sections = history.critical_sections();
+    let ops = history.operations();
 
     // Faults, from their start to their heal (or the end when they never healed for sure).
     let mut faults: Vec<(u64, u64)> = ops
@@ -294,7 +287,7 @@ fn stuck_locks(history: &History, end: u64, ttl_ms: u64, log: &mut EvidenceLog) 
     faults.sort_unstable();
 
     let mut holds: BTreeMap<&str, Vec<(u64, u64)>> = BTreeMap::new();
-    for s in &sections {
+    for s in sections {
         // A grant is a point of availability even when released in the same microsecond.
         let to = s.released_us.unwrap_or(end).max(s.acquired_us + 1);
         holds
@@ -320,55 +313,116 @@ fn stuck_locks(history: &History, end: u64, ttl_ms: u64, log: &mut EvidenceLog) 
 
     let mut stuck = 0;
     for (key, ws) in &waits {
-        let mut cover = holds.get(key).cloned().unwrap_or_default();
-        cover.sort_unstable();
         // An acquisition that ended unknown (info) may have been granted anywhere between its
         // invoke and its outcome: a fresh lease, after the lock may have been free. A stuck
-        // stretch is judged apart on each side of one, never across it.
-        let mut unknown: Vec<(u64, u64)> = ws
+        // stretch is judged apart on each side of one, never across it: it covers like a hold.
+        let mut cover: Vec<(u64, u64)> = holds.get(key).cloned().unwrap_or_default();
+        cover.extend(
+            ws.iter()
+                .filter(|w| w.kind == Some(EventKind::Info))
+                .map(|w| (w.from_us, w.to_us.max(w.from_us + 1))),
+        );
+        cover.sort_unstable();
+        // Waiting in vain while nobody held the key: the lock was taken, by nobody the history
+        // shows. A wait that ended in a grant proves nothing of the kind.
+        let vain: Vec<&Wait> = ws
             .iter()
-            .filter(|w| w.kind == Some(EventKind::Info))
-            .map(|w| (w.from_us, w.to_us.max(w.from_us + 1)))
+            .filter(|w| w.kind != Some(EventKind::Ok))
             .collect();
-        unknown.sort_unstable();
         let first = ws.iter().map(|w| w.from_us).min().unwrap_or(0);
-        for (f0, f1) in uncovered(first, end.max(first), &cover) {
-            for (a, b) in uncovered(f0, f1, &unknown) {
-                // Waiting in vain while nobody held the key: the lock was taken, by nobody
-                // the history shows. A wait that ended in a grant proves nothing of the kind.
-                let vain: Vec<&Wait> = ws
-                    .iter()
-                    .filter(|w| w.kind != Some(EventKind::Ok) && w.from_us < b && w.to_us > a)
-                    .collect();
-                let (Some(s0), Some(s1)) = (
-                    vain.iter().map(|w| w.from_us.max(a)).min(),
-                    vain.iter().map(|w| w.to_us.min(b)).max(),
-                ) else {
-                    continue;
-                };
-                if s1 - s0 <= limit || faults.iter().any(|&(fa, fb)| fa < s1 && fb > s0) {
-                    continue;
-                }
-                stuck += 1;
-                let found = Stretch {
-                    key,
-                    from_us: s0,
-                    to_us: s1,
-                    vain: &vain,
-                };
-                log.push(s0, stuck_evidence(history, &sections, &ops, &found, ttl_ms));
+        let mut sweep = VainSweep::new(&vain);
+        for (a, b) in uncovered(first, end.max(first), &cover) {
+            let Some((s0, s1, first_vain, last_vain, waiters)) = sweep.within(a, b) else {
+                continue;
+            };
+            if s1 - s0 <= limit || faults.iter().any(|&(fa, fb)| fa < s1 && fb > s0) {
+                continue;
             }
+            stuck += 1;
+            let found = Stretch {
+                key,
+                from_us: s0,
+                to_us: s1,
+                first: first_vain,
+                last: last_vain,
+                waiters,
+            };
+            log.push_with(s0, Validity::Invalid, STUCK_LOCKS, || {
+                stuck_evidence(history, sections, ops, &found, ttl_ms)
+            });
         }
     }
     stuck
 }
 
-/// A stuck stretch of `key` and the waits that found it taken.
+/// The vain waits of one key (sorted by invoke), asked about stretches in time order: which
+/// of them overlap `[a, b)`, in O(log n) a stretch.
+struct VainSweep<'a> {
+    vain: &'a [&'a Wait],
+    /// The waits' ends, sorted.
+    ends: Vec<u64>,
+    /// `latest[i]`: the index, among `vain[..=i]`, of the one ending last (the later on ties).
+    latest: Vec<usize>,
+    /// Waits invoked before the current stretch's end, earliest invoke first; those over
+    /// before its start are dropped as the stretches advance.
+    entered: std::collections::BinaryHeap<std::cmp::Reverse<(u64, usize)>>,
+    next: usize,
+}
+
+impl<'a> VainSweep<'a> {
+    fn new(vain: &'a [&'a Wait]) -> VainSweep<'a> {
+        let mut ends: Vec<u64> = vain.iter().map(|w| w.to_us).collect();
+        ends.sort_unstable();
+        let mut latest: Vec<usize> = Vec::with_capacity(vain.len());
+        for (i, w) in vain.iter().enumerate() {
+            let best = match latest.last() {
+                Some(&j) if vain[j].to_us > w.to_us => j,
+                _ => i,
+            };
+            latest.push(best);
+        }
+        VainSweep {
+            vain,
+            ends,
+            latest,
+            entered: std::collections::BinaryHeap::new(),
+            next: 0,
+        }
+    }
+
+    /// For the stretch `[a, b)` (after every earlier one asked): the part of it the vain waits
+    /// overlapping it span, the earliest invoked and the last ending of them, and how many
+    /// they are; `None` when none overlaps it.
+    fn within(&mut self, a: u64, b: u64) -> Option<(u64, u64, &'a Wait, &'a Wait, usize)> {
+        // Invoked before b: a prefix of the waits (sorted by invoke).
+        while self.next < self.vain.len() && self.vain[self.next].from_us < b {
+            let w = self.vain[self.next];
+            self.entered.push(std::cmp::Reverse((w.from_us, self.next)));
+            self.next += 1;
+        }
+        // Over by a: over for every later stretch too.
+        while let Some(&std::cmp::Reverse((_, i))) = self.entered.peek() {
+            if self.vain[i].to_us > a {
+                break;
+            }
+            self.entered.pop();
+        }
+        let &std::cmp::Reverse((from, i)) = self.entered.peek()?;
+        let last = self.vain[self.latest[self.next - 1]];
+        let waiters = self.next - self.ends.partition_point(|&t| t <= a);
+        Some((from.max(a), last.to_us.min(b), self.vain[i], last, waiters))
+    }
+}
+
+/// A stuck stretch of `key`, with the first and the last of the waits that found it taken
+/// and how many did.
 struct Stretch<'a> {
     key: &'a str,
     from_us: u64,
     to_us: u64,
-    vain: &'a [&'a Wait],
+    first: &'a Wait,
+    last: &'a Wait,
+    waiters: usize,
 }
 
 fn stuck_evidence(
@@ -379,14 +433,15 @@ fn stuck_evidence(
     ttl_ms: u64,
 ) -> Evidence {
     let events = &history.events;
-    let (key, s0, s1, vain) = (found.key, found.from_us, found.to_us, found.vain);
+    let (key, s0, s1) = (found.key, found.from_us, found.to_us);
     let mut lines: Vec<usize> = Vec::new();
     let mut ev = Evidence::new(Validity::Invalid, STUCK_LOCKS, "")
         .key(key)
         .at([s0, s1]);
+    // Built only for the findings kept (see `EvidenceLog::push_with`), so a scan is cheap here.
     let last_holder = sections
         .iter()
-        .filter(|s| events[s.acquired_at].key == key && s.released_us.is_some_and(|r| r <= s0))
+        .filter(|s| s.key == key && s.released_us.is_some_and(|r| r <= s0))
         .max_by_key(|s| s.released_us);
     let holder = match &last_holder {
         Some(s) => {
@@ -421,16 +476,12 @@ fn stuck_evidence(
         }
         None => String::new(),
     };
-    let waiters = vain.len();
-    if let Some(w) = vain.iter().min_by_key(|w| w.from_us) {
-        lines.push(w.invoke);
-    }
-    if let Some(w) = vain.iter().max_by_key(|w| w.to_us) {
-        lines.extend(w.outcome);
-    }
+    lines.push(found.first.invoke);
+    lines.extend(found.last.outcome);
     ev.what = format!(
-        "key {key}: no grant and no holder from {s0} µs to {s1} µs ({:.3} ms, more than 2 × the longest lease of {ttl_ms} ms, with no fault open) while {waiters} acquisitions waited in vain; {holder}{unknown}: the lock outlived every lease",
-        (s1 - s0) as f64 / 1000.0
+        "key {key}: no grant and no holder from {s0} µs to {s1} µs ({:.3} ms, more than 2 × the longest lease of {ttl_ms} ms, with no fault open) while {} acquisitions waited in vain; {holder}{unknown}: the lock outlived every lease",
+        (s1 - s0) as f64 / 1000.0,
+        found.waiters
     );
     ev.events(history, lines)
 }

@@ -110,39 +110,81 @@ pub struct Finding {
 
 /// Collects a checker's findings, each with the time it happened, and keeps the first
 /// [`MAX_EVIDENCE`] (in time, whatever order they were found in) of each validity.
+///
+/// Findings are all kept (small: a validity, a class and a time); evidence, which formats
+/// sentences, is built only for a finding that would be kept ([`EvidenceLog::push_with`]), so
+/// a history with millions of violations costs millions of findings, not millions of sentences.
 #[derive(Debug, Default)]
 pub struct EvidenceLog {
-    found: Vec<(u64, Evidence)>,
+    /// Every finding with its push order, which breaks ties of time.
+    findings: Vec<(u64, u64, Finding)>,
+    /// Per validity (invalid, unknown, valid): the earliest evidence by (time, push order),
+    /// sorted, at most [`MAX_EVIDENCE`].
+    kept: [Vec<(u64, u64, Evidence)>; 3],
+}
+
+fn slot(validity: Validity) -> usize {
+    match validity {
+        Validity::Invalid => 0,
+        Validity::Unknown => 1,
+        Validity::Valid => 2,
+    }
 }
 
 impl EvidenceLog {
     /// Records a finding that happened at `t_us`.
     pub fn push(&mut self, t_us: u64, evidence: Evidence) {
-        self.found.push((t_us, evidence));
+        let (validity, class) = (evidence.validity, evidence.class.clone());
+        self.record(t_us, validity, class, || evidence);
     }
+
+    /// Records a finding of `class` pointing `validity`'s way at `t_us`; `evidence` is called
+    /// only if it is among the first [`MAX_EVIDENCE`] of its validity so far.
+    pub fn push_with(
+        &mut self,
+        t_us: u64,
+        validity: Validity,
+        class: &str,
+        evidence: impl FnOnce() -> Evidence,
+    ) {
+        self.record(t_us, validity, Some(class.to_string()), evidence);
+    }
+
+    fn record(
+        &mut self,
+        t_us: u64,
+        validity: Validity,
+        class: Option<String>,
+        evidence: impl FnOnce() -> Evidence,
+    ) {
+        let seq = self.findings.len() as u64;
+        self.findings.push((
+            t_us,
+            seq,
+            Finding {
+                validity,
+                class,
+                t_us,
+            },
+        ));
+        let kept = &mut self.kept[slot(validity)];
+        let at = kept.partition_point(|(t, s, _)| (*t, *s) < (t_us, seq));
+        if at < MAX_EVIDENCE {
+            kept.insert(at, (t_us, seq, evidence()));
+            kept.truncate(MAX_EVIDENCE);
+        }
+    }
+
     /// The kept findings (violations first, then possible violations, then notes, each in
     /// time order), and every finding in time order.
     pub fn finish(mut self) -> (Vec<Evidence>, Vec<Finding>) {
-        self.found.sort_by_key(|(t, _)| *t);
-        let all = self
-            .found
-            .iter()
-            .map(|(t, e)| Finding {
-                validity: e.validity,
-                class: e.class.clone(),
-                t_us: *t,
-            })
+        self.findings.sort_unstable_by_key(|(t, seq, _)| (*t, *seq));
+        let all = self.findings.into_iter().map(|(_, _, f)| f).collect();
+        let out = self
+            .kept
+            .into_iter()
+            .flat_map(|k| k.into_iter().map(|(_, _, e)| e))
             .collect();
-        let mut out = Vec::new();
-        for v in [Validity::Invalid, Validity::Unknown, Validity::Valid] {
-            out.extend(
-                self.found
-                    .iter()
-                    .filter(|(_, e)| e.validity == v)
-                    .take(MAX_EVIDENCE)
-                    .map(|(_, e)| e.clone()),
-            );
-        }
         (out, all)
     }
 }

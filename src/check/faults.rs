@@ -179,6 +179,12 @@ pub fn fault_windows(history: &History, cell: &CellInfo, verdicts: &[Verdict]) -
         .map(|e| e.t_us)
         .collect();
     grants.sort_unstable();
+    // The events a window counts, in time order, so each window reads only its own span.
+    let mut counted: Vec<&Event> = events
+        .iter()
+        .filter(|e| e.client().is_some() && counts_in_window(e))
+        .collect();
+    counted.sort_by_key(|e| e.t_us);
 
     paired
         .into_iter()
@@ -190,7 +196,6 @@ pub fn fault_windows(history: &History, cell: &CellInfo, verdicts: &[Verdict]) -
                     .map_or(end, |e| e.saturating_add(settle))
                     .max(p.start_us),
             );
-            let within = |t: u64| span.0 <= t && t <= span.1;
             let acquisitions = (grants.partition_point(|&g| g <= inside_to)
                 - grants.partition_point(|&g| g < p.start_us))
                 as u64;
@@ -215,19 +220,26 @@ pub fn fault_windows(history: &History, cell: &CellInfo, verdicts: &[Verdict]) -
                 lost_leases: 0,
                 errors: BTreeMap::new(),
             };
-            attribute_findings(&mut w, verdicts, within);
-            attribute_events(&mut w, events, within);
+            attribute_findings(&mut w, verdicts, span);
+            attribute_events(&mut w, &counted, span);
             w
         })
         .collect()
 }
 
-/// Counts the findings of `verdicts` that happened `within` the window's span, and merges
-/// their validity into its verdict.
-fn attribute_findings(w: &mut FaultWindow, verdicts: &[Verdict], within: impl Fn(u64) -> bool) {
+/// The items of `sorted` (in time order by `t`) inside `span` (both ends included).
+fn inside<T>(sorted: &[T], span: (u64, u64), t: impl Fn(&T) -> u64) -> &[T] {
+    let from = sorted.partition_point(|x| t(x) < span.0);
+    let to = sorted.partition_point(|x| t(x) <= span.1).max(from);
+    &sorted[from..to]
+}
+
+/// Counts the findings of `verdicts` (each verdict's in time order) that happened inside the
+/// window's `span`, and merges their validity into its verdict.
+fn attribute_findings(w: &mut FaultWindow, verdicts: &[Verdict], span: (u64, u64)) {
     let (mut violation, mut possible) = (false, false);
     for v in verdicts {
-        for f in v.findings.iter().filter(|f| within(f.t_us)) {
+        for f in inside(&v.findings, span, |f| f.t_us) {
             violation |= f.validity == Validity::Invalid;
             possible |= f.validity == Validity::Unknown;
             let class = f.class.as_deref().unwrap_or_default();
@@ -255,12 +267,18 @@ fn attribute_findings(w: &mut FaultWindow, verdicts: &[Verdict], within: impl Fn
     };
 }
 
-/// Counts the lost leases and the failed acquire and release outcomes `within` the span.
-fn attribute_events(w: &mut FaultWindow, events: &[Event], within: impl Fn(u64) -> bool) {
-    for e in events
-        .iter()
-        .filter(|e| e.client().is_some() && within(e.t_us))
-    {
+/// Whether a window counts `e`: a lost lease, or a failed acquire or release outcome.
+fn counts_in_window(e: &Event) -> bool {
+    matches!(
+        (e.op, e.kind),
+        (Op::LeaseLost, _) | (Op::Acquire | Op::Release, EventKind::Fail | EventKind::Info)
+    )
+}
+
+/// Counts the lost leases and the failed acquire and release outcomes of `counted` (the
+/// clients' events [`counts_in_window`] keeps, in time order) inside the window's `span`.
+fn attribute_events(w: &mut FaultWindow, counted: &[&Event], span: (u64, u64)) {
+    for e in inside(counted, span, |e| e.t_us) {
         match (e.op, e.kind) {
             (Op::LeaseLost, _) => w.lost_leases += 1,
             (Op::Acquire | Op::Release, EventKind::Fail | EventKind::Info) => {

@@ -16,7 +16,8 @@ pub struct Rechecked {
     pub dir: PathBuf,
     /// What evaluating it now gives.
     pub result: CellResult,
-    /// Whether that equals the `summary.json` stored beside it (`None` when none is stored).
+    /// Whether that equals the `summary.json` stored beside it (`None` when none is stored;
+    /// `false` when the stored one cannot be read).
     pub matches_stored: Option<bool>,
 }
 
@@ -79,16 +80,64 @@ pub fn cell_dirs(dir: &Path) -> Result<Vec<PathBuf>, FolderError> {
     Ok(out)
 }
 
+/// What `lockbench check` says of the comparison with the stored summaries: how many cells it
+/// evaluated, how many had a `summary.json` to compare with, and which differ. It never says
+/// "matches" of a cell that had nothing stored (a folder of an interrupted run, or one whose
+/// summaries were deleted).
+pub fn comparison(cells: &[Rechecked], write: bool) -> String {
+    let n = cells.len();
+    let stored = cells.iter().filter(|c| c.matches_stored.is_some()).count();
+    let differ: Vec<String> = cells
+        .iter()
+        .filter(|c| c.matches_stored == Some(false))
+        .map(|c| c.dir.display().to_string())
+        .collect();
+    let unstored = match n - stored {
+        0 => String::new(),
+        k if k == n => String::new(),
+        k => format!("; {k} had no stored summary.json to compare with"),
+    };
+    if stored == 0 {
+        return format!(
+            "{n} cells evaluated from their histories; none had a stored summary.json to compare with{}",
+            if write { " (written now)" } else { "" }
+        );
+    }
+    if differ.is_empty() {
+        return if stored == n {
+            format!("{n} cells; every stored summary matches the recomputed one")
+        } else {
+            format!(
+                "{n} cells evaluated; the {stored} stored summaries match the recomputed ones{unstored}"
+            )
+        };
+    }
+    format!(
+        "{} of {n} cells differ from their stored summary.json{}: {}{unstored}",
+        differ.len(),
+        if write {
+            " (rewritten)"
+        } else {
+            " (use --write to rewrite)"
+        },
+        differ.join(", ")
+    )
+}
+
 /// Evaluates every cell of `dir` again and compares each with its stored summary; with
 /// `write`, rewrites the cells' and the run's files through `exporters`.
 pub fn recheck(dir: &Path, write: Option<&Exporters>) -> Result<Vec<Rechecked>, FolderError> {
     let mut out = Vec::new();
     for cell in cell_dirs(dir)? {
         let result = evaluate(&cell)?;
+        // A stored summary this version cannot read (another schema, damaged) differs from
+        // the recomputed one; only a missing file leaves nothing to compare with.
         let matches_stored = std::fs::read_to_string(cell.join(SUMMARY_FILE))
             .ok()
-            .and_then(|t| serde_json::from_str::<CellSummary>(&t).ok())
-            .map(|stored| stored == result.analysis.summary);
+            .map(|t| {
+                serde_json::from_str::<CellSummary>(&t)
+                    .is_ok_and(|stored| stored == result.analysis.summary)
+            });
         if let Some(ex) = write {
             ex.cell_finished(&cell, &result)
                 .map_err(|e| FolderError::Io {
@@ -118,4 +167,47 @@ pub fn recheck(dir: &Path, write: Option<&Exporters>) -> Result<Vec<Rechecked>, 
         })?;
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::check::testkit::cell;
+    use crate::check::{History, evaluate_history};
+
+    fn rechecked(name: &str, matches_stored: Option<bool>) -> Rechecked {
+        Rechecked {
+            dir: PathBuf::from(name),
+            result: evaluate_history(&History::new(Vec::new()), cell(1)),
+            matches_stored,
+        }
+    }
+
+    #[test]
+    fn the_comparison_says_what_was_compared() {
+        let none = [rechecked("a", None), rechecked("b", None)];
+        assert_eq!(
+            comparison(&none, false),
+            "2 cells evaluated from their histories; none had a stored summary.json to compare with"
+        );
+        let all = [rechecked("a", Some(true)), rechecked("b", Some(true))];
+        assert_eq!(
+            comparison(&all, false),
+            "2 cells; every stored summary matches the recomputed one"
+        );
+        let some = [rechecked("a", Some(true)), rechecked("b", None)];
+        assert_eq!(
+            comparison(&some, false),
+            "2 cells evaluated; the 1 stored summaries match the recomputed ones; 1 had no stored summary.json to compare with"
+        );
+        let differ = [
+            rechecked("a", Some(false)),
+            rechecked("b", None),
+            rechecked("c", Some(true)),
+        ];
+        assert_eq!(
+            comparison(&differ, true),
+            "1 of 3 cells differ from their stored summary.json (rewritten): a; 1 had no stored summary.json to compare with"
+        );
+    }
 }

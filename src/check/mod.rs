@@ -18,6 +18,8 @@ pub mod lost_update;
 pub mod mutex;
 pub mod safety;
 #[cfg(test)]
+mod scale_tests;
+#[cfg(test)]
 pub(crate) mod testkit;
 
 pub use evidence::{Evidence, EvidenceLog, Finding, MAX_EVIDENCE};
@@ -27,10 +29,14 @@ pub use safety::{Overlaps, Safety, SafetyVerdict, Violation};
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 use serde::{Deserialize, Serialize};
 
-use crate::history::{Event, HistoryError, read_history};
+use crate::history::{
+    CriticalSection, Event, HistoryError, Operations, critical_sections, into_time_order,
+    operations, read_history_lines,
+};
 use crate::stats::{self, Analysis, CellInfo};
 
 /// The file beside `history.jsonl` that says what the history does not (see [`CellInfo`]).
@@ -111,19 +117,45 @@ pub struct Verdict {
 }
 
 /// A cell's history with each event's line number, as checkers read it.
+///
+/// The operations and critical sections several checkers fold over are derived once, when
+/// first asked for, and kept: `events` must not change after that.
 #[derive(Debug, Clone)]
 pub struct History {
-    /// Events in file order.
+    /// Events in file order (or in time order, with `lines` saying where each stood).
     pub events: Vec<Event>,
     /// `lines[i]` is the 1-based line of `events[i]` in `history.jsonl`.
     pub lines: Vec<usize>,
+    operations: OnceLock<Operations>,
+    sections: OnceLock<Vec<CriticalSection>>,
 }
 
 impl History {
     /// A history whose events stand on consecutive lines from 1 (as the recorder writes them).
     pub fn new(events: Vec<Event>) -> History {
         let lines = (1..=events.len()).collect();
-        History { events, lines }
+        History::with_lines(events, lines)
+    }
+
+    /// A history whose `events[i]` stands on line `lines[i]` of its file.
+    pub fn with_lines(events: Vec<Event>, lines: Vec<usize>) -> History {
+        History {
+            events,
+            lines,
+            operations: OnceLock::new(),
+            sections: OnceLock::new(),
+        }
+    }
+
+    /// [`operations`] of the events, derived once.
+    pub fn operations(&self) -> &Operations {
+        self.operations.get_or_init(|| operations(&self.events))
+    }
+
+    /// [`critical_sections`] of the events, derived once.
+    pub fn critical_sections(&self) -> &[CriticalSection] {
+        self.sections
+            .get_or_init(|| critical_sections(&self.events))
     }
 
     /// When the history ends: the cell's end, or its last event if that is later (or the
@@ -193,14 +225,50 @@ pub fn evaluate(dir: &Path) -> Result<CellResult, CheckError> {
         path: path.clone(),
         message: e.to_string(),
     })?;
-    let history = History::new(read_history(&dir.join(HISTORY_FILE))?);
-    Ok(evaluate_history(&history, info))
+    check_cell_version(&text, &path)?;
+    let (mut events, mut lines) = read_history_lines(&dir.join(HISTORY_FILE))?;
+    // Sorted once here, every checker's time-order pass is a scan; `lines` keep the evidence
+    // pointing at the file.
+    into_time_order(&mut events, &mut lines);
+    Ok(evaluate_history(&History::with_lines(events, lines), info))
+}
+
+/// Refuses a `cell.json` written for a results schema newer than this lockbench reads: its
+/// fields could mean something else now. A file without `schema_version` was written before
+/// cell.json carried one (schema 4 and earlier), whose layout this version reads.
+fn check_cell_version(text: &str, path: &Path) -> Result<(), CheckError> {
+    #[derive(Deserialize)]
+    struct Head {
+        schema_version: Option<u32>,
+    }
+    let head: Head = serde_json::from_str(text).map_err(|e| CheckError::Cell {
+        path: path.to_path_buf(),
+        message: e.to_string(),
+    })?;
+    match head.schema_version {
+        Some(v) if v > stats::SCHEMA_VERSION => Err(CheckError::Cell {
+            path: path.to_path_buf(),
+            message: format!(
+                "schema_version {v}, this lockbench reads up to {}: check the folder with the lockbench that wrote it",
+                stats::SCHEMA_VERSION
+            ),
+        }),
+        _ => Ok(()),
+    }
 }
 
 /// [`evaluate`] on a history in memory: the summary's `safety` is filled from the verdicts.
 pub fn evaluate_history(history: &History, info: CellInfo) -> CellResult {
-    let mut analysis = stats::analyze(&history.events, &info);
-    let verdicts: Vec<Verdict> = checkers().iter().map(|c| c.check(history, &info)).collect();
+    // Statistics and checkers read the history alone and share nothing: side by side, on a
+    // thread each, the time is the longer of the two.
+    let (mut analysis, verdicts) = std::thread::scope(|s| {
+        let stats = s.spawn(|| stats::analyze(&history.events, &info));
+        let verdicts: Vec<Verdict> = checkers().iter().map(|c| c.check(history, &info)).collect();
+        let analysis = stats
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        (analysis, verdicts)
+    });
     let validity = Validity::merge(verdicts.iter().map(|v| v.validity));
     analysis.summary.safety = Some(Safety::of(&verdicts, validity, info.expect));
     analysis.summary.faults = faults::fault_windows(history, &info, &verdicts);
@@ -233,6 +301,29 @@ mod tests {
         let e = evaluate(&dir).unwrap_err().to_string();
         assert!(
             e.contains("cell.json") && e.contains("lockbench run"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_cell_json_of_a_newer_schema_is_refused_and_an_older_one_read() {
+        let dir = std::env::temp_dir().join(format!("lockbench-cellv-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join(HISTORY_FILE), "").unwrap();
+        let mut file = serde_json::to_value(cell(1)).unwrap();
+        // Written before cell.json had a version: read.
+        std::fs::write(dir.join(CELL_FILE), file.to_string()).unwrap();
+        assert!(evaluate(&dir).is_ok());
+        file["schema_version"] = stats::SCHEMA_VERSION.into();
+        std::fs::write(dir.join(CELL_FILE), file.to_string()).unwrap();
+        assert!(evaluate(&dir).is_ok());
+        file["schema_version"] = (stats::SCHEMA_VERSION + 1).into();
+        std::fs::write(dir.join(CELL_FILE), file.to_string()).unwrap();
+        let e = evaluate(&dir).unwrap_err().to_string();
+        assert!(
+            e.contains("cell.json")
+                && e.contains(&format!("schema_version {}", stats::SCHEMA_VERSION + 1))
+                && e.contains("reads up to 4"),
             "{e}"
         );
     }

@@ -23,11 +23,13 @@
 //! first). Two possible holds never make a certain overlap: each write proves a hold only at
 //! its own instant.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
+
+use rustc_hash::FxHashMap as HashMap;
 
 use super::evidence::token_text;
 use super::{Checker, Evidence, EvidenceLog, History, Validity, Verdict};
-use crate::history::{EventKind, Op, critical_sections, in_time_order, operations};
+use crate::history::{EventKind, Op, in_time_order};
 use crate::stats::CellInfo;
 
 /// The checker's name, its verdict's `checker`.
@@ -146,8 +148,9 @@ impl Checker for Mutex {
     fn check(&self, history: &History, cell: &CellInfo) -> Verdict {
         let events = &history.events;
         let end = history.end_us(cell);
-        let mut holds: Vec<Hold> = critical_sections(events)
-            .into_iter()
+        let mut holds: Vec<Hold> = history
+            .critical_sections()
+            .iter()
             .map(|s| Hold {
                 client: s.client,
                 key: &events[s.acquired_at].key,
@@ -166,8 +169,8 @@ impl Checker for Mutex {
         let certain = holds.len();
 
         // Accepted writes and lost signals per (client, key), in time order.
-        let mut writes: HashMap<(u32, &str), Vec<usize>> = HashMap::new();
-        let mut lost: HashMap<(u32, &str), Vec<usize>> = HashMap::new();
+        let mut writes: HashMap<(u32, &str), Vec<usize>> = HashMap::default();
+        let mut lost: HashMap<(u32, &str), Vec<usize>> = HashMap::default();
         for i in in_time_order(events) {
             let e = &events[i];
             let Some(c) = e.client() else { continue };
@@ -177,7 +180,7 @@ impl Checker for Mutex {
                 _ => {}
             }
         }
-        for op in operations(events).ops {
+        for op in &history.operations().ops {
             let (Some(c), Op::Acquire, Some(out)) = (op.process.client(), op.op, op.outcome) else {
                 continue;
             };
@@ -186,9 +189,10 @@ impl Checker for Mutex {
             }
             let key = events[op.invoke].key.as_str();
             let from_us = events[op.invoke].t_us;
-            let lost_at = lost
-                .get(&(c, key))
-                .and_then(|l| l.iter().copied().find(|&i| events[i].t_us >= from_us));
+            let lost_at = lost.get(&(c, key)).and_then(|l| {
+                l.get(l.partition_point(|&i| events[i].t_us < from_us))
+                    .copied()
+            });
             holds.push(Hold {
                 client: c,
                 key,
@@ -219,18 +223,13 @@ impl Checker for Mutex {
         for (key, mut hs) in by_key {
             // Stable: holds granted in the same microsecond keep their order.
             hs.sort_by_key(|h| h.from_us);
-            for (i, a) in hs.iter().enumerate() {
-                for b in &hs[i + 1..] {
-                    if b.from_us >= a.to_us {
-                        break;
-                    }
-                    if a.client == b.client {
-                        continue;
-                    }
-                    let (class, ev, t) = overlap(history, &writes, key, a, b);
-                    *counts.get_mut(class).expect("every class is counted") += 1;
-                    log.push(t, ev);
-                }
+            for (a, b) in overlapping_pairs(&hs) {
+                let (a, b) = (hs[a], hs[b]);
+                let (validity, class, t, write) = judge(history, &writes, key, a, b);
+                *counts.get_mut(class).expect("every class is counted") += 1;
+                log.push_with(t, validity, class, || {
+                    evidence(history, key, a, b, (validity, class, t, write))
+                });
             }
         }
 
@@ -261,61 +260,99 @@ impl Checker for Mutex {
     }
 }
 
-/// The overlap of `a` (granted first) and `b` on `key`: its class, evidence and time.
-fn overlap(
+/// Every pair (a, b) of indices into `hs` (holds of one key sorted by grant) with a < b whose
+/// holds overlap and belong to different clients, in the order of a then b.
+///
+/// One sweep in grant order keeps each client's holds still open; a hold ends the first time a
+/// later grant finds it over. Each other client's open holds at b's grant all overlap b, so the
+/// cost is the holds plus the pairs found: linear in a history with no overlap, whatever its
+/// length or how long one client keeps a key.
+fn overlapping_pairs(hs: &[&Hold]) -> Vec<(usize, usize)> {
+    let mut open: BTreeMap<u32, Vec<usize>> = BTreeMap::new();
+    let mut pairs = Vec::new();
+    for (ib, b) in hs.iter().enumerate() {
+        open.retain(|&client, held| {
+            if client == b.client {
+                return true;
+            }
+            held.retain(|&ia| hs[ia].to_us > b.from_us);
+            pairs.extend(held.iter().map(|&ia| (ia, ib)));
+            !held.is_empty()
+        });
+        open.entry(b.client).or_default().push(ib);
+    }
+    // The order the findings were pushed in before the sweep (by a, then b): ties of time keep it.
+    pairs.sort_unstable();
+    pairs
+}
+
+/// What an overlap is: the judgement of `a` (granted first) and `b` on `key`, with the write
+/// that proved a possible hold, if one did.
+type Judged = (Validity, &'static str, u64, Option<usize>);
+
+/// The overlap of `a` (granted first) and `b` on `key`: its validity, class and time, and the
+/// accepted write that proved a possible hold.
+fn judge(
     history: &History,
     writes: &HashMap<(u32, &str), Vec<usize>>,
     key: &str,
     a: &Hold,
     b: &Hold,
-) -> (&'static str, Evidence, u64) {
+) -> Judged {
     let events = &history.events;
     // With a possible hold, the overlap is certain only at an accepted write by its client
-    // inside both holds.
+    // inside both holds: the first write from the later of the two starts is the only
+    // candidate, since any later one is later against both ends too.
     let proof = match (a.certain, b.certain) {
         (true, true) => Some(None),
         (true, false) | (false, true) => {
             let (p, s) = if a.certain { (b, a) } else { (a, b) };
+            let from = p.from_us.max(s.from_us);
             writes
                 .get(&(p.client, key))
-                .and_then(|ws| {
-                    ws.iter().copied().find(|&w| {
-                        let t = events[w].t_us;
-                        p.from_us <= t && t <= p.to_us && s.from_us <= t && t < s.to_us
-                    })
+                .and_then(|ws| ws.get(ws.partition_point(|&w| events[w].t_us < from)))
+                .copied()
+                .filter(|&w| {
+                    let t = events[w].t_us;
+                    t <= p.to_us && t < s.to_us
                 })
                 .map(Some)
         }
         (false, false) => None,
     };
-    let base = |validity, class| {
-        Evidence::new(validity, class, "")
-            .key(key)
-            .client(a.client)
-            .client(b.client)
-            .token(a.token)
-            .token(b.token)
-            .events(history, a.events().chain(b.events()))
-    };
     let Some(write) = proof else {
-        let t = b.from_us;
-        let mut ev = base(Validity::Unknown, UNKNOWN).at([a.from_us, t]);
-        ev.what = format!(
-            "key {key}: {} and {}: they overlap only if the unknown acquisition was granted, and no accepted write by its client inside the other's hold shows it was",
-            a.describe(),
-            b.describe()
-        );
-        return (UNKNOWN, ev, t);
+        return (Validity::Unknown, UNKNOWN, b.from_us, None);
     };
     // B's grant, or for a possible B granted somewhere before its write, that write.
     let t = match (b.certain, write) {
         (false, Some(w)) => events[w].t_us,
         _ => b.from_us,
     };
-    let (class, why) = classify(a, t);
-    let mut ev = base(Validity::Invalid, class)
+    (Validity::Invalid, classify(a, t).0, t, write)
+}
+
+/// The evidence of the overlap of `a` and `b` on `key`, as [`judge`] found it.
+fn evidence(history: &History, key: &str, a: &Hold, b: &Hold, judged: Judged) -> Evidence {
+    let events = &history.events;
+    let (validity, class, t, write) = judged;
+    let mut ev = Evidence::new(validity, class, "")
+        .key(key)
+        .client(a.client)
+        .client(b.client)
+        .token(a.token)
+        .token(b.token)
+        .events(history, a.events().chain(b.events()))
         .events(history, write)
         .at([a.from_us, t]);
+    if validity == Validity::Unknown {
+        ev.what = format!(
+            "key {key}: {} and {}: they overlap only if the unknown acquisition was granted, and no accepted write by its client inside the other's hold shows it was",
+            a.describe(),
+            b.describe()
+        );
+        return ev;
+    }
+    let why = classify(a, t).1;
     let proved = write.map_or(String::new(), |w| {
         format!(
             " (client {}'s accepted write at {} µs shows its unknown acquisition held)",
@@ -329,7 +366,7 @@ fn overlap(
         b.client,
         token_text(b.token)
     );
-    (class, ev, t)
+    ev
 }
 
 #[cfg(test)]

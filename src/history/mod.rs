@@ -8,7 +8,8 @@
 mod operation;
 
 pub use operation::{
-    CriticalSection, Operation, Operations, critical_sections, in_time_order, operations,
+    CriticalSection, Operation, Operations, critical_sections, in_time_order, into_time_order,
+    operations,
 };
 
 use std::path::{Path, PathBuf};
@@ -29,7 +30,7 @@ pub const TIMEOUT_ERROR: &str = "timeout";
 
 /// Who acted: a lock client, or the nemesis injecting faults (Jepsen's `:process`). Written as
 /// the client's index, or the string `"nemesis"`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 #[serde(untagged)]
 pub enum Process {
     /// Lock client number n (from 0).
@@ -56,6 +57,37 @@ impl Process {
             Process::Client(c) => Some(c),
             Process::Nemesis(_) => None,
         }
+    }
+}
+
+/// Read by hand rather than as an untagged enum: serde buffers every untagged value before
+/// trying each variant, which was the largest single cost of reading a long history.
+impl<'de> Deserialize<'de> for Process {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Process, D::Error> {
+        struct Visitor;
+        impl serde::de::Visitor<'_> for Visitor {
+            type Value = Process;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a client index or \"nemesis\"")
+            }
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<Process, E> {
+                u32::try_from(v)
+                    .map(Process::Client)
+                    .map_err(|_| E::invalid_value(serde::de::Unexpected::Unsigned(v), &self))
+            }
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<Process, E> {
+                u32::try_from(v)
+                    .map(Process::Client)
+                    .map_err(|_| E::invalid_value(serde::de::Unexpected::Signed(v), &self))
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Process, E> {
+                match v {
+                    "nemesis" => Ok(Process::NEMESIS),
+                    _ => Err(E::invalid_value(serde::de::Unexpected::Str(v), &self)),
+                }
+            }
+        }
+        d.deserialize_any(Visitor)
     }
 }
 
@@ -561,11 +593,101 @@ async fn write_line(out: &mut BufWriter<tokio::fs::File>, ev: &Event) -> std::io
 /// Reads a `history.jsonl` back, in file order; blank lines are skipped, a bad line is an error
 /// naming its line number.
 pub fn read_history(path: &Path) -> Result<Vec<Event>, HistoryError> {
-    let text = std::fs::read_to_string(path).map_err(|source| HistoryError::Io {
+    read_history_lines(path).map(|(events, _)| events)
+}
+
+/// [`read_history`], with each event's 1-based line in the file (blank lines skipped count).
+///
+/// The file is read a line at a time, so its text is never held whole beside its events; a long
+/// one is read in two halves side by side (parsing is most of the cost of checking a history).
+pub fn read_history_lines(path: &Path) -> Result<(Vec<Event>, Vec<usize>), HistoryError> {
+    let io = |source| HistoryError::Io {
         path: path.to_path_buf(),
         source,
-    })?;
-    parse_history(&text, path)
+    };
+    let len = std::fs::metadata(path).map_err(io)?.len();
+    let middle = if len < SPLIT_ABOVE {
+        len
+    } else {
+        line_start_after(path, len / 2).map_err(io)?
+    };
+    let (first, second) = std::thread::scope(|s| {
+        let second = s.spawn(|| read_part(path, middle, len - middle));
+        let first = read_part(path, 0, middle);
+        let second = second
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        (first, second)
+    });
+    let parse = |(line, source)| HistoryError::Parse {
+        path: path.to_path_buf(),
+        line,
+        source,
+    };
+    let first = first.map_err(io)?.map_err(parse)?;
+    let skip = first.line_count;
+    let second = second
+        .map_err(io)?
+        .map_err(|(line, source)| parse((line + skip, source)))?;
+    let (mut events, mut lines) = (first.events, first.lines);
+    events.extend(second.events);
+    lines.extend(second.lines.into_iter().map(|l| l + skip));
+    Ok((events, lines))
+}
+
+/// Histories shorter than this (bytes) are read in one piece.
+const SPLIT_ABOVE: u64 = 1 << 20;
+
+/// The events of one byte range of a history, with their lines counted from the range's start.
+struct Part {
+    events: Vec<Event>,
+    lines: Vec<usize>,
+    /// Lines in the range, blank ones included.
+    line_count: usize,
+}
+
+/// Where the first line starting at or after `from` starts (the file's length if none does).
+fn line_start_after(path: &Path, from: u64) -> std::io::Result<u64> {
+    use std::io::{BufRead, Seek};
+    let mut file = std::fs::File::open(path)?;
+    file.seek(std::io::SeekFrom::Start(from.saturating_sub(1)))?;
+    let mut skipped = Vec::new();
+    let n = std::io::BufReader::new(file).read_until(b'\n', &mut skipped)?;
+    Ok(from.saturating_sub(1) + n as u64)
+}
+
+/// Parses the `len` bytes of `path` from `from` (whole lines); a bad line is `Err` with its
+/// line number counted from the range's start.
+fn read_part(
+    path: &Path,
+    from: u64,
+    len: u64,
+) -> std::io::Result<Result<Part, (usize, serde_json::Error)>> {
+    use std::io::{BufRead, Read, Seek};
+    let mut file = std::fs::File::open(path)?;
+    file.seek(std::io::SeekFrom::Start(from))?;
+    let mut reader = std::io::BufReader::with_capacity(1 << 20, file.take(len));
+    let mut part = Part {
+        events: Vec::new(),
+        lines: Vec::new(),
+        line_count: 0,
+    };
+    let mut line = String::new();
+    loop {
+        line.clear();
+        if reader.read_line(&mut line)? == 0 {
+            return Ok(Ok(part));
+        }
+        part.line_count += 1;
+        if line.trim().is_empty() {
+            continue;
+        }
+        match serde_json::from_str(&line) {
+            Ok(e) => part.events.push(e),
+            Err(source) => return Ok(Err((part.line_count, source))),
+        }
+        part.lines.push(part.line_count);
+    }
 }
 
 /// Parses history text; `path` only names the source in errors.
@@ -722,6 +844,55 @@ mod tests {
             assert_eq!(ev.t_us, t);
         }
         assert_eq!(rec.finish().await.unwrap(), 3);
+    }
+
+    #[test]
+    fn a_process_reads_as_a_client_index_or_the_nemesis_and_nothing_else() {
+        let p = |j: &str| serde_json::from_str::<Process>(j);
+        assert_eq!(p("7").unwrap(), Process::Client(7));
+        assert_eq!(p("\"nemesis\"").unwrap(), Process::NEMESIS);
+        for bad in ["-1", "4294967296", "\"client\"", "1.5", "null"] {
+            assert!(p(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_long_history_read_in_two_halves_keeps_every_line_and_names_a_bad_one() {
+        let path = tmp("halves");
+        // 3 MB: read in two parts; a blank line after every 1 000 events shifts later lines.
+        let (mut text, mut expect) = (String::new(), Vec::new());
+        let mut line = 0;
+        for i in 0..30_000u64 {
+            let ev = Event::new(
+                i,
+                (i % 7) as u32,
+                EventKind::Invoke,
+                Op::Acquire,
+                "a-long-key",
+            );
+            text.push_str(&serde_json::to_string(&ev).unwrap());
+            text.push('\n');
+            line += 1;
+            expect.push((i, line));
+            if i % 1000 == 999 {
+                text.push('\n');
+                line += 1;
+            }
+        }
+        assert!(text.len() as u64 > 2 * SPLIT_ABOVE, "{} bytes", text.len());
+        std::fs::write(&path, &text).unwrap();
+        let (events, lines) = read_history_lines(&path).unwrap();
+        let got: Vec<(u64, usize)> = events.iter().map(|e| e.t_us).zip(lines).collect();
+        assert_eq!(got, expect);
+        // A bad line in the second half is named by its line in the whole file: 30 030 lines
+        // written (30 000 events, a blank after each thousandth), the bad one is line 30 031.
+        text.push_str("{\"t_us\":1,\n");
+        std::fs::write(&path, &text).unwrap();
+        let e = read_history_lines(&path).unwrap_err().to_string();
+        assert!(
+            e.contains("history.jsonl:30031: not a history event"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! A history read as operations (each invoke paired with its outcome) and critical sections
 //! (a grant to the same client's release), the shapes statistics and checkers fold over.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use super::{Event, EventKind, Op, Process};
 
@@ -38,16 +38,43 @@ pub struct Operations {
 /// Event indices in time order; events of one time keep their file order. Worker processes
 /// stream their events to one recorder, so the file is in arrival order, which may differ.
 pub fn in_time_order(events: &[Event]) -> Vec<usize> {
-    let mut order: Vec<usize> = (0..events.len()).collect();
-    order.sort_by_key(|&i| events[i].t_us);
-    order
+    // Every checker asks; a history put in time order once ([`into_time_order`]) costs a scan.
+    if events.is_sorted_by_key(|e| e.t_us) {
+        return (0..events.len()).collect();
+    }
+    // Sorting (time, index) pairs keeps file order on ties, as a stable sort would, without
+    // reaching into the events on every comparison.
+    let mut keyed: Vec<(u64, usize)> = events.iter().map(|e| e.t_us).zip(0..).collect();
+    keyed.sort_unstable();
+    keyed.into_iter().map(|(_, i)| i).collect()
+}
+
+/// Puts `events` in time order in place (stably, as [`in_time_order`]), carrying `lines` (each
+/// event's line in the file) along, so every later reader finds them sorted.
+pub fn into_time_order(events: &mut [Event], lines: &mut [usize]) {
+    let order = in_time_order(events);
+    // Follow each cycle of the permutation: slot `at` takes the event from `order[at]`.
+    let mut placed = vec![false; order.len()];
+    for start in 0..order.len() {
+        let mut at = start;
+        while !placed[at] {
+            placed[at] = true;
+            let from = order[at];
+            if from == start {
+                break;
+            }
+            events.swap(at, from);
+            lines.swap(at, from);
+            at = from;
+        }
+    }
 }
 
 /// Pairs every `invoke` with the next outcome (in time) of the same process and op.
 /// Single events (`lease_lost`, `read`, `write`: [`Op::is_single`]) are not operations and are
 /// left out.
 pub fn operations(events: &[Event]) -> Operations {
-    let mut open: HashMap<(Process, Op), usize> = HashMap::new();
+    let mut open: HashMap<(Process, Op), usize> = HashMap::default();
     let mut out = Operations::default();
     for i in in_time_order(events) {
         let e = &events[i];
@@ -98,8 +125,13 @@ pub struct CriticalSection {
 }
 
 /// Every critical section, in grant order (by time, whatever the order of the file).
+///
+/// Sections are paired per acquisition: each acquire `ok` of a client on a key opens one, and
+/// each release `invoke` of that client on that key closes the latest one still open (a
+/// reentrant lock granted twice is released twice, innermost first). A `lease_lost` marks every
+/// open section of the client on that key: a lease is lost whole, however often it was taken.
 pub fn critical_sections(events: &[Event]) -> Vec<CriticalSection> {
-    let mut open: HashMap<u32, usize> = HashMap::new();
+    let mut open: HashMap<(u32, &str), Vec<usize>> = HashMap::default();
     let mut out: Vec<CriticalSection> = Vec::new();
     for i in in_time_order(events) {
         let e = &events[i];
@@ -108,7 +140,7 @@ pub fn critical_sections(events: &[Event]) -> Vec<CriticalSection> {
         };
         match (e.op, e.kind) {
             (Op::Acquire, EventKind::Ok) => {
-                open.insert(client, out.len());
+                open.entry((client, &e.key)).or_default().push(out.len());
                 out.push(CriticalSection {
                     client,
                     key: e.key.clone(),
@@ -123,15 +155,23 @@ pub fn critical_sections(events: &[Event]) -> Vec<CriticalSection> {
                 });
             }
             (Op::LeaseLost, _) => {
-                if let Some(&k) = open.get(&client)
-                    && out[k].lost_at.is_none()
+                // Sections whose signal is already set are a prefix of the stack (they were
+                // open at an earlier signal), so walking back from the top stops early.
+                for &k in open
+                    .get(&(client, e.key.as_str()))
+                    .into_iter()
+                    .flatten()
+                    .rev()
                 {
+                    if out[k].lost_at.is_some() {
+                        break;
+                    }
                     out[k].lost_us = Some(e.t_us);
                     out[k].lost_at = Some(i);
                 }
             }
             (Op::Release, EventKind::Invoke) => {
-                if let Some(k) = open.remove(&client) {
+                if let Some(k) = open.get_mut(&(client, e.key.as_str())).and_then(Vec::pop) {
                     out[k].released_us = Some(e.t_us);
                     out[k].released_at = Some(i);
                 }
@@ -214,5 +254,53 @@ mod tests {
         assert_eq!((again[0].client, again[0].acquired_at), (0, 4));
         assert_eq!((again[1].client, again[1].acquired_at), (1, 1));
         assert_eq!(again[0].released_us, Some(50));
+    }
+
+    #[test]
+    fn each_acquisition_pairs_with_one_release_innermost_first() {
+        use EventKind::*;
+        // Client 0 is granted k twice (10, 20) and releases twice (30, 40); the lost signal at
+        // 25 marks both; client 1's release of another key closes nothing of client 0's.
+        let h = vec![
+            ev(0, 0, Invoke, Op::Acquire),
+            ev(10, 0, Ok, Op::Acquire),
+            ev(15, 0, Invoke, Op::Acquire),
+            ev(20, 0, Ok, Op::Acquire),
+            ev(25, 0, Info, Op::LeaseLost),
+            Event::new(27, 0, Invoke, Op::Release, "other"),
+            ev(30, 0, Invoke, Op::Release),
+            ev(35, 0, Ok, Op::Release),
+            ev(40, 0, Invoke, Op::Release),
+            ev(45, 0, Ok, Op::Release),
+        ];
+        let s = critical_sections(&h);
+        let got: Vec<_> = s
+            .iter()
+            .map(|x| (x.acquired_us, x.released_us, x.lost_us))
+            .collect();
+        assert_eq!(
+            got,
+            [(10, Some(40), Some(25)), (20, Some(30), Some(25))],
+            "the later grant is released first; neither is open to the end"
+        );
+        assert_eq!((s[0].released_at, s[1].released_at), (Some(8), Some(6)));
+    }
+
+    #[test]
+    fn a_history_put_in_time_order_carries_its_lines() {
+        use EventKind::*;
+        // Times by file line: 30, 10, 20, 10, 40, 0: sorted stably, the two 10s keep their order.
+        let times = [30, 10, 20, 10, 40, 0];
+        let mut h: Vec<Event> = times
+            .iter()
+            .enumerate()
+            .map(|(c, &t)| Event::new(t, c as u32, Invoke, Op::Acquire, "k"))
+            .collect();
+        let mut lines: Vec<usize> = (1..=6).collect();
+        into_time_order(&mut h, &mut lines);
+        let got: Vec<(u64, u32)> = h.iter().map(|e| (e.t_us, e.client().unwrap())).collect();
+        assert_eq!(got, [(0, 5), (10, 1), (10, 3), (20, 2), (30, 0), (40, 4)]);
+        assert_eq!(lines, [6, 2, 4, 3, 1, 5]);
+        assert_eq!(in_time_order(&h), [0, 1, 2, 3, 4, 5]);
     }
 }

@@ -88,6 +88,8 @@ impl RunFolder {
     pub(crate) fn write_cell_info(&self, cell: &Cell, info: &CellInfo) -> anyhow::Result<()> {
         #[derive(Serialize)]
         struct CellFile<'a> {
+            /// The results schema it belongs to, which `check::evaluate` checks.
+            schema_version: u32,
             #[serde(flatten)]
             info: &'a CellInfo,
             /// The cell's workload, in the workload file's syntax.
@@ -98,6 +100,7 @@ impl RunFolder {
         }
         let dir = self.cell_dir(cell)?;
         let file = CellFile {
+            schema_version: crate::stats::SCHEMA_VERSION,
             info,
             workload_spec: cell.workload.to_table(),
             chaos_spec: (cell.chaos != crate::spec::Schedule::none())

@@ -7,7 +7,7 @@
 //! microseconds apart then race on the network, and whoever the server saw first is not a
 //! "later" waiter that overtook, so that basis over-counts under a stampede.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use serde::{Deserialize, Serialize};
 

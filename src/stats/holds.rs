@@ -1,7 +1,7 @@
 //! Holds and handoffs: how long each holder kept the lock (acquire `ok` → its release invoke),
 //! and how long a waiter that was already waiting took to get it once the holder let go.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use hdrhistogram::Histogram;
 
@@ -23,8 +23,8 @@ impl Holds {
         Holds {
             hold: new_histogram(),
             handoff: new_histogram(),
-            holding: HashMap::new(),
-            last_release: HashMap::new(),
+            holding: HashMap::default(),
+            last_release: HashMap::default(),
             warmup_us,
         }
     }

@@ -12,7 +12,9 @@ mod outcomes;
 pub mod pacing;
 pub mod series;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
+
+use rustc_hash::FxHashMap as HashMap;
 use std::time::Duration;
 
 use hdrhistogram::Histogram;
@@ -207,7 +209,7 @@ pub fn analyze(events: &[Event], cell: &CellInfo) -> Analysis {
 
     // Pair invokes with outcomes once; the nemesis' fault operations are not the clients'.
     let ops = operations(events);
-    let mut started: HashMap<usize, Started> = HashMap::new();
+    let mut started: HashMap<usize, Started> = HashMap::default();
     let mut open: Vec<(Op, u64)> = Vec::new();
     for op in ops.ops.iter().filter(|o| o.process.client().is_some()) {
         let inv = &events[op.invoke];

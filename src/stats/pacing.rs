@@ -2,7 +2,7 @@
 //! on the events as `hold_us` and `think_us`) beside the ones the history shows, and how late
 //! open-loop acquisitions started after their intended start.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use hdrhistogram::Histogram;
 
@@ -27,7 +27,7 @@ impl Default for Pacing {
             think_requested: new_histogram(),
             think_measured: new_histogram(),
             arrival_lag: new_histogram(),
-            last_outcome: HashMap::new(),
+            last_outcome: HashMap::default(),
         }
     }
 }

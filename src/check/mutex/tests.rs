@@ -210,3 +210,40 @@ fn out_of_file_order_events_give_the_same_verdict() {
     // the lost signal line 1.
     assert_eq!(v.evidence[0].lines, [1, 2, 3, 4, 6]);
 }
+
+/// Client 0 takes k twice (a reentrant lock: grants at 10 and 20, token 1) and releases twice
+/// (30, 40); client 1 is granted k at `b_at` (token 2) and releases at 60.
+fn reentrant(b_at: u64) -> Vec<Event> {
+    vec![
+        invoke(0, 0, "k"),            // line 1
+        grant(10, 0, "k", 1, 1000),   // line 2
+        invoke(15, 0, "k"),           // line 3
+        grant(20, 0, "k", 1, 1000),   // line 4
+        release(30, 0, "k"),          // line 5: closes the grant at 20
+        release(40, 0, "k"),          // line 6: closes the grant at 10
+        invoke(5, 1, "k"),            // line 7
+        grant(b_at, 1, "k", 2, 1000), // line 8
+        release(60, 1, "k"),          // line 9
+    ]
+}
+
+#[test]
+fn two_grants_released_twice_hold_until_the_last_release_not_to_the_end() {
+    // Client 0 holds [10, 40) and [20, 30); client 1's grant at 50 comes after both.
+    let v = run(&Mutex, reentrant(50));
+    assert_eq!((v.validity, counts(&v)), (Validity::Valid, [0, 0, 0, 0]));
+    assert!(v.summary.contains("3 holds"), "{}", v.summary);
+    // At 35 client 0 still holds its first grant (released at 40), not its second (30).
+    let v = run(&Mutex, reentrant(35));
+    assert_eq!((v.validity, counts(&v)), (Validity::Invalid, [1, 0, 0, 0]));
+    let e = &v.evidence[0];
+    assert_eq!(
+        (&e.t_us[..], &e.lines[..]),
+        (&[10, 35][..], &[2, 6, 8, 9][..])
+    );
+    // At 25 it holds both: two overlapping pairs, the outer one first.
+    let v = run(&Mutex, reentrant(25));
+    assert_eq!(counts(&v), [2, 0, 0, 0]);
+    assert_eq!(v.evidence[0].lines, [2, 6, 8, 9]);
+    assert_eq!(v.evidence[1].lines, [4, 5, 8, 9]);
+}
