@@ -8,6 +8,8 @@
 //! ```text
 //! suite --write-history DIR 10000000   # a cell folder: cell.json and a 10 M-event history
 //! suite --check DIR                    # check::evaluate(DIR) once, timed
+//! suite --phases DIR                   # the same, phase by phase
+//! suite --one-key 100000               # check::evaluate_history on 100k grants of one key
 //! ```
 
 use std::io::Write;
@@ -263,6 +265,21 @@ fn main() {
                 std::process::exit(2);
             };
             Some(phases(Path::new(dir)))
+        }
+        Some("--one-key") => {
+            let Some(grants) = args.get(2).and_then(|n| n.parse().ok()) else {
+                eprintln!("usage: suite --one-key GRANTS");
+                std::process::exit(2);
+            };
+            let history = History::new(one_key(grants));
+            let start = Instant::now();
+            let r = check::evaluate_history(&history, synthetic_cell(17));
+            println!(
+                "check::evaluate_history, {grants} grants on one key: {:.3} s; validity {}",
+                start.elapsed().as_secs_f64(),
+                r.validity
+            );
+            Some(Ok(()))
         }
         Some("--check") => {
             let Some(dir) = args.get(2) else {
