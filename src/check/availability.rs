@@ -409,7 +409,9 @@ impl<'a> VainSweep<'a> {
         }
         let &std::cmp::Reverse((from, i)) = self.entered.peek()?;
         let last = self.vain[self.latest[self.next - 1]];
-        let waiters = self.next - self.ends.partition_point(|&t| t <= a);
+        let waiters = self
+            .next
+            .saturating_sub(self.ends.partition_point(|&t| t <= a));
         Some((from.max(a), last.to_us.min(b), self.vain[i], last, waiters))
     }
 }

@@ -193,3 +193,44 @@ impl EvidenceLog {
 pub(crate) fn token_text(token: Option<u64>) -> String {
     token.map_or_else(|| "no token".to_string(), |t| format!("token {t}"))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn note(t: u64) -> Evidence {
+        Evidence::new(Validity::Invalid, "c", format!("at {t}")).at([t])
+    }
+
+    #[test]
+    fn every_finding_is_counted_and_only_the_kept_ones_are_built() {
+        // 1 000 findings in time order: the first 10 are built, none after them.
+        let mut log = EvidenceLog::default();
+        let mut built = 0;
+        for t in 0..1000 {
+            log.push_with(t, Validity::Invalid, "c", || {
+                built += 1;
+                note(t)
+            });
+        }
+        let (kept, all) = log.finish();
+        assert_eq!((built, kept.len(), all.len()), (10, 10, 1000));
+        assert_eq!(kept[9].what, "at 9");
+
+        // Found latest first, kept earliest first; ties keep the order they were found in.
+        let mut log = EvidenceLog::default();
+        for t in (0..20).rev() {
+            log.push(t / 2, note(t));
+        }
+        let (kept, all) = log.finish();
+        let whats: Vec<&str> = kept.iter().map(|e| e.what.as_str()).collect();
+        assert_eq!(
+            whats,
+            [
+                "at 1", "at 0", "at 3", "at 2", "at 5", "at 4", "at 7", "at 6", "at 9", "at 8"
+            ]
+        );
+        let times: Vec<u64> = all.iter().map(|f| f.t_us).collect();
+        assert_eq!(times[..4], [0, 0, 1, 1]);
+    }
+}
