@@ -9,6 +9,8 @@
 //! windows (the summary's `faults`).
 
 pub mod availability;
+#[cfg(test)]
+mod equivalence_tests;
 mod evidence;
 pub mod expectation;
 pub mod faults;
