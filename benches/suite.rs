@@ -98,7 +98,7 @@ fn suite(c: &mut Criterion) {
         })
     });
 
-    let events = synthetic_history(250_000);
+    let events = history::Events::from(synthetic_history(250_000));
     let cell = synthetic_cell(16);
     let mut group = c.benchmark_group("stats");
     group.sample_size(10);
@@ -235,11 +235,12 @@ fn phases(dir: &Path) -> Result<(), String> {
     let text = std::fs::read_to_string(dir.join(check::CELL_FILE)).map_err(|e| e.to_string())?;
     let cell: CellInfo = serde_json::from_str(&text).map_err(|e| e.to_string())?;
     let (mut events, mut lines) =
-        history::read_history_lines(&dir.join(check::HISTORY_FILE)).map_err(|e| e.to_string())?;
+        history::read_events(&dir.join(check::HISTORY_FILE)).map_err(|e| e.to_string())?;
     lap(&format!(
-        "read {} events of {} bytes each in memory",
+        "read {} events, {} MB in memory ({} bytes an event)",
         events.len(),
-        std::mem::size_of::<Event>()
+        events.bytes() / 1_000_000,
+        events.bytes() / events.len().max(1)
     ));
     history::into_time_order(&mut events, &mut lines);
     lap("time order");

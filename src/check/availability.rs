@@ -75,19 +75,19 @@ fn windows<'a>(history: &'a History, end: u64) -> Vec<Window<'a>> {
     let mut keys: HashMap<&str, State> = HashMap::default();
     let mut out = Vec::new();
     for i in in_time_order(events) {
-        let e = &events[i];
-        let (Some(c), Op::Acquire) = (e.client(), e.op) else {
+        let e = events.at(i);
+        let (Some(c), Op::Acquire) = (e.client(), e.op()) else {
             continue;
         };
-        let key = e.key.as_str();
+        let key = e.key();
         let s = keys.entry(key).or_insert(State {
             waiting: HashSet::default(),
             since: None,
         });
-        match e.kind {
+        match e.kind() {
             EventKind::Invoke => {
                 if s.waiting.is_empty() && s.since.is_none() {
-                    s.since = Some((e.t_us, i));
+                    s.since = Some((e.t_us(), i));
                 }
                 s.waiting.insert(c);
             }
@@ -97,13 +97,13 @@ fn windows<'a>(history: &'a History, end: u64) -> Vec<Window<'a>> {
                     out.push(Window {
                         key,
                         from_us: from,
-                        to_us: e.t_us,
+                        to_us: e.t_us(),
                         opened_at: at,
                         closed_at: Some(i),
                     });
                 }
                 if !s.waiting.is_empty() {
-                    s.since = Some((e.t_us, i));
+                    s.since = Some((e.t_us(), i));
                 }
             }
             EventKind::Fail | EventKind::Info => {
@@ -114,7 +114,7 @@ fn windows<'a>(history: &'a History, end: u64) -> Vec<Window<'a>> {
                     out.push(Window {
                         key,
                         from_us: from,
-                        to_us: e.t_us,
+                        to_us: e.t_us(),
                         opened_at: at,
                         closed_at: Some(i),
                     });
@@ -177,11 +177,11 @@ impl Checker for Availability {
         let max_unavailable = longest.map_or(0, |w| w.to_us - w.from_us);
         counts.insert(MAX_UNAVAILABLE_US.to_string(), max_unavailable);
         if let Some(w) = longest.filter(|_| max_unavailable > 0) {
-            let closed = match w.closed_at.map(|i| &events[i]) {
-                Some(e) if e.kind == EventKind::Ok => format!(
+            let closed = match w.closed_at.map(|i| events.at(i)) {
+                Some(e) if e.kind() == EventKind::Ok => format!(
                     "client {} was granted it ({})",
                     e.client().unwrap_or_default(),
-                    token_text(e.token)
+                    token_text(e.token())
                 ),
                 Some(_) => "the last waiter gave up".to_string(),
                 None => "the history ended".to_string(),
@@ -204,15 +204,16 @@ impl Checker for Availability {
         }
 
         // Time to the first acquisition, and the longest lease.
-        let order = in_time_order(events);
         let acquire = |kind| {
-            order.iter().copied().find(|&i| {
-                let e = &events[i];
-                e.op == Op::Acquire && e.kind == kind && e.client().is_some()
+            in_time_order(events).find(|&i| {
+                let e = events.at(i);
+                e.op() == Op::Acquire && e.kind() == kind && e.client().is_some()
             })
         };
         let first_acquisition = match (acquire(EventKind::Invoke), acquire(EventKind::Ok)) {
-            (Some(inv), Some(ok)) => Some(events[ok].t_us.saturating_sub(events[inv].t_us)),
+            (Some(inv), Some(ok)) => {
+                Some(events.at(ok).t_us().saturating_sub(events.at(inv).t_us()))
+            }
             (None, Some(_)) => Some(0),
             _ => None,
         };
@@ -221,8 +222,8 @@ impl Checker for Availability {
         }
         let longest_lease = events
             .iter()
-            .filter(|e| e.op == Op::Acquire && e.kind == EventKind::Ok)
-            .filter_map(|e| e.ttl_ms)
+            .filter(|e| e.op() == Op::Acquire && e.kind() == EventKind::Ok)
+            .filter_map(|e| e.ttl_ms())
             .filter(|&t| t > 0)
             .max();
         if let Some(ttl) = longest_lease {
@@ -278,10 +279,10 @@ fn stuck_locks(history: &History, end: u64, ttl_ms: u64, log: &mut EvidenceLog) 
         .filter(|o| o.op == Op::Fault)
         .map(|o| {
             let to = match o.outcome {
-                Some(i) if events[i].kind == EventKind::Ok => events[i].t_us,
+                Some(i) if events.at(i).kind() == EventKind::Ok => events.at(i).t_us(),
                 _ => end,
             };
-            (events[o.invoke].t_us, to)
+            (events.at(o.invoke).t_us(), to)
         })
         .collect();
     faults.sort_unstable();
@@ -291,7 +292,7 @@ fn stuck_locks(history: &History, end: u64, ttl_ms: u64, log: &mut EvidenceLog) 
         // A grant is a point of availability even when released in the same microsecond.
         let to = s.released_us.unwrap_or(end).max(s.acquired_us + 1);
         holds
-            .entry(events[s.acquired_at].key.as_str())
+            .entry(events.at(s.acquired_at).key())
             .or_default()
             .push((s.acquired_us, to));
     }
@@ -301,10 +302,10 @@ fn stuck_locks(history: &History, end: u64, ttl_ms: u64, log: &mut EvidenceLog) 
         .iter()
         .filter(|o| o.op == Op::Acquire && o.process.client().is_some())
     {
-        let inv = &events[o.invoke];
-        waits.entry(inv.key.as_str()).or_default().push(Wait {
-            from_us: inv.t_us,
-            to_us: o.outcome.map_or(end, |i| events[i].t_us),
+        let inv = events.at(o.invoke);
+        waits.entry(inv.key()).or_default().push(Wait {
+            from_us: inv.t_us(),
+            to_us: o.outcome.map_or(end, |i| events.at(i).t_us()),
             invoke: o.invoke,
             outcome: o.outcome,
             kind: o.outcome_kind(events),
@@ -461,9 +462,11 @@ fn stuck_evidence(
     let unknown = ops
         .ops
         .iter()
-        .filter(|o| o.op == Op::Acquire && events[o.invoke].key == key)
-        .filter(|o| o.outcome_kind(events) == Some(EventKind::Info) && events[o.invoke].t_us < s1)
-        .max_by_key(|o| events[o.invoke].t_us);
+        .filter(|o| o.op == Op::Acquire && events.at(o.invoke).key() == key)
+        .filter(|o| {
+            o.outcome_kind(events) == Some(EventKind::Info) && events.at(o.invoke).t_us() < s1
+        })
+        .max_by_key(|o| events.at(o.invoke).t_us());
     let unknown = match unknown {
         Some(o) => {
             lines.extend([Some(o.invoke), o.outcome].into_iter().flatten());
@@ -471,9 +474,9 @@ fn stuck_evidence(
             ev = ev.client(c);
             format!(
                 "; client {c}'s acquisition invoked at {} µs ended unknown (info){}",
-                events[o.invoke].t_us,
+                events.at(o.invoke).t_us(),
                 o.outcome
-                    .map_or(String::new(), |i| format!(" at {} µs", events[i].t_us))
+                    .map_or(String::new(), |i| format!(" at {} µs", events.at(i).t_us()))
             )
         }
         None => String::new(),

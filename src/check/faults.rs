@@ -31,7 +31,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{History, Validity, Verdict};
 use super::{fencing, lost_update, mutex};
-use crate::history::{ErrorKind, Event, EventKind, Op, TIMEOUT_ERROR, in_time_order};
+use crate::history::{ErrorKind, EventKind, EventRef, Events, Op, TIMEOUT_ERROR, in_time_order};
 use crate::stats::CellInfo;
 
 /// The shortest settle after a heal, µs: findings up to this long after it are still the
@@ -97,24 +97,24 @@ struct Paired {
 }
 
 /// Pairs each fault `invoke` with the next end of the same kind and targets (FIFO).
-fn pair(events: &[Event]) -> Vec<Paired> {
+fn pair(events: &Events) -> Vec<Paired> {
     let mut out: Vec<Paired> = Vec::new();
     let mut open: HashMap<(&str, &[String]), VecDeque<usize>> = HashMap::new();
     for i in in_time_order(events) {
-        let e = &events[i];
-        if e.op != Op::Fault {
+        let e = events.at(i);
+        if e.op() != Op::Fault {
             continue;
         }
-        let kind = e.fault.as_deref().unwrap_or_default();
-        let targets = e.targets.as_deref().unwrap_or_default();
-        if e.kind == EventKind::Invoke {
+        let kind = e.fault().unwrap_or_default();
+        let targets = e.targets().unwrap_or_default();
+        if e.kind() == EventKind::Invoke {
             open.entry((kind, targets))
                 .or_default()
                 .push_back(out.len());
             out.push(Paired {
                 kind: kind.to_string(),
                 targets: targets.to_vec(),
-                start_us: e.t_us,
+                start_us: e.t_us(),
                 end_us: None,
                 started: true,
                 error: None,
@@ -126,15 +126,15 @@ fn pair(events: &[Event]) -> Vec<Paired> {
             continue;
         };
         let w = &mut out[w];
-        w.error = e.error.clone();
-        let text = e.error.as_deref().unwrap_or_default();
-        if e.kind == EventKind::Ok {
-            w.end_us = Some(e.t_us);
+        w.error = e.error().map(str::to_string);
+        let text = e.error().unwrap_or_default();
+        if e.kind() == EventKind::Ok {
+            w.end_us = Some(e.t_us());
         } else if text.starts_with(START_FAILED) {
             w.started = false;
             // Undoing the half-start failed as well: it may still be in effect.
             if !text.contains("heal:") {
-                w.end_us = Some(e.t_us);
+                w.end_us = Some(e.t_us());
             }
         }
     }
@@ -142,11 +142,11 @@ fn pair(events: &[Event]) -> Vec<Paired> {
 }
 
 /// 2 × the longest lease TTL granted in the cell, at least [`MIN_SETTLE_US`], µs.
-pub fn settle_us(events: &[Event]) -> u64 {
+pub fn settle_us(events: &Events) -> u64 {
     let longest_ms = events
         .iter()
-        .filter(|e| e.op == Op::Acquire && e.kind == EventKind::Ok)
-        .filter_map(|e| e.ttl_ms)
+        .filter(|e| e.op() == Op::Acquire && e.kind() == EventKind::Ok)
+        .filter_map(|e| e.ttl_ms())
         .max()
         .unwrap_or(0);
     longest_ms.saturating_mul(2_000).max(MIN_SETTLE_US)
@@ -175,16 +175,16 @@ pub fn fault_windows(history: &History, cell: &CellInfo, verdicts: &[Verdict]) -
     let settle = settle_us(events);
     let mut grants: Vec<u64> = events
         .iter()
-        .filter(|e| e.op == Op::Acquire && e.kind == EventKind::Ok && e.client().is_some())
-        .map(|e| e.t_us)
+        .filter(|e| e.op() == Op::Acquire && e.kind() == EventKind::Ok && e.client().is_some())
+        .map(|e| e.t_us())
         .collect();
     grants.sort_unstable();
     // The events a window counts, in time order, so each window reads only its own span.
-    let mut counted: Vec<&Event> = events
+    let mut counted: Vec<EventRef> = events
         .iter()
         .filter(|e| e.client().is_some() && counts_in_window(e))
         .collect();
-    counted.sort_by_key(|e| e.t_us);
+    counted.sort_by_key(|e| e.t_us());
 
     paired
         .into_iter()
@@ -268,24 +268,24 @@ fn attribute_findings(w: &mut FaultWindow, verdicts: &[Verdict], span: (u64, u64
 }
 
 /// Whether a window counts `e`: a lost lease, or a failed acquire or release outcome.
-fn counts_in_window(e: &Event) -> bool {
+fn counts_in_window(e: &EventRef) -> bool {
     matches!(
-        (e.op, e.kind),
+        (e.op(), e.kind()),
         (Op::LeaseLost, _) | (Op::Acquire | Op::Release, EventKind::Fail | EventKind::Info)
     )
 }
 
 /// Counts the lost leases and the failed acquire and release outcomes of `counted` (the
 /// clients' events [`counts_in_window`] keeps, in time order) inside the window's `span`.
-fn attribute_events(w: &mut FaultWindow, counted: &[&Event], span: (u64, u64)) {
-    for e in inside(counted, span, |e| e.t_us) {
-        match (e.op, e.kind) {
+fn attribute_events(w: &mut FaultWindow, counted: &[EventRef], span: (u64, u64)) {
+    for e in inside(counted, span, |e| e.t_us()) {
+        match (e.op(), e.kind()) {
             (Op::LeaseLost, _) => w.lost_leases += 1,
             (Op::Acquire | Op::Release, EventKind::Fail | EventKind::Info) => {
                 // Histories written before error kinds name timeouts by their text.
-                let kind = e.error_kind.or_else(|| {
-                    (e.error.as_deref() == Some(TIMEOUT_ERROR)).then_some(ErrorKind::Timeout)
-                });
+                let kind = e
+                    .error_kind()
+                    .or_else(|| (e.error() == Some(TIMEOUT_ERROR)).then_some(ErrorKind::Timeout));
                 let name = kind.map_or("unclassified", ErrorKind::name);
                 *w.errors.entry(name.to_string()).or_default() += 1;
             }

@@ -37,16 +37,16 @@ impl Checker for Fencing {
         let (mut grants, mut regressions, mut stale) = (0u64, 0u64, 0u64);
         let mut log = EvidenceLog::default();
         for i in in_time_order(events) {
-            let e = &events[i];
+            let e = events.at(i);
             let Some(client) = e.client() else { continue };
-            let key = e.key.as_str();
-            match (e.op, e.kind) {
+            let key = e.key();
+            match (e.op(), e.kind()) {
                 (Op::Acquire, EventKind::Ok) => {
-                    let Some(token) = e.token else { continue };
+                    let Some(token) = e.token() else { continue };
                     grants += 1;
                     if let Some(&p) = last_grant.get(key) {
-                        let prev = &events[p];
-                        let before = prev.token.unwrap_or_default();
+                        let prev = events.at(p);
+                        let before = prev.token().unwrap_or_default();
                         if token <= before {
                             regressions += 1;
                             let how = if token == before {
@@ -59,9 +59,9 @@ impl Checker for Fencing {
                                 TOKEN_REGRESSIONS,
                                 format!(
                                     "key {key}: client {client} was granted token {token} at {} µs, which {how} client {}'s token {before} granted at {} µs: fencing tokens must increase",
-                                    e.t_us,
+                                    e.t_us(),
                                     prev.client().unwrap_or_default(),
-                                    prev.t_us
+                                    prev.t_us()
                                 ),
                             )
                             .key(key)
@@ -69,41 +69,41 @@ impl Checker for Fencing {
                             .client(client)
                             .token(Some(before))
                             .token(Some(token))
-                            .at([prev.t_us, e.t_us])
+                            .at([prev.t_us(), e.t_us()])
                             .events(history, [p, i]);
-                            log.push(e.t_us, ev);
+                            log.push(e.t_us(), ev);
                         }
                     }
                     last_grant.insert(key, i);
                 }
                 (Op::Read | Op::Write, EventKind::Ok) => {
-                    if let Some(t) = e.token
+                    if let Some(t) = e.token()
                         && highest
                             .get(key)
-                            .is_none_or(|&h| events[h].token.is_none_or(|ht| t > ht))
+                            .is_none_or(|&h| events.at(h).token().is_none_or(|ht| t > ht))
                     {
                         highest.insert(key, i);
                     }
                 }
                 (Op::Read | Op::Write, EventKind::Fail)
-                    if e.error_kind == Some(ErrorKind::Stale) =>
+                    if e.error_kind() == Some(ErrorKind::Stale) =>
                 {
                     stale += 1;
-                    let access = if e.op == Op::Read { "read" } else { "write" };
-                    let value = e.value.map_or(String::new(), |v| format!(" of {v}"));
+                    let access = if e.op() == Op::Read { "read" } else { "write" };
+                    let value = e.value().map_or(String::new(), |v| format!(" of {v}"));
                     let mut ev = Evidence::new(Validity::Valid, STALE_ACCESSES_REJECTED, "")
                         .key(key)
                         .client(client)
-                        .token(e.token)
-                        .at([e.t_us])
+                        .token(e.token())
+                        .at([e.t_us()])
                         .events(history, [i]);
-                    let seen = highest.get(key).map(|&h| &events[h]);
+                    let seen = highest.get(key).map(|&h| events.at(h));
                     let since = seen.map_or(String::new(), |h| {
                         format!(
                             " (it had accepted token {} from client {} at {} µs)",
-                            h.token.unwrap_or_default(),
+                            h.token().unwrap_or_default(),
                             h.client().unwrap_or_default(),
-                            h.t_us
+                            h.t_us()
                         )
                     });
                     if let Some(h) = highest.get(key) {
@@ -111,10 +111,10 @@ impl Checker for Fencing {
                     }
                     ev.what = format!(
                         "key {key}: the fenced register refused client {client}'s {access}{value} with {} at {} µs{since}: fencing kept a stale holder off the data",
-                        super::evidence::token_text(e.token),
-                        e.t_us
+                        super::evidence::token_text(e.token()),
+                        e.t_us()
                     );
-                    log.push(e.t_us, ev);
+                    log.push(e.t_us(), ev);
                 }
                 _ => {}
             }

@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 
 use super::evidence::token_text;
 use super::{Checker, Evidence, EvidenceLog, History, Validity, Verdict};
-use crate::history::{Event, EventKind, Op, in_time_order};
+use crate::history::{EventKind, EventRef, Events, Op, in_time_order};
 use crate::stats::CellInfo;
 
 /// The checker's name, its verdict's `checker`.
@@ -47,16 +47,16 @@ impl Checker for LostUpdate {
         let events = &history.events;
         let mut keys: BTreeMap<&str, Register> = BTreeMap::new();
         for i in in_time_order(events) {
-            let e = &events[i];
-            if e.kind != EventKind::Ok || !matches!(e.op, Op::Read | Op::Write) {
+            let e = events.at(i);
+            if e.kind() != EventKind::Ok || !matches!(e.op(), Op::Read | Op::Write) {
                 continue;
             }
-            let r = keys.entry(&e.key).or_default();
-            if !r.seen && e.op == Op::Read {
+            let r = keys.entry(e.key()).or_default();
+            if !r.seen && e.op() == Op::Read {
                 r.first_read = Some(i);
             }
             r.seen = true;
-            match e.op {
+            match e.op() {
                 Op::Read => r.reads.push(i),
                 _ => r.writes.push(i),
             }
@@ -68,8 +68,8 @@ impl Checker for LostUpdate {
             let Some(&last) = r.writes.last() else {
                 continue;
             };
-            let initial = r.first_read.and_then(|i| events[i].value).unwrap_or(0);
-            let increase = events[last].value.unwrap_or(0).saturating_sub(initial);
+            let initial = r.first_read.and_then(|i| events.at(i).value()).unwrap_or(0);
+            let increase = events.at(last).value().unwrap_or(0).saturating_sub(initial);
             let accepted = r.writes.len() as u64;
             let lost = accepted.saturating_sub(increase);
             writes_total += accepted;
@@ -80,14 +80,16 @@ impl Checker for LostUpdate {
             let mut first_of: BTreeMap<u64, usize> = BTreeMap::new();
             let mut pairs = 0;
             for &w in &r.writes {
-                let Some(v) = events[w].value else { continue };
+                let Some(v) = events.at(w).value() else {
+                    continue;
+                };
                 match first_of.get(&v) {
                     None => {
                         first_of.insert(v, w);
                     }
                     Some(&earlier) => {
                         pairs += 1;
-                        log.push(events[w].t_us, same_value(history, key, r, earlier, w));
+                        log.push(events.at(w).t_us(), same_value(history, key, r, earlier, w));
                     }
                 }
             }
@@ -98,13 +100,13 @@ impl Checker for LostUpdate {
                     LOST_UPDATES,
                     format!(
                         "key {key}: {accepted} accepted writes raised the register from {initial} to {} ({increase}): {lost} updates lost",
-                        events[last].value.unwrap_or(0)
+                        events.at(last).value().unwrap_or(0)
                     ),
                 )
                 .key(key)
-                .at([events[r.writes[0]].t_us, events[last].t_us])
+                .at([events.at(r.writes[0]).t_us(), events.at(last).t_us()])
                 .events(history, [r.writes[0], last]);
-                log.push(events[last].t_us, ev);
+                log.push(events.at(last).t_us(), ev);
             }
         }
 
@@ -135,13 +137,13 @@ impl Checker for LostUpdate {
 
 /// The read of `write`'s client that the write followed (its last accepted read of the key
 /// before it).
-fn read_before(events: &[Event], r: &Register, write: usize) -> Option<usize> {
-    let (c, t) = (events[write].client(), events[write].t_us);
+fn read_before(events: &Events, r: &Register, write: usize) -> Option<usize> {
+    let (c, t) = (events.at(write).client(), events.at(write).t_us());
     r.reads
         .iter()
         .copied()
         .rev()
-        .find(|&i| events[i].client() == c && events[i].t_us <= t)
+        .find(|&i| events.at(i).client() == c && events.at(i).t_us() <= t)
 }
 
 fn same_value(
@@ -152,20 +154,20 @@ fn same_value(
     later: usize,
 ) -> Evidence {
     let events = &history.events;
-    let (a, b) = (&events[earlier], &events[later]);
-    let who = |e: &Event| {
+    let (a, b) = (events.at(earlier), events.at(later));
+    let who = |e: &EventRef| {
         e.client()
             .map_or("the nemesis".into(), |c| format!("client {c}"))
     };
-    let v = b.value.unwrap_or_default();
+    let v = b.value().unwrap_or_default();
     let mut reads = Vec::new();
     let mut read_text = |w: usize| {
         read_before(events, r, w).map_or(String::new(), |i| {
             reads.push(i);
             format!(
                 " after reading {} at {} µs",
-                events[i].value.unwrap_or_default(),
-                events[i].t_us
+                events.at(i).value().unwrap_or_default(),
+                events.at(i).t_us()
             )
         })
     };
@@ -175,18 +177,18 @@ fn same_value(
         SAME_VALUE,
         format!(
             "key {key}: {} ({}) wrote {v} at {} µs{ra} and {} ({}) wrote {v} again at {} µs{rb}: one of the two increments was lost",
-            who(a),
-            token_text(a.token),
-            a.t_us,
-            who(b),
-            token_text(b.token),
-            b.t_us
+            who(&a),
+            token_text(a.token()),
+            a.t_us(),
+            who(&b),
+            token_text(b.token()),
+            b.t_us()
         ),
     )
     .key(key)
-    .token(a.token)
-    .token(b.token)
-    .at([a.t_us, b.t_us])
+    .token(a.token())
+    .token(b.token())
+    .at([a.t_us(), b.t_us()])
     .events(history, [earlier, later])
     .events(history, reads);
     ev.clients.extend(a.client().into_iter().chain(b.client()));

@@ -36,8 +36,7 @@ use std::sync::OnceLock;
 use serde::{Deserialize, Serialize};
 
 use crate::history::{
-    CriticalSection, Event, HistoryError, Operations, critical_sections, into_time_order,
-    operations, read_history_lines,
+    CriticalSection, Event, Events, HistoryError, Operations, into_time_order, read_events,
 };
 use crate::stats::{self, Analysis, CellInfo};
 
@@ -124,8 +123,9 @@ pub struct Verdict {
 /// first asked for, and kept: `events` must not change after that.
 #[derive(Debug, Clone)]
 pub struct History {
-    /// Events in file order (or in time order, with `lines` saying where each stood).
-    pub events: Vec<Event>,
+    /// Events in file order (or in time order, with `lines` saying where each stood), held
+    /// compactly ([`Events`]).
+    pub events: Events,
     /// `lines[i]` is the 1-based line of `events[i]` in `history.jsonl`.
     pub lines: Vec<usize>,
     operations: OnceLock<Operations>,
@@ -136,11 +136,11 @@ impl History {
     /// A history whose events stand on consecutive lines from 1 (as the recorder writes them).
     pub fn new(events: Vec<Event>) -> History {
         let lines = (1..=events.len()).collect();
-        History::with_lines(events, lines)
+        History::with_lines(Events::from(events), lines)
     }
 
-    /// A history whose `events[i]` stands on line `lines[i]` of its file.
-    pub fn with_lines(events: Vec<Event>, lines: Vec<usize>) -> History {
+    /// A history whose event `i` stands on line `lines[i]` of its file.
+    pub fn with_lines(events: Events, lines: Vec<usize>) -> History {
         History {
             events,
             lines,
@@ -151,19 +151,19 @@ impl History {
 
     /// [`operations`] of the events, derived once.
     pub fn operations(&self) -> &Operations {
-        self.operations.get_or_init(|| operations(&self.events))
+        self.operations.get_or_init(|| self.events.operations())
     }
 
     /// [`critical_sections`] of the events, derived once.
     pub fn critical_sections(&self) -> &[CriticalSection] {
         self.sections
-            .get_or_init(|| critical_sections(&self.events))
+            .get_or_init(|| self.events.critical_sections())
     }
 
     /// When the history ends: the cell's end, or its last event if that is later (or the
     /// cell's end is not known).
     pub fn end_us(&self, cell: &CellInfo) -> u64 {
-        let last = self.events.iter().map(|e| e.t_us).max().unwrap_or(0);
+        let last = self.events.iter().map(|e| e.t_us()).max().unwrap_or(0);
         cell.end_us.map_or(last, |end| end.max(last))
     }
 }
@@ -228,7 +228,7 @@ pub fn evaluate(dir: &Path) -> Result<CellResult, CheckError> {
         message: e.to_string(),
     })?;
     check_cell_version(&text, &path)?;
-    let (mut events, mut lines) = read_history_lines(&dir.join(HISTORY_FILE))?;
+    let (mut events, mut lines) = read_events(&dir.join(HISTORY_FILE))?;
     // Sorted once here, every checker's time-order pass is a scan; `lines` keep the evidence
     // pointing at the file.
     into_time_order(&mut events, &mut lines);
@@ -493,7 +493,7 @@ mod tests {
         let back: stats::CellSummary = serde_json::from_value(json).unwrap();
         assert_eq!(back, r.analysis.summary, "lockbench check compares these");
         // Statistics alone leave it out.
-        let plain = stats::analyze(&granted_twice(), &cell(3)).summary;
+        let plain = stats::analyze(&Events::from(granted_twice()), &cell(3)).summary;
         assert!(
             serde_json::to_value(&plain)
                 .unwrap()

@@ -153,7 +153,7 @@ impl Checker for Mutex {
             .iter()
             .map(|s| Hold {
                 client: s.client,
-                key: &events[s.acquired_at].key,
+                key: events.at(s.acquired_at).key(),
                 token: s.token,
                 ttl_ms: s.ttl_ms,
                 from_us: s.acquired_us,
@@ -172,11 +172,11 @@ impl Checker for Mutex {
         let mut writes: HashMap<(u32, &str), Vec<usize>> = HashMap::default();
         let mut lost: HashMap<(u32, &str), Vec<usize>> = HashMap::default();
         for i in in_time_order(events) {
-            let e = &events[i];
+            let e = events.at(i);
             let Some(c) = e.client() else { continue };
-            match (e.op, e.kind) {
-                (Op::Write, EventKind::Ok) => writes.entry((c, &e.key)).or_default().push(i),
-                (Op::LeaseLost, _) => lost.entry((c, &e.key)).or_default().push(i),
+            match (e.op(), e.kind()) {
+                (Op::Write, EventKind::Ok) => writes.entry((c, e.key())).or_default().push(i),
+                (Op::LeaseLost, _) => lost.entry((c, e.key())).or_default().push(i),
                 _ => {}
             }
         }
@@ -184,25 +184,25 @@ impl Checker for Mutex {
             let (Some(c), Op::Acquire, Some(out)) = (op.process.client(), op.op, op.outcome) else {
                 continue;
             };
-            if events[out].kind != EventKind::Info {
+            if events.at(out).kind() != EventKind::Info {
                 continue;
             }
-            let key = events[op.invoke].key.as_str();
-            let from_us = events[op.invoke].t_us;
+            let key = events.at(op.invoke).key();
+            let from_us = events.at(op.invoke).t_us();
             let lost_at = lost.get(&(c, key)).and_then(|l| {
-                l.get(l.partition_point(|&i| events[i].t_us < from_us))
+                l.get(l.partition_point(|&i| events.at(i).t_us() < from_us))
                     .copied()
             });
             holds.push(Hold {
                 client: c,
                 key,
-                token: events[out].token,
+                token: events.at(out).token(),
                 ttl_ms: None,
                 from_us,
-                to_us: events[out].t_us,
+                to_us: events.at(out).t_us(),
                 ended: true,
                 certain: false,
-                lost_us: lost_at.map(|i| events[i].t_us),
+                lost_us: lost_at.map(|i| events.at(i).t_us()),
                 from_at: op.invoke,
                 to_at: Some(out),
                 lost_at,
@@ -310,10 +310,10 @@ fn judge(
             let from = p.from_us.max(s.from_us);
             writes
                 .get(&(p.client, key))
-                .and_then(|ws| ws.get(ws.partition_point(|&w| events[w].t_us < from)))
+                .and_then(|ws| ws.get(ws.partition_point(|&w| events.at(w).t_us() < from)))
                 .copied()
                 .filter(|&w| {
-                    let t = events[w].t_us;
+                    let t = events.at(w).t_us();
                     t <= p.to_us && t < s.to_us
                 })
                 .map(Some)
@@ -325,7 +325,7 @@ fn judge(
     };
     // B's grant, or for a possible B granted somewhere before its write, that write.
     let t = match (b.certain, write) {
-        (false, Some(w)) => events[w].t_us,
+        (false, Some(w)) => events.at(w).t_us(),
         _ => b.from_us,
     };
     (Validity::Invalid, classify(a, t).0, t, write)
@@ -356,8 +356,8 @@ fn evidence(history: &History, key: &str, a: &Hold, b: &Hold, judged: Judged) ->
     let proved = write.map_or(String::new(), |w| {
         format!(
             " (client {}'s accepted write at {} µs shows its unknown acquisition held)",
-            events[w].client().unwrap_or_default(),
-            events[w].t_us
+            events.at(w).client().unwrap_or_default(),
+            events.at(w).t_us()
         )
     });
     ev.what = format!(

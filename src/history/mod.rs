@@ -6,11 +6,13 @@
 //! Checkers and statistics read only this history.
 
 mod operation;
+mod store;
 
 pub use operation::{
-    CriticalSection, Operation, Operations, critical_sections, in_time_order, into_time_order,
-    operations,
+    CriticalSection, Operation, Operations, TimeOrder, critical_sections, in_time_order,
+    into_time_order, operations,
 };
+pub use store::{EventRef, Events};
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -597,10 +599,45 @@ pub fn read_history(path: &Path) -> Result<Vec<Event>, HistoryError> {
 }
 
 /// [`read_history`], with each event's 1-based line in the file (blank lines skipped count).
-///
+pub fn read_history_lines(path: &Path) -> Result<(Vec<Event>, Vec<usize>), HistoryError> {
+    read_into(path)
+}
+
+/// [`read_history_lines`] into the compact [`Events`], for a history too long to hold as
+/// `Event`s (what checkers read).
+pub fn read_events(path: &Path) -> Result<(Events, Vec<usize>), HistoryError> {
+    read_into(path)
+}
+
+/// Where a reader puts the events it parses.
+trait Sink: Default + Send {
+    /// Adds one event at the end.
+    fn put(&mut self, e: Event);
+    /// Adds every event of `other` at the end.
+    fn append(&mut self, other: Self);
+}
+
+impl Sink for Vec<Event> {
+    fn put(&mut self, e: Event) {
+        self.push(e);
+    }
+    fn append(&mut self, other: Self) {
+        self.extend(other);
+    }
+}
+
+impl Sink for Events {
+    fn put(&mut self, e: Event) {
+        self.push(&e);
+    }
+    fn append(&mut self, other: Self) {
+        Events::append(self, other);
+    }
+}
+
 /// The file is read a line at a time, so its text is never held whole beside its events; a long
 /// one is read in two halves side by side (parsing is most of the cost of checking a history).
-pub fn read_history_lines(path: &Path) -> Result<(Vec<Event>, Vec<usize>), HistoryError> {
+fn read_into<S: Sink>(path: &Path) -> Result<(S, Vec<usize>), HistoryError> {
     let io = |source| HistoryError::Io {
         path: path.to_path_buf(),
         source,
@@ -612,8 +649,8 @@ pub fn read_history_lines(path: &Path) -> Result<(Vec<Event>, Vec<usize>), Histo
         line_start_after(path, len / 2).map_err(io)?
     };
     let (first, second) = std::thread::scope(|s| {
-        let second = s.spawn(|| read_part(path, middle, len - middle));
-        let first = read_part(path, 0, middle);
+        let second = s.spawn(|| read_part::<S>(path, middle, len - middle));
+        let first = read_part::<S>(path, 0, middle);
         let second = second
             .join()
             .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
@@ -630,7 +667,7 @@ pub fn read_history_lines(path: &Path) -> Result<(Vec<Event>, Vec<usize>), Histo
         .map_err(io)?
         .map_err(|(line, source)| parse((line + skip, source)))?;
     let (mut events, mut lines) = (first.events, first.lines);
-    events.extend(second.events);
+    events.append(second.events);
     lines.extend(second.lines.into_iter().map(|l| l + skip));
     Ok((events, lines))
 }
@@ -639,8 +676,8 @@ pub fn read_history_lines(path: &Path) -> Result<(Vec<Event>, Vec<usize>), Histo
 const SPLIT_ABOVE: u64 = 1 << 20;
 
 /// The events of one byte range of a history, with their lines counted from the range's start.
-struct Part {
-    events: Vec<Event>,
+struct Part<S> {
+    events: S,
     lines: Vec<usize>,
     /// Lines in the range, blank ones included.
     line_count: usize,
@@ -658,17 +695,17 @@ fn line_start_after(path: &Path, from: u64) -> std::io::Result<u64> {
 
 /// Parses the `len` bytes of `path` from `from` (whole lines); a bad line is `Err` with its
 /// line number counted from the range's start.
-fn read_part(
+fn read_part<S: Sink>(
     path: &Path,
     from: u64,
     len: u64,
-) -> std::io::Result<Result<Part, (usize, serde_json::Error)>> {
+) -> std::io::Result<Result<Part<S>, (usize, serde_json::Error)>> {
     use std::io::{BufRead, Read, Seek};
     let mut file = std::fs::File::open(path)?;
     file.seek(std::io::SeekFrom::Start(from))?;
     let mut reader = std::io::BufReader::with_capacity(1 << 20, file.take(len));
     let mut part = Part {
-        events: Vec::new(),
+        events: S::default(),
         lines: Vec::new(),
         line_count: 0,
     };
@@ -683,7 +720,7 @@ fn read_part(
             continue;
         }
         match serde_json::from_str(&line) {
-            Ok(e) => part.events.push(e),
+            Ok(e) => part.events.put(e),
             Err(source) => return Ok(Err((part.line_count, source))),
         }
         part.lines.push(part.line_count);

@@ -3,7 +3,7 @@
 
 use rustc_hash::FxHashMap as HashMap;
 
-use super::{Event, EventKind, Op, Process};
+use super::{Event, EventKind, Events, Op, Process};
 
 /// One invocation and what became of it. Indices point into the event slice it was read from
 /// (line `i + 1` of a `history.jsonl` written by the recorder).
@@ -21,8 +21,8 @@ pub struct Operation {
 
 impl Operation {
     /// The outcome's kind, `None` while open.
-    pub fn outcome_kind(&self, events: &[Event]) -> Option<EventKind> {
-        self.outcome.map(|i| events[i].kind)
+    pub fn outcome_kind(&self, events: &Events) -> Option<EventKind> {
+        self.outcome.map(|i| events.at(i).kind())
     }
 }
 
@@ -35,31 +35,73 @@ pub struct Operations {
     pub unmatched: Vec<usize>,
 }
 
+/// Event indices in time order, as [`in_time_order`] gives them.
+#[derive(Debug, Clone)]
+pub struct TimeOrder(Order);
+
+#[derive(Debug, Clone)]
+enum Order {
+    /// The events are in time order already: no list is built.
+    Sorted(std::ops::Range<usize>),
+    Permuted(std::vec::IntoIter<u32>),
+}
+
+impl Iterator for TimeOrder {
+    type Item = usize;
+    fn next(&mut self) -> Option<usize> {
+        match &mut self.0 {
+            Order::Sorted(r) => r.next(),
+            Order::Permuted(p) => p.next().map(|i| i as usize),
+        }
+    }
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        match &self.0 {
+            Order::Sorted(r) => r.size_hint(),
+            Order::Permuted(p) => p.size_hint(),
+        }
+    }
+}
+
+impl ExactSizeIterator for TimeOrder {}
+
 /// Event indices in time order; events of one time keep their file order. Worker processes
 /// stream their events to one recorder, so the file is in arrival order, which may differ.
-pub fn in_time_order(events: &[Event]) -> Vec<usize> {
-    // Every checker asks; a history put in time order once ([`into_time_order`]) costs a scan.
-    if events.is_sorted_by_key(|e| e.t_us) {
-        return (0..events.len()).collect();
+pub fn in_time_order(events: &Events) -> TimeOrder {
+    let n = events.len();
+    // Every checker asks; a history put in time order once ([`into_time_order`]) costs a scan
+    // and no list.
+    if (1..n).all(|i| events.t_us(i - 1) <= events.t_us(i)) {
+        return TimeOrder(Order::Sorted(0..n));
     }
     // Sorting (time, index) pairs keeps file order on ties, as a stable sort would, without
     // reaching into the events on every comparison.
-    let mut keyed: Vec<(u64, usize)> = events.iter().map(|e| e.t_us).zip(0..).collect();
+    let mut keyed: Vec<(u64, u32)> = (0..n)
+        .map(|i| {
+            (
+                events.t_us(i),
+                u32::try_from(i).expect("fewer than 2^32 events"),
+            )
+        })
+        .collect();
     keyed.sort_unstable();
-    keyed.into_iter().map(|(_, i)| i).collect()
+    let order: Vec<u32> = keyed.into_iter().map(|(_, i)| i).collect();
+    TimeOrder(Order::Permuted(order.into_iter()))
 }
 
 /// Puts `events` in time order in place (stably, as [`in_time_order`]), carrying `lines` (each
 /// event's line in the file) along, so every later reader finds them sorted.
-pub fn into_time_order(events: &mut [Event], lines: &mut [usize]) {
-    let order = in_time_order(events);
+pub fn into_time_order(events: &mut Events, lines: &mut [usize]) {
+    let TimeOrder(Order::Permuted(order)) = in_time_order(events) else {
+        return;
+    };
+    let order = order.as_slice();
     // Follow each cycle of the permutation: slot `at` takes the event from `order[at]`.
     let mut placed = vec![false; order.len()];
     for start in 0..order.len() {
         let mut at = start;
         while !placed[at] {
             placed[at] = true;
-            let from = order[at];
+            let from = order[at] as usize;
             if from == start {
                 break;
             }
@@ -70,34 +112,101 @@ pub fn into_time_order(events: &mut [Event], lines: &mut [usize]) {
     }
 }
 
-/// Pairs every `invoke` with the next outcome (in time) of the same process and op.
-/// Single events (`lease_lost`, `read`, `write`: [`Op::is_single`]) are not operations and are
-/// left out.
+/// [`Events::operations`] of events held as `Event`s.
 pub fn operations(events: &[Event]) -> Operations {
-    let mut open: HashMap<(Process, Op), usize> = HashMap::default();
-    let mut out = Operations::default();
-    for i in in_time_order(events) {
-        let e = &events[i];
-        if e.op.is_single() {
-            continue;
-        }
-        if e.kind == EventKind::Invoke {
-            // An invoke while one is open means the earlier one never finished: it stays open.
-            open.insert((e.process, e.op), out.ops.len());
-            out.ops.push(Operation {
-                process: e.process,
-                op: e.op,
-                invoke: i,
-                outcome: None,
-            });
-        } else {
-            match open.remove(&(e.process, e.op)) {
-                Some(k) => out.ops[k].outcome = Some(i),
-                None => out.unmatched.push(i),
+    Events::from(events).operations()
+}
+
+/// [`Events::critical_sections`] of events held as `Event`s.
+pub fn critical_sections(events: &[Event]) -> Vec<CriticalSection> {
+    Events::from(events).critical_sections()
+}
+
+impl Events {
+    /// Pairs every `invoke` with the next outcome (in time) of the same process and op.
+    /// Single events (`lease_lost`, `read`, `write`: [`Op::is_single`]) are not operations and are
+    /// left out.
+    pub fn operations(&self) -> Operations {
+        let events = self;
+        let mut open: HashMap<(Process, Op), usize> = HashMap::default();
+        let mut out = Operations::default();
+        for i in in_time_order(events) {
+            let e = events.at(i);
+            if e.op().is_single() {
+                continue;
+            }
+            if e.kind() == EventKind::Invoke {
+                // An invoke while one is open means the earlier one never finished: it stays open.
+                open.insert((e.process(), e.op()), out.ops.len());
+                out.ops.push(Operation {
+                    process: e.process(),
+                    op: e.op(),
+                    invoke: i,
+                    outcome: None,
+                });
+            } else {
+                match open.remove(&(e.process(), e.op())) {
+                    Some(k) => out.ops[k].outcome = Some(i),
+                    None => out.unmatched.push(i),
+                }
             }
         }
+        out
     }
-    out
+
+    /// Every critical section, in grant order (by time, whatever the order of the file).
+    ///
+    /// Sections are paired per acquisition: each acquire `ok` of a client on a key opens one, and
+    /// each release `invoke` of that client on that key closes the latest one still open (a
+    /// reentrant lock granted twice is released twice, innermost first). A `lease_lost` marks every
+    /// open section of the client on that key: a lease is lost whole, however often it was taken.
+    pub fn critical_sections(&self) -> Vec<CriticalSection> {
+        let events = self;
+        let mut open: HashMap<(u32, &str), Vec<usize>> = HashMap::default();
+        let mut out: Vec<CriticalSection> = Vec::new();
+        for i in in_time_order(events) {
+            let e = events.at(i);
+            let Some(client) = e.client() else {
+                continue;
+            };
+            match (e.op(), e.kind()) {
+                (Op::Acquire, EventKind::Ok) => {
+                    open.entry((client, e.key())).or_default().push(out.len());
+                    out.push(CriticalSection {
+                        client,
+                        key: e.key().to_string(),
+                        token: e.token(),
+                        ttl_ms: e.ttl_ms(),
+                        acquired_us: e.t_us(),
+                        acquired_at: i,
+                        released_us: None,
+                        released_at: None,
+                        lost_us: None,
+                        lost_at: None,
+                    });
+                }
+                (Op::LeaseLost, _) => {
+                    // Sections whose signal is already set are a prefix of the stack (they were
+                    // open at an earlier signal), so walking back from the top stops early.
+                    for &k in open.get(&(client, e.key())).into_iter().flatten().rev() {
+                        if out[k].lost_at.is_some() {
+                            break;
+                        }
+                        out[k].lost_us = Some(e.t_us());
+                        out[k].lost_at = Some(i);
+                    }
+                }
+                (Op::Release, EventKind::Invoke) => {
+                    if let Some(k) = open.get_mut(&(client, e.key())).and_then(Vec::pop) {
+                        out[k].released_us = Some(e.t_us());
+                        out[k].released_at = Some(i);
+                    }
+                }
+                _ => {}
+            }
+        }
+        out
+    }
 }
 
 /// A client's hold of a lock: from its acquire `ok` to its release `invoke` (the inner bounds
@@ -124,67 +233,10 @@ pub struct CriticalSection {
     pub lost_at: Option<usize>,
 }
 
-/// Every critical section, in grant order (by time, whatever the order of the file).
-///
-/// Sections are paired per acquisition: each acquire `ok` of a client on a key opens one, and
-/// each release `invoke` of that client on that key closes the latest one still open (a
-/// reentrant lock granted twice is released twice, innermost first). A `lease_lost` marks every
-/// open section of the client on that key: a lease is lost whole, however often it was taken.
-pub fn critical_sections(events: &[Event]) -> Vec<CriticalSection> {
-    let mut open: HashMap<(u32, &str), Vec<usize>> = HashMap::default();
-    let mut out: Vec<CriticalSection> = Vec::new();
-    for i in in_time_order(events) {
-        let e = &events[i];
-        let Some(client) = e.client() else {
-            continue;
-        };
-        match (e.op, e.kind) {
-            (Op::Acquire, EventKind::Ok) => {
-                open.entry((client, &e.key)).or_default().push(out.len());
-                out.push(CriticalSection {
-                    client,
-                    key: e.key.clone(),
-                    token: e.token,
-                    ttl_ms: e.ttl_ms,
-                    acquired_us: e.t_us,
-                    acquired_at: i,
-                    released_us: None,
-                    released_at: None,
-                    lost_us: None,
-                    lost_at: None,
-                });
-            }
-            (Op::LeaseLost, _) => {
-                // Sections whose signal is already set are a prefix of the stack (they were
-                // open at an earlier signal), so walking back from the top stops early.
-                for &k in open
-                    .get(&(client, e.key.as_str()))
-                    .into_iter()
-                    .flatten()
-                    .rev()
-                {
-                    if out[k].lost_at.is_some() {
-                        break;
-                    }
-                    out[k].lost_us = Some(e.t_us);
-                    out[k].lost_at = Some(i);
-                }
-            }
-            (Op::Release, EventKind::Invoke) => {
-                if let Some(k) = open.get_mut(&(client, e.key.as_str())).and_then(Vec::pop) {
-                    out[k].released_us = Some(e.t_us);
-                    out[k].released_at = Some(i);
-                }
-            }
-            _ => {}
-        }
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::history::Event;
 
     fn ev(t: u64, c: u32, kind: EventKind, op: Op) -> Event {
         Event::new(t, c, kind, op, "k")
@@ -210,7 +262,7 @@ mod tests {
         assert_eq!(pairs, [(0, Some(2)), (1, None), (4, Some(5)), (7, Some(8))]);
         assert_eq!(o.unmatched, [6]);
         assert_eq!(o.ops[3].process, Process::NEMESIS);
-        assert_eq!(o.ops[0].outcome_kind(&h), Some(Ok));
+        assert_eq!(o.ops[0].outcome_kind(&Events::from(h)), Some(Ok));
     }
 
     #[test]
@@ -291,16 +343,17 @@ mod tests {
         use EventKind::*;
         // Times by file line: 30, 10, 20, 10, 40, 0: sorted stably, the two 10s keep their order.
         let times = [30, 10, 20, 10, 40, 0];
-        let mut h: Vec<Event> = times
+        let h: Vec<Event> = times
             .iter()
             .enumerate()
             .map(|(c, &t)| Event::new(t, c as u32, Invoke, Op::Acquire, "k"))
             .collect();
         let mut lines: Vec<usize> = (1..=6).collect();
+        let mut h = Events::from(h);
         into_time_order(&mut h, &mut lines);
-        let got: Vec<(u64, u32)> = h.iter().map(|e| (e.t_us, e.client().unwrap())).collect();
+        let got: Vec<(u64, u32)> = h.iter().map(|e| (e.t_us(), e.client().unwrap())).collect();
         assert_eq!(got, [(0, 5), (10, 1), (10, 3), (20, 2), (30, 0), (40, 4)]);
         assert_eq!(lines, [6, 2, 4, 3, 1, 5]);
-        assert_eq!(in_time_order(&h), [0, 1, 2, 3, 4, 5]);
+        assert_eq!(in_time_order(&h).collect::<Vec<_>>(), [0, 1, 2, 3, 4, 5]);
     }
 }

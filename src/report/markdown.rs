@@ -210,7 +210,7 @@ pub fn environment_section(env: &crate::environment::RunEnvironment) -> String {
 mod tests {
     use super::*;
     use crate::history::{Event, EventKind, Op};
-    use crate::stats::{CellInfo, analyze};
+    use crate::stats::{CellInfo, analyze_events as analyze};
 
     #[test]
     fn the_faults_section_has_a_row_per_window_and_only_with_windows() {

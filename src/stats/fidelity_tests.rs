@@ -1,7 +1,9 @@
 //! Requested versus measured pacing, and the FIFO basis, on hand-made histories; every expected
 //! number is worked out by hand (kept apart from `tests.rs` so both can grow without clashing).
 
+use super::analyze_events as analyze;
 use super::*;
+use crate::history::Event;
 use crate::history::TIMEOUT_ERROR;
 
 fn ev(t_us: u64, client: u32, kind: EventKind, op: Op) -> Event {

@@ -20,7 +20,7 @@ use std::time::Duration;
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
-use crate::history::{Event, EventKind, Op, in_time_order, operations};
+use crate::history::{EventKind, EventRef, Events, Op, in_time_order};
 use crate::plan::CellId;
 
 pub use fairness::{FifoBasis, FifoTracker, QueueOrder, jain_index};
@@ -183,14 +183,14 @@ struct AttemptCosts {
 }
 
 impl AttemptCosts {
-    fn add(&mut self, outcome: &Event) {
-        if let Some(w) = outcome.wakeups {
+    fn add(&mut self, outcome: &EventRef) {
+        if let Some(w) = outcome.wakeups() {
             *self.wakeups.get_or_insert(0) += w;
         }
-        if let Some(r) = outcome.requests {
+        if let Some(r) = outcome.requests() {
             *self.requests.get_or_insert(0) += r;
         }
-        self.fallback_polls += outcome.fallback_polls.unwrap_or(0);
+        self.fallback_polls += outcome.fallback_polls().unwrap_or(0);
     }
 }
 
@@ -200,30 +200,30 @@ impl AttemptCosts {
 /// events in time order, each outcome with where its operation started: waits and their
 /// costs, holds and handoffs ([`holds::Holds`]), fairness ([`FifoTracker`], [`QueueOrder`]),
 /// pacing ([`pacing::Pacing`]) and the failed outcomes ([`outcomes::Outcomes`]).
-pub fn analyze(events: &[Event], cell: &CellInfo) -> Analysis {
+pub fn analyze(events: &Events, cell: &CellInfo) -> Analysis {
     let order = in_time_order(events);
     let warmup_us = cell.warmup.as_micros() as u64;
     let end_us = cell
         .end_us
-        .unwrap_or_else(|| order.last().map_or(0, |&i| events[i].t_us));
+        .unwrap_or_else(|| events.iter().map(|e| e.t_us()).max().unwrap_or(0));
 
     // Pair invokes with outcomes once; the nemesis' fault operations are not the clients'.
-    let ops = operations(events);
+    let ops = events.operations();
     let mut started: HashMap<usize, Started> = HashMap::default();
     let mut open: Vec<(Op, u64)> = Vec::new();
     for op in ops.ops.iter().filter(|o| o.process.client().is_some()) {
-        let inv = &events[op.invoke];
+        let inv = events.at(op.invoke);
         let start_us = match op.op {
-            Op::Acquire => inv.intended_us.unwrap_or(inv.t_us),
-            _ => inv.t_us,
+            Op::Acquire => inv.intended_us().unwrap_or(inv.t_us()),
+            _ => inv.t_us(),
         };
         match op.outcome {
             Some(o) => {
                 started.insert(
                     o,
                     Started {
-                        key: &inv.key,
-                        invoke_us: inv.t_us,
+                        key: inv.key(),
+                        invoke_us: inv.t_us(),
                         start_us,
                     },
                 );
@@ -234,7 +234,7 @@ pub fn analyze(events: &[Event], cell: &CellInfo) -> Analysis {
     let unmatched = ops
         .unmatched
         .iter()
-        .filter(|&&i| events[i].client().is_some())
+        .filter(|&&i| events.at(i).client().is_some())
         .count() as u64;
 
     let (mut acquire, mut release) = (new_histogram(), new_histogram());
@@ -249,26 +249,26 @@ pub fn analyze(events: &[Event], cell: &CellInfo) -> Analysis {
     let (mut fifo_inversions, mut max_wait, mut lost_leases) = (0u64, 0u64, 0u64);
 
     for i in order {
-        let e = &events[i];
-        let t = e.t_us;
+        let e = events.at(i);
+        let t = e.t_us();
         let Some(client) = e.client() else {
             continue;
         };
-        match (e.op, e.kind) {
+        match (e.op(), e.kind()) {
             // The resource's reads and writes are the checkers' concern, not timing's.
             (Op::Fault | Op::Read | Op::Write, _) => {}
             (Op::LeaseLost, _) => lost_leases += u64::from(t >= warmup_us),
             (Op::Acquire, EventKind::Invoke) => {
-                fifo.invoke(&e.key, client, t);
-                pacing.acquire_invoke(e, warmup_us);
+                fifo.invoke(e.key(), client, t);
+                pacing.acquire_invoke(&e, warmup_us);
             }
             (Op::Release, EventKind::Invoke) => {
-                if holds.release_invoked(client, &e.key, t) {
-                    pacing.hold_counted(e);
+                if holds.release_invoked(client, e.key(), t) {
+                    pacing.hold_counted(&e);
                 }
             }
             (op, kind) => {
-                pacing.outcome(e);
+                pacing.outcome(&e);
                 let Some(s) = started.get(&i) else {
                     continue; // an outcome without its invoke: counted as unmatched
                 };
@@ -278,18 +278,18 @@ pub fn analyze(events: &[Event], cell: &CellInfo) -> Analysis {
                     (Op::Acquire, _) => {
                         if measured {
                             max_wait = max_wait.max(took);
-                            costs.add(e);
+                            costs.add(&e);
                         }
                         if kind != EventKind::Ok {
                             fifo.gave_up(s.key, client);
                             if measured {
                                 series.failed(t);
-                                outcomes.failed(e);
+                                outcomes.failed(&e);
                             }
                             continue;
                         }
                         let overtaken = fifo.granted(s.key, client);
-                        queue.granted(s.key, s.invoke_us, t, e.queue_position, measured);
+                        queue.granted(s.key, s.invoke_us, t, e.queue_position(), measured);
                         holds.granted(client, s.key, s.invoke_us, t);
                         if measured {
                             record(&mut acquire, took);
@@ -303,7 +303,7 @@ pub fn analyze(events: &[Event], cell: &CellInfo) -> Analysis {
                     }
                     (_, EventKind::Ok) if measured => record(&mut release, took),
                     (_, EventKind::Ok) => {}
-                    _ if measured => outcomes.failed(e),
+                    _ if measured => outcomes.failed(&e),
                     _ => {}
                 }
             }
@@ -376,6 +376,12 @@ pub fn analyze(events: &[Event], cell: &CellInfo) -> Analysis {
         hold: holds.hold,
         release,
     }
+}
+
+/// [`analyze`] of events written out as `Event`s (hand-made histories in tests).
+#[cfg(test)]
+pub(crate) fn analyze_events(events: &[crate::history::Event], cell: &CellInfo) -> Analysis {
+    analyze(&Events::from(events), cell)
 }
 
 #[cfg(test)]

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::history::{ErrorKind, Event, EventKind, TIMEOUT_ERROR};
+use crate::history::{ErrorKind, EventKind, EventRef, TIMEOUT_ERROR};
 
 /// Counts of the measured outcomes that were not `ok`.
 #[derive(Debug, Default)]
@@ -16,18 +16,18 @@ pub(crate) struct Outcomes {
 
 impl Outcomes {
     /// A `fail` or `info` outcome of an operation that started after the warm-up.
-    pub fn failed(&mut self, e: &Event) {
-        self.indeterminate += u64::from(e.kind == EventKind::Info);
+    pub fn failed(&mut self, e: &EventRef) {
+        self.indeterminate += u64::from(e.kind() == EventKind::Info);
         // Histories written before error kinds name timeouts by their text.
         let kind = e
-            .error_kind
-            .or_else(|| (e.error.as_deref() == Some(TIMEOUT_ERROR)).then_some(ErrorKind::Timeout));
+            .error_kind()
+            .or_else(|| (e.error() == Some(TIMEOUT_ERROR)).then_some(ErrorKind::Timeout));
         if kind == Some(ErrorKind::Timeout) {
             self.timeouts += 1;
         } else {
             let k = kind.map_or("unclassified", ErrorKind::name);
             *self.errors.entry(k.to_string()).or_default() += 1;
-            let text = e.error.as_deref().unwrap_or("(no message)");
+            let text = e.error().unwrap_or("(no message)");
             *self.error_messages.entry(message_shape(text)).or_default() += 1;
         }
     }

@@ -7,7 +7,7 @@ use rustc_hash::FxHashMap as HashMap;
 use hdrhistogram::Histogram;
 
 use super::latency::{LatencySummary, new_histogram, record};
-use crate::history::Event;
+use crate::history::EventRef;
 
 /// Folds the pacing figures from a history, fed in time order by `analyze`.
 #[derive(Debug)]
@@ -48,31 +48,31 @@ pub struct PacingSummary {
 impl Pacing {
     /// An acquire `invoke`: its think time (requested and measured) and its arrival lag, each
     /// counted when the operation starts at or after `warmup_us`, as `analyze` counts latency.
-    pub fn acquire_invoke(&mut self, e: &Event, warmup_us: u64) {
-        if let Some(intended) = e.intended_us
+    pub fn acquire_invoke(&mut self, e: &EventRef, warmup_us: u64) {
+        if let Some(intended) = e.intended_us()
             && intended >= warmup_us
         {
-            record(&mut self.arrival_lag, e.t_us.saturating_sub(intended));
+            record(&mut self.arrival_lag, e.t_us().saturating_sub(intended));
         }
-        if let Some(think) = e.think_us
-            && e.t_us >= warmup_us
-            && let Some(&since) = self.last_outcome.get(&e.process)
+        if let Some(think) = e.think_us()
+            && e.t_us() >= warmup_us
+            && let Some(&since) = self.last_outcome.get(&e.process())
         {
             record(&mut self.think_requested, think);
-            record(&mut self.think_measured, e.t_us.saturating_sub(since));
+            record(&mut self.think_measured, e.t_us().saturating_sub(since));
         }
     }
 
     /// A release `invoke` whose measured hold `analyze` counted: the hold it asked for.
-    pub fn hold_counted(&mut self, release_invoke: &Event) {
-        if let Some(hold) = release_invoke.hold_us {
+    pub fn hold_counted(&mut self, release_invoke: &EventRef) {
+        if let Some(hold) = release_invoke.hold_us() {
             record(&mut self.hold_requested, hold);
         }
     }
 
     /// An acquire or release outcome (`ok`, `fail` or `info`): the client's think starts here.
-    pub fn outcome(&mut self, e: &Event) {
-        self.last_outcome.insert(e.process, e.t_us);
+    pub fn outcome(&mut self, e: &EventRef) {
+        self.last_outcome.insert(e.process(), e.t_us());
     }
 
     /// The summaries.

@@ -1,6 +1,8 @@
 //! Statistics on hand-made histories, where every expected number can be worked out by hand.
 
+use super::analyze_events as analyze;
 use super::*;
+use crate::history::Event;
 use crate::history::{ErrorKind, TIMEOUT_ERROR};
 
 fn ev(t_us: u64, client: u32, kind: EventKind, op: Op, key: &str) -> Event {

@@ -265,8 +265,11 @@ fn a_finding_in_the_settle_after_the_heal_is_the_faults() {
     h.extend(overlap(3_100_000, "b", 200));
     let ws = windows(h);
     assert_eq!((ws[0].overlaps, ws[0].verdict), (1, Validity::Invalid));
-    assert_eq!(super::settle_us(&overlap(100, "a", 200)), MIN_SETTLE_US);
-    assert_eq!(super::settle_us(&overlap(100, "a", 2000)), 4_000_000);
+    assert_eq!(
+        super::settle_us(&overlap(100, "a", 200).into()),
+        MIN_SETTLE_US
+    );
+    assert_eq!(super::settle_us(&overlap(100, "a", 2000).into()), 4_000_000);
 }
 
 #[test]

@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::check::testkit::*;
+use crate::history::Event;
 
 /// Clients 0 (token 1) and 1 (token 2) both read 0; client 1 writes 1, then client 0 writes 1
 /// (`stale` decides whether the fenced register refuses it); client 2 (token 3) reads 1,
