@@ -225,11 +225,29 @@ fn check_folder(dir: &Path) -> Result<(), String> {
     Ok(())
 }
 
+/// The resident memory now and at its peak so far (Linux's `VmRSS` and `VmHWM`), to see which
+/// phase holds what.
+fn memory() -> String {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|v| v.trim().strip_suffix(" kB")?.parse::<u64>().ok())
+            .map_or("?".to_string(), |kb| format!("{} MB", kb / 1000))
+    };
+    format!("RSS {}, peak {}", field("VmRSS:"), field("VmHWM:"))
+}
+
 /// What `check::evaluate` does, phase by phase, each timed (to see where the time goes).
 fn phases(dir: &Path) -> Result<(), String> {
     let mut at = Instant::now();
     let mut lap = |what: &str| {
-        println!("{what}: {:.2} s", at.elapsed().as_secs_f64());
+        println!(
+            "{what}: {:.2} s; {}",
+            at.elapsed().as_secs_f64(),
+            memory()
+        );
         at = Instant::now();
     };
     let text = std::fs::read_to_string(dir.join(check::CELL_FILE)).map_err(|e| e.to_string())?;
