@@ -243,11 +243,7 @@ fn memory() -> String {
 fn phases(dir: &Path) -> Result<(), String> {
     let mut at = Instant::now();
     let mut lap = |what: &str| {
-        println!(
-            "{what}: {:.2} s; {}",
-            at.elapsed().as_secs_f64(),
-            memory()
-        );
+        println!("{what}: {:.2} s; {}", at.elapsed().as_secs_f64(), memory());
         at = Instant::now();
     };
     let text = std::fs::read_to_string(dir.join(check::CELL_FILE)).map_err(|e| e.to_string())?;

@@ -26,7 +26,7 @@ use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use super::evidence::token_text;
 use super::{Checker, Evidence, EvidenceLog, History, Validity, Verdict};
-use crate::history::{CriticalSection, EventKind, Op, Operations, in_time_order};
+use crate::history::{EventKind, Op, Operations, Section, in_time_order};
 use crate::stats::CellInfo;
 
 /// The checker's name, its verdict's `checker`.
@@ -290,11 +290,9 @@ fn stuck_locks(history: &History, end: u64, ttl_ms: u64, log: &mut EvidenceLog) 
     let mut holds: BTreeMap<&str, Vec<(u64, u64)>> = BTreeMap::new();
     for s in sections {
         // A grant is a point of availability even when released in the same microsecond.
-        let to = s.released_us.unwrap_or(end).max(s.acquired_us + 1);
-        holds
-            .entry(events.at(s.acquired_at).key())
-            .or_default()
-            .push((s.acquired_us, to));
+        let from = s.acquired_us(events);
+        let to = s.released_us(events).unwrap_or(end).max(from + 1);
+        holds.entry(s.key(events)).or_default().push((from, to));
     }
     let mut waits: BTreeMap<&str, Vec<Wait>> = BTreeMap::new();
     for o in ops
@@ -430,7 +428,7 @@ struct Stretch<'a> {
 
 fn stuck_evidence(
     history: &History,
-    sections: &[CriticalSection],
+    sections: &[Section],
     ops: &Operations,
     found: &Stretch,
     ttl_ms: u64,
@@ -444,8 +442,9 @@ fn stuck_evidence(
     // Built only for the findings kept (see `EvidenceLog::push_with`), so a scan is cheap here.
     let last_holder = sections
         .iter()
-        .filter(|s| s.key == key && s.released_us.is_some_and(|r| r <= s0))
-        .max_by_key(|s| s.released_us);
+        .filter(|s| s.key(events) == key && s.released_us(events).is_some_and(|r| r <= s0))
+        .max_by_key(|s| s.released_us(events))
+        .map(|s| s.spelled(events));
     let holder = match &last_holder {
         Some(s) => {
             lines.extend([Some(s.acquired_at), s.released_at].into_iter().flatten());

@@ -36,7 +36,7 @@ use std::sync::OnceLock;
 use serde::{Deserialize, Serialize};
 
 use crate::history::{
-    CriticalSection, Event, Events, HistoryError, Operations, into_time_order, read_events,
+    Event, Events, HistoryError, Operations, Section, into_time_order, read_events,
 };
 use crate::stats::{self, Analysis, CellInfo};
 
@@ -129,7 +129,7 @@ pub struct History {
     /// `lines[i]` is the 1-based line of `events[i]` in `history.jsonl`.
     pub lines: Vec<usize>,
     operations: OnceLock<Operations>,
-    sections: OnceLock<Vec<CriticalSection>>,
+    sections: OnceLock<Vec<Section>>,
 }
 
 impl History {
@@ -154,10 +154,9 @@ impl History {
         self.operations.get_or_init(|| self.events.operations())
     }
 
-    /// [`critical_sections`] of the events, derived once.
-    pub fn critical_sections(&self) -> &[CriticalSection] {
-        self.sections
-            .get_or_init(|| self.events.critical_sections())
+    /// [`Events::sections`] (the critical sections, as event indices), derived once.
+    pub fn critical_sections(&self) -> &[Section] {
+        self.sections.get_or_init(|| self.events.sections())
     }
 
     /// When the history ends: the cell's end, or its last event if that is later (or the
@@ -264,7 +263,7 @@ pub fn evaluate_history(history: &History, info: CellInfo) -> CellResult {
     // Statistics and checkers read the history alone and share nothing: side by side, on a
     // thread each, the time is the longer of the two.
     let (mut analysis, verdicts) = std::thread::scope(|s| {
-        let stats = s.spawn(|| stats::analyze(&history.events, &info));
+        let stats = s.spawn(|| stats::analyze_with(&history.events, history.operations(), &info));
         let verdicts: Vec<Verdict> = checkers().iter().map(|c| c.check(history, &info)).collect();
         let analysis = stats
             .join()

@@ -29,7 +29,7 @@ use rustc_hash::FxHashMap as HashMap;
 
 use super::evidence::token_text;
 use super::{Checker, Evidence, EvidenceLog, History, Validity, Verdict};
-use crate::history::{EventKind, Op, in_time_order};
+use crate::history::{EventKind, Events, Op, in_time_order};
 use crate::stats::CellInfo;
 
 /// The checker's name, its verdict's `checker`.
@@ -47,27 +47,65 @@ pub const UNKNOWN: &str = "unknown";
 pub struct Mutex;
 
 /// A hold of a key, certain (a critical section) or possible (an `info` acquisition).
+///
+/// Kept small (48 bytes; a history has millions): what its events say is read from them.
 #[derive(Debug)]
 struct Hold<'a> {
-    client: u32,
-    key: &'a str,
-    token: Option<u64>,
-    ttl_ms: Option<u64>,
+    events: &'a Events,
     from_us: u64,
     to_us: u64,
+    client: u32,
+    /// Event indices: grant (or invoke), release (or info outcome), lost signal; [`NONE`] for
+    /// none.
+    from_i: u32,
+    to_i: u32,
+    lost_i: u32,
     /// Released (certain) or ended unknown (possible); `false` when open to the end.
     ended: bool,
     certain: bool,
-    lost_us: Option<u64>,
-    /// Event indices: grant (or invoke), release (or info outcome), lost signal.
-    from_at: usize,
-    to_at: Option<usize>,
-    lost_at: Option<usize>,
 }
 
-impl Hold<'_> {
+/// No event (in a [`Hold`]'s indices).
+const NONE: u32 = u32::MAX;
+
+fn index(i: Option<usize>) -> u32 {
+    i.map_or(NONE, |i| {
+        u32::try_from(i).expect("fewer than 2^32 - 1 events")
+    })
+}
+
+impl<'a> Hold<'a> {
+    fn from_at(&self) -> usize {
+        self.from_i as usize
+    }
+    fn to_at(&self) -> Option<usize> {
+        (self.to_i != NONE).then_some(self.to_i as usize)
+    }
+    fn lost_at(&self) -> Option<usize> {
+        (self.lost_i != NONE).then_some(self.lost_i as usize)
+    }
+    fn key(&self) -> &'a str {
+        self.events.at(self.from_at()).key()
+    }
+    /// A certain hold's grant token; a possible one's, its unknown outcome's.
+    fn token(&self) -> Option<u64> {
+        match (self.certain, self.to_at()) {
+            (true, _) => self.events.at(self.from_at()).token(),
+            (false, Some(out)) => self.events.at(out).token(),
+            (false, None) => None,
+        }
+    }
+    /// A certain hold's lease TTL; none known for a possible one.
+    fn ttl_ms(&self) -> Option<u64> {
+        self.certain
+            .then(|| self.events.at(self.from_at()).ttl_ms())
+            .flatten()
+    }
+    fn lost_us(&self) -> Option<u64> {
+        self.lost_at().map(|i| self.events.t_us(i))
+    }
     fn events(&self) -> impl Iterator<Item = usize> {
-        [Some(self.from_at), self.to_at, self.lost_at]
+        [Some(self.from_at()), self.to_at(), self.lost_at()]
             .into_iter()
             .flatten()
     }
@@ -81,7 +119,7 @@ impl Hold<'_> {
             format!(
                 "client {} ({}) held from {} µs to {until}",
                 self.client,
-                token_text(self.token),
+                token_text(self.token()),
                 self.from_us
             )
         } else {
@@ -95,7 +133,7 @@ impl Hold<'_> {
 
 /// Why A still held at `t` (the class and its reason in words).
 fn classify(a: &Hold, t: u64) -> (&'static str, String) {
-    if let Some(lost) = a.lost_us.filter(|&l| l <= t) {
+    if let Some(lost) = a.lost_us().filter(|&l| l <= t) {
         return (
             TOLD_AND_WENT_ON,
             format!(
@@ -108,10 +146,10 @@ fn classify(a: &Hold, t: u64) -> (&'static str, String) {
     // grant cannot be explained by expiry, even if A was told later: the service lost the lock
     // (a master restarted empty, a failover to a replica that never had the key).
     let within_first_lease = a
-        .ttl_ms
+        .ttl_ms()
         .filter(|&ttl| ttl > 0)
         .is_some_and(|ttl| t < a.from_us + ttl * 1000);
-    if let Some(lost) = a.lost_us.filter(|_| !within_first_lease) {
+    if let Some(lost) = a.lost_us().filter(|_| !within_first_lease) {
         return (
             EXPIRED_UNTOLD,
             format!(
@@ -122,7 +160,7 @@ fn classify(a: &Hold, t: u64) -> (&'static str, String) {
     }
     // A TTL of 0 is one the recipe did not report (the mock's default), not a lease that
     // expired at once.
-    if let Some(ttl) = a.ttl_ms.filter(|&t| t > 0) {
+    if let Some(ttl) = a.ttl_ms().filter(|&t| t > 0) {
         let expiry = a.from_us + ttl * 1000;
         if t > expiry {
             return (
@@ -152,18 +190,15 @@ impl Checker for Mutex {
             .critical_sections()
             .iter()
             .map(|s| Hold {
+                events,
                 client: s.client,
-                key: events.at(s.acquired_at).key(),
-                token: s.token,
-                ttl_ms: s.ttl_ms,
-                from_us: s.acquired_us,
-                to_us: s.released_us.unwrap_or(end),
-                ended: s.released_us.is_some(),
+                from_us: s.acquired_us(events),
+                to_us: s.released_us(events).unwrap_or(end),
+                ended: s.released_at().is_some(),
                 certain: true,
-                lost_us: s.lost_us,
-                from_at: s.acquired_at,
-                to_at: s.released_at,
-                lost_at: s.lost_at,
+                from_i: index(Some(s.acquired_at())),
+                to_i: index(s.released_at()),
+                lost_i: index(s.lost_at()),
             })
             .collect();
         let certain = holds.len();
@@ -194,25 +229,22 @@ impl Checker for Mutex {
                     .copied()
             });
             holds.push(Hold {
+                events,
                 client: c,
-                key,
-                token: events.at(out).token(),
-                ttl_ms: None,
                 from_us,
                 to_us: events.at(out).t_us(),
                 ended: true,
                 certain: false,
-                lost_us: lost_at.map(|i| events.at(i).t_us()),
-                from_at: op.invoke,
-                to_at: Some(out),
-                lost_at,
+                from_i: index(Some(op.invoke)),
+                to_i: index(Some(out)),
+                lost_i: index(lost_at),
             });
         }
         let possible = holds.len() - certain;
 
         let mut by_key: BTreeMap<&str, Vec<&Hold>> = BTreeMap::new();
         for h in &holds {
-            by_key.entry(h.key).or_default().push(h);
+            by_key.entry(h.key()).or_default().push(h);
         }
         let mut counts: BTreeMap<String, u64> =
             [GRANTED_TWICE, TOLD_AND_WENT_ON, EXPIRED_UNTOLD, UNKNOWN]
@@ -339,8 +371,8 @@ fn evidence(history: &History, key: &str, a: &Hold, b: &Hold, judged: Judged) ->
         .key(key)
         .client(a.client)
         .client(b.client)
-        .token(a.token)
-        .token(b.token)
+        .token(a.token())
+        .token(b.token())
         .events(history, a.events().chain(b.events()))
         .events(history, write)
         .at([a.from_us, t]);
@@ -364,7 +396,7 @@ fn evidence(history: &History, key: &str, a: &Hold, b: &Hold, judged: Judged) ->
         "key {key}: {}, and client {} ({}) held at {t} µs{proved}: {why}",
         a.describe(),
         b.client,
-        token_text(b.token)
+        token_text(b.token())
     );
     ev
 }

@@ -9,7 +9,7 @@ mod operation;
 mod store;
 
 pub use operation::{
-    CriticalSection, Operation, Operations, TimeOrder, critical_sections, in_time_order,
+    CriticalSection, Operation, Operations, Section, TimeOrder, critical_sections, in_time_order,
     into_time_order, operations,
 };
 pub use store::{EventRef, Events};

@@ -161,9 +161,15 @@ impl Events {
     /// reentrant lock granted twice is released twice, innermost first). A `lease_lost` marks every
     /// open section of the client on that key: a lease is lost whole, however often it was taken.
     pub fn critical_sections(&self) -> Vec<CriticalSection> {
+        self.sections().iter().map(|s| s.spelled(self)).collect()
+    }
+
+    /// [`Events::critical_sections`] as event indices, 16 bytes a section (what checkers keep for
+    /// millions of holds).
+    pub fn sections(&self) -> Vec<Section> {
         let events = self;
         let mut open: HashMap<(u32, &str), Vec<usize>> = HashMap::default();
-        let mut out: Vec<CriticalSection> = Vec::new();
+        let mut out: Vec<Section> = Vec::new();
         for i in in_time_order(events) {
             let e = events.at(i);
             let Some(client) = e.client() else {
@@ -172,40 +178,111 @@ impl Events {
             match (e.op(), e.kind()) {
                 (Op::Acquire, EventKind::Ok) => {
                     open.entry((client, e.key())).or_default().push(out.len());
-                    out.push(CriticalSection {
+                    out.push(Section {
                         client,
-                        key: e.key().to_string(),
-                        token: e.token(),
-                        ttl_ms: e.ttl_ms(),
-                        acquired_us: e.t_us(),
-                        acquired_at: i,
-                        released_us: None,
-                        released_at: None,
-                        lost_us: None,
-                        lost_at: None,
+                        acquired: index(i),
+                        released: NONE,
+                        lost: NONE,
                     });
                 }
                 (Op::LeaseLost, _) => {
                     // Sections whose signal is already set are a prefix of the stack (they were
                     // open at an earlier signal), so walking back from the top stops early.
                     for &k in open.get(&(client, e.key())).into_iter().flatten().rev() {
-                        if out[k].lost_at.is_some() {
+                        if out[k].lost != NONE {
                             break;
                         }
-                        out[k].lost_us = Some(e.t_us());
-                        out[k].lost_at = Some(i);
+                        out[k].lost = index(i);
                     }
                 }
                 (Op::Release, EventKind::Invoke) => {
                     if let Some(k) = open.get_mut(&(client, e.key())).and_then(Vec::pop) {
-                        out[k].released_us = Some(e.t_us());
-                        out[k].released_at = Some(i);
+                        out[k].released = index(i);
                     }
                 }
                 _ => {}
             }
         }
         out
+    }
+}
+
+/// No event (in [`Section`]'s indices).
+const NONE: u32 = u32::MAX;
+
+fn index(i: usize) -> u32 {
+    u32::try_from(i)
+        .ok()
+        .filter(|&i| i != NONE)
+        .expect("fewer than 2^32 - 1 events")
+}
+
+fn some(i: u32) -> Option<usize> {
+    (i != NONE).then_some(i as usize)
+}
+
+/// A critical section as the indices of its events ([`CriticalSection`] has every field
+/// spelled out); the rest is read from the events.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Section {
+    /// The holder.
+    pub client: u32,
+    acquired: u32,
+    released: u32,
+    lost: u32,
+}
+
+impl Section {
+    /// The acquire `ok`'s index.
+    pub fn acquired_at(&self) -> usize {
+        self.acquired as usize
+    }
+    /// The release `invoke`'s index; `None` if the history ended first.
+    pub fn released_at(&self) -> Option<usize> {
+        some(self.released)
+    }
+    /// The `lease_lost` event's index, if the holder was told.
+    pub fn lost_at(&self) -> Option<usize> {
+        some(self.lost)
+    }
+    /// Acquire `ok` time, µs.
+    pub fn acquired_us(&self, events: &Events) -> u64 {
+        events.t_us(self.acquired_at())
+    }
+    /// Release `invoke` time, µs.
+    pub fn released_us(&self, events: &Events) -> Option<u64> {
+        self.released_at().map(|i| events.t_us(i))
+    }
+    /// When the holder was told its lease was lost, µs.
+    pub fn lost_us(&self, events: &Events) -> Option<u64> {
+        self.lost_at().map(|i| events.t_us(i))
+    }
+    /// The lock key.
+    pub fn key<'a>(&self, events: &'a Events) -> &'a str {
+        events.at(self.acquired_at()).key()
+    }
+    /// The fencing token granted with it.
+    pub fn token(&self, events: &Events) -> Option<u64> {
+        events.at(self.acquired_at()).token()
+    }
+    /// The lease TTL (or validity) the holder was given, ms.
+    pub fn ttl_ms(&self, events: &Events) -> Option<u64> {
+        events.at(self.acquired_at()).ttl_ms()
+    }
+    /// Every field spelled out.
+    pub fn spelled(&self, events: &Events) -> CriticalSection {
+        CriticalSection {
+            client: self.client,
+            key: self.key(events).to_string(),
+            token: self.token(events),
+            ttl_ms: self.ttl_ms(events),
+            acquired_us: self.acquired_us(events),
+            acquired_at: self.acquired_at(),
+            released_us: self.released_us(events),
+            released_at: self.released_at(),
+            lost_us: self.lost_us(events),
+            lost_at: self.lost_at(),
+        }
     }
 }
 

@@ -14,13 +14,12 @@ pub mod series;
 
 use std::collections::BTreeMap;
 
-use rustc_hash::FxHashMap as HashMap;
 use std::time::Duration;
 
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
-use crate::history::{EventKind, EventRef, Events, Op, in_time_order};
+use crate::history::{EventKind, EventRef, Events, Op, Operation, Operations, in_time_order};
 use crate::plan::CellId;
 
 pub use fairness::{FifoBasis, FifoTracker, QueueOrder, jain_index};
@@ -196,41 +195,53 @@ impl AttemptCosts {
 
 /// Computes a cell's statistics from its events (in any order; they are read in time order).
 ///
-/// Events are paired into operations once ([`operations`]); the folds below then read the
+/// Events are paired into operations once ([`Events::operations`]); the folds below then read the
 /// events in time order, each outcome with where its operation started: waits and their
 /// costs, holds and handoffs ([`holds::Holds`]), fairness ([`FifoTracker`], [`QueueOrder`]),
 /// pacing ([`pacing::Pacing`]) and the failed outcomes ([`outcomes::Outcomes`]).
 pub fn analyze(events: &Events, cell: &CellInfo) -> Analysis {
+    analyze_with(events, &events.operations(), cell)
+}
+
+/// [`analyze`] with the events' operations already paired ([`Events::operations`] of the same
+/// events): the checkers pair them too, and a long history's operations are large.
+pub fn analyze_with(events: &Events, ops: &Operations, cell: &CellInfo) -> Analysis {
     let order = in_time_order(events);
     let warmup_us = cell.warmup.as_micros() as u64;
     let end_us = cell
         .end_us
         .unwrap_or_else(|| events.iter().map(|e| e.t_us()).max().unwrap_or(0));
 
-    // Pair invokes with outcomes once; the nemesis' fault operations are not the clients'.
-    let ops = events.operations();
-    let mut started: HashMap<usize, Started> = HashMap::default();
-    let mut open: Vec<(Op, u64)> = Vec::new();
-    for op in ops.ops.iter().filter(|o| o.process.client().is_some()) {
+    // The nemesis' fault operations are not the clients'.
+    let start_us = |op: &Operation| {
         let inv = events.at(op.invoke);
-        let start_us = match op.op {
+        match op.op {
             Op::Acquire => inv.intended_us().unwrap_or(inv.t_us()),
             _ => inv.t_us(),
-        };
+        }
+    };
+    // The operation each outcome ends, by the outcome's index: 4 bytes an event, where a map
+    // of outcomes was the largest thing statistics held for a long history.
+    let mut ended_by: Vec<u32> = vec![u32::MAX; events.len()];
+    let mut open: Vec<(Op, u64)> = Vec::new();
+    for (k, op) in ops.ops.iter().enumerate() {
+        if op.process.client().is_none() {
+            continue;
+        }
         match op.outcome {
-            Some(o) => {
-                started.insert(
-                    o,
-                    Started {
-                        key: inv.key(),
-                        invoke_us: inv.t_us(),
-                        start_us,
-                    },
-                );
-            }
-            None => open.push((op.op, start_us)),
+            Some(o) => ended_by[o] = u32::try_from(k).expect("fewer than 2^32 operations"),
+            None => open.push((op.op, start_us(op))),
         }
     }
+    let started = |outcome: usize| {
+        let op = ops.ops.get(ended_by[outcome] as usize)?;
+        let inv = events.at(op.invoke);
+        Some(Started {
+            key: inv.key(),
+            invoke_us: inv.t_us(),
+            start_us: start_us(op),
+        })
+    };
     let unmatched = ops
         .unmatched
         .iter()
@@ -269,7 +280,7 @@ pub fn analyze(events: &Events, cell: &CellInfo) -> Analysis {
             }
             (op, kind) => {
                 pacing.outcome(&e);
-                let Some(s) = started.get(&i) else {
+                let Some(s) = started(i) else {
                     continue; // an outcome without its invoke: counted as unmatched
                 };
                 let measured = s.start_us >= warmup_us;
