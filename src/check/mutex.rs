@@ -75,22 +75,22 @@ fn index(i: Option<usize>) -> u32 {
 }
 
 impl<'a> Hold<'a> {
-    fn from_at(&self) -> usize {
+    fn start_at(&self) -> usize {
         self.from_i as usize
     }
-    fn to_at(&self) -> Option<usize> {
+    fn end_at(&self) -> Option<usize> {
         (self.to_i != NONE).then_some(self.to_i as usize)
     }
     fn lost_at(&self) -> Option<usize> {
         (self.lost_i != NONE).then_some(self.lost_i as usize)
     }
     fn key(&self) -> &'a str {
-        self.events.at(self.from_at()).key()
+        self.events.at(self.start_at()).key()
     }
     /// A certain hold's grant token; a possible one's, its unknown outcome's.
     fn token(&self) -> Option<u64> {
-        match (self.certain, self.to_at()) {
-            (true, _) => self.events.at(self.from_at()).token(),
+        match (self.certain, self.end_at()) {
+            (true, _) => self.events.at(self.start_at()).token(),
             (false, Some(out)) => self.events.at(out).token(),
             (false, None) => None,
         }
@@ -98,14 +98,14 @@ impl<'a> Hold<'a> {
     /// A certain hold's lease TTL; none known for a possible one.
     fn ttl_ms(&self) -> Option<u64> {
         self.certain
-            .then(|| self.events.at(self.from_at()).ttl_ms())
+            .then(|| self.events.at(self.start_at()).ttl_ms())
             .flatten()
     }
     fn lost_us(&self) -> Option<u64> {
         self.lost_at().map(|i| self.events.t_us(i))
     }
     fn events(&self) -> impl Iterator<Item = usize> {
-        [Some(self.from_at()), self.to_at(), self.lost_at()]
+        [Some(self.start_at()), self.end_at(), self.lost_at()]
             .into_iter()
             .flatten()
     }

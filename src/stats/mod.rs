@@ -13,7 +13,6 @@ pub mod pacing;
 pub mod series;
 
 use std::collections::BTreeMap;
-
 use std::time::Duration;
 
 use hdrhistogram::Histogram;
