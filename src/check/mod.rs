@@ -149,7 +149,7 @@ impl History {
         }
     }
 
-    /// [`operations`] of the events, derived once.
+    /// [`Events::operations`] of the events, derived once.
     pub fn operations(&self) -> &Operations {
         self.operations.get_or_init(|| self.events.operations())
     }

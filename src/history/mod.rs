@@ -3,7 +3,8 @@
 //!
 //! Clients hold a cheap [`HistoryHandle`] and send events to the one writer task owned by the
 //! [`Recorder`]; the writer flushes at least every 100 ms so a crash loses at most that much.
-//! Checkers and statistics read only this history.
+//! Checkers and statistics read only this history, held compactly as [`Events`] ([`read_events`]):
+//! an [`Event`] is for writing, tests and short histories.
 
 mod operation;
 mod store;
