@@ -773,12 +773,24 @@ mod tests {
                 .expect()
         };
         // kill-leader says `default = "safe"`; the workload's unsafe on etcd stays unsafe.
-        assert_eq!(expect("etcd-herd-long-hold-no-renew-kill-leader-c4"), Unsafe);
-        assert_eq!(expect("etcd-predecessor-long-hold-no-renew-kill-leader-c4"), Unsafe);
+        assert_eq!(
+            expect("etcd-herd-long-hold-no-renew-kill-leader-c4"),
+            Unsafe
+        );
+        assert_eq!(
+            expect("etcd-predecessor-long-hold-no-renew-kill-leader-c4"),
+            Unsafe
+        );
         // Both say safe: safe.
-        assert_eq!(expect("zookeeper-herd-long-hold-no-renew-kill-leader-c4"), Safe);
+        assert_eq!(
+            expect("zookeeper-herd-long-hold-no-renew-kill-leader-c4"),
+            Safe
+        );
         // The schedule raises: unsafe whatever the workload says.
-        assert_eq!(expect("redis-herd-long-hold-no-renew-kill-leader-c4"), Unsafe);
+        assert_eq!(
+            expect("redis-herd-long-hold-no-renew-kill-leader-c4"),
+            Unsafe
+        );
     }
 
     #[test]
