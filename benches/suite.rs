@@ -92,6 +92,7 @@ fn suite(c: &mut Criterion) {
         end_us: None,
         resource: Default::default(),
         expect: Default::default(),
+        settle_ms: None,
     };
     let mut group = c.benchmark_group("stats");
     group.sample_size(10);

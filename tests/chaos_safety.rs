@@ -231,7 +231,7 @@ fn a_client_paused_past_its_lease_overlaps_and_fencing_keeps_the_data() {
         for (cell, s) in [(&fc, &f), (&uc, &u)] {
             let w = windows(&history(&run, cell));
             assert!(
-                w.len() == 1 && w[0].0 == "client-pause",
+                w.len() == 1 && w[0].0 == "pause-client",
                 "{cell}: one client pause, not {w:?}"
             );
             assert_eq!(s["verdict"], "unsafe", "{cell}: {s:#}");

@@ -32,8 +32,38 @@ impl Cluster {
     }
 
     /// Cuts every link `grudge` names: each node with a grudge drops its peers' traffic both
-    /// ways. Every node with a grudge must be running. Cuts add up until [`Cluster::heal`].
+    /// ways. Cuts add up until [`Cluster::heal`]. A node killed or paused now gets its cuts
+    /// when it comes back ([`Cluster::restore_cuts`]), as do its peers' rules naming its new
+    /// address: the partition holds for it as long as the partition lasts.
     pub async fn partition_grudge(&self, grudge: &Grudge) -> Result<(), ClusterError> {
+        self.validate_grudge(grudge)?;
+        self.cuts.lock().expect("cuts lock").push(grudge.clone());
+        self.apply_grudge(grudge).await
+    }
+
+    /// Applies every partition in effect again, to the nodes running now: called when a node
+    /// restarts (its network namespace, and with it its rules, is new; its address may be too)
+    /// or resumes (a cut made while it was paused could not reach it). Rules already in place
+    /// are added twice, which drops nothing more.
+    pub(crate) async fn restore_cuts(&self) -> Result<(), ClusterError> {
+        let cuts = self.cuts.lock().expect("cuts lock").clone();
+        for g in &cuts {
+            self.apply_grudge(g).await?;
+        }
+        Ok(())
+    }
+
+    fn validate_grudge(&self, grudge: &Grudge) -> Result<(), ClusterError> {
+        let plan = grudge.blocked();
+        for name in plan.keys().chain(plan.values().flatten()) {
+            if name != CLIENTS {
+                self.node(name)?;
+            }
+        }
+        Ok(())
+    }
+
+    async fn apply_grudge(&self, grudge: &Grudge) -> Result<(), ClusterError> {
         let plan = grudge.blocked();
         for name in plan.keys().chain(plan.values().flatten()) {
             if name != CLIENTS {
@@ -64,11 +94,8 @@ impl Cluster {
         for (name, peers) in plan.iter().filter(|(n, _)| *n != CLIENTS) {
             let node = self.node(name)?;
             if node.state() != NodeState::Running {
-                return Err(ClusterError::BadState {
-                    node: name.clone(),
-                    state: node.state(),
-                    wanted: "running",
-                });
+                // Cut when it restarts or resumes (restore_cuts).
+                continue;
             }
             let mut script = PREAMBLE.to_string();
             for p in peers {
@@ -94,6 +121,7 @@ impl Cluster {
                 NodeState::Killed => {}
             }
         }
+        self.cuts.lock().expect("cuts lock").clear();
         Ok(())
     }
 }

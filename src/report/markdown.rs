@@ -226,6 +226,7 @@ mod tests {
             end_us: Some(10_000_000),
             resource: Default::default(),
             expect: Default::default(),
+            settle_ms: None,
         };
         let calm = analyze(&[], &cell).summary;
         assert_eq!(faults_section(std::slice::from_ref(&calm)), "");
@@ -234,6 +235,11 @@ mod tests {
             kind: kind.into(),
             targets: vec!["n1".into(), "n2".into()],
             start_us,
+            effect_us: None,
+            undo_us: None,
+            applying_ms: None,
+            undoing_ms: None,
+            effect: None,
             end_us,
             started: true,
             error: None,
@@ -253,6 +259,7 @@ mod tests {
         chaotic.id.chaos = "kill-leader".into();
         let mut partition = window("partition", 1_500_000, Some(4_250_000));
         partition.first_grant_ms = Some(250.5);
+        partition.applying_ms = Some(20.5);
         partition.recovery_ms = Some(12.25);
         partition.verdict = Validity::Invalid;
         (partition.overlaps, partition.possible_overlaps) = (2, 1);
@@ -282,11 +289,11 @@ mod tests {
         assert_eq!(rows.len(), 3, "{md}");
         assert_eq!(
             rows[1],
-            "| partition | n1, n2 | 1.500 | 4.250 | 250.50 | 12.25 | invalid | 2/1 | 1 | 3 | 4 | connection:1, timeout:5 |"
+            "| partition | n1, n2 | 1.500 | 20.50 | 4.250 | 250.50 | 12.25 | invalid | 2/1 | 1 | 3 | 4 | connection:1, timeout:5 |"
         );
         assert_eq!(
             rows[2],
-            "| kill (did not start) | - | 6.000 | not healed | n/a | n/a | valid | 0/0 | 0 | 0 | 0 | - |"
+            "| kill (did not start) | - | 6.000 | n/a | not healed | n/a | n/a | valid | 0/0 | 0 | 0 | 0 | - |"
         );
         let header_cols = rows[0].matches('|').count();
         assert!(
@@ -321,6 +328,7 @@ mod tests {
             end_us: None,
             resource: Default::default(),
             expect: Default::default(),
+            settle_ms: None,
         };
         let table = comparison_table(&[analyze(&events, &cell).summary]);
         let row = table.lines().nth(2).unwrap();

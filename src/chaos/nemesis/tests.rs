@@ -188,7 +188,9 @@ async fn the_same_seed_plays_the_same_faults_and_every_one_is_undone() {
         let late = e.t_us as i64 - p.at.as_micros() as i64;
         assert!((0..60_000).contains(&late), "{e:?} vs {p:?}");
     }
-    let pause = invokes.iter().find(|e| e.fault.as_deref() == Some("pause"));
+    let pause = invokes
+        .iter()
+        .find(|e| e.fault.as_deref() == Some("pause-node"));
     assert_eq!(
         pause.unwrap().targets.as_deref(),
         Some(&["n3".to_string()][..])
@@ -211,7 +213,7 @@ async fn the_same_seed_plays_the_same_faults_and_every_one_is_undone() {
     let last = ha.iter().rev().find(|e| e.op == Op::Fault).unwrap();
     assert_eq!(
         (last.kind, last.fault.as_deref()),
-        (EventKind::Ok, Some("pause"))
+        (EventKind::Ok, Some("pause-node"))
     );
     assert!((700_000..1_500_000).contains(&last.t_us), "{last:?}");
 }
@@ -230,13 +232,14 @@ async fn a_seed_changes_the_picks() {
 
 #[tokio::test]
 async fn cancelled_mid_fault_the_books_heal_everything() {
-    // Every call takes 30 ms, so the drop at 560 ms lands inside a start or while faults are
-    // in effect (the pause of n3 from 500 ms on is).
+    // Every call takes 30 ms, so the drop at 640 ms lands inside a start or while faults are
+    // in effect (the pause of n3 is: ends are due a duration after the effect, so the slow
+    // calls push it later than its planned 500 ms).
     let d = Double {
         slow: Duration::from_millis(30),
         ..Double::default()
     };
-    let h = play(&d, SCHEDULE, Duration::from_millis(560), true, "cancel").await;
+    let h = play(&d, SCHEDULE, Duration::from_millis(640), true, "cancel").await;
     assert!(d.left().is_empty(), "left in effect: {:?}", d.left());
     let log = d.log();
     assert!(log.contains(&"pause n3".to_string()), "{log:?}");
@@ -259,7 +262,7 @@ async fn cancelled_mid_fault_the_books_heal_everything() {
     let s = shape(&h);
     assert_eq!(
         s.last().map(|x| (x.0, x.1.as_str())),
-        Some((EventKind::Invoke, "pause"))
+        Some((EventKind::Invoke, "pause-node"))
     );
 }
 
