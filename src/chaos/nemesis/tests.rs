@@ -375,3 +375,40 @@ async fn a_partition_with_clients_cuts_them_off_with_one_servers_side() {
         shape(&h)
     );
 }
+
+#[tokio::test]
+async fn a_slow_start_keeps_its_full_duration_and_the_end_says_when_it_took_effect() {
+    // Every call takes 60 ms: the pause asked for at 100 ms is in effect at about 160 ms, and
+    // its 200 ms count from there, not from the plan.
+    let d = Double {
+        slow: Duration::from_millis(60),
+        ..Double::default()
+    };
+    let schedule = "seed = 1\n[[faults]]\nkind = \"pause-node\"\ntarget = \"leader\"\n\
+                    start = \"100ms\"\nduration = \"200ms\"\n";
+    let h = play(
+        &d,
+        schedule,
+        Duration::from_millis(700),
+        false,
+        "slow-start",
+    )
+    .await;
+    let faults: Vec<&Event> = h.iter().filter(|e| e.op == Op::Fault).collect();
+    assert_eq!(faults.len(), 2, "{faults:?}");
+    let (invoke, end) = (faults[0], faults[1]);
+    assert_eq!((invoke.kind, end.kind), (EventKind::Invoke, EventKind::Ok));
+    assert_eq!(end.fault.as_deref(), Some("pause-node"));
+    let effect = end.effect_us.expect("effect_us on the end");
+    let undo = end.undo_us.expect("undo_us on the end");
+    assert!(
+        effect >= invoke.t_us + 60_000,
+        "the pause took 60 ms: {end:?}"
+    );
+    assert!(
+        undo >= effect + 200_000,
+        "the full 200 ms after the effect: {end:?}"
+    );
+    assert!(end.t_us >= undo + 60_000, "the resume took 60 ms: {end:?}");
+    assert_eq!(end.effect, None, "a pause needs no words");
+}
