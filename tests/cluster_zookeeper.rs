@@ -161,6 +161,26 @@ async fn even_split_of_four_leaves_no_quorum_until_healed() {
         cluster.leader().await.unwrap().is_none(),
         "a leader after the restart: the split did not hold"
     );
+    // A second partition on top (its window overlapping the split's): ending it removes its
+    // own cut and leaves exactly the split's.
+    let known = names.iter().cloned().collect();
+    let extra = lockbench::chaos::Grudge::from_groups(
+        &[vec![names[0].clone()], vec![names[1].clone()]],
+        &known,
+    )
+    .unwrap();
+    cluster.partition_grudge(&extra).await.unwrap();
+    assert!(drops(node.exec_script(rules).await.unwrap()) >= 6);
+    cluster.heal_grudge(&extra).await.unwrap();
+    assert_eq!(
+        drops(node.exec_script(rules).await.unwrap()),
+        4,
+        "the split's cuts alone"
+    );
+    assert!(
+        cluster.leader().await.unwrap().is_none(),
+        "the split still holds"
+    );
 
     cluster.heal().await.unwrap();
     assert_eq!(drops(node.exec_script(rules).await.unwrap()), 0, "healed");

@@ -7,7 +7,7 @@
 //! |---|---|---|---|
 //! | `kill` | SIGKILL the nodes | restart them, data kept or wiped | real |
 //! | `pause-node` | `docker pause` the nodes | `docker unpause` | real |
-//! | `partition` | iptables drops per [`Grudge`] ([`shape`]: halves, isolate-leader, bridge, majorities-ring) | flush every rule | real |
+//! | `partition` | iptables drops per [`Grudge`] ([`shape`]: halves, isolate-leader, bridge, majorities-ring) | remove its cuts, keep the other partitions' | real |
 //! | `clock` | cut every TTL under the cell's prefix by Δ (once, or every tick: fast) | stop the ticker; expired keys stay expired | modelled ([`clock`]); ZooKeeper and etcd report monotonic leases |
 //! | `pause-client` | SIGSTOP worker processes ([`client`] picks `holder` or `random`) | SIGCONT | real |
 //!
@@ -74,6 +74,12 @@ pub trait Faultable: Sync {
     }
     /// Removes every partition.
     fn heal(&self) -> impl Future<Output = Result<(), ClusterError>>;
+    /// Removes the cuts of `grudge` and keeps those of other partitions still in effect (two
+    /// windows may overlap when a start is slow). By default every partition is removed.
+    fn heal_partition(&self, grudge: &Grudge) -> impl Future<Output = Result<(), ClusterError>> {
+        let _ = grudge;
+        self.heal()
+    }
     /// How a clock fault reaches `node`: a Redis server, or monotonic leases that ignore it.
     fn clock(&self, node: &str) -> Result<ClockAccess, ClusterError>;
     /// One check that `node` serves its cluster now (after a restart): `Err` says why not.
@@ -165,6 +171,9 @@ impl Faultable for Cluster {
     }
     async fn heal(&self) -> Result<(), ClusterError> {
         Cluster::heal(self).await
+    }
+    async fn heal_partition(&self, grudge: &Grudge) -> Result<(), ClusterError> {
+        Cluster::heal_grudge(self, grudge).await
     }
     async fn serving(&self, node: &str) -> Result<(), String> {
         Cluster::serving(self, node).await
@@ -513,7 +522,7 @@ impl Faults {
                     on.resume(n).await?;
                 }
             }
-            Fault::Partition { .. } => on.heal().await?,
+            Fault::Partition { grudge } => on.heal_partition(grudge).await?,
             // A jumped clock is not set back: the keys it expired stay expired, as on a real
             // server; stopping the ticker is all a fast clock needs.
             Fault::Clock { .. } => {}

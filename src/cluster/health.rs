@@ -86,7 +86,11 @@ async fn redis_serving(cluster: &Cluster, node: &Node) -> Result<(), String> {
     let role = info.get("role").map(String::as_str).unwrap_or_default();
     let master = redis::leader(cluster).await.map_err(|e| e.to_string())?;
     match role {
-        "master" if master.as_deref() == Some(node.name()) => return Ok(()),
+        // Named, but a restarted master may be named only until the failover its kill started
+        // completes: it serves once no Sentinel sees it down and every replica is connected.
+        "master" if master.as_deref() == Some(node.name()) => {
+            return redis_master_settled(cluster, &info).await;
+        }
         "master" => {
             return Err(format!(
                 "it runs as a master, but Sentinel names {}",
@@ -120,6 +124,32 @@ async fn redis_serving(cluster: &Cluster, node: &Node) -> Result<(), String> {
     Ok(())
 }
 
+async fn redis_master_settled(
+    cluster: &Cluster,
+    info: &std::collections::HashMap<String, String>,
+) -> Result<(), String> {
+    let replicas = cluster.servers().count() - 1;
+    if info.get("connected_slaves") != Some(&replicas.to_string()) {
+        return Err(format!(
+            "master with {} of {replicas} replicas connected",
+            info.get("connected_slaves")
+                .map(String::as_str)
+                .unwrap_or("no")
+        ));
+    }
+    for s in cluster
+        .nodes()
+        .iter()
+        .filter(|n| n.role() == NodeRole::Sentinel && n.state() == NodeState::Running)
+    {
+        let flags = redis::master_flags(&s.endpoint()).await?;
+        if flags != "master" {
+            return Err(format!("{} flags the master {flags}", s.name()));
+        }
+    }
+    Ok(())
+}
+
 /// One pass of the health check a cell starts on: every node up and one leader (the readiness
 /// [`Cluster::start`] waits for).
 pub(crate) async fn healthy(cluster: &Cluster) -> Result<(), String> {
@@ -128,5 +158,19 @@ pub(crate) async fn healthy(cluster: &Cluster) -> Result<(), String> {
             return Err(format!("{} is {:?}", n.name(), n.state()));
         }
     }
-    cluster.ready_once().await
+    cluster.ready_once().await?;
+    if cluster.system == System::Redis {
+        // Agreeing on a master is not enough while a failover is pending: none may see it down.
+        for s in cluster
+            .nodes()
+            .iter()
+            .filter(|n| n.role() == NodeRole::Sentinel)
+        {
+            let flags = redis::master_flags(&s.endpoint()).await?;
+            if flags != "master" {
+                return Err(format!("{} flags the master {flags}", s.name()));
+            }
+        }
+    }
+    Ok(())
 }

@@ -65,18 +65,19 @@ impl Cluster {
 
     async fn apply_grudge(&self, grudge: &Grudge) -> Result<(), ClusterError> {
         let plan = grudge.blocked();
-        for name in plan.keys().chain(plan.values().flatten()) {
-            if name != CLIENTS {
-                self.node(name)?;
-            }
-        }
+        self.cut(plan, false).await
+    }
+
+    /// The cluster-network address of every node, and of the clients (the network's gateway)
+    /// when `clients` is true.
+    async fn addresses(&self, clients: bool) -> Result<BTreeMap<String, String>, ClusterError> {
         let mut ips = BTreeMap::new();
         for n in &self.nodes {
             if let Some(ip) = n.network_ip(&self.docker, &self.network).await? {
                 ips.insert(n.name.clone(), ip);
             }
         }
-        if plan.contains_key(CLIENTS) {
+        if clients {
             // Clients reach the servers through the host's published ports: inside a container
             // their traffic comes from (and goes to) the network's gateway.
             let gateway = self.nodes[0]
@@ -90,6 +91,18 @@ impl Cluster {
             };
             ips.insert(CLIENTS.to_string(), gateway);
         }
+        Ok(ips)
+    }
+
+    /// Adds the rules of `plan` (node → the peers it stops hearing) to each running node; with
+    /// `replace`, each node's rules are flushed first in the same script, so a node keeps no gap
+    /// between its old and new rules. Nodes not running get theirs when they come back.
+    async fn cut(
+        &self,
+        plan: &BTreeMap<String, BTreeSet<String>>,
+        replace: bool,
+    ) -> Result<(), ClusterError> {
+        let ips = self.addresses(plan.contains_key(CLIENTS)).await?;
         // The clients are no container: only the servers get rules (both ways).
         for (name, peers) in plan.iter().filter(|(n, _)| *n != CLIENTS) {
             let node = self.node(name)?;
@@ -98,6 +111,9 @@ impl Cluster {
                 continue;
             }
             let mut script = PREAMBLE.to_string();
+            if replace {
+                script.push_str("$IPT -w -F LOCKBENCH\n");
+            }
             for p in peers {
                 let Some(ip) = ips.get(p) else { continue };
                 script.push_str(&format!(
@@ -107,6 +123,41 @@ impl Cluster {
             node.exec_script(&script).await?;
         }
         Ok(())
+    }
+
+    /// Removes the cuts of `grudge` and keeps every other partition in effect: each running
+    /// node's rules are replaced, in one script, by those of the partitions left.
+    pub async fn heal_grudge(&self, grudge: &Grudge) -> Result<(), ClusterError> {
+        let rest = {
+            let mut cuts = self.cuts.lock().expect("cuts lock");
+            if let Some(i) = cuts.iter().position(|g| g == grudge) {
+                cuts.remove(i);
+            }
+            cuts.clone()
+        };
+        if rest.is_empty() {
+            return self.heal().await;
+        }
+        // Every node's rules become those of the partitions left, in one script per node.
+        let mut plan: BTreeMap<String, BTreeSet<String>> = self
+            .nodes
+            .iter()
+            .map(|n| (n.name.clone(), BTreeSet::new()))
+            .collect();
+        for g in &rest {
+            for (node, peers) in g.blocked() {
+                plan.entry(node.clone())
+                    .or_default()
+                    .extend(peers.iter().cloned());
+            }
+        }
+        for n in &self.nodes {
+            if n.state() == NodeState::Paused {
+                // Flushed on resume, then the partitions left are applied again.
+                *n.heal_pending.lock().expect("heal lock") = true;
+            }
+        }
+        self.cut(&plan, true).await
     }
 
     /// Removes every partition rule from every node. A paused node is healed when it resumes;

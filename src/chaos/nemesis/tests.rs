@@ -412,3 +412,21 @@ async fn a_slow_start_keeps_its_full_duration_and_the_end_says_when_it_took_effe
     assert!(end.t_us >= undo + 60_000, "the resume took 60 ms: {end:?}");
     assert_eq!(end.effect, None, "a pause needs no words");
 }
+
+#[test]
+fn the_holder_check_sees_a_release_recorded_since_the_pick() {
+    use crate::check::testkit::{grant, release};
+    let (tx, mut rx) = tokio::sync::broadcast::channel(16);
+    let mut holders = Holders::default();
+    tx.send(grant(10, 1, "k", 1, 1000)).unwrap();
+    tx.send(grant(20, 4, "j", 1, 1000)).unwrap();
+    holders.catch_up(&mut rx);
+    assert_eq!(holders.list(), [1, 4]);
+    // Worker 0 runs clients 0 and 1: it holds. Then client 1 starts its release before the
+    // SIGSTOP: the worker no longer holds, and the pause must pick again.
+    assert!(holders.any_of(&[0, 1]));
+    tx.send(release(30, 1, "k")).unwrap();
+    holders.catch_up(&mut rx);
+    assert!(!holders.any_of(&[0, 1]));
+    assert!(holders.any_of(&[4, 5]));
+}
