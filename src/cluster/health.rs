@@ -107,11 +107,7 @@ async fn redis_serving(cluster: &Cluster, node: &Node) -> Result<(), String> {
             ));
         }
     }
-    for s in cluster
-        .nodes()
-        .iter()
-        .filter(|n| n.role() == NodeRole::Sentinel && n.state() == NodeState::Running)
-    {
+    for s in sentinels(cluster) {
         let flags = redis::replica_flags(&s.endpoint(), node.hostname()).await?;
         match flags {
             None => return Err(format!("{} does not list it as a replica", s.name())),
@@ -137,17 +133,7 @@ async fn redis_master_settled(
                 .unwrap_or("no")
         ));
     }
-    for s in cluster
-        .nodes()
-        .iter()
-        .filter(|n| n.role() == NodeRole::Sentinel && n.state() == NodeState::Running)
-    {
-        let flags = redis::master_flags(&s.endpoint()).await?;
-        if flags != "master" {
-            return Err(format!("{} flags the master {flags}", s.name()));
-        }
-    }
-    Ok(())
+    master_unflagged(cluster).await
 }
 
 /// One pass of the health check a cell starts on: every node up and one leader (the readiness
@@ -161,15 +147,25 @@ pub(crate) async fn healthy(cluster: &Cluster) -> Result<(), String> {
     cluster.ready_once().await?;
     if cluster.system == System::Redis {
         // Agreeing on a master is not enough while a failover is pending: none may see it down.
-        for s in cluster
-            .nodes()
-            .iter()
-            .filter(|n| n.role() == NodeRole::Sentinel)
-        {
-            let flags = redis::master_flags(&s.endpoint()).await?;
-            if flags != "master" {
-                return Err(format!("{} flags the master {flags}", s.name()));
-            }
+        master_unflagged(cluster).await?;
+    }
+    Ok(())
+}
+
+/// The running Sentinels.
+fn sentinels(cluster: &Cluster) -> impl Iterator<Item = &Node> {
+    cluster
+        .nodes()
+        .iter()
+        .filter(|n| n.role() == NodeRole::Sentinel && n.state() == NodeState::Running)
+}
+
+/// No running Sentinel flags the master (down, failing over): its `flags` are just `master`.
+async fn master_unflagged(cluster: &Cluster) -> Result<(), String> {
+    for s in sentinels(cluster) {
+        let flags = redis::master_flags(&s.endpoint()).await?;
+        if flags != "master" {
+            return Err(format!("{} flags the master {flags}", s.name()));
         }
     }
     Ok(())
