@@ -16,6 +16,12 @@
 #   rates   Redis + Sentinel under kill-leader, and Redlock under redlock-restart-empty and
 #           redlock-restart-delayed, N seeds each (default 5) × both strategies, with 1 s holds
 #           on a 2 s lease (held across the faults): how often a cell is judged unsafe
+#   split   issue 17's acceptance: chaos/split-even-20s (4-node ZooKeeper and etcd cut 2 | 2
+#           from 8 s to 28 s), 8 clients of hot-lock, 40 s cells, both strategies, N repetitions
+#           (--repeat N, fresh clusters each round): verdicts, acquisitions left unknown, the
+#           most failed acquisitions of one client, requests per client-second during the
+#           split, and recovery after the heal (median), split into the cluster's share (heal →
+#           the first outcome only the cluster could give) and the clients' (→ the first grant)
 # OUT defaults to results/chaos-matrix. Exit status: 1 if any cell expected safe was judged
 # unsafe (lockbench run's own rule), else 0.
 set -euo pipefail
@@ -37,7 +43,7 @@ while [ $# -gt 0 ]; do
   esac
   shift
 done
-case "$only" in all|faults|pause|rates) ;; *) echo "chaos-matrix: --only takes faults, pause or rates, not '$only'" >&2; exit 2 ;; esac
+case "$only" in all|faults|pause|rates|split) ;; *) echo "chaos-matrix: --only takes faults, pause, rates or split, not '$only'" >&2; exit 2 ;; esac
 command -v python3 >/dev/null || { echo "chaos-matrix: needs python3 for the table (apt-get install python3)" >&2; exit 2; }
 
 if [ "$profile" = release ]; then cargo build --release --quiet; else cargo build --quiet; fi
@@ -90,6 +96,12 @@ if [ "$only" = all ] || [ "$only" = rates ]; then
   # shellcheck disable=SC2046
   run --out "$out/rates" --systems redlock --workload "$inputs/held-locks.toml" \
     $(seeded redlock-restart-empty) $(seeded redlock-restart-delayed)
+fi
+
+if [ "$only" = all ] || [ "$only" = split ]; then
+  "$bin" run --out "$out/split" --systems zookeeper,etcd --chaos chaos/split-even-20s.toml \
+    --clients 8 --duration 40s --repeat "$repeats" || status=1
+  python3 benches/split-figures.py "$out/split/latest" | tee "$out/split.md"
 fi
 
 python3 - "$out" <<'PY' | tee "$out/matrix.md"

@@ -139,6 +139,7 @@ fn synthetic_cell(clients: u32) -> CellInfo {
         end_us: None,
         resource: Default::default(),
         expect: Default::default(),
+        settle_ms: None,
     }
 }
 

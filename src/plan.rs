@@ -52,12 +52,17 @@ impl Cell {
         }
     }
 
-    /// The verdict this cell is expected to get: the schedule's `expect` when it declares one
-    /// (a fault can break a design the workload alone does not), else the workload's.
+    /// The verdict this cell is expected to get: the workload's and the schedule's merged,
+    /// unsafe winning. A fault can break a design the workload alone does not, but it cannot
+    /// make a design that is unsafe without faults safe, so a schedule only ever raises the
+    /// expectation to unsafe.
     pub fn expect(&self) -> Expect {
-        self.chaos
-            .expect_for(self.system, self.strategy)
-            .unwrap_or_else(|| self.workload.expect_for(self.system, self.strategy))
+        let workload = self.workload.expect_for(self.system, self.strategy);
+        let schedule = self.chaos.expect_for(self.system, self.strategy);
+        match (workload, schedule) {
+            (Expect::Unsafe, _) | (_, Some(Expect::Unsafe)) => Expect::Unsafe,
+            _ => Expect::Safe,
+        }
     }
 
     /// The number of server nodes its cluster runs.
@@ -696,7 +701,7 @@ mod tests {
                 .find(|c| c.id().to_string() == id)
                 .unwrap()
         };
-        // The schedule's expect overrides the workload's (hot-lock expects safe everywhere).
+        // The schedule's expect raises the workload's (hot-lock expects safe everywhere).
         assert_eq!(cell("redis-herd-hot-lock-c16").expect(), Safe);
         assert_eq!(cell("redis-herd-hot-lock-kill-leader-c16").expect(), Unsafe);
         assert_eq!(cell("etcd-herd-hot-lock-kill-leader-c16").expect(), Safe);
@@ -746,6 +751,45 @@ mod tests {
         assert!(
             e.contains("chaos = \"bridge\" but its schedule is named \"kill-leader\""),
             "{e}"
+        );
+    }
+
+    #[test]
+    fn a_schedules_expect_merges_with_the_workloads_unsafe_winning() {
+        use crate::check::Expect::{Safe, Unsafe};
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("workloads");
+        let no_renew = Workload::from_file(&dir.join("long-hold-no-renew.toml")).unwrap();
+        let ov = Overrides {
+            schedules: vec![schedule("kill-leader")],
+            ..Overrides::default()
+        };
+        let all = crate::system::ALL_SYSTEMS;
+        let plan = Plan::expand("r", &all, &[no_renew], &ov).unwrap();
+        let expect = |id: &str| {
+            plan.cells
+                .iter()
+                .find(|c| c.id().to_string() == id)
+                .unwrap_or_else(|| panic!("no cell {id}"))
+                .expect()
+        };
+        // kill-leader says `default = "safe"`; the workload's unsafe on etcd stays unsafe.
+        assert_eq!(
+            expect("etcd-herd-long-hold-no-renew-kill-leader-c4"),
+            Unsafe
+        );
+        assert_eq!(
+            expect("etcd-predecessor-long-hold-no-renew-kill-leader-c4"),
+            Unsafe
+        );
+        // Both say safe: safe.
+        assert_eq!(
+            expect("zookeeper-herd-long-hold-no-renew-kill-leader-c4"),
+            Safe
+        );
+        // The schedule raises: unsafe whatever the workload says.
+        assert_eq!(
+            expect("redis-herd-long-hold-no-renew-kill-leader-c4"),
+            Unsafe
         );
     }
 

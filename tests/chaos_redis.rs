@@ -318,6 +318,51 @@ async fn sentinel_leader_kill_and_restart_rejoins_as_a_replica() {
     .unwrap();
     assert_eq!(targets, std::slice::from_ref(&master));
     let mut faults = Faults::default();
+    // A clock jump on the master and a replica: the master takes the cut, the replica refuses
+    // it (READONLY). The start is partial, with each node's effect, not "did not start".
+    let replica = Faultable::servers(&cluster)
+        .into_iter()
+        .find(|n| *n != master)
+        .unwrap();
+    let mut m = conn(&cluster.node(&master).unwrap().endpoint()).await;
+    // Long enough to be cut, not expired, so the replica still has a key to write to.
+    set_px(&mut m, "lb/c1/lock", 100_000).await;
+    let mut r = conn(&cluster.node(&replica).unwrap().endpoint()).await;
+    let mut replicated = false;
+    for _ in 0..50 {
+        if pttl(&mut r, "lb/c1/lock").await > 0 {
+            replicated = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(replicated, "{replica} never got the key");
+    let both = Fault::Clock {
+        nodes: vec![master.clone(), replica.clone()],
+        skew: ClockSkew::Jump(Duration::from_secs(30)),
+        prefix: "lb/c1".into(),
+        realism: Realism::Modelled,
+    };
+    let started = faults.start(&cluster, both).await.unwrap();
+    assert!(started.partial(), "{started:?}");
+    assert_eq!(
+        started.clock[0],
+        (
+            master.clone(),
+            ClockEffect::Modelled(Cut {
+                keys_cut: 1,
+                keys_expired: 0
+            })
+        )
+    );
+    let words = started.describe().unwrap();
+    assert!(
+        words.starts_with("partial: modelled: no server clock is changed")
+            && words.contains(&format!("{replica}: refused ("))
+            && words.contains("read only replica"),
+        "{words}"
+    );
+    faults.heal_all(&cluster).await.unwrap();
     let t = Instant::now();
     faults
         .start(

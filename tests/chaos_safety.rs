@@ -158,15 +158,26 @@ fn zookeeper_and_etcd_stay_safe_through_a_leader_kill_and_the_even_split() {
             let named = serde_json::from_str::<Vec<String>>(targets).unwrap();
             assert_eq!(named.len(), 4, "{cell}: split targets {targets}");
             let g = grants(&events);
-            // The rules go in within the first 1.5 s of the window and come out at its end;
-            // inside, neither side has a majority, so nothing may be granted.
+            // The split's end says when its rules were all in (`effect_us`) and when their
+            // removal was asked for (`undo_us`); in between neither side has a majority, so
+            // nothing may be granted (a grant decided just before the last rule went in may
+            // still arrive, hence the 0.5 s).
+            let end = events
+                .iter()
+                .find(|e| e["op"] == "fault" && e["kind"] != "invoke" && e["t_us"] == *healed)
+                .expect("the split's end");
+            let (effect, undo) = (n(end, &["effect_us"]), n(end, &["undo_us"]));
+            assert!(
+                *split <= effect && effect <= undo && undo <= *healed,
+                "{cell}: {end}"
+            );
             let inside: Vec<&u64> = g
                 .iter()
-                .filter(|t| **t > split + 1_500_000 && **t + 500_000 < *healed)
+                .filter(|t| **t > effect + 500_000 && **t < undo)
                 .collect();
             assert!(
                 inside.is_empty(),
-                "{cell}: granted during the even split ({split}..{healed} µs) at {inside:?}"
+                "{cell}: granted during the even split ({effect}..{undo} µs) at {inside:?}"
             );
             let before = g.iter().filter(|t| **t < w[0].2).count();
             let after = g.iter().filter(|t| **t > *healed).count();
@@ -231,7 +242,7 @@ fn a_client_paused_past_its_lease_overlaps_and_fencing_keeps_the_data() {
         for (cell, s) in [(&fc, &f), (&uc, &u)] {
             let w = windows(&history(&run, cell));
             assert!(
-                w.len() == 1 && w[0].0 == "client-pause",
+                w.len() == 1 && w[0].0 == "pause-client",
                 "{cell}: one client pause, not {w:?}"
             );
             assert_eq!(s["verdict"], "unsafe", "{cell}: {s:#}");

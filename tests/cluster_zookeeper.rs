@@ -137,7 +137,53 @@ async fn even_split_of_four_leaves_no_quorum_until_healed() {
         "a write succeeded without quorum: {res:?}"
     );
 
+    // A node killed and restarted while the split lasts comes back with a fresh network
+    // namespace: it gets its cuts again (and its peers cut its new address), so the split holds.
+    let drops = |out: String| out.lines().filter(|l| l.contains("-j DROP")).count();
+    let rules = "IPT=iptables; $IPT -w -L -n >/dev/null 2>&1 || IPT=iptables-legacy; \
+                 $IPT -w -S LOCKBENCH 2>/dev/null || true";
+    let node = cluster.node(&names[0]).unwrap();
+    assert_eq!(
+        drops(node.exec_script(rules).await.unwrap()),
+        4,
+        "cut from 2 peers both ways"
+    );
+    cluster.kill(&names[0]).await.unwrap();
+    cluster
+        .restart(&names[0], lockbench::cluster::DataOnRestart::Keep)
+        .await
+        .unwrap();
+    assert!(
+        drops(node.exec_script(rules).await.unwrap()) >= 4,
+        "the restarted node lost its cuts"
+    );
+    assert!(
+        cluster.leader().await.unwrap().is_none(),
+        "a leader after the restart: the split did not hold"
+    );
+    // A second partition on top (its window overlapping the split's): ending it removes its
+    // own cut and leaves exactly the split's.
+    let known = names.iter().cloned().collect();
+    let extra = lockbench::chaos::Grudge::from_groups(
+        &[vec![names[0].clone()], vec![names[1].clone()]],
+        &known,
+    )
+    .unwrap();
+    cluster.partition_grudge(&extra).await.unwrap();
+    assert!(drops(node.exec_script(rules).await.unwrap()) >= 6);
+    cluster.heal_grudge(&extra).await.unwrap();
+    assert_eq!(
+        drops(node.exec_script(rules).await.unwrap()),
+        4,
+        "the split's cuts alone"
+    );
+    assert!(
+        cluster.leader().await.unwrap().is_none(),
+        "the split still holds"
+    );
+
     cluster.heal().await.unwrap();
+    assert_eq!(drops(node.exec_script(rules).await.unwrap()), 0, "healed");
     cluster
         .wait_ready(Duration::from_secs(60))
         .await

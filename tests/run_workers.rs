@@ -259,7 +259,7 @@ async fn pause_first_holder(mut r: Running, out: Arc<Mutex<Option<Paused>>>) {
     let _ = r.history.record(Event::fault(
         stopped_us,
         EventKind::Invoke,
-        "pause",
+        "pause-client",
         target.clone(),
     ));
     tokio::time::sleep(PAUSE_FOR).await;
@@ -267,9 +267,12 @@ async fn pause_first_holder(mut r: Running, out: Arc<Mutex<Option<Paused>>>) {
     // however late this task runs again (and stopped_us is stamped after the SIGSTOP).
     let resumed_us = r.clock.now_us();
     control.resume(worker).unwrap();
-    let _ = r
-        .history
-        .record(Event::fault(resumed_us, EventKind::Ok, "pause", target));
+    let _ = r.history.record(Event::fault(
+        resumed_us,
+        EventKind::Ok,
+        "pause-client",
+        target,
+    ));
     *out.lock().unwrap() = Some(Paused {
         victim,
         worker,

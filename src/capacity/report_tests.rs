@@ -21,6 +21,7 @@ pub(crate) fn cell(clients: u32, throughput: f64, p99_us: u64, count: u64) -> Ce
         end_us: Some(1_000_000),
         resource: Default::default(),
         expect: Default::default(),
+        settle_ms: None,
     };
     let mut s = analyze(&[], &info).summary;
     s.throughput_per_s = throughput;

@@ -99,13 +99,33 @@ impl Cut {
 }
 
 /// What a clock fault did to one node.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case", tag = "effect")]
 pub enum ClockEffect {
     /// Modelled on a Redis server: the first jump's cut.
     Modelled(Cut),
     /// The node's leases use monotonic time: a wall-clock jump changes nothing.
     Monotonic,
+    /// The server refused the cut (a Redis replica answers `READONLY`), or could not be reached:
+    /// its keys kept their TTLs.
+    Refused {
+        /// The server's answer, or why it could not be asked.
+        error: String,
+    },
+}
+
+impl ClockEffect {
+    /// What the model did on one node, in words for the history and the reports.
+    pub fn describe(&self, node: &str) -> String {
+        match self {
+            ClockEffect::Modelled(c) => format!(
+                "{node}: {} TTLs cut, {} keys expired",
+                c.keys_cut, c.keys_expired
+            ),
+            ClockEffect::Monotonic => format!("{node}: monotonic leases, nothing changed"),
+            ClockEffect::Refused { error } => format!("{node}: refused ({error})"),
+        }
+    }
 }
 
 /// A clock fault that could not be applied.

@@ -6,10 +6,10 @@
 //! | kind | start | end (heal) | real or modelled |
 //! |---|---|---|---|
 //! | `kill` | SIGKILL the nodes | restart them, data kept or wiped | real |
-//! | `pause` | `docker pause` the nodes | `docker unpause` | real |
-//! | `partition` | iptables drops per [`Grudge`] ([`shape`]: halves, isolate-leader, bridge, majorities-ring) | flush every rule | real |
+//! | `pause-node` | `docker pause` the nodes | `docker unpause` | real |
+//! | `partition` | iptables drops per [`Grudge`] ([`shape`]: halves, isolate-leader, bridge, majorities-ring) | remove its cuts, keep the other partitions' | real |
 //! | `clock` | cut every TTL under the cell's prefix by Δ (once, or every tick: fast) | stop the ticker; expired keys stay expired | modelled ([`clock`]); ZooKeeper and etcd report monotonic leases |
-//! | `client-pause` | SIGSTOP worker processes ([`client`] picks `holder` or `random`) | SIGCONT | real |
+//! | `pause-client` | SIGSTOP worker processes ([`client`] picks `holder` or `random`) | SIGCONT | real |
 //!
 //! Every fault started through [`Faults`] is undone by [`Faults::heal_all`] at the end of a cell,
 //! newest first; a fault whose undoing failed stays listed, so calling it again retries, and a
@@ -29,6 +29,7 @@ pub mod target;
 
 use std::future::Future;
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 pub use client::{ClientTarget, PickError, pick_worker};
 pub use clock::{ClockAccess, ClockEffect, ClockError, ClockSkew, Cut, Realism, TickerTotals};
@@ -73,8 +74,55 @@ pub trait Faultable: Sync {
     }
     /// Removes every partition.
     fn heal(&self) -> impl Future<Output = Result<(), ClusterError>>;
+    /// Removes the cuts of `grudge` and keeps those of other partitions still in effect (two
+    /// windows may overlap when a start is slow). By default every partition is removed.
+    fn heal_partition(&self, grudge: &Grudge) -> impl Future<Output = Result<(), ClusterError>> {
+        let _ = grudge;
+        self.heal()
+    }
     /// How a clock fault reaches `node`: a Redis server, or monotonic leases that ignore it.
     fn clock(&self, node: &str) -> Result<ClockAccess, ClusterError>;
+    /// One check that `node` serves its cluster now (after a restart): `Err` says why not.
+    /// Every node serves by default (a test double with nothing to rejoin).
+    fn serving(&self, node: &str) -> impl Future<Output = Result<(), String>> {
+        let _ = node;
+        std::future::ready(Ok(()))
+    }
+    /// One check that the whole cluster is healthy (every node up, one leader): `Err` says
+    /// what is not. Healthy by default.
+    fn healthy(&self) -> impl Future<Output = Result<(), String>> {
+        std::future::ready(Ok(()))
+    }
+}
+
+/// How long a restarted node may take to serve its cluster again before its fault's end is
+/// recorded as `info` (a Redis master killed and restarted is turned into a replica by
+/// Sentinel 13 s or so after the kill; an etcd member that rejoins empty must fetch a snapshot).
+pub const REJOIN_TIMEOUT: Duration = Duration::from_secs(45);
+/// How often a node that is not yet serving is asked again.
+const REJOIN_POLL: Duration = Duration::from_millis(200);
+
+/// Polls `check` until it holds, or `timeout` passes: `Ok` with how long it took, or the last
+/// reason it gave.
+pub async fn wait_until<F, Fut>(timeout: Duration, mut check: F) -> Result<Duration, String>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<(), String>>,
+{
+    let started = Instant::now();
+    loop {
+        // A probe that hangs past the deadline is cut off: every call has a deadline.
+        let left = timeout.saturating_sub(started.elapsed());
+        let last = match tokio::time::timeout(left.max(REJOIN_POLL), check()).await {
+            Ok(Ok(())) => return Ok(started.elapsed()),
+            Ok(Err(why)) => why,
+            Err(_) => "the check did not answer in time".to_string(),
+        };
+        if started.elapsed() >= timeout {
+            return Err(last);
+        }
+        tokio::time::sleep(REJOIN_POLL).await;
+    }
 }
 
 impl Faultable for Cluster {
@@ -123,6 +171,15 @@ impl Faultable for Cluster {
     }
     async fn heal(&self) -> Result<(), ClusterError> {
         Cluster::heal(self).await
+    }
+    async fn heal_partition(&self, grudge: &Grudge) -> Result<(), ClusterError> {
+        Cluster::heal_grudge(self, grudge).await
+    }
+    async fn serving(&self, node: &str) -> Result<(), String> {
+        Cluster::serving(self, node).await
+    }
+    async fn healthy(&self) -> Result<(), String> {
+        Cluster::healthy(self).await
     }
     fn clock(&self, node: &str) -> Result<ClockAccess, ClusterError> {
         let n = self.node(node)?;
@@ -208,14 +265,14 @@ pub enum Fault {
 }
 
 impl Fault {
-    /// The fault's kind, as histories and reports name it.
+    /// The fault's kind, as chaos files, histories and reports name it (one name each).
     pub fn kind(&self) -> &'static str {
         match self {
             Fault::Kill { .. } => "kill",
-            Fault::Pause { .. } => "pause",
+            Fault::Pause { .. } => "pause-node",
             Fault::Partition { .. } => "partition",
             Fault::Clock { .. } => "clock",
-            Fault::PauseClients { .. } => "client-pause",
+            Fault::PauseClients { .. } => "pause-client",
         }
     }
 
@@ -254,6 +311,44 @@ pub struct Started {
     pub clock: Vec<(String, ClockEffect)>,
 }
 
+impl Started {
+    /// True when some node refused its part while another took it.
+    pub fn partial(&self) -> bool {
+        self.clock
+            .iter()
+            .any(|(_, c)| matches!(c, ClockEffect::Refused { .. }))
+    }
+
+    /// What the start did, for the fault's end event: the clock model's effect per node
+    /// (`partial: ` first when a node refused); `None` for faults that need no words.
+    pub fn describe(&self) -> Option<String> {
+        if self.clock.is_empty() {
+            return None;
+        }
+        let nodes: Vec<String> = self.clock.iter().map(|(n, c)| c.describe(n)).collect();
+        Some(format!(
+            "{}{MODEL}; {}",
+            if self.partial() { "partial: " } else { "" },
+            nodes.join("; ")
+        ))
+    }
+}
+
+/// What the clock fault is, in one line every report repeats: it is modelled.
+pub const MODEL: &str = "modelled: no server clock is changed; on each targeted Redis master every \
+TTL under the cell's key prefix is cut by the jump and keys with less left are deleted (a fast \
+clock repeats this every tick); the end only stops the ticks, nothing is set back";
+
+/// What ending a fault found beyond success: how long each restarted node took to serve its
+/// cluster again, and the nodes that did not within [`REJOIN_TIMEOUT`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Ended {
+    /// Restarted nodes that serve again, with the time from their restart.
+    pub rejoined: Vec<(String, Duration)>,
+    /// Why each node that did not serve again in time did not.
+    pub not_rejoined: Vec<String>,
+}
+
 /// A fault in effect, with the fast clock that runs until it ends.
 #[derive(Debug)]
 struct Active {
@@ -267,6 +362,8 @@ pub struct Faults {
     active: Vec<Active>,
     workers: Option<WorkerControl>,
     ticks: Arc<Mutex<TickerTotals>>,
+    /// How long a restarted node may take to serve again; `None` for [`REJOIN_TIMEOUT`].
+    rejoin_timeout: Option<Duration>,
 }
 
 impl Faults {
@@ -275,6 +372,14 @@ impl Faults {
         Faults {
             workers: Some(workers),
             ..Faults::default()
+        }
+    }
+
+    /// The same bookkeeping, waiting at most `timeout` for a restarted node to serve again.
+    pub fn rejoin_within(self, timeout: Duration) -> Faults {
+        Faults {
+            rejoin_timeout: Some(timeout),
+            ..self
         }
     }
 
@@ -330,17 +435,40 @@ impl Faults {
                     }
                     clock::prefix_pattern(prefix)?;
                     let mut endpoints = Vec::new();
+                    // Each node on its own: a replica that refuses the cut leaves the others'
+                    // cuts in effect, and the start is partial, not failed.
+                    let mut first_refusal = None;
                     for n in nodes {
                         match on.clock(n)? {
                             ClockAccess::Monotonic => {
                                 started.clock.push((n.clone(), ClockEffect::Monotonic))
                             }
                             ClockAccess::Redis { endpoint } => {
-                                let cut = clock::jump(&endpoint, prefix, skew.jump()).await?;
-                                started.clock.push((n.clone(), ClockEffect::Modelled(cut)));
-                                endpoints.push(endpoint);
+                                match clock::jump(&endpoint, prefix, skew.jump()).await {
+                                    Ok(cut) => {
+                                        started.clock.push((n.clone(), ClockEffect::Modelled(cut)));
+                                        endpoints.push(endpoint);
+                                    }
+                                    Err(e) => {
+                                        let text = e.to_string();
+                                        started.clock.push((
+                                            n.clone(),
+                                            ClockEffect::Refused { error: text },
+                                        ));
+                                        first_refusal.get_or_insert(e);
+                                    }
+                                }
                             }
                         }
+                    }
+                    // Nothing took: the fault did not start.
+                    if let Some(e) = first_refusal
+                        && started
+                            .clock
+                            .iter()
+                            .all(|(_, c)| matches!(c, ClockEffect::Refused { .. }))
+                    {
+                        return Err(e.into());
                     }
                     if let ClockSkew::Fast { every, jump } = *skew
                         && !endpoints.is_empty()
@@ -367,14 +495,26 @@ impl Faults {
         (r.map(|()| started), ticker)
     }
 
-    async fn end_one<C: Faultable>(&self, on: &C, a: &Active) -> Result<(), FaultError> {
+    async fn end_one<C: Faultable>(&self, on: &C, a: &Active) -> Result<Ended, FaultError> {
         if let Some(t) = &a.ticker {
             t.stop().await;
         }
+        let mut ended = Ended::default();
         match &a.fault {
             Fault::Kill { nodes, data } => {
                 for n in nodes {
                     on.restart(n, *data).await?;
+                }
+                // Started is not rejoined: the end is only `ok` once each node serves again.
+                let timeout = self.rejoin_timeout.unwrap_or(REJOIN_TIMEOUT);
+                for n in nodes {
+                    match wait_until(timeout, || on.serving(n)).await {
+                        Ok(took) => ended.rejoined.push((n.clone(), took)),
+                        Err(why) => ended.not_rejoined.push(format!(
+                            "{n} did not serve its cluster within {:.1} s of its restart: {why}",
+                            timeout.as_secs_f64()
+                        )),
+                    }
                 }
             }
             Fault::Pause { nodes } => {
@@ -382,13 +522,13 @@ impl Faults {
                     on.resume(n).await?;
                 }
             }
-            Fault::Partition { .. } => on.heal().await?,
+            Fault::Partition { grudge } => on.heal_partition(grudge).await?,
             // A jumped clock is not set back: the keys it expired stay expired, as on a real
             // server; stopping the ticker is all a fast clock needs.
             Fault::Clock { .. } => {}
             Fault::PauseClients { workers } => {
                 let Some(control) = self.workers.as_ref() else {
-                    return Ok(()); // its start failed for this reason: nothing was paused
+                    return Ok(ended); // its start failed for this reason: nothing was paused
                 };
                 for &w in workers {
                     match control.resume(w) {
@@ -399,27 +539,33 @@ impl Faults {
                 }
             }
         }
-        Ok(())
+        Ok(ended)
     }
 
     /// Ends the most recent fault still in effect (kept for a retry if ending it fails).
-    pub async fn end_last<C: Faultable>(&mut self, on: &C) -> Result<(), FaultError> {
+    pub async fn end_last<C: Faultable>(&mut self, on: &C) -> Result<Ended, FaultError> {
         match self.active.len() {
-            0 => Ok(()),
+            0 => Ok(Ended::default()),
             n => self.end_at(on, n - 1).await,
         }
     }
 
     /// Ends the fault at `index` (oldest first, as [`Faults::active`] lists them); it stays
     /// listed until its undo succeeded, so a failed or cancelled undo is retried by
-    /// [`Faults::heal_all`]. An index past the end does nothing.
-    pub async fn end_at<C: Faultable>(&mut self, on: &C, index: usize) -> Result<(), FaultError> {
+    /// [`Faults::heal_all`]. An index past the end does nothing. A node that restarted but did
+    /// not serve its cluster in time is no failure of the undo (restarting it again would not
+    /// help): it is reported in [`Ended::not_rejoined`].
+    pub async fn end_at<C: Faultable>(
+        &mut self,
+        on: &C,
+        index: usize,
+    ) -> Result<Ended, FaultError> {
         let Some(a) = self.active.get(index) else {
-            return Ok(());
+            return Ok(Ended::default());
         };
-        self.end_one(on, a).await?;
+        let ended = self.end_one(on, a).await?;
         self.active.remove(index);
-        Ok(())
+        Ok(ended)
     }
 
     /// Ends every fault still in effect, newest first, going on past failures so one stuck
@@ -527,6 +673,10 @@ mod tests {
             self.note("heal".into());
             Ok(())
         }
+        async fn heal_partition(&self, grudge: &Grudge) -> Result<(), ClusterError> {
+            self.note(format!("heal {:?}", grudge.nodes()));
+            Ok(())
+        }
         fn clock(&self, node: &str) -> Result<ClockAccess, ClusterError> {
             self.note(format!("clock {node}"));
             Ok(ClockAccess::Monotonic)
@@ -576,9 +726,87 @@ mod tests {
         assert!(f.is_empty());
         assert!(c.down.lock().unwrap().is_empty(), "every node is back");
         let log = c.log.lock().unwrap().clone();
+        // A partition's end removes its own cuts (heal_partition), not every partition.
         assert_eq!(
             &log[log.len() - 4..],
-            ["resume a", "resume c", "heal", "restart b"]
+            ["resume a", "resume c", "heal [\"a\", \"c\"]", "restart b"]
+        );
+    }
+
+    /// Serves its cluster again only when `rejoins` says so.
+    struct Rejoining {
+        inner: Recording,
+        rejoins: bool,
+    }
+
+    impl Faultable for Rejoining {
+        fn servers(&self) -> Vec<String> {
+            self.inner.servers()
+        }
+        async fn leader(&self) -> Result<Option<String>, ClusterError> {
+            self.inner.leader().await
+        }
+        async fn kill(&self, node: &str) -> Result<(), ClusterError> {
+            self.inner.kill(node).await
+        }
+        async fn restart(&self, node: &str, data: DataOnRestart) -> Result<(), ClusterError> {
+            self.inner.restart(node, data).await
+        }
+        async fn pause(&self, node: &str) -> Result<(), ClusterError> {
+            self.inner.pause(node).await
+        }
+        async fn resume(&self, node: &str) -> Result<(), ClusterError> {
+            self.inner.resume(node).await
+        }
+        async fn partition(&self, grudge: &Grudge) -> Result<(), ClusterError> {
+            self.inner.partition(grudge).await
+        }
+        async fn heal(&self) -> Result<(), ClusterError> {
+            self.inner.heal().await
+        }
+        fn clock(&self, node: &str) -> Result<ClockAccess, ClusterError> {
+            self.inner.clock(node)
+        }
+        async fn serving(&self, node: &str) -> Result<(), String> {
+            if self.rejoins {
+                Ok(())
+            } else {
+                Err(format!("{node} sees no leader"))
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn a_kill_ends_once_its_node_serves_again_and_says_when_it_does_not() {
+        let kill = || Fault::Kill {
+            nodes: names(&["b"]),
+            data: DataOnRestart::Wipe,
+        };
+        let ok = Rejoining {
+            inner: Recording::default(),
+            rejoins: true,
+        };
+        let mut f = Faults::default().rejoin_within(Duration::from_millis(300));
+        f.start(&ok, kill()).await.unwrap();
+        let ended = f.end_last(&ok).await.unwrap();
+        assert_eq!(ended.rejoined.len(), 1);
+        assert_eq!(ended.rejoined[0].0, "b");
+        assert!(ended.not_rejoined.is_empty());
+
+        let stuck = Rejoining {
+            inner: Recording::default(),
+            rejoins: false,
+        };
+        f.start(&stuck, kill()).await.unwrap();
+        let ended = f.end_last(&stuck).await.unwrap();
+        assert!(f.is_empty(), "restarted: not retried by a heal");
+        assert!(
+            stuck.inner.down.lock().unwrap().is_empty(),
+            "b was restarted"
+        );
+        assert_eq!(
+            ended.not_rejoined,
+            ["b did not serve its cluster within 0.3 s of its restart: b sees no leader"]
         );
     }
 

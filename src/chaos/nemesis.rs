@@ -58,6 +58,12 @@ struct Window {
     end_error: Option<String>,
     /// Its outcome was recorded already (a final heal failed and said so).
     closed: bool,
+    /// When its start had taken effect (the start returned), µs on the cell clock.
+    effect_us: Option<u64>,
+    /// When its undo was first invoked, µs on the cell clock.
+    undo_us: Option<u64>,
+    /// What its start did, in words ([`super::Started::describe`]).
+    effect: Option<String>,
 }
 
 /// The faults in effect and their windows, kept in step (the i-th window is the i-th fault).
@@ -85,6 +91,9 @@ fn note(history: Option<&HistoryHandle>, event: Event) {
 fn outcome(t_us: u64, kind: EventKind, w: &Window, error: Option<String>) -> Event {
     Event {
         error,
+        effect_us: w.effect_us,
+        undo_us: w.undo_us,
+        effect: w.effect.clone(),
         ..Event::fault(t_us, kind, w.kind, w.targets.clone())
     }
 }
@@ -120,7 +129,8 @@ impl Books {
 }
 
 impl Ledger {
-    /// Starts `fault` as a new window; on failure the window is undone at once.
+    /// Starts `fault` as a new window, returning its id and when it took effect (µs on the
+    /// cell clock); on failure the window is undone at once.
     async fn start<C: Faultable>(
         &mut self,
         on: &C,
@@ -128,7 +138,7 @@ impl Ledger {
         targets: Vec<String>,
         clock: Clock,
         history: Option<&HistoryHandle>,
-    ) -> Option<u64> {
+    ) -> Option<(u64, u64)> {
         let id = self.next_id;
         self.next_id += 1;
         let kind = fault.kind();
@@ -145,15 +155,24 @@ impl Ledger {
             start_error: None,
             end_error: None,
             closed: false,
+            effect_us: None,
+            undo_us: None,
+            effect: None,
         });
-        if let Err(e) = self.faults.start(on, fault).await {
-            let i = self.windows.len() - 1;
-            self.windows[i].start_error = Some(format!("start: {e}"));
-            // Half-started: undo what did happen now rather than after the duration.
-            let _ = self.end(on, i, clock, history, false).await;
-            return None;
-        }
-        Some(id)
+        let i = self.windows.len() - 1;
+        let started = match self.faults.start(on, fault).await {
+            Ok(s) => s,
+            Err(e) => {
+                self.windows[i].start_error = Some(format!("start: {e}"));
+                // Half-started: undo what did happen now rather than after the duration.
+                let _ = self.end(on, i, clock, history, false).await;
+                return None;
+            }
+        };
+        let effect = clock.now_us();
+        self.windows[i].effect_us = Some(effect);
+        self.windows[i].effect = started.describe();
+        Some((id, effect))
     }
 
     /// Undoes window `i`; records its outcome when it is undone, or when `last` (the final
@@ -166,14 +185,23 @@ impl Ledger {
         history: Option<&HistoryHandle>,
         last: bool,
     ) -> Result<(), FaultError> {
+        if let Some(w) = self.windows.get_mut(i) {
+            w.undo_us.get_or_insert_with(|| clock.now_us());
+        }
         match self.faults.end_at(on, i).await {
-            Ok(()) => {
+            Ok(ended) => {
                 let w = self.windows.remove(i);
                 if !w.closed {
-                    let (kind, error) = match (&w.start_error, &w.end_error) {
-                        (Some(s), _) => (EventKind::Info, Some(s.clone())),
-                        (None, Some(e)) => (EventKind::Ok, Some(format!("undone on retry; {e}"))),
-                        (None, None) => (EventKind::Ok, None),
+                    let rejoin = (!ended.not_rejoined.is_empty())
+                        .then(|| format!("{REJOIN_FAILED} {}", ended.not_rejoined.join("; ")));
+                    let (kind, error) = match (&w.start_error, &w.end_error, rejoin) {
+                        (Some(s), _, _) => (EventKind::Info, Some(s.clone())),
+                        // Undone, but a node does not serve its cluster: not a clean end.
+                        (None, _, Some(r)) => (EventKind::Info, Some(r)),
+                        (None, Some(e), None) => {
+                            (EventKind::Ok, Some(format!("undone on retry; {e}")))
+                        }
+                        (None, None, None) => (EventKind::Ok, None),
                     };
                     note(history, outcome(clock.now_us(), kind, &w, error));
                 }
@@ -203,6 +231,10 @@ impl Ledger {
     }
 }
 
+/// The error text of a fault end whose undo ran but whose restarted node did not serve its
+/// cluster in time (the end is `info`).
+pub const REJOIN_FAILED: &str = "rejoin:";
+
 /// The clients holding a lock now, followed from the live event stream (for `holder` pauses).
 #[derive(Debug, Default)]
 struct Holders(BTreeSet<u32>);
@@ -224,6 +256,21 @@ impl Holders {
 
     fn list(&self) -> Vec<u32> {
         self.0.iter().copied().collect()
+    }
+
+    fn any_of(&self, clients: &[u32]) -> bool {
+        clients.iter().any(|c| self.0.contains(c))
+    }
+
+    /// Sees every event recorded so far that the nemesis has not read yet.
+    fn catch_up(&mut self, events: &mut broadcast::Receiver<Event>) {
+        loop {
+            match events.try_recv() {
+                Ok(e) => self.see(&e),
+                Err(broadcast::error::TryRecvError::Lagged(_)) => {}
+                Err(_) => break,
+            }
+        }
     }
 }
 
@@ -310,20 +357,48 @@ impl Nemesis {
                             p.kind,
                             FaultKind::PauseClient { target: ClientTarget::Holder }
                         );
+                        if waits_for_holder {
+                            holders.catch_up(&mut stage.events);
+                        }
                         let now = Duration::from_micros(clock.now_us());
                         if waits_for_holder && holders.list().is_empty() && now < p.at + HOLDER_WAIT {
                             recheck = Some(now + HOLDER_RECHECK);
                             continue;
                         }
+                        let mut resolved =
+                            self.resolve(on, p, &holders.list(), stage.workers.as_ref()).await;
+                        if waits_for_holder && let Ok((fault, _)) = &resolved {
+                            // The pick may be stale by now (a release since): right before the
+                            // SIGSTOP, the chosen worker must still run a holder, else pick again
+                            // within the wait, and past it the pause does not start.
+                            holders.catch_up(&mut stage.events);
+                            let still = stage.workers.as_ref().is_some_and(|w| {
+                                fault.workers().iter().any(|&i| holders.any_of(w.clients(i)))
+                            });
+                            if !still {
+                                let now = Duration::from_micros(clock.now_us());
+                                if now < p.at + HOLDER_WAIT {
+                                    recheck = Some(now + HOLDER_RECHECK);
+                                    continue;
+                                }
+                                resolved = Err(format!(
+                                    "no worker still held a lock when it was to be stopped, within {} s of the pause's time",
+                                    HOLDER_WAIT.as_secs()
+                                ));
+                            }
+                        }
                         recheck = None;
                         next += 1;
-                        match self.resolve(on, p, &holders.list(), stage.workers.as_ref()).await {
+                        match resolved {
                             Ok((fault, targets)) => {
                                 let mut ledger = self.books.0.lock().await;
-                                if let Some(id) =
+                                if let Some((id, effect_us)) =
                                     ledger.start(on, fault, targets, clock, Some(&history)).await
                                 {
-                                    ends.push((p.end(), id));
+                                    // A late start keeps its full duration: the end is due
+                                    // from when the fault took effect, not from the plan.
+                                    let effect = Duration::from_micros(effect_us);
+                                    ends.push((effect + p.end().saturating_sub(p.at), id));
                                 }
                             }
                             Err(e) => {
@@ -442,13 +517,10 @@ impl Nemesis {
     }
 }
 
-/// The kind a planned fault's events carry when it could not be resolved into a [`Fault`].
+/// The kind a planned fault's events carry when it could not be resolved into a [`Fault`]:
+/// its chaos-file name, which is also [`Fault::kind`]'s.
 fn planned_kind(kind: &FaultKind) -> &'static str {
-    match kind {
-        FaultKind::PauseNode { .. } => "pause",
-        FaultKind::PauseClient { .. } => "client-pause",
-        k => k.name(),
-    }
+    kind.name()
 }
 
 /// A schedule's clock skew as the fault primitive runs it.

@@ -133,6 +133,11 @@ fn generated() -> Vec<Event> {
             let kind = ["kill", "pause", "partition"][r.next(3) as usize];
             events.push(Event::fault(t, EventKind::Invoke, kind, targets.clone()));
             let mut end = Event::fault(t + 20_000 + r.next(50_000), EventKind::Ok, kind, targets);
+            if r.next(3) != 0 {
+                (end.effect_us, end.undo_us) =
+                    (Some(t + r.next(900)), Some(end.t_us - r.next(900)));
+                end.effect = (r.next(2) == 0).then(|| "partial: n2 refused".to_string());
+            }
             match r.next(5) {
                 0 => {
                     end.kind = EventKind::Info;

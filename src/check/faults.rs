@@ -10,9 +10,16 @@
 //! has no end (`end_us` null) and runs to the end of the history, like a start with no end at
 //! all.
 //!
-//! **Figures of the window itself**, over `[start_us, end_us]` (the end of the history when
-//! open): `acquisitions` granted inside it; `first_grant_ms`, the start → the first acquire `ok`
-//! at or after it (any key); `recovery_ms`, the end → the first acquire `ok` at or after it.
+//! **When it took effect.** The `invoke` is when the nemesis asked for the fault; its end
+//! event carries `effect_us`, when the start completed (the node killed, the rules in place),
+//! and `undo_us`, when the undo was asked for; the end event itself is when the undo completed
+//! (for a kill: when the restarted node serves its cluster again). `applying_ms` and
+//! `undoing_ms` are those two spans. Histories from before these fields fall back to the
+//! `invoke` as the effect.
+//!
+//! **Figures of the window itself**, over `[effect_us, end_us]` (the end of the history when
+//! open): `acquisitions` granted inside it; `first_grant_ms`, the effect → the first acquire
+//! `ok` at or after it (any key); `recovery_ms`, the end → the first acquire `ok` at or after it.
 //!
 //! **Attribution.** A lease granted before the heal may only end, and show what the fault did,
 //! up to its TTL later, so the checkers' findings, lost leases and failed outcomes are
@@ -51,6 +58,23 @@ pub struct FaultWindow {
     pub targets: Vec<String>,
     /// Its `invoke`, µs on the history's clock.
     pub start_us: u64,
+    /// When its start took effect, µs; `None` when it did not start, or the history predates
+    /// the field.
+    #[serde(default)]
+    pub effect_us: Option<u64>,
+    /// When its undo was asked for, µs; `None` when the history does not say.
+    #[serde(default)]
+    pub undo_us: Option<u64>,
+    /// The `invoke` → the effect, ms: the time spent applying the fault.
+    #[serde(default)]
+    pub applying_ms: Option<f64>,
+    /// The undo asked for → done (for a kill: the node serves again), ms.
+    #[serde(default)]
+    pub undoing_ms: Option<f64>,
+    /// What the start did, where words are needed: the clock fault says it is modelled, what
+    /// the model does, and each node's effect; `partial: ` first when a node refused its part.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub effect: Option<String>,
     /// Its end (the heal, or a failed start's outcome), µs; `None` when the history shows no
     /// heal (none recorded, or the heal failed).
     pub end_us: Option<u64>,
@@ -58,12 +82,13 @@ pub struct FaultWindow {
     pub started: bool,
     /// The error of a failed start or heal (or of a heal that succeeded only on retry).
     pub error: Option<String>,
-    /// The start → the first acquire `ok` at or after it, any key, ms; `None` when none came.
+    /// The effect → the first acquire `ok` at or after it, any key, ms; `None` when none came.
     pub first_grant_ms: Option<f64>,
     /// The end → the first acquire `ok` at or after it, ms; `None` when none came or the
     /// window never ended.
     pub recovery_ms: Option<f64>,
-    /// Acquire `ok` events inside `[start_us, end_us]` (to the history's end when open).
+    /// Acquire `ok` events inside `[effect_us, end_us]` (from `start_us` when the effect is not
+    /// recorded; to the history's end when open).
     pub acquisitions: u64,
     /// The findings attributed to the window merged: `invalid` with any violation, else
     /// `unknown` with any possible violation, else `valid`.
@@ -94,6 +119,9 @@ struct Paired {
     end_us: Option<u64>,
     started: bool,
     error: Option<String>,
+    effect_us: Option<u64>,
+    undo_us: Option<u64>,
+    effect: Option<String>,
 }
 
 /// Pairs each fault `invoke` with the next end of the same kind and targets (FIFO).
@@ -105,7 +133,7 @@ fn pair(events: &Events) -> Vec<Paired> {
         if e.op() != Op::Fault {
             continue;
         }
-        let kind = e.fault().unwrap_or_default();
+        let kind = crate::history::fault_kind(e.fault().unwrap_or_default());
         let targets = e.targets().unwrap_or_default();
         if e.kind() == EventKind::Invoke {
             open.entry((kind, targets))
@@ -118,6 +146,9 @@ fn pair(events: &Events) -> Vec<Paired> {
                 end_us: None,
                 started: true,
                 error: None,
+                effect_us: None,
+                undo_us: None,
+                effect: None,
             });
             continue;
         }
@@ -127,6 +158,9 @@ fn pair(events: &Events) -> Vec<Paired> {
         };
         let w = &mut out[w];
         w.error = e.error().map(str::to_string);
+        w.effect_us = e.effect_us();
+        w.undo_us = e.undo_us();
+        w.effect = e.effect().map(str::to_string);
         let text = e.error().unwrap_or_default();
         if e.kind() == EventKind::Ok {
             w.end_us = Some(e.t_us());
@@ -189,7 +223,8 @@ pub fn fault_windows(history: &History, cell: &CellInfo, verdicts: &[Verdict]) -
     paired
         .into_iter()
         .map(|p| {
-            let inside_to = p.end_us.unwrap_or(end).max(p.start_us);
+            let from = p.effect_us.unwrap_or(p.start_us).max(p.start_us);
+            let inside_to = p.end_us.unwrap_or(end).max(from);
             let span = (
                 p.start_us,
                 p.end_us
@@ -197,10 +232,17 @@ pub fn fault_windows(history: &History, cell: &CellInfo, verdicts: &[Verdict]) -
                     .max(p.start_us),
             );
             let acquisitions = (grants.partition_point(|&g| g <= inside_to)
-                - grants.partition_point(|&g| g < p.start_us))
-                as u64;
+                - grants.partition_point(|&g| g < from)) as u64;
             let mut w = FaultWindow {
-                first_grant_ms: first_at_or_after(&grants, p.start_us).map(|g| ms(g - p.start_us)),
+                first_grant_ms: first_at_or_after(&grants, from).map(|g| ms(g - from)),
+                effect_us: p.effect_us,
+                undo_us: p.undo_us,
+                effect: p.effect,
+                applying_ms: p.effect_us.map(|e| ms(e.saturating_sub(p.start_us))),
+                undoing_ms: p
+                    .undo_us
+                    .zip(p.end_us)
+                    .map(|(u, e)| ms(e.saturating_sub(u))),
                 recovery_ms: p
                     .end_us
                     .and_then(|e| first_at_or_after(&grants, e).map(|g| ms(g - e))),

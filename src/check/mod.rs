@@ -481,7 +481,7 @@ mod tests {
     fn safety_is_in_summary_json_and_reads_back_equal() {
         let (r, _) = safety(granted_twice());
         let json = serde_json::to_value(&r.analysis.summary).unwrap();
-        assert_eq!(json["schema_version"], 4);
+        assert_eq!(json["schema_version"], crate::stats::SCHEMA_VERSION);
         assert_eq!(json["safety"]["verdict"], "unsafe");
         assert_eq!(json["safety"]["expected"], "safe");
         assert_eq!(json["safety"]["overlaps"]["granted_twice"], 1);

@@ -21,6 +21,7 @@ pub fn cell(clients: u32) -> CellInfo {
         end_us: None,
         resource: Default::default(),
         expect: Default::default(),
+        settle_ms: None,
     }
 }
 

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use etcd_client::{Client, ConnectOptions};
 
-use super::node::{NodeRole, NodeSpec, container_hostname};
+use super::node::{Node, NodeRole, NodeSpec, container_hostname};
 use super::{Cluster, ClusterError, NodeState, PROBE_TIMEOUT};
 
 pub(crate) const CLIENT_PORT: u16 = 2379;
@@ -102,4 +102,66 @@ pub(crate) async fn leader(cluster: &Cluster) -> Result<Option<String>, ClusterE
         .into_iter()
         .find(|&(_, c)| c >= majority)
         .and_then(|(id, _)| members.get(&id).cloned()))
+}
+
+/// How long replacing a member may keep being refused: etcd refuses a membership change as
+/// "unhealthy cluster" while a just-killed member still counts as connected, and during an
+/// election.
+const REPLACE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// Replaces `node` in the membership through a running member: removes its old entry (if still
+/// listed) and adds its peer URL again, so it can join as a new member with no data. Retried
+/// until [`REPLACE_TIMEOUT`].
+pub(crate) async fn replace_member(cluster: &Cluster, node: &Node) -> Result<(), ClusterError> {
+    let started = std::time::Instant::now();
+    loop {
+        match replace_member_once(cluster, node).await {
+            Ok(()) => return Ok(()),
+            Err(e) if started.elapsed() >= REPLACE_TIMEOUT => return Err(e),
+            Err(_) => tokio::time::sleep(std::time::Duration::from_millis(500)).await,
+        }
+    }
+}
+
+async fn replace_member_once(cluster: &Cluster, node: &Node) -> Result<(), ClusterError> {
+    let peer = format!("http://{}:2380", node.hostname());
+    let fault = |error: String| ClusterError::Fault {
+        node: node.name().to_string(),
+        error: format!("replacing the etcd member: {error}"),
+    };
+    let mut last = String::from("no other member is running");
+    for other in cluster.servers() {
+        if other.name() == node.name() || other.state() != NodeState::Running {
+            continue;
+        }
+        let replaced = async {
+            let mut c = client_for(&other.endpoint()).await?;
+            let deadline = |what: &str| format!("{what} through {} timed out", other.name());
+            let list = tokio::time::timeout(PROBE_TIMEOUT, c.member_list())
+                .await
+                .map_err(|_| deadline("member list"))?
+                .map_err(|e| e.to_string())?;
+            if let Some(m) = list
+                .members()
+                .iter()
+                .find(|m| m.peer_urls().contains(&peer))
+            {
+                tokio::time::timeout(PROBE_TIMEOUT, c.member_remove(m.id()))
+                    .await
+                    .map_err(|_| deadline("member remove"))?
+                    .map_err(|e| e.to_string())?;
+            }
+            tokio::time::timeout(PROBE_TIMEOUT, c.member_add([peer.as_str()], None))
+                .await
+                .map_err(|_| deadline("member add"))?
+                .map_err(|e| e.to_string())?;
+            Ok::<_, String>(())
+        }
+        .await;
+        match replaced {
+            Ok(()) => return Ok(()),
+            Err(e) => last = format!("{}: {e}", other.name()),
+        }
+    }
+    Err(fault(last))
 }

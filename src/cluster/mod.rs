@@ -6,6 +6,7 @@
 //! by unwinding); `lockbench clean` removes anything a killed process left behind.
 
 mod etcd;
+mod health;
 mod node;
 mod partition;
 mod redis;
@@ -87,6 +88,9 @@ pub struct Cluster {
     pub(crate) nodes: Vec<Node>,
     pub(crate) docker: Docker,
     pub(crate) started_in: Duration,
+    /// The partitions in effect (until [`Cluster::heal`]), applied again to a node that
+    /// restarts or resumes.
+    pub(crate) cuts: std::sync::Mutex<Vec<crate::chaos::Grudge>>,
     torn_down: bool,
 }
 
@@ -154,6 +158,7 @@ impl Cluster {
             nodes: Vec::new(),
             docker,
             started_in: Duration::ZERO,
+            cuts: std::sync::Mutex::new(Vec::new()),
             torn_down: false,
         };
         let specs = match system {
@@ -175,16 +180,37 @@ impl Cluster {
         Ok(cluster)
     }
 
+    /// One check of readiness (as defined for [`Cluster::start`]).
+    async fn ready_once(&self) -> Result<(), String> {
+        match self.system {
+            System::Zookeeper => zookeeper::ready(self).await,
+            System::Etcd => etcd::ready(self).await,
+            System::Redis => redis::ready(self).await,
+            System::Redlock => redlock::ready(self).await,
+        }
+    }
+
+    /// One check that the cluster is healthy: every node (Sentinels included) running, and
+    /// the readiness [`Cluster::start`] waits for (every server answers, one leader). `Err`
+    /// says what is not.
+    pub async fn healthy(&self) -> Result<(), String> {
+        health::healthy(self).await
+    }
+
+    /// One check that `node` serves its cluster now: a ZooKeeper leader or follower (`srvr`),
+    /// an etcd voting member that sees a leader and has applied the leader's index, the Redis
+    /// master Sentinel names or a replica whose link is up and that no Sentinel sees down, a
+    /// Redlock master that answers PING. `Err` says why not.
+    pub async fn serving(&self, node: &str) -> Result<(), String> {
+        let n = self.node(node).map_err(|e| e.to_string())?;
+        health::serving(self, n).await
+    }
+
     /// Polls readiness (as defined for [`Cluster::start`]) until it holds or `timeout` passes.
     pub async fn wait_ready(&self, timeout: Duration) -> Result<(), ClusterError> {
         let deadline = Instant::now() + timeout;
         loop {
-            let res = match self.system {
-                System::Zookeeper => zookeeper::ready(self).await,
-                System::Etcd => etcd::ready(self).await,
-                System::Redis => redis::ready(self).await,
-                System::Redlock => redlock::ready(self).await,
-            };
+            let res = self.ready_once().await;
             match res {
                 Ok(()) => return Ok(()),
                 Err(last) if Instant::now() >= deadline => {
@@ -326,8 +352,24 @@ impl Cluster {
     }
     /// Starts a killed node again, keeping or wiping its data directory (a running node is left
     /// as it is).
+    ///
+    /// An etcd member whose data is wiped cannot come back under its old identity (etcd
+    /// refuses to bootstrap a member twice), so it is replaced as etcd's runtime
+    /// reconfiguration says: removed and added again through a running member, then started
+    /// with an empty data directory and `--initial-cluster-state existing`.
     pub async fn restart(&self, node: &str, data: DataOnRestart) -> Result<(), ClusterError> {
-        self.node(node)?.restart(&self.docker, data).await
+        let n = self.node(node)?;
+        if n.state() != NodeState::Killed {
+            // Running already (an undo may be repeated), or paused (an error).
+            return n.restart(&self.docker, data).await;
+        }
+        if self.system == System::Etcd && data == DataOnRestart::Wipe {
+            etcd::replace_member(self, n).await?;
+            n.restart_etcd_joining(&self.docker).await?;
+        } else {
+            n.restart(&self.docker, data).await?;
+        }
+        self.restore_cuts().await
     }
     /// Freezes a node (docker pause).
     pub async fn pause(&self, node: &str) -> Result<(), ClusterError> {
@@ -335,7 +377,13 @@ impl Cluster {
     }
     /// Thaws a paused node (a running node is left as it is).
     pub async fn resume(&self, node: &str) -> Result<(), ClusterError> {
-        self.node(node)?.resume().await
+        let n = self.node(node)?;
+        let was_paused = n.state() == NodeState::Paused;
+        n.resume().await?;
+        if was_paused {
+            self.restore_cuts().await?;
+        }
+        Ok(())
     }
     /// What the node printed so far.
     pub async fn logs(&self, node: &str) -> Result<String, ClusterError> {

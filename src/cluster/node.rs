@@ -266,6 +266,9 @@ impl Node {
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
         self.set_state(NodeState::Killed);
+        // A killed process has no rules left to heal: its namespace's rules are rebuilt by
+        // whatever partition is in effect when it restarts.
+        *self.heal_pending.lock().expect("heal lock") = false;
         Ok(())
     }
 
@@ -290,15 +293,34 @@ impl Node {
         }
         if data == DataOnRestart::Wipe {
             // The entrypoint empties /data when it finds this marker.
-            let tar = wipe_marker_tar();
-            let opts = UploadToContainerOptionsBuilder::new().path("/data").build();
-            with_deadline(docker.upload_to_container(
-                self.container.id(),
-                Some(opts),
-                testcontainers::bollard::body_full(tar.into()),
-            ))
-            .await?;
+            self.upload_to_data(docker, wipe_marker_tar()).await?;
         }
+        self.start_container().await
+    }
+
+    /// Starts a killed etcd member that was removed and added again: its data directory is
+    /// emptied but its `member` directory left in place, so the entrypoint starts it with
+    /// `--initial-cluster-state existing` and it joins the running cluster as the added member.
+    /// The image's entrypoint is not changed for this: the engine's archive upload replaces a
+    /// directory with a file (dropping what it held) and the file with a directory again.
+    pub(crate) async fn restart_etcd_joining(&self, docker: &Docker) -> Result<(), ClusterError> {
+        self.expect_state(NodeState::Killed, "killed")?;
+        self.upload_to_data(docker, empty_etcd_member_tar()).await?;
+        self.start_container().await
+    }
+
+    async fn upload_to_data(&self, docker: &Docker, tar: Vec<u8>) -> Result<(), ClusterError> {
+        let opts = UploadToContainerOptionsBuilder::new().path("/data").build();
+        with_deadline(docker.upload_to_container(
+            self.container.id(),
+            Some(opts),
+            testcontainers::bollard::body_full(tar.into()),
+        ))
+        .await?;
+        Ok(())
+    }
+
+    async fn start_container(&self) -> Result<(), ClusterError> {
         tokio::time::timeout(START_TIMEOUT, self.container.start())
             .await
             .map_err(|_| ClusterError::Timeout {
@@ -432,24 +454,41 @@ impl Node {
 
 /// A tar archive holding one empty file, `.lockbench-wipe`.
 fn wipe_marker_tar() -> Vec<u8> {
+    tar_of(&[(".lockbench-wipe", b'0')])
+}
+
+/// `etcd/member` as an empty file, then as an empty directory: unpacked over `/data`, the
+/// first entry removes the member's data and the second leaves an empty directory in its place.
+fn empty_etcd_member_tar() -> Vec<u8> {
+    tar_of(&[("etcd/member", b'0'), ("etcd/member/", b'5')])
+}
+
+/// A ustar archive of empty entries, each a name and a type flag (`0` file, `5` directory).
+fn tar_of(entries: &[(&str, u8)]) -> Vec<u8> {
+    let mut tar = Vec::new();
+    for (name, kind) in entries {
+        tar.extend_from_slice(&ustar_header(name.as_bytes(), *kind));
+    }
+    tar.extend_from_slice(&[0u8; 1024]);
+    tar
+}
+
+fn ustar_header(name: &[u8], kind: u8) -> [u8; 512] {
     let mut header = [0u8; 512];
-    let name = b".lockbench-wipe";
     header[..name.len()].copy_from_slice(name);
-    header[100..107].copy_from_slice(b"0000644");
+    header[100..107].copy_from_slice(if kind == b'5' { b"0000755" } else { b"0000644" });
     header[108..115].copy_from_slice(b"0000000");
     header[116..123].copy_from_slice(b"0000000");
     header[124..135].copy_from_slice(b"00000000000");
     header[136..147].copy_from_slice(b"00000000000");
-    header[156] = b'0';
+    header[156] = kind;
     header[257..263].copy_from_slice(b"ustar\0");
     header[263..265].copy_from_slice(b"00");
     header[148..156].copy_from_slice(b"        ");
     let sum: u32 = header.iter().map(|&b| b as u32).sum();
     let chk = format!("{sum:06o}\0 ");
     header[148..156].copy_from_slice(chk.as_bytes());
-    let mut tar = header.to_vec();
-    tar.extend_from_slice(&[0u8; 1024]);
-    tar
+    header
 }
 
 #[cfg(test)]
@@ -465,5 +504,9 @@ mod tests {
         h[148..156].copy_from_slice(b"        ");
         assert_eq!(stored, h.iter().map(|&b| b as u32).sum::<u32>());
         assert!(t.starts_with(b".lockbench-wipe\0"));
+        let e = empty_etcd_member_tar();
+        assert_eq!(e.len(), 2048);
+        assert_eq!((e[156], e[512 + 156]), (b'0', b'5'));
+        assert!(e[512..].starts_with(b"etcd/member/\0"));
     }
 }

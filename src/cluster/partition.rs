@@ -32,21 +32,52 @@ impl Cluster {
     }
 
     /// Cuts every link `grudge` names: each node with a grudge drops its peers' traffic both
-    /// ways. Every node with a grudge must be running. Cuts add up until [`Cluster::heal`].
+    /// ways. Cuts add up until [`Cluster::heal`]. A node killed or paused now gets its cuts
+    /// when it comes back ([`Cluster::restore_cuts`]), as do its peers' rules naming its new
+    /// address: the partition holds for it as long as the partition lasts.
     pub async fn partition_grudge(&self, grudge: &Grudge) -> Result<(), ClusterError> {
+        self.validate_grudge(grudge)?;
+        self.cuts.lock().expect("cuts lock").push(grudge.clone());
+        self.apply_grudge(grudge).await
+    }
+
+    /// Applies every partition in effect again, to the nodes running now: called when a node
+    /// restarts (its network namespace, and with it its rules, is new; its address may be too)
+    /// or resumes (a cut made while it was paused could not reach it). Rules already in place
+    /// are added twice, which drops nothing more.
+    pub(crate) async fn restore_cuts(&self) -> Result<(), ClusterError> {
+        let cuts = self.cuts.lock().expect("cuts lock").clone();
+        for g in &cuts {
+            self.apply_grudge(g).await?;
+        }
+        Ok(())
+    }
+
+    fn validate_grudge(&self, grudge: &Grudge) -> Result<(), ClusterError> {
         let plan = grudge.blocked();
         for name in plan.keys().chain(plan.values().flatten()) {
             if name != CLIENTS {
                 self.node(name)?;
             }
         }
+        Ok(())
+    }
+
+    async fn apply_grudge(&self, grudge: &Grudge) -> Result<(), ClusterError> {
+        let plan = grudge.blocked();
+        self.cut(plan, false).await
+    }
+
+    /// The cluster-network address of every node, and of the clients (the network's gateway)
+    /// when `clients` is true.
+    async fn addresses(&self, clients: bool) -> Result<BTreeMap<String, String>, ClusterError> {
         let mut ips = BTreeMap::new();
         for n in &self.nodes {
             if let Some(ip) = n.network_ip(&self.docker, &self.network).await? {
                 ips.insert(n.name.clone(), ip);
             }
         }
-        if plan.contains_key(CLIENTS) {
+        if clients {
             // Clients reach the servers through the host's published ports: inside a container
             // their traffic comes from (and goes to) the network's gateway.
             let gateway = self.nodes[0]
@@ -60,17 +91,29 @@ impl Cluster {
             };
             ips.insert(CLIENTS.to_string(), gateway);
         }
+        Ok(ips)
+    }
+
+    /// Adds the rules of `plan` (node → the peers it stops hearing) to each running node; with
+    /// `replace`, each node's rules are flushed first in the same script, so a node keeps no gap
+    /// between its old and new rules. Nodes not running get theirs when they come back.
+    async fn cut(
+        &self,
+        plan: &BTreeMap<String, BTreeSet<String>>,
+        replace: bool,
+    ) -> Result<(), ClusterError> {
+        let ips = self.addresses(plan.contains_key(CLIENTS)).await?;
         // The clients are no container: only the servers get rules (both ways).
         for (name, peers) in plan.iter().filter(|(n, _)| *n != CLIENTS) {
             let node = self.node(name)?;
             if node.state() != NodeState::Running {
-                return Err(ClusterError::BadState {
-                    node: name.clone(),
-                    state: node.state(),
-                    wanted: "running",
-                });
+                // Cut when it restarts or resumes (restore_cuts).
+                continue;
             }
             let mut script = PREAMBLE.to_string();
+            if replace {
+                script.push_str("$IPT -w -F LOCKBENCH\n");
+            }
             for p in peers {
                 let Some(ip) = ips.get(p) else { continue };
                 script.push_str(&format!(
@@ -80,6 +123,41 @@ impl Cluster {
             node.exec_script(&script).await?;
         }
         Ok(())
+    }
+
+    /// Removes the cuts of `grudge` and keeps every other partition in effect: each running
+    /// node's rules are replaced, in one script, by those of the partitions left.
+    pub async fn heal_grudge(&self, grudge: &Grudge) -> Result<(), ClusterError> {
+        let rest = {
+            let mut cuts = self.cuts.lock().expect("cuts lock");
+            if let Some(i) = cuts.iter().position(|g| g == grudge) {
+                cuts.remove(i);
+            }
+            cuts.clone()
+        };
+        if rest.is_empty() {
+            return self.heal().await;
+        }
+        // Every node's rules become those of the partitions left, in one script per node.
+        let mut plan: BTreeMap<String, BTreeSet<String>> = self
+            .nodes
+            .iter()
+            .map(|n| (n.name.clone(), BTreeSet::new()))
+            .collect();
+        for g in &rest {
+            for (node, peers) in g.blocked() {
+                plan.entry(node.clone())
+                    .or_default()
+                    .extend(peers.iter().cloned());
+            }
+        }
+        for n in &self.nodes {
+            if n.state() == NodeState::Paused {
+                // Flushed on resume, then the partitions left are applied again.
+                *n.heal_pending.lock().expect("heal lock") = true;
+            }
+        }
+        self.cut(&plan, true).await
     }
 
     /// Removes every partition rule from every node. A paused node is healed when it resumes;
@@ -94,6 +172,7 @@ impl Cluster {
                 NodeState::Killed => {}
             }
         }
+        self.cuts.lock().expect("cuts lock").clear();
         Ok(())
     }
 }

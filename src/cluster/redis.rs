@@ -174,6 +174,34 @@ pub(crate) async fn ready(cluster: &Cluster) -> Result<(), String> {
     }
 }
 
+/// The `flags` Sentinel at `sentinel` keeps for the master it monitors (`master`, or with
+/// `s_down`, `o_down`, `failover_in_progress` ...).
+pub(crate) async fn master_flags(sentinel: &str) -> Result<String, String> {
+    let mut cmd = redis::cmd("SENTINEL");
+    cmd.arg("MASTER").arg(MASTER_NAME);
+    let kv = as_strings(&command(sentinel, &cmd).await?);
+    kv.chunks(2)
+        .find(|c| c[0] == "flags")
+        .map(|c| c[1].clone())
+        .ok_or_else(|| format!("SENTINEL MASTER gave no flags: {kv:?}"))
+}
+
+/// The `flags` Sentinel at `sentinel` keeps for the replica announced as `host`; `None` when it
+/// does not list that replica.
+pub(crate) async fn replica_flags(sentinel: &str, host: &str) -> Result<Option<String>, String> {
+    let mut cmd = redis::cmd("SENTINEL");
+    cmd.arg("REPLICAS").arg(MASTER_NAME);
+    let reply = command(sentinel, &cmd).await?;
+    let redis::Value::Array(replicas) = reply else {
+        return Err(format!("SENTINEL REPLICAS answered {reply:?}"));
+    };
+    Ok(replicas.iter().find_map(|r| {
+        let kv = as_strings(r);
+        let field = |k: &str| kv.chunks(2).find(|c| c[0] == k).map(|c| c[1].clone());
+        (field("ip").as_deref() == Some(host)).then(|| field("flags").unwrap_or_default())
+    }))
+}
+
 /// The master named by a majority of the Sentinels.
 pub(crate) async fn leader(cluster: &Cluster) -> Result<Option<String>, ClusterError> {
     let mut votes: HashMap<String, usize> = HashMap::new();

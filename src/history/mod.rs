@@ -255,13 +255,28 @@ pub struct Event {
     /// Why a `fail` or `info` happened, as a kind statistics group by.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error_kind: Option<ErrorKind>,
-    /// `fault` events: the fault's kind (`kill`, `pause`, `partition`, ...); its `invoke` is
+    /// `fault` events: the fault's kind as chaos files name it (`kill`, `pause-node`,
+    /// `partition`, `pause-client`, `clock`; histories written before read `pause` and
+    /// `client-pause`, see [`fault_kind`]); its `invoke` is
     /// the start, its `ok` the end (the heal), `info` a start or end that may have half-happened.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fault: Option<String>,
     /// `fault` events: the nodes (or client processes) the fault acts on.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub targets: Option<Vec<String>>,
+    /// A fault's end (`ok`/`info`): when its start took effect (the start completed), µs. Its
+    /// `invoke` is when the start was asked for; absent when the start failed, and in histories
+    /// from before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub effect_us: Option<u64>,
+    /// A fault's end (`ok`/`info`): when its undo was asked for, µs; the end event itself is
+    /// when the undo took effect (for a kill: the node serves its cluster again).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub undo_us: Option<u64>,
+    /// A fault's end: what its start did, where words are needed: the clock fault's model and
+    /// each node's effect (`partial: ...` when a node refused its part).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub effect: Option<String>,
 }
 
 impl Event {
@@ -293,6 +308,9 @@ impl Event {
             error_kind: None,
             fault: None,
             targets: None,
+            effect_us: None,
+            undo_us: None,
+            effect: None,
         }
     }
 
@@ -309,6 +327,16 @@ impl Event {
     /// The client that acted, `None` for the nemesis.
     pub fn client(&self) -> Option<u32> {
         self.process.client()
+    }
+}
+
+/// A `fault` event's kind under its one name: histories written before the names were unified
+/// call `pause-node` `pause` and `pause-client` `client-pause`.
+pub fn fault_kind(recorded: &str) -> &str {
+    match recorded {
+        "pause" => "pause-node",
+        "client-pause" => "pause-client",
+        k => k,
     }
 }
 

@@ -14,7 +14,7 @@ use rustc_hash::FxHashMap as HashMap;
 
 use super::{ErrorKind, Event, EventKind, Op, Process};
 
-/// The optional fields, by their bit in a row's `present` (and their order in the pool).
+/// The optional fields, by their bit in a row's `bits` (and their order in the pool).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(u8)]
 enum Field {
@@ -36,10 +36,21 @@ enum Field {
     Fault,
     /// An interned target list's id.
     Targets,
+    EffectUs,
+    UndoUs,
+    /// An interned string's id.
+    Effect,
 }
 
-/// A row's bit for the nemesis (its process is no client index).
-const NEMESIS: u16 = 1 << 15;
+/// A row's `bits`: a bit per [`Field`] present (the low [`FIELDS`] bits), the nemesis bit, the
+/// kind (2 bits) and the op (3 bits).
+const FIELDS: u32 = 17;
+const FIELD_BITS: u32 = (1 << FIELDS) - 1;
+const _: () = assert!(Field::Effect as u32 + 1 == FIELDS && FIELDS <= 20);
+/// Set for the nemesis (its process is no client index).
+const NEMESIS: u32 = 1 << 20;
+const KIND_SHIFT: u32 = 21;
+const OP_SHIFT: u32 = 24;
 
 const ERROR_KINDS: [ErrorKind; 8] = [
     ErrorKind::Timeout,
@@ -81,10 +92,14 @@ struct Row {
     /// The client index (unused for the nemesis).
     process: u32,
     key: u32,
-    /// A bit per [`Field`] present, and [`NEMESIS`].
-    present: u16,
-    kind: u8,
-    op: u8,
+    /// Fields present, nemesis, kind and op (see [`FIELDS`]).
+    bits: u32,
+}
+
+impl Row {
+    fn has(&self, f: Field) -> bool {
+        self.bits & (1 << f as u32) != 0
+    }
 }
 
 /// Strings stored once, by id.
@@ -134,53 +149,80 @@ impl Events {
 
     /// Adds `e` at the end.
     pub fn push(&mut self, e: &Event) {
+        // Every field named, so a field added to `Event` cannot be dropped here unnoticed.
+        let Event {
+            t_us,
+            process,
+            kind,
+            op,
+            key,
+            token,
+            wakeups,
+            requests,
+            fallback_polls,
+            queue_position,
+            intended_us,
+            hold_us,
+            think_us,
+            ttl_ms,
+            value,
+            error,
+            error_kind,
+            fault,
+            targets,
+            effect_us,
+            undo_us,
+            effect,
+        } = e;
         // Ids first: interning needs `self` while the closure below holds the pool.
-        let error = e.error.as_deref().map(|s| u64::from(self.strings.id(s)));
-        let fault = e.fault.as_deref().map(|s| u64::from(self.strings.id(s)));
-        let targets = e.targets.as_ref().map(|t| u64::from(self.target_id(t)));
-        let key = self.strings.id(&e.key);
+        let mut string = |s: &Option<String>| s.as_deref().map(|s| u64::from(self.strings.id(s)));
+        let (error, fault, effect) = (string(error), string(fault), string(effect));
+        let targets = targets.as_ref().map(|t| u64::from(self.target_id(t)));
+        let key = self.strings.id(key);
         let extra = u32::try_from(self.pool.len()).expect("fewer than 2^32 optional fields");
-        let mut present = 0u16;
+        let mut bits = u32::from(index_of(&KINDS, kind)) << KIND_SHIFT
+            | u32::from(index_of(&OPS, op)) << OP_SHIFT;
         let pool = &mut self.pool;
         let mut put = |f: Field, v: Option<u64>| {
             if let Some(v) = v {
-                present |= 1 << f as u8;
+                bits |= 1 << f as u32;
                 pool.push(v);
             }
         };
         // In `Field` order: `slot` counts the fields before one to find it.
-        put(Field::Token, e.token);
-        put(Field::Wakeups, e.wakeups);
-        put(Field::Requests, e.requests);
-        put(Field::FallbackPolls, e.fallback_polls);
-        put(Field::QueuePosition, e.queue_position);
-        put(Field::IntendedUs, e.intended_us);
-        put(Field::HoldUs, e.hold_us);
-        put(Field::ThinkUs, e.think_us);
-        put(Field::TtlMs, e.ttl_ms);
-        put(Field::Value, e.value);
+        put(Field::Token, *token);
+        put(Field::Wakeups, *wakeups);
+        put(Field::Requests, *requests);
+        put(Field::FallbackPolls, *fallback_polls);
+        put(Field::QueuePosition, *queue_position);
+        put(Field::IntendedUs, *intended_us);
+        put(Field::HoldUs, *hold_us);
+        put(Field::ThinkUs, *think_us);
+        put(Field::TtlMs, *ttl_ms);
+        put(Field::Value, *value);
         put(Field::Error, error);
         put(
             Field::ErrorKind,
-            e.error_kind.map(|k| u64::from(index_of(&ERROR_KINDS, &k))),
+            error_kind.map(|k| u64::from(index_of(&ERROR_KINDS, &k))),
         );
         put(Field::Fault, fault);
         put(Field::Targets, targets);
-        let process = match e.process {
-            Process::Client(c) => c,
+        put(Field::EffectUs, *effect_us);
+        put(Field::UndoUs, *undo_us);
+        put(Field::Effect, effect);
+        let process = match process {
+            Process::Client(c) => *c,
             Process::Nemesis(_) => {
-                present |= NEMESIS;
+                bits |= NEMESIS;
                 0
             }
         };
         self.rows.push(Row {
-            t_us: e.t_us,
+            t_us: *t_us,
             extra,
             process,
             key,
-            present,
-            kind: index_of(&KINDS, &e.kind),
-            op: index_of(&OPS, &e.op),
+            bits,
         });
     }
 
@@ -213,9 +255,10 @@ impl Events {
             for (f, ids) in [
                 (Field::Error, &strings),
                 (Field::Fault, &strings),
+                (Field::Effect, &strings),
                 (Field::Targets, &targets),
             ] {
-                if r.present & (1 << f as u8) != 0 {
+                if r.has(f) {
                     let at = slot(r, f);
                     self.pool[at] = ids[self.pool[at] as usize];
                 }
@@ -262,7 +305,7 @@ impl Events {
 
 /// Where field `f` of `r` (which has it) stands in the pool.
 fn slot(r: Row, f: Field) -> usize {
-    let before = r.present & ((1u16 << f as u8) - 1) & !NEMESIS;
+    let before = r.bits & FIELD_BITS & ((1 << f as u32) - 1);
     r.extra as usize + before.count_ones() as usize
 }
 
@@ -292,7 +335,7 @@ pub struct EventRef<'a> {
 
 impl<'a> EventRef<'a> {
     fn get(&self, f: Field) -> Option<u64> {
-        (self.row.present & (1 << f as u8) != 0).then(|| self.events.pool[slot(self.row, f)])
+        self.row.has(f).then(|| self.events.pool[slot(self.row, f)])
     }
     fn string(&self, f: Field) -> Option<&'a str> {
         self.get(f).map(|id| &*self.events.strings.all[id as usize])
@@ -304,7 +347,7 @@ impl<'a> EventRef<'a> {
     }
     /// [`Event::process`].
     pub fn process(&self) -> Process {
-        if self.row.present & NEMESIS != 0 {
+        if self.row.bits & NEMESIS != 0 {
             Process::NEMESIS
         } else {
             Process::Client(self.row.process)
@@ -312,15 +355,15 @@ impl<'a> EventRef<'a> {
     }
     /// The client that acted, `None` for the nemesis ([`Event::client`]).
     pub fn client(&self) -> Option<u32> {
-        (self.row.present & NEMESIS == 0).then_some(self.row.process)
+        (self.row.bits & NEMESIS == 0).then_some(self.row.process)
     }
     /// [`Event::kind`].
     pub fn kind(&self) -> EventKind {
-        KINDS[self.row.kind as usize]
+        KINDS[(self.row.bits >> KIND_SHIFT & 0b11) as usize]
     }
     /// [`Event::op`].
     pub fn op(&self) -> Op {
-        OPS[self.row.op as usize]
+        OPS[(self.row.bits >> OP_SHIFT & 0b111) as usize]
     }
     /// [`Event::key`].
     pub fn key(&self) -> &'a str {
@@ -384,9 +427,28 @@ impl<'a> EventRef<'a> {
             .map(|id| &self.events.targets[id as usize][..])
     }
 
+    /// [`Event::effect_us`].
+    pub fn effect_us(&self) -> Option<u64> {
+        self.get(Field::EffectUs)
+    }
+    /// [`Event::undo_us`].
+    pub fn undo_us(&self) -> Option<u64> {
+        self.get(Field::UndoUs)
+    }
+    /// [`Event::effect`].
+    pub fn effect(&self) -> Option<&'a str> {
+        self.string(Field::Effect)
+    }
+
     /// The event as an [`Event`], every field as it was pushed.
     pub fn to_event(&self) -> Event {
+        // Every field named (no `..`), so a field added to `Event` must be added here.
         Event {
+            t_us: self.t_us(),
+            process: self.process(),
+            kind: self.kind(),
+            op: self.op(),
+            key: self.key().to_string(),
             token: self.token(),
             wakeups: self.wakeups(),
             requests: self.requests(),
@@ -401,13 +463,9 @@ impl<'a> EventRef<'a> {
             error_kind: self.error_kind(),
             fault: self.fault().map(str::to_string),
             targets: self.targets().map(<[String]>::to_vec),
-            ..Event::new(
-                self.t_us(),
-                self.process(),
-                self.kind(),
-                self.op(),
-                self.key(),
-            )
+            effect_us: self.effect_us(),
+            undo_us: self.undo_us(),
+            effect: self.effect().map(str::to_string),
         }
     }
 }
@@ -443,6 +501,9 @@ mod tests {
                     (0..i % 4).map(|n| format!("n{n}")).collect(),
                 );
                 e.error = (i % 2 == 0).then(|| "start: failed".to_string());
+                (e.effect_us, e.undo_us) =
+                    ((i % 3 == 0).then_some(i + 1), (i % 5 == 0).then_some(i + 9));
+                e.effect = (i % 4 == 0).then(|| format!("partial: n{} refused", i % 3));
             }
             out.push(e);
         }

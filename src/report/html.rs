@@ -308,8 +308,10 @@ fn faults_section(cells: &[CellSummary]) -> String {
     s.push_str(
         "<p class=\"hint\">Each nemesis fault window, with the findings, lost leases and errors \
          from its start to its heal + a settle of 2 × the longest lease (at least 1 s), or to the \
-         end of the history if it was not healed (see <code>docs/results-schema.md</code>, \
-         <code>faults</code>).</p>\n",
+         end of the history if it was not healed; applying ms is the time from asking for the \
+         fault to its effect, and acquisitions and the first grant count from the effect. The \
+         clock fault is modelled (TTLs cut, no clock changed) (see \
+         <code>docs/results-schema.md</code>, <code>faults</code>).</p>\n",
     );
     for c in chaotic {
         let id = c.id.to_string();

@@ -159,7 +159,7 @@ pub fn faults_section(cells: &[CellSummary]) -> String {
     for c in cells.iter().filter(|c| !c.faults.is_empty()) {
         if s.is_empty() {
             s.push_str(
-                "\n## Faults\n\nEach nemesis fault window, with the findings, lost leases and errors from its start to its heal + a settle of 2 × the longest lease (at least 1 s), or to the end of the history if it was not healed (see `docs/results-schema.md`, `faults`).\n",
+                "\n## Faults\n\nEach nemesis fault window, with the findings, lost leases and errors from its start to its heal + a settle of 2 × the longest lease (at least 1 s), or to the end of the history if it was not healed; applying ms is the time from asking for the fault to its effect, and acquisitions and the first grant count from the effect. The clock fault is modelled (TTLs cut, no clock changed) (see `docs/results-schema.md`, `faults`).\n",
             );
         }
         let (t, notes) = table::faults(c);
@@ -226,6 +226,7 @@ mod tests {
             end_us: Some(10_000_000),
             resource: Default::default(),
             expect: Default::default(),
+            settle_ms: None,
         };
         let calm = analyze(&[], &cell).summary;
         assert_eq!(faults_section(std::slice::from_ref(&calm)), "");
@@ -234,6 +235,11 @@ mod tests {
             kind: kind.into(),
             targets: vec!["n1".into(), "n2".into()],
             start_us,
+            effect_us: None,
+            undo_us: None,
+            applying_ms: None,
+            undoing_ms: None,
+            effect: None,
             end_us,
             started: true,
             error: None,
@@ -253,6 +259,7 @@ mod tests {
         chaotic.id.chaos = "kill-leader".into();
         let mut partition = window("partition", 1_500_000, Some(4_250_000));
         partition.first_grant_ms = Some(250.5);
+        partition.applying_ms = Some(20.5);
         partition.recovery_ms = Some(12.25);
         partition.verdict = Validity::Invalid;
         (partition.overlaps, partition.possible_overlaps) = (2, 1);
@@ -282,11 +289,11 @@ mod tests {
         assert_eq!(rows.len(), 3, "{md}");
         assert_eq!(
             rows[1],
-            "| partition | n1, n2 | 1.500 | 4.250 | 250.50 | 12.25 | invalid | 2/1 | 1 | 3 | 4 | connection:1, timeout:5 |"
+            "| partition | n1, n2 | 1.500 | 20.50 | 4.250 | 250.50 | 12.25 | invalid | 2/1 | 1 | 3 | 4 | connection:1, timeout:5 |"
         );
         assert_eq!(
             rows[2],
-            "| kill (did not start) | - | 6.000 | not healed | n/a | n/a | valid | 0/0 | 0 | 0 | 0 | - |"
+            "| kill (did not start) | - | 6.000 | n/a | not healed | n/a | n/a | valid | 0/0 | 0 | 0 | 0 | - |"
         );
         let header_cols = rows[0].matches('|').count();
         assert!(
@@ -321,6 +328,7 @@ mod tests {
             end_us: None,
             resource: Default::default(),
             expect: Default::default(),
+            settle_ms: None,
         };
         let table = comparison_table(&[analyze(&events, &cell).summary]);
         let row = table.lines().nth(2).unwrap();

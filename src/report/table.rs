@@ -252,6 +252,7 @@ pub fn faults(c: &CellSummary) -> (Table, Vec<String>) {
         text("kind"),
         text("targets"),
         number("start s"),
+        number("applying ms"),
         number("end s"),
         number("first grant ms"),
         number("recovery ms"),
@@ -266,10 +267,18 @@ pub fn faults(c: &CellSummary) -> (Table, Vec<String>) {
     let mut rows = Vec::new();
     let mut notes = Vec::new();
     for w in &c.faults {
-        let kind = if w.started {
-            w.kind.clone()
-        } else {
+        let kind = if !w.started {
             format!("{} (did not start)", w.kind)
+        } else if w
+            .effect
+            .as_deref()
+            .is_some_and(|e| e.starts_with("partial:"))
+        {
+            format!("{} (partial, modelled)", w.kind)
+        } else if w.kind == "clock" {
+            format!("{} (modelled)", w.kind)
+        } else {
+            w.kind.clone()
         };
         let targets = if w.targets.is_empty() {
             "-".to_string()
@@ -289,6 +298,7 @@ pub fn faults(c: &CellSummary) -> (Table, Vec<String>) {
             kind,
             targets,
             secs(w.start_us),
+            opt(w.applying_ms),
             w.end_us.map_or_else(|| "not healed".to_string(), secs),
             opt(w.first_grant_ms),
             opt(w.recovery_ms),
@@ -299,6 +309,9 @@ pub fn faults(c: &CellSummary) -> (Table, Vec<String>) {
             w.lost_leases.to_string(),
             errors,
         ]);
+        if let Some(e) = &w.effect {
+            notes.push(format!("{} at {} s did: {e}", w.kind, secs(w.start_us)));
+        }
         if let Some(e) = &w.error {
             notes.push(format!("{} at {} s: {e}", w.kind, secs(w.start_us)));
         }

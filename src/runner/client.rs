@@ -430,6 +430,7 @@ mod tests {
             end_us: None,
             resource: wl.resource,
             expect: Default::default(),
+            settle_ms: None,
         };
         let summary = analyze(&events, &cell).summary;
         (events, summary, register)

@@ -148,6 +148,10 @@ pub async fn run_on<B: Backend>(
     })
 }
 
+/// How long a cluster may take to be healthy before a cell (a Redis master restarted by the
+/// previous cell is turned into a replica by Sentinel some 13 s after its kill).
+const SETTLE_TIMEOUT: Duration = Duration::from_secs(60);
+
 /// How long healing what a cell's nemesis left in effect may take in the runner's cleanup path.
 const HEAL_DEADLINE: Duration = Duration::from_secs(120);
 
@@ -196,6 +200,20 @@ async fn run_cell<B: Backend>(
         };
         Nemesis::new(&cell.chaos, length, &prefix, books.clone())
     });
+    // Every cell starts on a healthy cluster: a node an earlier fault left down or outside its
+    // cluster would make this cell run one member short without saying so.
+    let settle = crate::chaos::wait_until(SETTLE_TIMEOUT, || cluster.healthy())
+        .await
+        .map_err(|why| {
+            anyhow::anyhow!(
+                "before cell {}: the {} cluster was not healthy (every node up, one leader) \
+                 within {} s: {why}. The cell was not run; the node logs say why a node did not \
+                 come back",
+                cell.id(),
+                cell.system,
+                SETTLE_TIMEOUT.as_secs()
+            )
+        })?;
     let ran = run_clients(
         backend,
         cluster,
@@ -219,6 +237,7 @@ async fn run_cell<B: Backend>(
         end_us: Some(ran.end_us),
         resource: cell.workload.resource,
         expect: cell.expect(),
+        settle_ms: Some(settle.as_secs_f64() * 1000.0),
     };
     folder.write_cell_info(cell, &info)?;
     // The same evaluation `lockbench check` makes later from the folder alone.

@@ -42,6 +42,7 @@ fn cell(clients: u32) -> CellInfo {
         end_us: None,
         resource: Default::default(),
         expect: Default::default(),
+        settle_ms: None,
     }
 }
 use Op::{Acquire, Release};

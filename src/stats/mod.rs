@@ -26,7 +26,7 @@ pub use latency::{LatencySummary, new_histogram, record, write_hgrm, write_hgrm_
 pub use series::{SecondStats, SeriesBuilder};
 
 /// Version of the [`CellSummary`] layout; bump on any incompatible change.
-pub const SCHEMA_VERSION: u32 = 4;
+pub const SCHEMA_VERSION: u32 = 5;
 
 /// What the history does not say about its cell; stored beside it as `cell.json`, so the
 /// statistics computed later from the folder equal those written at the end of the run.
@@ -48,6 +48,10 @@ pub struct CellInfo {
     /// The verdict the workload expects for this cell's system and strategy.
     #[serde(default)]
     pub expect: crate::check::Expect,
+    /// How long the cluster took to be healthy (every node up, one leader) before the cell's
+    /// clients started, ms; `None` in cells from before the check.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub settle_ms: Option<f64>,
 }
 
 /// Durations stored as whole microseconds.
@@ -146,6 +150,9 @@ pub struct CellSummary {
     /// filled by [`crate::check::evaluate_history`] (empty, and not written, without faults).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub faults: Vec<crate::check::FaultWindow>,
+    /// From `cell.json`: how long the cluster took to be healthy before the cell, ms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub settle_ms: Option<f64>,
 }
 
 /// A summary and the histograms it was read from.
@@ -378,6 +385,7 @@ pub fn analyze_with(events: &Events, ops: &Operations, cell: &CellInfo) -> Analy
         per_second: series.finish(warmup_us, end_us),
         safety: None,
         faults: Vec::new(),
+        settle_ms: cell.settle_ms,
     };
     Analysis {
         summary,

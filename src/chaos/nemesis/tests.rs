@@ -188,7 +188,9 @@ async fn the_same_seed_plays_the_same_faults_and_every_one_is_undone() {
         let late = e.t_us as i64 - p.at.as_micros() as i64;
         assert!((0..60_000).contains(&late), "{e:?} vs {p:?}");
     }
-    let pause = invokes.iter().find(|e| e.fault.as_deref() == Some("pause"));
+    let pause = invokes
+        .iter()
+        .find(|e| e.fault.as_deref() == Some("pause-node"));
     assert_eq!(
         pause.unwrap().targets.as_deref(),
         Some(&["n3".to_string()][..])
@@ -211,7 +213,7 @@ async fn the_same_seed_plays_the_same_faults_and_every_one_is_undone() {
     let last = ha.iter().rev().find(|e| e.op == Op::Fault).unwrap();
     assert_eq!(
         (last.kind, last.fault.as_deref()),
-        (EventKind::Ok, Some("pause"))
+        (EventKind::Ok, Some("pause-node"))
     );
     assert!((700_000..1_500_000).contains(&last.t_us), "{last:?}");
 }
@@ -230,13 +232,14 @@ async fn a_seed_changes_the_picks() {
 
 #[tokio::test]
 async fn cancelled_mid_fault_the_books_heal_everything() {
-    // Every call takes 30 ms, so the drop at 560 ms lands inside a start or while faults are
-    // in effect (the pause of n3 from 500 ms on is).
+    // Every call takes 30 ms, so the drop at 640 ms lands inside a start or while faults are
+    // in effect (the pause of n3 is: ends are due a duration after the effect, so the slow
+    // calls push it later than its planned 500 ms).
     let d = Double {
         slow: Duration::from_millis(30),
         ..Double::default()
     };
-    let h = play(&d, SCHEDULE, Duration::from_millis(560), true, "cancel").await;
+    let h = play(&d, SCHEDULE, Duration::from_millis(640), true, "cancel").await;
     assert!(d.left().is_empty(), "left in effect: {:?}", d.left());
     let log = d.log();
     assert!(log.contains(&"pause n3".to_string()), "{log:?}");
@@ -259,7 +262,7 @@ async fn cancelled_mid_fault_the_books_heal_everything() {
     let s = shape(&h);
     assert_eq!(
         s.last().map(|x| (x.0, x.1.as_str())),
-        Some((EventKind::Invoke, "pause"))
+        Some((EventKind::Invoke, "pause-node"))
     );
 }
 
@@ -371,4 +374,59 @@ async fn a_partition_with_clients_cuts_them_off_with_one_servers_side() {
         "{:?}",
         shape(&h)
     );
+}
+
+#[tokio::test]
+async fn a_slow_start_keeps_its_full_duration_and_the_end_says_when_it_took_effect() {
+    // Every call takes 60 ms: the pause asked for at 100 ms is in effect at about 160 ms, and
+    // its 200 ms count from there, not from the plan.
+    let d = Double {
+        slow: Duration::from_millis(60),
+        ..Double::default()
+    };
+    let schedule = "seed = 1\n[[faults]]\nkind = \"pause-node\"\ntarget = \"leader\"\n\
+                    start = \"100ms\"\nduration = \"200ms\"\n";
+    let h = play(
+        &d,
+        schedule,
+        Duration::from_millis(700),
+        false,
+        "slow-start",
+    )
+    .await;
+    let faults: Vec<&Event> = h.iter().filter(|e| e.op == Op::Fault).collect();
+    assert_eq!(faults.len(), 2, "{faults:?}");
+    let (invoke, end) = (faults[0], faults[1]);
+    assert_eq!((invoke.kind, end.kind), (EventKind::Invoke, EventKind::Ok));
+    assert_eq!(end.fault.as_deref(), Some("pause-node"));
+    let effect = end.effect_us.expect("effect_us on the end");
+    let undo = end.undo_us.expect("undo_us on the end");
+    assert!(
+        effect >= invoke.t_us + 60_000,
+        "the pause took 60 ms: {end:?}"
+    );
+    assert!(
+        undo >= effect + 200_000,
+        "the full 200 ms after the effect: {end:?}"
+    );
+    assert!(end.t_us >= undo + 60_000, "the resume took 60 ms: {end:?}");
+    assert_eq!(end.effect, None, "a pause needs no words");
+}
+
+#[test]
+fn the_holder_check_sees_a_release_recorded_since_the_pick() {
+    use crate::check::testkit::{grant, release};
+    let (tx, mut rx) = tokio::sync::broadcast::channel(16);
+    let mut holders = Holders::default();
+    tx.send(grant(10, 1, "k", 1, 1000)).unwrap();
+    tx.send(grant(20, 4, "j", 1, 1000)).unwrap();
+    holders.catch_up(&mut rx);
+    assert_eq!(holders.list(), [1, 4]);
+    // Worker 0 runs clients 0 and 1: it holds. Then client 1 starts its release before the
+    // SIGSTOP: the worker no longer holds, and the pause must pick again.
+    assert!(holders.any_of(&[0, 1]));
+    tx.send(release(30, 1, "k")).unwrap();
+    holders.catch_up(&mut rx);
+    assert!(!holders.any_of(&[0, 1]));
+    assert!(holders.any_of(&[4, 5]));
 }

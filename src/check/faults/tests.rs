@@ -434,3 +434,38 @@ fn windows_are_in_summary_json_and_read_back_equal() {
     let back: crate::stats::CellSummary = serde_json::from_value(json).unwrap();
     assert_eq!(back, r.analysis.summary, "lockbench check compares these");
 }
+
+#[test]
+fn figures_count_from_the_effect_and_old_names_read_as_the_one_name() {
+    // Asked for at 1 s, in effect at 1.4 s (a kill waits for the engine), undo asked for at
+    // 3 s, done at 3.5 s (the node served again).
+    let mut end = fault_on(3_500_000, Ok, "kill", &["n1"]);
+    end.effect_us = Some(1_400_000);
+    end.undo_us = Some(3_000_000);
+    let mut h = vec![fault_on(1_000_000, Invoke, "kill", &["n1"]), end];
+    // Granted while the kill was still being applied, then inside, then after the end.
+    for (i, t) in [1_200_000, 2_000_000, 3_700_000].into_iter().enumerate() {
+        let c = i as u32;
+        let key = format!("k{i}");
+        h.push(invoke(t - 10, c, &key));
+        h.push(grant(t, c, &key, 1, 10_000));
+        h.push(release(t + 10, c, &key));
+    }
+    // A history from before the names were one: `client-pause` reads as `pause-client`.
+    h.push(fault_on(5_000_000, Invoke, "client-pause", &["worker0"]));
+    h.push(fault_on(6_000_000, Ok, "client-pause", &["worker0"]));
+    let ws = windows(h);
+    let w = &ws[0];
+    assert_eq!((w.effect_us, w.undo_us), (Some(1_400_000), Some(3_000_000)));
+    assert_eq!(w.applying_ms, Some(400.0));
+    assert_eq!(w.undoing_ms, Some(500.0));
+    assert_eq!(
+        w.acquisitions, 1,
+        "only the grant at 2 s was inside the effect"
+    );
+    assert_eq!(w.first_grant_ms, Some(600.0), "1.4 s → 2 s");
+    assert_eq!(w.recovery_ms, Some(200.0), "3.5 s → 3.7 s");
+    assert_eq!(ws[1].kind, "pause-client");
+    // No effect recorded (an older history): the invoke stands in for it.
+    assert_eq!((ws[1].effect_us, ws[1].applying_ms), (None, None));
+}

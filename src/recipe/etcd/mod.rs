@@ -290,6 +290,9 @@ impl EtcdRecipe {
             .run("txn", c.txn(txn))
             .await
             .and_then(|r| r.map_err(|e| etcd_err("create-if-absent txn", e)));
+        if answer.is_ok() {
+            self.janitor.cluster_answered();
+        }
         if let Err(e) = &answer {
             if e.is_indeterminate() {
                 attempt.unanswered.note(lease, e);

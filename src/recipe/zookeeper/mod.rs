@@ -290,6 +290,9 @@ impl ZookeeperRecipe {
                     Err(zk::Error::NodeExists) => Ok(None),
                     Err(e) => Err(zk_err(&path, e)),
                 });
+            if created.is_ok() {
+                self.janitor.cluster_answered();
+            }
             match created {
                 Ok(Some((stat, _))) => {
                     return Ok(self.lease(s, key, path, stat.czxid, attempt, tally, None));
@@ -376,6 +379,9 @@ impl ZookeeperRecipe {
                     )
                     .await
                     .and_then(|r| r.map_err(|e| zk_err(&base, e)));
+                if created.is_ok() {
+                    self.janitor.cluster_answered();
+                }
                 match created {
                     Ok((stat, seq)) => (format!("{base}{seq}"), stat.czxid, seq.into_i64()),
                     Err(e) => {
@@ -479,6 +485,7 @@ impl ZookeeperRecipe {
                     Ok(c) => c,
                     Err(e) => return Err(zk_err(dir, e)),
                 };
+            self.janitor.cluster_answered();
             let mut queue: Vec<(i64, String)> = children
                 .into_iter()
                 .filter_map(|c| Some((sequence(&c)?, c)))

@@ -37,9 +37,14 @@ pub struct FaultBand {
     pub kind: String,
     /// A short label: the kind and its targets.
     pub label: String,
-    /// Start and end, µs since the cell's start (an open window ends with the history).
+    /// Start (the nemesis asked for the fault) and end (its undo completed), µs since the
+    /// cell's start (an open window ends with the history).
     pub start_us: u64,
     pub end_us: u64,
+    /// When the fault was in effect: from its start's completion to its undo's request, µs;
+    /// `start_us..end_us` when the history does not say.
+    pub effect_us: u64,
+    pub undo_us: u64,
 }
 
 /// A cell's history, digested for plotting.
@@ -115,16 +120,26 @@ pub fn fault_bands(faults: &[FaultWindow], end_us: u64) -> Vec<FaultBand> {
         .filter(|f| f.started)
         .map(|f| {
             let targets = f.targets.join(",");
-            let label = if targets.is_empty() {
-                f.kind.clone()
+            // The clock fault is a model of a jump, and the plots say so.
+            let kind = if f.kind == "clock" {
+                "clock (modelled)".to_string()
             } else {
-                format!("{} {targets}", f.kind)
+                f.kind.clone()
             };
+            let label = if targets.is_empty() {
+                kind
+            } else {
+                format!("{kind} {targets}")
+            };
+            let end = f.end_us.unwrap_or(end_us).max(f.start_us);
+            let effect = f.effect_us.unwrap_or(f.start_us).clamp(f.start_us, end);
             FaultBand {
                 kind: f.kind.clone(),
                 label,
                 start_us: f.start_us,
-                end_us: f.end_us.unwrap_or(end_us).max(f.start_us),
+                end_us: end,
+                effect_us: effect,
+                undo_us: f.undo_us.unwrap_or(end).clamp(effect, end),
             }
         })
         .collect()

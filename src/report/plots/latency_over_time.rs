@@ -228,7 +228,9 @@ impl Figure for LatencyOverTime<'_> {
     }
 }
 
-/// Shades every fault window over the chart's full height.
+/// Shades every fault window over the chart's full height: dark while the fault is in effect,
+/// light while it is being applied (its request → its effect) and undone (the undo's request →
+/// done; for a kill, until the node serves its cluster again).
 pub fn shade<DB: DrawingBackend, Y>(
     chart: &mut ChartContext<'_, DB, Cartesian2d<plotters::coord::types::RangedCoordf64, Y>>,
     bands: &[FaultBand],
@@ -238,13 +240,23 @@ pub fn shade<DB: DrawingBackend, Y>(
 where
     Y: Ranged<ValueType = f64>,
 {
+    let secs = |us: u64| us as f64 / 1e6;
+    let parts = bands.iter().flat_map(|b| {
+        let colour = fault_colour(kinds, &b.kind);
+        [
+            (b.start_us, b.effect_us, colour.mix(0.15)),
+            (b.effect_us, b.undo_us, colour.mix(0.35)),
+            (b.undo_us, b.end_us, colour.mix(0.15)),
+        ]
+    });
     chart
-        .draw_series(bands.iter().map(|b| {
-            Rectangle::new(
-                [(b.start_us as f64 / 1e6, lo), (b.end_us as f64 / 1e6, hi)],
-                fault_colour(kinds, &b.kind).mix(0.35).filled(),
-            )
-        }))
+        .draw_series(
+            parts
+                .filter(|(from, to, _)| to > from)
+                .map(|(from, to, c)| {
+                    Rectangle::new([(secs(from), lo), (secs(to), hi)], c.filled())
+                }),
+        )
         .map_err(drawing)?;
     Ok(())
 }

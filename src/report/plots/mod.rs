@@ -44,12 +44,12 @@ const CELL_KINDS: [CellKind; 3] = [
     CellKind {
         kind: "latency-over-time",
         title: "Acquire latency over time",
-        caption: "every acquisition a point at its intended start (blue ok, red × fail, orange ▲ unknown); black lines p50 (solid) and p99 (dashed) per second; throughput per second below; numbered bands are fault windows",
+        caption: "every acquisition a point at its intended start (blue ok, red × fail, orange ▲ unknown); black lines p50 (solid) and p99 (dashed) per second; throughput per second below; numbered bands are fault windows (dark while in effect, light while being applied and undone)",
     },
     CellKind {
         kind: "safety-timeline",
         title: "Safety timeline",
-        caption: "each client's holds of one key as bars; red: overlapping holds and refused stale accesses (×); ▲ lease lost; dashed red lines: the checker's violations with their history line; bands: fault windows",
+        caption: "each client's holds of one key as bars; red: overlapping holds and refused stale accesses (×); ▲ lease lost; dashed red lines: the checker's violations with their history line; bands: fault windows (dark while in effect, light while being applied and undone)",
     },
     CellKind {
         kind: "fairness",

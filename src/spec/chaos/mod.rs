@@ -43,7 +43,9 @@ pub struct Schedule {
     /// The cluster size its cells need (e.g. 4 for the even split); `None` for each system's
     /// default. Systems that cannot run that size are skipped by the plan.
     pub cluster_size: Option<usize>,
-    /// The verdicts its cells are expected to get; `None` keeps the workload's.
+    /// The verdicts its cells are expected to get; merged with the workload's, unsafe winning
+    /// (`Cell::expect`), so only its `unsafe` entries change anything. `None` keeps the
+    /// workload's.
     pub expect: Option<Expectations>,
     /// The faults, in file order.
     pub faults: Vec<FaultSpec>,

@@ -409,7 +409,11 @@ fn clock_modes_take_their_own_parameter() {
         e.contains("'faults[0].mode'") && e.contains("jump") && e.contains("fast"),
         "{e}"
     );
-    let s = Schedule::from_str(&format!("{clock}mode = \"fast\"\nrate = 2.5\n"), "x").unwrap();
+    let s = Schedule::from_str(
+        &format!("systems = [\"redis\"]\n{clock}mode = \"fast\"\nrate = 2.5\n"),
+        "x",
+    )
+    .unwrap();
     assert_eq!(
         s.faults[0].kind,
         FaultKind::Clock {
@@ -519,9 +523,9 @@ fn odd_values_read_back_equal() {
     let src = r#"
         name = "odd"
         seed = 99
-        systems = ["etcd", "redis"]
+        systems = ["redlock", "redis"]
         cluster_size = 5
-        expect = { default = "unsafe", etcd = "safe", "redis/herd" = "safe" }
+        expect = { default = "unsafe", redlock = "safe", "redis/herd" = "safe" }
 
         [[faults]]
         kind = "partition"
@@ -549,4 +553,32 @@ fn odd_values_read_back_equal() {
     let text = toml::to_string(&s.to_table()).unwrap();
     assert!(text.contains("every = \"1s 500ms\""), "{text}");
     assert_eq!(Schedule::from_str(&text, "odd").unwrap(), s, "{text}");
+}
+
+#[test]
+fn a_clock_fault_on_monotonic_leases_is_refused_with_the_fix() {
+    let clock = "[[faults]]\nkind = \"clock\"\nby = \"30s\"\nstart = \"1s\"\nduration = \"1s\"\n";
+    let e = err(clock);
+    assert!(
+        e.contains("field 'systems' = (absent: every system) is invalid")
+            && e.contains("faults[0] is a clock fault, which cannot run on zookeeper and etcd")
+            && e.contains("monotonic")
+            && e.contains("systems = [\"redis\", \"redlock\"]"),
+        "{e}"
+    );
+    let e = err(&format!("systems = [\"redis\", \"etcd\"]\n{clock}"));
+    assert!(
+        e.contains("'systems' = [\"redis\", \"etcd\"]") && e.contains("cannot run on etcd:"),
+        "{e}"
+    );
+    // Inside a mixed fault too.
+    let mixed = "systems = [\"zookeeper\"]\n[[faults]]\nkind = \"mixed\"\nkinds = [\"kill\", { kind = \"clock\", by = \"3s\" }]\nstart = \"1s\"\nduration = \"1s\"\n";
+    assert!(
+        err(mixed).contains("cannot run on zookeeper"),
+        "{}",
+        err(mixed)
+    );
+    assert!(
+        Schedule::from_str(&format!("systems = [\"redis\", \"redlock\"]\n{clock}"), "x").is_ok()
+    );
 }

@@ -51,6 +51,7 @@ pub(super) fn schedule(origin: &str, raw: RawSchedule) -> Result<Schedule, SpecE
         .enumerate()
         .map(|(i, f)| fault(&v, &format!("faults[{i}]"), f))
         .collect::<Result<Vec<_>, _>>()?;
+    clock_on_redis_only(&v, systems.as_deref(), &faults)?;
     if name == NO_CHAOS && !faults.is_empty() {
         return Err(v.invalid(
             "name",
@@ -66,6 +67,61 @@ pub(super) fn schedule(origin: &str, raw: RawSchedule) -> Result<Schedule, SpecE
         expect,
         faults,
     })
+}
+
+/// A clock fault is modelled on Redis (TTLs cut); ZooKeeper sessions and etcd leases are timed
+/// on monotonic clocks, so a wall-clock jump would do nothing there while its window read as a
+/// fault survived: a schedule with one must name Redis systems only.
+fn clock_on_redis_only(
+    v: &Validator,
+    systems: Option<&[System]>,
+    faults: &[FaultSpec],
+) -> Result<(), SpecError> {
+    let is_clock = |k: &FaultKind| match k {
+        FaultKind::Clock { .. } => true,
+        FaultKind::Mixed { kinds } => kinds.iter().any(|k| matches!(k, FaultKind::Clock { .. })),
+        _ => false,
+    };
+    let Some(i) = faults.iter().position(|f| is_clock(&f.kind)) else {
+        return Ok(());
+    };
+    let monotonic = [System::Zookeeper, System::Etcd];
+    let named: Vec<System> = match systems {
+        None => monotonic.to_vec(),
+        Some(s) => s
+            .iter()
+            .copied()
+            .filter(|s| monotonic.contains(s))
+            .collect(),
+    };
+    if named.is_empty() {
+        return Ok(());
+    }
+    let value = match systems {
+        None => "(absent: every system)".to_string(),
+        Some(s) => format!(
+            "[{}]",
+            s.iter()
+                .map(|s| format!("\"{s}\""))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    };
+    Err(v.invalid(
+        "systems",
+        value,
+        &format!(
+            "faults[{i}] is a clock fault, which cannot run on {}: ZooKeeper sessions and etcd \
+             leases are timed on monotonic clocks, which a wall-clock jump does not move (the \
+             clock fault is modelled on Redis by cutting TTLs). Set systems = [\"redis\", \
+             \"redlock\"], or move the clock fault to a schedule of its own",
+            named
+                .iter()
+                .map(|s| s.to_string())
+                .collect::<Vec<_>>()
+                .join(" and ")
+        ),
+    ))
 }
 
 fn systems(v: &Validator, raw: Option<Vec<String>>) -> Result<Option<Vec<System>>, SpecError> {
