@@ -230,7 +230,11 @@ mod tests {
             tokio::time::sleep(Duration::from_millis(2)).await;
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
-        assert_eq!(tries.load(Ordering::SeqCst), 1, "the second try waits its backoff");
+        assert_eq!(
+            tries.load(Ordering::SeqCst),
+            1,
+            "the second try waits its backoff"
+        );
         j.cluster_answered();
         while tries.load(Ordering::SeqCst) < 2 && started.elapsed() < Duration::from_secs(5) {
             tokio::time::sleep(Duration::from_millis(2)).await;
