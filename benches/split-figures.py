@@ -1,10 +1,9 @@
-"""The figures of issue 17's split acceptance from a run folder of split cells (one fault window
-each): per cell the verdict, acquisitions whose outcome stayed unknown (`info`), the most
-failed acquisitions of one client from the split's effect to its heal, the requests per
-client-second while the split lasted (each acquisition's requests spread evenly over its life),
-and recovery after the heal: the cluster's share (the heal's end → the first outcome only the
-cluster could give: an acquire or release `ok`, or a `fail` `withdrawn`) and the clients' share
-(→ the first grant). Then the median per system and strategy.
+"""The figures of issue 17's split acceptance, from a run folder of split cells (one partition
+window each), as each cell's summary.json states them: the verdict, acquisitions whose outcome
+stayed unknown (`indeterminate`), the most failed acquisitions of one client and the requests
+per client-second while the split was in effect, and the recovery after the heal with its
+cluster's and clients' shares (docs/results-schema.md, `faults`). Then per system and strategy:
+cells, safe cells, and the medians.
 
     python3 benches/split-figures.py RUN_FOLDER
 """
@@ -15,60 +14,41 @@ import statistics
 import sys
 from collections import defaultdict
 
-run = sys.argv[1]
 rows = []
-for cell in sorted(glob.glob(os.path.join(run, "cells", "*"))):
-    summary = json.load(open(os.path.join(cell, "summary.json")))
-    events = [json.loads(line) for line in open(os.path.join(cell, "history.jsonl"))]
-    windows = [w for w in summary.get("faults", []) if w["kind"] == "partition" and w["started"]]
-    if not windows or windows[0]["end_us"] is None:
+for path in sorted(glob.glob(os.path.join(sys.argv[1], "cells", "*", "summary.json"))):
+    s = json.load(open(path))
+    windows = [w for w in s.get("faults", []) if w["kind"] == "partition" and w["started"]]
+    if not windows:
         continue
     w = windows[0]
-    start = w.get("effect_us") or w["start_us"]
-    end = w["end_us"]
-    clients = summary["clients"]
-    invoked, failed, requests = {}, defaultdict(int), 0.0
-    for e in events:
-        if e["op"] != "acquire":
-            continue
-        p = e["process"]
-        if e["kind"] == "invoke":
-            invoked[p] = e["t_us"]
-            continue
-        t0 = invoked.get(p, e["t_us"])
-        life = max(e["t_us"] - t0, 1)
-        inside = max(0, min(e["t_us"], end) - max(t0, start))
-        requests += (e.get("requests") or 0) * inside / life
-        if e["kind"] in ("fail", "info") and start <= e["t_us"] <= end:
-            failed[p] += 1
-    answers = [e["t_us"] for e in events if e["t_us"] >= end and e["op"] in ("acquire", "release")
-               and (e["kind"] == "ok" or e.get("error_kind") == "withdrawn")]
-    grants = [e["t_us"] for e in events if e["t_us"] >= end and e["op"] == "acquire" and e["kind"] == "ok"]
-    server = (min(answers) - end) / 1e3 if answers else None
-    first = (min(grants) - end) / 1e3 if grants else None
-    unknown = sum(1 for e in events if e["op"] == "acquire" and e["kind"] == "info")
-    split_s = (end - start) / 1e6
-    rows.append(dict(cell=os.path.basename(cell), system=summary["system"], strategy=summary["strategy"],
-                     verdict=summary["safety"]["verdict"], unknown=unknown,
-                     failed=max(failed.values(), default=0), split_s=split_s,
-                     rate=requests / clients / split_s, recovery=first, server=server,
-                     client=None if first is None or server is None else first - server))
+    rows.append(dict(cell=os.path.basename(os.path.dirname(path)), system=s["system"],
+                     strategy=s["strategy"], verdict=s["safety"]["verdict"],
+                     unknown=s.get("indeterminate", 0), failed=w.get("most_failed_per_client"),
+                     rate=w.get("requests_per_client_s"), recovery=w.get("recovery_ms"),
+                     cluster=w.get("recovery_cluster_ms"), clients=w.get("recovery_clients_ms"),
+                     applying=w.get("applying_ms"), inside=w.get("acquisitions")))
 
-def ms(v):
-    return "-" if v is None else f"{v:.0f}"
 
-print("| cell | verdict | info acquisitions | most failed of one client | split s | requests / client-s | recovery ms | cluster's share ms | clients' share ms |")
-print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
+def num(v, digits=0):
+    return "-" if v is None else f"{v:.{digits}f}"
+
+
+print("| cell | verdict | unknown acquisitions | grants in split | most failed of one client | requests / client-s | applying ms | recovery ms | cluster's share | clients' share |")
+print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
 for r in rows:
-    print(f"| {r['cell']} | {r['verdict']} | {r['unknown']} | {r['failed']} | {r['split_s']:.1f} | "
-          f"{r['rate']:.2f} | {ms(r['recovery'])} | {ms(r['server'])} | {ms(r['client'])} |")
+    print(f"| {r['cell']} | {r['verdict']} | {r['unknown']} | {r['inside']} | {r['failed']} | "
+          f"{num(r['rate'], 2)} | {num(r['applying'])} | {num(r['recovery'])} | "
+          f"{num(r['cluster'])} | {num(r['clients'])} |")
 print()
-print("| system | strategy | cells | safe | median recovery ms | median cluster's share ms | median clients' share ms | most requests / client-s |")
-print("|---|---|---:|---:|---:|---:|---:|---:|")
+print("| system | strategy | cells | safe | unknown acquisitions | most failed of one client | most requests / client-s | median recovery ms | median cluster's share | median clients' share |")
+print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
 groups = defaultdict(list)
 for r in rows:
     groups[(r["system"], r["strategy"])].append(r)
 for (system, strategy), rs in sorted(groups.items()):
-    med = lambda k: ms(statistics.median([r[k] for r in rs if r[k] is not None])) if any(r[k] is not None for r in rs) else "-"
+    def med(k):
+        vs = [r[k] for r in rs if r[k] is not None]
+        return num(statistics.median(vs)) if vs else "-"
     print(f"| {system} | {strategy} | {len(rs)} | {sum(r['verdict'] == 'safe' for r in rs)} | "
-          f"{med('recovery')} | {med('server')} | {med('client')} | {max(r['rate'] for r in rs):.2f} |")
+          f"{sum(r['unknown'] for r in rs)} | {max(r['failed'] or 0 for r in rs)} | "
+          f"{max(r['rate'] or 0 for r in rs):.2f} | {med('recovery')} | {med('cluster')} | {med('clients')} |")

@@ -19,7 +19,15 @@
 //!
 //! **Figures of the window itself**, over `[effect_us, end_us]` (the end of the history when
 //! open): `acquisitions` granted inside it; `first_grant_ms`, the effect → the first acquire
-//! `ok` at or after it (any key); `recovery_ms`, the end → the first acquire `ok` at or after it.
+//! `ok` at or after it (any key); `recovery_ms`, the end → the first acquire `ok` at or after it,
+//! split as far as the history shows it into the cluster's share (`recovery_cluster_ms`: the
+//! end → the first outcome only the cluster could have given, an acquire or release `ok` or an
+//! acquisition `withdrawn`, which the server confirmed) and the clients' share
+//! (`recovery_clients_ms`: from there to the first grant: what the recipes left behind and the
+//! clients' own backoff); `requests_per_client_s`, the requests of the acquisitions, each
+//! spread evenly over its invoke → outcome, that fall inside the window, per client and second
+//! (a retry storm against a leaderless cluster shows here); `most_failed_per_client`, the most
+//! acquire outcomes `fail` or `info` one client had inside it.
 //!
 //! **Attribution.** A lease granted before the heal may only end, and show what the fault did,
 //! up to its TTL later, so the checkers' findings, lost leases and failed outcomes are
@@ -87,6 +95,20 @@ pub struct FaultWindow {
     /// The end → the first acquire `ok` at or after it, ms; `None` when none came or the
     /// window never ended.
     pub recovery_ms: Option<f64>,
+    /// The cluster's share of the recovery: the end → the first outcome only the cluster could
+    /// give (acquire or release `ok`, acquisition `withdrawn`), ms, at most `recovery_ms`.
+    #[serde(default)]
+    pub recovery_cluster_ms: Option<f64>,
+    /// The clients' share: `recovery_ms` − `recovery_cluster_ms`.
+    #[serde(default)]
+    pub recovery_clients_ms: Option<f64>,
+    /// Requests per client and second inside `[effect_us, end_us]`: each acquisition's
+    /// `requests` spread evenly over its invoke → outcome; `None` for an empty window.
+    #[serde(default)]
+    pub requests_per_client_s: Option<f64>,
+    /// The most acquire outcomes `fail` or `info` of one client inside `[effect_us, end_us]`.
+    #[serde(default)]
+    pub most_failed_per_client: u64,
     /// Acquire `ok` events inside `[effect_us, end_us]` (from `start_us` when the effect is not
     /// recorded; to the history's end when open).
     pub acquisitions: u64,
@@ -213,6 +235,8 @@ pub fn fault_windows(history: &History, cell: &CellInfo, verdicts: &[Verdict]) -
         .map(|e| e.t_us())
         .collect();
     grants.sort_unstable();
+    let answers = cluster_answers(events);
+    let attempts = attempts(events);
     // The events a window counts, in time order, so each window reads only its own span.
     let mut counted: Vec<EventRef> = events
         .iter()
@@ -233,7 +257,19 @@ pub fn fault_windows(history: &History, cell: &CellInfo, verdicts: &[Verdict]) -
             );
             let acquisitions = (grants.partition_point(|&g| g <= inside_to)
                 - grants.partition_point(|&g| g < from)) as u64;
+            let recovery = p
+                .end_us
+                .and_then(|e| first_at_or_after(&grants, e).map(|g| g - e));
+            let cluster = p
+                .end_us
+                .zip(recovery)
+                .and_then(|(e, r)| first_at_or_after(&answers, e).map(|a| (a - e).min(r)));
+            let load = load(&attempts, (from, inside_to), cell.id.clients);
             let mut w = FaultWindow {
+                recovery_cluster_ms: cluster.map(ms),
+                recovery_clients_ms: recovery.zip(cluster).map(|(r, c)| ms(r - c)),
+                requests_per_client_s: load.0,
+                most_failed_per_client: load.1,
                 first_grant_ms: first_at_or_after(&grants, from).map(|g| ms(g - from)),
                 effect_us: p.effect_us,
                 undo_us: p.undo_us,
@@ -243,9 +279,7 @@ pub fn fault_windows(history: &History, cell: &CellInfo, verdicts: &[Verdict]) -
                     .undo_us
                     .zip(p.end_us)
                     .map(|(u, e)| ms(e.saturating_sub(u))),
-                recovery_ms: p
-                    .end_us
-                    .and_then(|e| first_at_or_after(&grants, e).map(|g| ms(g - e))),
+                recovery_ms: recovery.map(ms),
                 kind: p.kind,
                 targets: p.targets,
                 start_us: p.start_us,
@@ -267,6 +301,71 @@ pub fn fault_windows(history: &History, cell: &CellInfo, verdicts: &[Verdict]) -
             w
         })
         .collect()
+}
+
+/// When the cluster answered a client, in time order: acquire and release `ok`s, and
+/// acquisitions `withdrawn` (the server confirmed the give-back).
+fn cluster_answers(events: &[Event]) -> Vec<u64> {
+    let mut at: Vec<u64> = events
+        .iter()
+        .filter(|e| e.client().is_some() && matches!(e.op, Op::Acquire | Op::Release))
+        .filter(|e| e.kind == EventKind::Ok || e.error_kind == Some(ErrorKind::Withdrawn))
+        .map(|e| e.t_us)
+        .collect();
+    at.sort_unstable();
+    at
+}
+
+/// One acquisition's life: client, invoke, outcome, requests, and whether it failed.
+struct Attempt {
+    client: u32,
+    from_us: u64,
+    to_us: u64,
+    requests: u64,
+    failed: bool,
+}
+
+/// Every acquisition with an outcome, paired by client (a client has one acquisition in
+/// flight at a time).
+fn attempts(events: &[Event]) -> Vec<Attempt> {
+    let mut invoked: HashMap<u32, u64> = HashMap::new();
+    let mut out = Vec::new();
+    for e in in_time_order(events).into_iter().map(|i| &events[i]) {
+        let (Some(client), Op::Acquire) = (e.client(), e.op) else {
+            continue;
+        };
+        if e.kind == EventKind::Invoke {
+            invoked.insert(client, e.t_us);
+        } else if let Some(from_us) = invoked.remove(&client) {
+            out.push(Attempt {
+                client,
+                from_us,
+                to_us: e.t_us,
+                requests: e.requests.unwrap_or(0),
+                failed: matches!(e.kind, EventKind::Fail | EventKind::Info),
+            });
+        }
+    }
+    out
+}
+
+/// Requests per client and second inside `span` (each attempt's spread evenly over its
+/// life), and the most failed attempts of one client ending inside it.
+fn load(attempts: &[Attempt], span: (u64, u64), clients: u32) -> (Option<f64>, u64) {
+    let (from, to) = span;
+    let mut requests = 0.0;
+    let mut failed: HashMap<u32, u64> = HashMap::new();
+    for a in attempts {
+        let inside = a.to_us.min(to).saturating_sub(a.from_us.max(from));
+        let life = a.to_us.saturating_sub(a.from_us).max(1);
+        requests += a.requests as f64 * inside.min(life) as f64 / life as f64;
+        if a.failed && (from..=to).contains(&a.to_us) {
+            *failed.entry(a.client).or_default() += 1;
+        }
+    }
+    let seconds = (to - from) as f64 / 1e6;
+    let rate = (seconds > 0.0 && clients > 0).then(|| requests / f64::from(clients) / seconds);
+    (rate, failed.into_values().max().unwrap_or(0))
 }
 
 /// The items of `sorted` (in time order by `t`) inside `span` (both ends included).

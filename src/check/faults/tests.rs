@@ -469,3 +469,71 @@ fn figures_count_from_the_effect_and_old_names_read_as_the_one_name() {
     // No effect recorded (an older history): the invoke stands in for it.
     assert_eq!((ws[1].effect_us, ws[1].applying_ms), (None, None));
 }
+
+#[test]
+fn recovery_splits_into_the_clusters_and_the_clients_share_and_the_load_is_per_client_second() {
+    let with = |mut e: Event, requests: u64| {
+        e.requests = Some(requests);
+        e
+    };
+    let withdrawn = |t: u64, c: u32| Event {
+        error: Some("withdrawn".into()),
+        error_kind: Some(ErrorKind::Withdrawn),
+        ..Event::new(t, c, EventKind::Fail, Op::Acquire, "k")
+    };
+    // The split is in effect from 1 s to 5 s (invoked at 0.5 s); 4 clients in the cell.
+    let mut end = fault_on(5_000_000, Ok, "partition", &["n1", "n2"]);
+    end.effect_us = Some(1_000_000);
+    end.undo_us = Some(4_900_000);
+    let h = vec![
+        fault_on(500_000, Invoke, "partition", &["n1", "n2"]),
+        // Client 0: one acquisition from 1.5 s, withdrawn at 5.5 s (the first answer after the
+        // heal), 10 requests: 3.5 s of its 4 s inside the window, so 8.75 of them.
+        invoke(1_500_000, 0, "k"),
+        // Client 1: an unknown outcome at 3 s (4 requests) and a timeout at 4 s (2): both
+        // wholly inside, and its 2 failures are the most of one client.
+        invoke(2_000_000, 1, "k"),
+        with(info(3_000_000, 1, "k"), 4),
+        invoke(3_000_000, 1, "k"),
+        with(timeout(4_000_000, 1, "k"), 2),
+        end,
+        with(withdrawn(5_500_000, 0), 10),
+        invoke(5_600_000, 2, "k"),
+        grant(6_000_000, 2, "k", 7, 10_000),
+        release(6_010_000, 2, "k"),
+    ];
+    let ws = windows(h);
+    assert_eq!(ws.len(), 1);
+    let w = &ws[0];
+    // Heal at 5 s: the cluster first answered at 5.5 s, the first grant came at 6 s.
+    assert_eq!(
+        (w.recovery_ms, w.recovery_cluster_ms, w.recovery_clients_ms),
+        (Some(1000.0), Some(500.0), Some(500.0))
+    );
+    // (8.75 + 4 + 2) requests / 4 clients / 4 s.
+    assert_eq!(w.requests_per_client_s, Some(14.75 / 4.0 / 4.0));
+    assert_eq!(w.most_failed_per_client, 2);
+}
+
+#[test]
+fn a_grant_that_is_the_first_answer_leaves_the_clients_no_share() {
+    let mut end = fault_on(2_000_000, Ok, "partition", &["n1"]);
+    end.effect_us = Some(1_000_000);
+    let h = vec![
+        fault_on(900_000, Invoke, "partition", &["n1"]),
+        end,
+        invoke(2_100_000, 0, "k"),
+        grant(2_300_000, 0, "k", 1, 10_000),
+        release(2_400_000, 0, "k"),
+    ];
+    let w = &windows(h)[0];
+    assert_eq!(
+        (w.recovery_ms, w.recovery_cluster_ms, w.recovery_clients_ms),
+        (Some(300.0), Some(300.0), Some(0.0))
+    );
+    // No acquisition overlapped the window: no requests, nobody failed.
+    assert_eq!(
+        (w.requests_per_client_s, w.most_failed_per_client),
+        (Some(0.0), 0)
+    );
+}
