@@ -305,12 +305,12 @@ pub fn fault_windows(history: &History, cell: &CellInfo, verdicts: &[Verdict]) -
 
 /// When the cluster answered a client, in time order: acquire and release `ok`s, and
 /// acquisitions `withdrawn` (the server confirmed the give-back).
-fn cluster_answers(events: &[Event]) -> Vec<u64> {
+fn cluster_answers(events: &Events) -> Vec<u64> {
     let mut at: Vec<u64> = events
         .iter()
-        .filter(|e| e.client().is_some() && matches!(e.op, Op::Acquire | Op::Release))
-        .filter(|e| e.kind == EventKind::Ok || e.error_kind == Some(ErrorKind::Withdrawn))
-        .map(|e| e.t_us)
+        .filter(|e| e.client().is_some() && matches!(e.op(), Op::Acquire | Op::Release))
+        .filter(|e| e.kind() == EventKind::Ok || e.error_kind() == Some(ErrorKind::Withdrawn))
+        .map(|e| e.t_us())
         .collect();
     at.sort_unstable();
     at
@@ -327,22 +327,22 @@ struct Attempt {
 
 /// Every acquisition with an outcome, paired by client (a client has one acquisition in
 /// flight at a time).
-fn attempts(events: &[Event]) -> Vec<Attempt> {
+fn attempts(events: &Events) -> Vec<Attempt> {
     let mut invoked: HashMap<u32, u64> = HashMap::new();
     let mut out = Vec::new();
-    for e in in_time_order(events).into_iter().map(|i| &events[i]) {
-        let (Some(client), Op::Acquire) = (e.client(), e.op) else {
+    for e in in_time_order(events).map(|i| events.at(i)) {
+        let (Some(client), Op::Acquire) = (e.client(), e.op()) else {
             continue;
         };
-        if e.kind == EventKind::Invoke {
-            invoked.insert(client, e.t_us);
+        if e.kind() == EventKind::Invoke {
+            invoked.insert(client, e.t_us());
         } else if let Some(from_us) = invoked.remove(&client) {
             out.push(Attempt {
                 client,
                 from_us,
-                to_us: e.t_us,
-                requests: e.requests.unwrap_or(0),
-                failed: matches!(e.kind, EventKind::Fail | EventKind::Info),
+                to_us: e.t_us(),
+                requests: e.requests().unwrap_or(0),
+                failed: matches!(e.kind(), EventKind::Fail | EventKind::Info),
             });
         }
     }
