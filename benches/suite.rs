@@ -14,13 +14,13 @@
 //!
 //! Measured on the 2-core development machine (release build, 2026-11-24), 9 999 996 events
 //! (864 MB, 16 keys, 64 clients), `/usr/bin/time -v suite --check DIR`, while other engineers'
-//! Docker clusters kept the load average at 5–6: 6.3–7.5 s with a peak RSS of 790 MB. The
+//! Docker clusters kept the load average at 5–6: 3.1–7.5 s with a peak RSS of 790 MB. The
 //! events are held compactly (`history::Events`, 37 bytes an event: 374 MB); `--phases` shows
 //! the rest: reading peaks at 570 MB (the two halves joined), the checkers' operations and
 //! critical sections add 170 MB, the mutex holds and availability's windows the rest. Before the
-//! compact store (every event a 280-byte `Event`): 4.49 GB, 10.4–11.8 s at a load of 3.5, and
-//! 17–24 s at 6. One key, 25k / 50k / 100k grants: 0.11 / 0.22 / 0.45 s (0.67 / 2.67 / 9.85 s
-//! before the sweeps).
+//! compact store (every event a 280-byte `Event`), at the same load, run in turn with it:
+//! 4.49 GB and 8.6–24 s (10.4–11.8 s at a load of 3.5). One key, 25k / 50k / 100k grants:
+//! 0.11 / 0.22 / 0.45 s (0.67 / 2.67 / 9.85 s before the sweeps).
 
 use std::io::Write;
 use std::path::Path;
