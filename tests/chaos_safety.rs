@@ -117,12 +117,22 @@ fn zookeeper_and_etcd_stay_safe_through_a_leader_kill_and_the_even_split() {
             assert_eq!(s["verdict"], "safe", "{cell}: {s:#}");
             assert_eq!(overlaps(&s), 0, "{cell}: {s:#}");
             assert_eq!(n(&s, &["lost_updates"]), 0, "{cell}: {s:#}");
-            if system == "etcd" {
-                // Requests left unanswered by the split were withdrawn (lease revoked and
-                // confirmed), not left unknown.
-                let errors = &summary(&run, &cell)["errors"];
-                assert!(n(errors, &["withdrawn"]) > 0, "{cell}: errors {errors}");
-            }
+            // Every acquisition whose request went unanswered was resolved once the cluster
+            // answered (granted after all, or withdrawn and confirmed): none is left unknown.
+            let sum = summary(&run, &cell);
+            assert_eq!(n(&sum, &["indeterminate"]), 0, "{cell}: {}", sum["errors"]);
+            // Retry discipline while the even split lasted: backoff, not a busy loop (the
+            // issue's bound is 20 requests per client-second), and with a 20 s acquire timeout
+            // no client fails an acquisition inside a 4 s split.
+            let split_window = &sum["faults"][2];
+            assert_eq!(split_window["kind"], "partition", "{cell}: {split_window}");
+            let rate = split_window["requests_per_client_s"].as_f64().unwrap();
+            assert!(rate <= 20.0, "{cell}: {rate} requests per client-second");
+            assert_eq!(
+                n(split_window, &["most_failed_per_client"]),
+                0,
+                "{cell}: {split_window}"
+            );
             let events = history(&run, &cell);
             let w = windows(&events);
             let kinds: Vec<&str> = w.iter().map(|w| w.0.as_str()).collect();

@@ -258,12 +258,13 @@ async fn cancelled_mid_fault_the_books_heal_everything() {
             .all(|l| l.starts_with("restart")),
         "{log:?}"
     );
-    // The heal after the drop has no history: the pause's window stays open in it.
+    // The heal after the drop has no history: the window of a fault in effect at the drop
+    // stays open in it (the pause's on a quiet machine; on a loaded one the slow calls may
+    // push the drop to before the pause was recorded, leaving a kill's open instead).
     let s = shape(&h);
-    assert_eq!(
-        s.last().map(|x| (x.0, x.1.as_str())),
-        Some((EventKind::Invoke, "pause-node"))
-    );
+    let last = s.last().expect("fault events before the drop");
+    assert_eq!(last.0, EventKind::Invoke, "{s:?}");
+    assert!(["pause-node", "kill"].contains(&last.1.as_str()), "{s:?}");
 }
 
 #[tokio::test]
