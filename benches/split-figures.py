@@ -1,6 +1,7 @@
 """The figures of issue 17's split acceptance, from a run folder of split cells (one partition
 window each), as each cell's summary.json states them: the verdict, acquisitions whose outcome
-stayed unknown (`indeterminate`), the most failed acquisitions of one client and the requests
+stayed unknown (acquire `info` events in the history; an unanswered release may stay `info`:
+its holder went on, and its janitor retries it), the most failed acquisitions of one client and the requests
 per client-second while the split was in effect, and the recovery after the heal with its
 cluster's and clients' shares (docs/results-schema.md, `faults`). Then per system and strategy:
 cells, safe cells, and the medians.
@@ -21,9 +22,12 @@ for path in sorted(glob.glob(os.path.join(sys.argv[1], "cells", "*", "summary.js
     if not windows:
         continue
     w = windows[0]
+    history = os.path.join(os.path.dirname(path), "history.jsonl")
+    unknown = sum(1 for line in open(history)
+                  if '"op":"acquire"' in line and '"kind":"info"' in line)
     rows.append(dict(cell=os.path.basename(os.path.dirname(path)), system=s["system"],
                      strategy=s["strategy"], verdict=s["safety"]["verdict"],
-                     unknown=s.get("indeterminate", 0), failed=w.get("most_failed_per_client"),
+                     unknown=unknown, failed=w.get("most_failed_per_client"),
                      rate=w.get("requests_per_client_s"), recovery=w.get("recovery_ms"),
                      cluster=w.get("recovery_cluster_ms"), clients=w.get("recovery_clients_ms"),
                      applying=w.get("applying_ms"), inside=w.get("acquisitions")))

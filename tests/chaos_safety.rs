@@ -119,8 +119,13 @@ fn zookeeper_and_etcd_stay_safe_through_a_leader_kill_and_the_even_split() {
             assert_eq!(n(&s, &["lost_updates"]), 0, "{cell}: {s:#}");
             // Every acquisition whose request went unanswered was resolved once the cluster
             // answered (granted after all, or withdrawn and confirmed): none is left unknown.
+            // (A release may be: its holder goes on, and the janitor retries it.)
             let sum = summary(&run, &cell);
-            assert_eq!(n(&sum, &["indeterminate"]), 0, "{cell}: {}", sum["errors"]);
+            let unknown = history(&run, &cell)
+                .into_iter()
+                .filter(|e| e["op"] == "acquire" && e["kind"] == "info")
+                .collect::<Vec<_>>();
+            assert!(unknown.is_empty(), "{cell}: {unknown:?}");
             // Retry discipline while the even split lasted: backoff, not a busy loop (the
             // issue's bound is 20 requests per client-second), and with a 20 s acquire timeout
             // no client fails an acquisition inside a 4 s split.
