@@ -518,7 +518,13 @@ impl EtcdRecipe {
     /// lands later; the next acquire grants a fresh lease. Other locks held under this lease
     /// go too, and their holders are told.
     async fn abandon_lease(&self, session: &EtcdSession, why: &LockError) {
-        self.janitor.hand(EtcdChore::Revoke(session.id));
+        // Revoked before the failure is reported (the key must not be granted to us after we
+        // gave up), unless the server does not answer in a request timeout; then the janitor
+        // goes on.
+        let limit = Instant::now() + self.config.request_timeout;
+        self.janitor
+            .confirm(EtcdChore::Revoke(session.id), limit)
+            .await;
         session
             .holders
             .lose_all(&format!("lease revoked after a failed Lock: {why}"));
