@@ -329,9 +329,10 @@ async fn a_worker_left_stopped_past_the_cell_is_killed_and_its_clients_listed_st
             "{HANDSHAKE}\necho '{{\"event\":{{\"t_us\":5,\"process\":0,\"kind\":\"invoke\",\"op\":\"acquire\",\"key\":\"k\"}}}}'\nexec sleep 60\n"
         ),
     );
-    // The shortest cell: 1 s, plus the grace of acquire timeout + lease TTL + 10 s.
+    // The shortest cell: 1 s, plus the grace of acquire timeout + resolve timeout + lease TTL
+    // + 10 s.
     let p = plan(
-        "clients = 1\nduration = \"1s\"\nacquire_timeout = \"1ms\"\nlease_ttl = \"1s\"",
+        "clients = 1\nduration = \"1s\"\nacquire_timeout = \"1ms\"\nlease_ttl = \"1s\"\nresolve_timeout = \"0s\"",
         1,
     );
     let mut workers = Workers::spawn(&target(exe), &p).await.expect("spawn");
