@@ -22,6 +22,11 @@
 #           most failed acquisitions of one client, requests per client-second during the
 #           split, and recovery after the heal (median), split into the cluster's share (heal →
 #           the first outcome only the cluster could give) and the clients' (→ the first grant)
+#   promises  issue 17's "shipped schedules keep their promise": every shipped schedule on each
+#           system it expects unsafe, with the workload its comment names
+#           (workloads/held-locks.toml), --strict, 20 s cells, N seeded copies (default 5) ×
+#           both strategies = 2N cells per schedule and system; prints how many cells showed
+#           the `expect` (OUT/promises.md)
 # OUT defaults to results/chaos-matrix. Exit status: 1 if any cell expected safe was judged
 # unsafe (lockbench run's own rule), else 0.
 set -euo pipefail
@@ -43,32 +48,29 @@ while [ $# -gt 0 ]; do
   esac
   shift
 done
-case "$only" in all|faults|pause|rates|split) ;; *) echo "chaos-matrix: --only takes faults, pause, rates or split, not '$only'" >&2; exit 2 ;; esac
+case "$only" in all|faults|pause|rates|split|promises) ;; *) echo "chaos-matrix: --only takes faults, pause, rates, split or promises, not '$only'" >&2; exit 2 ;; esac
 command -v python3 >/dev/null || { echo "chaos-matrix: needs python3 for the table (apt-get install python3)" >&2; exit 2; }
 
 if [ "$profile" = release ]; then cargo build --release --quiet; else cargo build --quiet; fi
-bin=./target/$profile/lockbench
+bin="${CARGO_TARGET_DIR:-target}/$profile/lockbench"
 "$bin" images
 inputs="$out/inputs"
 mkdir -p "$inputs"
 status=0
 # Locks held across the faults (pauses, failovers, restarts): a hot-lock hold (1-5 ms) ends
 # long before a failover or a restart completes, so nothing could be granted twice under it.
-cat > "$inputs/held-locks.toml" <<'TOML'
-clients = 4
-keys = 1
-hold = "1s"
-think = "50ms"
-duration = "30s"
-warmup = "1s"
-lease_ttl = "2s"
-renew = true
-acquire_timeout = "20s"
-strategies = ["herd", "predecessor"]
-seed = 1
-TOML
-{ cat "$inputs/held-locks.toml"; printf '\nresource = "unfenced"\n'; } > "$inputs/held-locks-unfenced.toml"
+cp workloads/held-locks.toml "$inputs/held-locks.toml"
+{ cat workloads/held-locks.toml; printf '\nresource = "unfenced"\n'; } > "$inputs/held-locks-unfenced.toml"
 run() { "$bin" run --duration "$duration" "$@" || status=1; }
+# One schedule file per seed: each is a chaos coordinate of its own (name-sN), so one run
+# (one cluster per system) plays them all.
+seeded() { # schedule, then the flags of the files made
+  local name=$1 i
+  for i in $(seq 1 "$repeats"); do
+    sed "s/^seed = .*/seed = $i/" "chaos/$name.toml" > "$inputs/$name-s$i.toml"
+    printf -- '--chaos %s ' "$inputs/$name-s$i.toml"
+  done
+}
 
 if [ "$only" = all ] || [ "$only" = faults ]; then
   run --out "$out/faults" --chaos chaos/kill-leader.toml --chaos chaos/partition-halves.toml \
@@ -82,20 +84,33 @@ if [ "$only" = all ] || [ "$only" = pause ]; then
     --workload "$inputs/held-locks.toml" --workload "$inputs/held-locks-unfenced.toml"
 fi
 if [ "$only" = all ] || [ "$only" = rates ]; then
-  # One schedule file per seed: each is a chaos coordinate of its own (name-sN), so one run
-  # (one cluster per system) plays them all.
-  seeded() { # schedule, then the flags of the files made
-    local name=$1 i
-    for i in $(seq 1 "$repeats"); do
-      sed "s/^seed = .*/seed = $i/" "chaos/$name.toml" > "$inputs/$name-s$i.toml"
-      printf -- '--chaos %s ' "$inputs/$name-s$i.toml"
-    done
-  }
   # shellcheck disable=SC2046
   run --out "$out/rates" --systems redis --workload "$inputs/held-locks.toml" $(seeded kill-leader)
   # shellcheck disable=SC2046
   run --out "$out/rates" --systems redlock --workload "$inputs/held-locks.toml" \
     $(seeded redlock-restart-empty) $(seeded redlock-restart-delayed)
+fi
+
+if [ "$only" = all ] || [ "$only" = promises ]; then
+  # Each schedule only on the systems it expects unsafe; --strict fails a cell that does not
+  # show it. 20 s cells: every schedule's faults fit (kill-leader's one kill at 10-12 s).
+  promise() { # systems, schedule, extra flags
+    local systems=$1 name=$2; shift 2
+    # shellcheck disable=SC2046
+    "$bin" run --strict --duration 20s --out "$out/promises" --systems "$systems" \
+      --workload workloads/held-locks.toml "$@" $(seeded "$name") || status=1
+  }
+  promise redlock redlock-restart-empty
+  promise redis clock-jump
+  promise redlock clock-jump-majority
+  promise zookeeper,etcd,redis,redlock pause-clients --clients-as processes
+  promise redis kill-leader
+  promise redis partition-halves
+  promise redis isolate-leader
+  promise redis bridge
+  promise redis pause-node
+  promise redis mixed
+  python3 benches/promise-rates.py "$out/promises" | tee "$out/promises.md"
 fi
 
 if [ "$only" = all ] || [ "$only" = split ]; then

@@ -44,6 +44,7 @@ fn every_shipped_schedule_parses_and_reads_back_equal() {
         [
             "bridge",
             "clock-jump",
+            "clock-jump-majority",
             "isolate-leader",
             "kill-leader",
             "mixed",
@@ -79,7 +80,7 @@ fn shipped_schedules_mean_what_their_comments_say() {
             target: ClientTarget::Holder
         }
     );
-    // Longer than hot-lock's 10 s lease, as the comment says.
+    // Longer than held-locks' 10 s lease, as the comment says.
     assert!(pause.faults[0].duration > secs(10));
     assert!(pause.pauses_clients());
     assert_eq!(
@@ -99,6 +100,14 @@ fn shipped_schedules_mean_what_their_comments_say() {
         ));
     }
     assert_eq!(empty.faults[0].duration, Duration::ZERO);
+    // A majority: one master restarted empty leaves the holder four of five.
+    assert!(matches!(
+        empty.faults[0].kind,
+        FaultKind::Kill {
+            target: Target::Majority,
+            ..
+        }
+    ));
     assert!(delayed.faults[0].duration > secs(10));
     assert_eq!(
         empty.expect_for(System::Redlock, Strategy::Herd),
@@ -114,14 +123,20 @@ fn shipped_schedules_mean_what_their_comments_say() {
         Some(Safe)
     );
     assert_eq!(kill.expect_for(System::Redis, Strategy::Herd), Some(Unsafe));
-    let clock = shipped("clock-jump");
-    assert_eq!(
-        clock.faults[0].kind,
-        FaultKind::Clock {
-            target: Target::Leader,
-            skew: ClockSkew::Jump { by: secs(30) }
-        }
-    );
+    // The Redis master, and a majority of Redlock's masters (one of five leaves the holder four).
+    for (name, system, target) in [
+        ("clock-jump", System::Redis, Target::Leader),
+        ("clock-jump-majority", System::Redlock, Target::Majority),
+    ] {
+        let clock = shipped(name);
+        assert_eq!(clock.systems, Some(vec![system]), "{name}");
+        let skew = ClockSkew::Jump { by: secs(30) };
+        assert_eq!(
+            clock.faults[0].kind,
+            FaultKind::Clock { target, skew },
+            "{name}"
+        );
+    }
     let FaultKind::Mixed { kinds } = &shipped("mixed").faults[0].kind else {
         panic!("mixed is mixed")
     };
@@ -140,11 +155,11 @@ fn a_shipped_timeline_in_a_30s_cell_matches_its_timing() {
         assert!(p.at >= base && p.at <= base + secs(2), "{p:?}");
         assert_eq!(p.duration, secs(5));
     }
-    // pause-clients: once at 5 s for 15 s.
+    // pause-clients: once at 3 s for 15 s.
     let t = shipped("pause-clients").timeline(secs(30));
-    assert_eq!((t.len(), t[0].at, t[0].end()), (1, secs(5), secs(20)));
-    // ... which a 19 s cell cannot hold.
-    assert!(shipped("pause-clients").timeline(secs(19)).is_empty());
+    assert_eq!((t.len(), t[0].at, t[0].end()), (1, secs(3), secs(18)));
+    // ... which a 17 s cell cannot hold.
+    assert!(shipped("pause-clients").timeline(secs(17)).is_empty());
     assert!(shipped("none").timeline(secs(30)).is_empty());
 }
 
