@@ -10,12 +10,13 @@
 # Parts (all by default, or one with --only):
 #   faults  kill-leader, partition-halves, isolate-leader (Redis's split brain) and
 #           partition-even (4-node ZooKeeper / etcd) on every system and strategy, hot-lock
-#   pause   pause-clients (a holder stopped 15 s, past its 2 s lease) on every system and
-#           strategy, 1 s holds, with the fenced register and with the unfenced one (worker
-#           processes)
+#   pause   pause-clients (a holder stopped 15 s, past its 10 s lease) on every system and
+#           strategy, workloads/held-locks.toml (8 s holds), with the fenced register and with
+#           the unfenced one (worker processes)
 #   rates   Redis + Sentinel under kill-leader, and Redlock under redlock-restart-empty and
-#           redlock-restart-delayed, N seeds each (default 5) × both strategies, with 1 s holds
-#           on a 2 s lease (held across the faults): how often a cell is judged unsafe
+#           redlock-restart-delayed, N seeds each (default 5) × both strategies,
+#           workloads/held-locks.toml (held across the faults): how often a cell is judged
+#           unsafe
 #   split   issue 17's acceptance: chaos/split-even-20s (4-node ZooKeeper and etcd cut 2 | 2
 #           from 8 s to 28 s), 8 clients of hot-lock, 40 s cells, both strategies, N repetitions
 #           (--repeat N, fresh clusters each round): verdicts, acquisitions left unknown, the
@@ -29,7 +30,8 @@
 #           (default 5) × both strategies = 2N cells per schedule and system; prints how many
 #           cells showed the `expect` (OUT/promises.md)
 # OUT defaults to results/chaos-matrix. Exit status: 1 if any cell expected safe was judged
-# unsafe (lockbench run's own rule), else 0.
+# unsafe (lockbench run's own rule; in promises, --strict: also a cell expected unsafe judged
+# safe, or an unknown verdict), else 0.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 profile=release
