@@ -10,20 +10,28 @@
 # Parts (all by default, or one with --only):
 #   faults  kill-leader, partition-halves, isolate-leader (Redis's split brain) and
 #           partition-even (4-node ZooKeeper / etcd) on every system and strategy, hot-lock
-#   pause   pause-clients (a holder stopped 15 s, past its 2 s lease) on every system and
-#           strategy, 1 s holds, with the fenced register and with the unfenced one (worker
-#           processes)
+#   pause   pause-clients (a holder stopped 15 s, past its 10 s lease) on every system and
+#           strategy, workloads/held-locks.toml (8 s holds), with the fenced register and with
+#           the unfenced one (worker processes)
 #   rates   Redis + Sentinel under kill-leader, and Redlock under redlock-restart-empty and
-#           redlock-restart-delayed, N seeds each (default 5) × both strategies, with 1 s holds
-#           on a 2 s lease (held across the faults): how often a cell is judged unsafe
+#           redlock-restart-delayed, N seeds each (default 5) × both strategies,
+#           workloads/held-locks.toml (held across the faults): how often a cell is judged
+#           unsafe
 #   split   issue 17's acceptance: chaos/split-even-20s (4-node ZooKeeper and etcd cut 2 | 2
 #           from 8 s to 28 s), 8 clients of hot-lock, 40 s cells, both strategies, N repetitions
 #           (--repeat N, fresh clusters each round): verdicts, acquisitions left unknown, the
 #           most failed acquisitions of one client, requests per client-second during the
 #           split, and recovery after the heal (median), split into the cluster's share (heal →
 #           the first outcome only the cluster could give) and the clients' (→ the first grant)
+#   promises  issue 17's "shipped schedules keep their promise": every shipped schedule on each
+#           system it expects unsafe, plus Redis and Redlock under kill-leader and Redis under
+#           bridge (expected safe), with the workload their comments name
+#           (workloads/held-locks.toml), --strict, 20 s cells (isolate-leader 40 s, pause-node
+#           30 s: two faults each), N seeded copies (default 5) × both strategies = 2N cells per
+#           schedule and system; prints how many cells showed the `expect` (OUT/promises.md)
 # OUT defaults to results/chaos-matrix. Exit status: 1 if any cell expected safe was judged
-# unsafe (lockbench run's own rule), else 0.
+# unsafe (lockbench run's own rule; in promises, --strict: also a cell expected unsafe judged
+# safe, or an unknown verdict), else 0.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 profile=release
@@ -37,38 +45,35 @@ while [ $# -gt 0 ]; do
     --repeats) repeats=$2; shift ;;
     --duration) duration=$2; shift ;;
     --only) only=$2; shift ;;
-    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d'; exit 0 ;;
     -*) echo "chaos-matrix: unknown option $1 (see --help)" >&2; exit 2 ;;
     *) out=$1 ;;
   esac
   shift
 done
-case "$only" in all|faults|pause|rates|split) ;; *) echo "chaos-matrix: --only takes faults, pause, rates or split, not '$only'" >&2; exit 2 ;; esac
+case "$only" in all|faults|pause|rates|split|promises) ;; *) echo "chaos-matrix: --only takes faults, pause, rates, split or promises, not '$only'" >&2; exit 2 ;; esac
 command -v python3 >/dev/null || { echo "chaos-matrix: needs python3 for the table (apt-get install python3)" >&2; exit 2; }
 
 if [ "$profile" = release ]; then cargo build --release --quiet; else cargo build --quiet; fi
-bin=./target/$profile/lockbench
+bin="${CARGO_TARGET_DIR:-target}/$profile/lockbench"
 "$bin" images
 inputs="$out/inputs"
 mkdir -p "$inputs"
 status=0
 # Locks held across the faults (pauses, failovers, restarts): a hot-lock hold (1-5 ms) ends
 # long before a failover or a restart completes, so nothing could be granted twice under it.
-cat > "$inputs/held-locks.toml" <<'TOML'
-clients = 4
-keys = 1
-hold = "1s"
-think = "50ms"
-duration = "30s"
-warmup = "1s"
-lease_ttl = "2s"
-renew = true
-acquire_timeout = "20s"
-strategies = ["herd", "predecessor"]
-seed = 1
-TOML
-{ cat "$inputs/held-locks.toml"; printf '\nresource = "unfenced"\n'; } > "$inputs/held-locks-unfenced.toml"
+cp workloads/held-locks.toml "$inputs/held-locks.toml"
+{ cat workloads/held-locks.toml; printf '\nresource = "unfenced"\n'; } > "$inputs/held-locks-unfenced.toml"
 run() { "$bin" run --duration "$duration" "$@" || status=1; }
+# One schedule file per seed: each is a chaos coordinate of its own (name-sN), so one run
+# (one cluster per system) plays them all.
+seeded() { # schedule, then the flags of the files made
+  local name=$1 i
+  for i in $(seq 1 "$repeats"); do
+    sed "s/^seed = .*/seed = $i/" "chaos/$name.toml" > "$inputs/$name-s$i.toml"
+    printf -- '--chaos %s ' "$inputs/$name-s$i.toml"
+  done
+}
 
 if [ "$only" = all ] || [ "$only" = faults ]; then
   run --out "$out/faults" --chaos chaos/kill-leader.toml --chaos chaos/partition-halves.toml \
@@ -82,20 +87,32 @@ if [ "$only" = all ] || [ "$only" = pause ]; then
     --workload "$inputs/held-locks.toml" --workload "$inputs/held-locks-unfenced.toml"
 fi
 if [ "$only" = all ] || [ "$only" = rates ]; then
-  # One schedule file per seed: each is a chaos coordinate of its own (name-sN), so one run
-  # (one cluster per system) plays them all.
-  seeded() { # schedule, then the flags of the files made
-    local name=$1 i
-    for i in $(seq 1 "$repeats"); do
-      sed "s/^seed = .*/seed = $i/" "chaos/$name.toml" > "$inputs/$name-s$i.toml"
-      printf -- '--chaos %s ' "$inputs/$name-s$i.toml"
-    done
-  }
   # shellcheck disable=SC2046
   run --out "$out/rates" --systems redis --workload "$inputs/held-locks.toml" $(seeded kill-leader)
   # shellcheck disable=SC2046
   run --out "$out/rates" --systems redlock --workload "$inputs/held-locks.toml" \
     $(seeded redlock-restart-empty) $(seeded redlock-restart-delayed)
+fi
+
+if [ "$only" = all ] || [ "$only" = promises ]; then
+  # Each schedule on the systems it expects unsafe, plus the expectations changed to safe
+  # (kill-leader on Redis and Redlock, bridge on Redis); --strict fails a cell whose verdict is not its `expect`. 20 s cells,
+  # longer where the schedule needs two faults in one cell.
+  promise() { # systems, cell duration, schedule, extra flags
+    local systems=$1 d=$2 name=$3; shift 3
+    # shellcheck disable=SC2046
+    "$bin" run --strict --duration "$d" --out "$out/promises" --systems "$systems" \
+      --workload workloads/held-locks.toml "$@" $(seeded "$name") || status=1
+  }
+  promise redlock 20s redlock-restart-empty
+  promise redis 20s clock-jump
+  promise redlock 20s clock-jump-majority
+  promise zookeeper,etcd,redis,redlock 20s pause-clients --clients-as processes
+  promise redis 40s isolate-leader
+  promise redis 30s pause-node
+  promise redis,redlock 20s kill-leader
+  promise redis 20s bridge
+  python3 benches/promise-rates.py "$out/promises" | tee "$out/promises.md"
 fi
 
 if [ "$only" = all ] || [ "$only" = split ]; then

@@ -30,6 +30,7 @@ fn every_shipped_workload_parses() {
             "broken-del",
             "broken-setnx-expire",
             "harness-overhead",
+            "held-locks",
             "hot-lock",
             "long-hold",
             "long-hold-no-renew",
@@ -73,6 +74,18 @@ fn shipped_workloads_mean_what_they_say() {
     let st = load("stampede");
     assert_eq!(st.stampede, Some(Stampede { rounds: 20 }));
     assert_eq!(st.stop, Stop::Acquisitions(20 * 32));
+    // Held across the faults: 8 s holds inside a renewed 10 s lease.
+    let held = load("held-locks");
+    assert_eq!((held.clients, held.keys), (4, 1));
+    assert!(held.renew);
+    assert_eq!(
+        (held.hold, held.lease_ttl),
+        (
+            DurationDist::Fixed(Duration::from_secs(8)),
+            Duration::from_secs(10)
+        )
+    );
+    assert_eq!(held.strategies, BOTH_STRATEGIES.to_vec());
     let long = load("long-hold");
     assert!(long.renew && long.hold.max() > long.lease_ttl);
     let open = load("open-loop");

@@ -44,6 +44,7 @@ fn every_shipped_schedule_parses_and_reads_back_equal() {
         [
             "bridge",
             "clock-jump",
+            "clock-jump-majority",
             "isolate-leader",
             "kill-leader",
             "mixed",
@@ -79,7 +80,7 @@ fn shipped_schedules_mean_what_their_comments_say() {
             target: ClientTarget::Holder
         }
     );
-    // Longer than hot-lock's 10 s lease, as the comment says.
+    // Longer than held-locks' 10 s lease, as the comment says.
     assert!(pause.faults[0].duration > secs(10));
     assert!(pause.pauses_clients());
     assert_eq!(
@@ -99,6 +100,14 @@ fn shipped_schedules_mean_what_their_comments_say() {
         ));
     }
     assert_eq!(empty.faults[0].duration, Duration::ZERO);
+    // A majority: one master restarted empty leaves the holder four of five.
+    assert!(matches!(
+        empty.faults[0].kind,
+        FaultKind::Kill {
+            target: Target::Majority,
+            ..
+        }
+    ));
     assert!(delayed.faults[0].duration > secs(10));
     assert_eq!(
         empty.expect_for(System::Redlock, Strategy::Herd),
@@ -113,15 +122,37 @@ fn shipped_schedules_mean_what_their_comments_say() {
         kill.expect_for(System::Etcd, Strategy::Predecessor),
         Some(Safe)
     );
-    assert_eq!(kill.expect_for(System::Redis, Strategy::Herd), Some(Unsafe));
-    let clock = shipped("clock-jump");
+    // The promoted replica has the lock keys; Redlock's holder keeps four of five masters.
+    for system in [System::Redis, System::Redlock] {
+        assert_eq!(kill.expect_for(system, Strategy::Herd), Some(Safe));
+    }
+    // Redis' lock breaks under these only when the draw isolates its master: not run there.
+    for name in ["partition-halves", "mixed"] {
+        let s = shipped(name);
+        assert!(s.unfit_for(System::Redis).is_some(), "{name}");
+        assert_eq!(s.expect_for(System::Redlock, Strategy::Herd), Some(Safe));
+    }
     assert_eq!(
-        clock.faults[0].kind,
-        FaultKind::Clock {
-            target: Target::Leader,
-            skew: ClockSkew::Jump { by: secs(30) }
-        }
+        shipped("bridge").expect_for(System::Redis, Strategy::Herd),
+        Some(Safe)
     );
+    // The Redis master, and a majority of Redlock's masters (one of five leaves the holder four).
+    for (name, system, target) in [
+        ("clock-jump", System::Redis, Target::Leader),
+        ("clock-jump-majority", System::Redlock, Target::Majority),
+    ] {
+        let clock = shipped(name);
+        assert_eq!(clock.systems, Some(vec![system]), "{name}");
+        let skew = ClockSkew::Jump { by: secs(30) };
+        assert_eq!(
+            clock.faults[0].kind,
+            FaultKind::Clock { target, skew },
+            "{name}"
+        );
+        // The model leaves queue-entry deadlines where they were: the predecessor queue holds.
+        assert_eq!(clock.expect_for(system, Strategy::Herd), Some(Unsafe));
+        assert_eq!(clock.expect_for(system, Strategy::Predecessor), Some(Safe));
+    }
     let FaultKind::Mixed { kinds } = &shipped("mixed").faults[0].kind else {
         panic!("mixed is mixed")
     };
@@ -140,11 +171,11 @@ fn a_shipped_timeline_in_a_30s_cell_matches_its_timing() {
         assert!(p.at >= base && p.at <= base + secs(2), "{p:?}");
         assert_eq!(p.duration, secs(5));
     }
-    // pause-clients: once at 5 s for 15 s.
+    // pause-clients: once at 3 s for 15 s.
     let t = shipped("pause-clients").timeline(secs(30));
-    assert_eq!((t.len(), t[0].at, t[0].end()), (1, secs(5), secs(20)));
-    // ... which a 19 s cell cannot hold.
-    assert!(shipped("pause-clients").timeline(secs(19)).is_empty());
+    assert_eq!((t.len(), t[0].at, t[0].end()), (1, secs(3), secs(18)));
+    // ... which a 17 s cell cannot hold.
+    assert!(shipped("pause-clients").timeline(secs(17)).is_empty());
     assert!(shipped("none").timeline(secs(30)).is_empty());
 }
 
