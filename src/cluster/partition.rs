@@ -6,6 +6,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use futures::future::join_all;
+
 use super::{Cluster, ClusterError, NodeState};
 use crate::chaos::partition::{CLIENTS, Grudge};
 
@@ -71,11 +73,14 @@ impl Cluster {
     /// The cluster-network address of every node, and of the clients (the network's gateway)
     /// when `clients` is true.
     async fn addresses(&self, clients: bool) -> Result<BTreeMap<String, String>, ClusterError> {
+        let looked_up = join_all(self.nodes.iter().map(|n| async move {
+            let ip = n.network_ip(&self.docker, &self.network).await?;
+            Ok::<_, ClusterError>(ip.map(|ip| (n.name.clone(), ip)))
+        }))
+        .await;
         let mut ips = BTreeMap::new();
-        for n in &self.nodes {
-            if let Some(ip) = n.network_ip(&self.docker, &self.network).await? {
-                ips.insert(n.name.clone(), ip);
-            }
+        for found in looked_up {
+            ips.extend(found?);
         }
         if clients {
             // Clients reach the servers through the host's published ports: inside a container
@@ -104,6 +109,7 @@ impl Cluster {
     ) -> Result<(), ClusterError> {
         let ips = self.addresses(plan.contains_key(CLIENTS)).await?;
         // The clients are no container: only the servers get rules (both ways).
+        let mut scripts = Vec::new();
         for (name, peers) in plan.iter().filter(|(n, _)| *n != CLIENTS) {
             let node = self.node(name)?;
             if node.state() != NodeState::Running {
@@ -120,9 +126,16 @@ impl Cluster {
                     "$IPT -w -A LOCKBENCH -s {ip} -j DROP\n$IPT -w -A LOCKBENCH -d {ip} -j DROP\n"
                 ));
             }
-            node.exec_script(&script).await?;
+            scripts.push((node, script));
         }
-        Ok(())
+        // Every node at once: one `docker exec` each takes ~0.5 s, so in turn a 4-node split
+        // would take effect (and heal) one node at a time over about 2 s.
+        all_nodes(
+            scripts
+                .iter()
+                .map(|(node, script)| node.exec_script(script)),
+        )
+        .await
     }
 
     /// Removes the cuts of `grudge` and keeps every other partition in effect: each running
@@ -163,16 +176,27 @@ impl Cluster {
     /// Removes every partition rule from every node. A paused node is healed when it resumes;
     /// a killed node lost its rules with its network namespace.
     pub async fn heal(&self) -> Result<(), ClusterError> {
+        let mut running = Vec::new();
         for n in &self.nodes {
             match n.state() {
-                NodeState::Running => {
-                    n.exec_script(HEAL_SCRIPT).await?;
-                }
+                NodeState::Running => running.push(n),
                 NodeState::Paused => *n.heal_pending.lock().expect("heal lock") = true,
                 NodeState::Killed => {}
             }
         }
+        all_nodes(running.iter().map(|n| n.exec_script(HEAL_SCRIPT))).await?;
         self.cuts.lock().expect("cuts lock").clear();
         Ok(())
     }
+}
+
+/// Runs one step per node concurrently and waits for every one (none is abandoned half-way
+/// when another fails); the first error, if any, is the answer.
+async fn all_nodes<T>(
+    steps: impl IntoIterator<Item = impl std::future::Future<Output = Result<T, ClusterError>>>,
+) -> Result<(), ClusterError> {
+    for done in join_all(steps).await {
+        done?;
+    }
+    Ok(())
 }
