@@ -44,6 +44,7 @@ pub mod plan;
 pub mod recipe;
 pub mod report;
 pub mod resource;
+pub mod results;
 pub mod runner;
 pub mod signal;
 pub mod spec;
