@@ -25,10 +25,11 @@ mod scale_tests;
 pub(crate) mod testkit;
 
 pub use evidence::{Evidence, EvidenceLog, Finding, MAX_EVIDENCE};
-// The verdict types are the results schema's, where the statistics and the reports read them
-// too; the checkers' paths stay as they were.
+// The verdict types and file names are the results schema's, where the statistics and the
+// reports read them too; the checkers' paths stay as they were.
 pub use crate::results::{
-    Expect, FaultWindow, Overlaps, Safety, SafetyVerdict, Validity, Violation,
+    CELL_FILE, Expect, FaultWindow, HISTORY_FILE, Overlaps, Safety, SafetyVerdict, Validity,
+    Violation,
 };
 
 use std::collections::BTreeMap;
@@ -42,7 +43,7 @@ use serde::{Serialize, Serializer};
 use crate::history::{
     Event, Events, HistoryError, Operations, Section, into_time_order, read_events,
 };
-use crate::results::{CELL_FILE, CellInfo, HISTORY_FILE};
+use crate::results::CellInfo;
 use crate::stats::{self, Analysis};
 
 /// What one checker counted, typed: each checker has a struct of its own counts, which puts
@@ -539,23 +540,46 @@ mod tests {
         all.push(Box::new(Panicking));
         let with = |events: Vec<Event>| {
             let r = evaluate_with(&History::new(events), cell(3), &all);
-            let s = r.analysis.summary.safety.clone().expect("evaluate fills safety");
+            let s = r
+                .analysis
+                .summary
+                .safety
+                .clone()
+                .expect("evaluate fills safety");
             (r, s)
         };
 
         // A clean history: the four checkers still judge it valid, the cell is unknown.
         let (r, s) = with(clean());
         let (plain, plain_safety) = safety(clean());
-        assert_eq!(r.verdicts[..4], plain.verdicts[..], "the others' verdicts stand");
+        assert_eq!(
+            r.verdicts[..4],
+            plain.verdicts[..],
+            "the others' verdicts stand"
+        );
         let p = &r.verdicts[4];
-        assert_eq!((p.checker.as_str(), p.validity), ("panicking", Validity::Unknown));
-        assert!(p.summary.contains("index 7 out of range for length 3"), "{}", p.summary);
+        assert_eq!(
+            (p.checker.as_str(), p.validity),
+            ("panicking", Validity::Unknown)
+        );
+        assert!(
+            p.summary.contains("index 7 out of range for length 3"),
+            "{}",
+            p.summary
+        );
         assert_eq!(p.evidence[0].class.as_deref(), Some(PANICKED));
-        assert_eq!((r.validity, s.verdict), (Validity::Unknown, SafetyVerdict::Unknown));
+        assert_eq!(
+            (r.validity, s.verdict),
+            (Validity::Unknown, SafetyVerdict::Unknown)
+        );
         // Its message is the cell's first note, and the counts are the four checkers'.
         let note = &s.possible_violations[0];
         assert_eq!(note.checker, "panicking");
-        assert!(note.what.contains("index 7 out of range for length 3"), "{}", note.what);
+        assert!(
+            note.what.contains("index 7 out of range for length 3"),
+            "{}",
+            note.what
+        );
         assert_eq!(
             Safety {
                 verdict: plain_safety.verdict,
@@ -572,7 +596,10 @@ mod tests {
 
         // An unsafe history stays unsafe: a violation found is found, whatever else panicked.
         let (r, s) = with(granted_twice());
-        assert_eq!((r.validity, s.verdict), (Validity::Invalid, SafetyVerdict::Unsafe));
+        assert_eq!(
+            (r.validity, s.verdict),
+            (Validity::Invalid, SafetyVerdict::Unsafe)
+        );
         assert_eq!(s.overlaps.granted_twice, 1);
         assert_eq!(r.verdicts[4].validity, Validity::Unknown);
     }
