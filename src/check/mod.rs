@@ -376,7 +376,11 @@ mod tests {
     use crate::check::testkit::*;
 
     fn safety(events: Vec<Event>) -> (CellResult, Safety) {
-        let r = evaluate_history(&History::new(events), cell(3));
+        safety_with(events, &checkers())
+    }
+
+    fn safety_with(events: Vec<Event>, checkers: &[Box<dyn Checker>]) -> (CellResult, Safety) {
+        let r = evaluate_with(&History::new(events), cell(3), checkers);
         let s = r
             .analysis
             .summary
@@ -538,16 +542,7 @@ mod tests {
     fn a_checker_that_panics_gives_unknown_with_its_message_and_the_others_stand() {
         let mut all = checkers();
         all.push(Box::new(Panicking));
-        let with = |events: Vec<Event>| {
-            let r = evaluate_with(&History::new(events), cell(3), &all);
-            let s = r
-                .analysis
-                .summary
-                .safety
-                .clone()
-                .expect("evaluate fills safety");
-            (r, s)
-        };
+        let with = |events| safety_with(events, &all);
 
         // A clean history: the four checkers still judge it valid, the cell is unknown.
         let (r, s) = with(clean());
