@@ -6,7 +6,10 @@
 //! [`evaluate`] is the one entry point both use: statistics and every checker over one cell
 //! folder. Each checker lives in a file of its own and is listed in [`checkers`]; [`faults`]
 //! then attributes their complete findings ([`Verdict::findings`]) to the nemesis' fault
-//! windows (the summary's `faults`).
+//! windows (the summary's `faults`). A checker returns its counts typed ([`Counts`]), and they
+//! fill the fields of the cell's [`Safety`] it owns. A checker that panics gives an `unknown`
+//! verdict carrying the panic's message, and the others' verdicts stand (Jepsen's
+//! `check-safe`).
 
 pub mod availability;
 #[cfg(test)]
