@@ -17,14 +17,45 @@
 //! `lockbench worker` processes that a client-pause fault can stop as a whole.
 //! [`capacity`] reads a concurrency sweep's cells (`lockbench capacity`): the Universal
 //! Scalability Law fit ([`capacity::fit`]), the [`capacity::Capacity`] report and its SLO
-//! answers, written to `capacity.json` and drawn by the plots exporter.
+//! answers, written to `capacity.json` and drawn by the plots exporter. [`results`] is the
+//! schema they all share: `cell.json`, `summary.json` and its `safety`, the file names and the
+//! version checks.
+//!
+//! The layers, lowest first: a module imports only modules on lines above its own (or to its
+//! left on its line), so arrows only point down, except inside the one circle named below.
+//! `layering_tests` checks this on the sources from `history` to `report`, and that no new
+//! circle appears; `scripts/module-deps.py` prints the whole import graph and its circles.
+//!
+//! ```text
+//! history, workload, environment, docker, signal, sync   import no other module
+//! resource                                               the protected register
+//! system, recipe, spec, cluster, image, chaos            systems, recipes, workload and chaos
+//!                                                        files, clusters, faults: one circle
+//! plan                                                   the matrix; CellId
+//! results                                                the schema: cell.json, summary.json
+//! stats                                                  figures from the history
+//! check                                                  verdicts; evaluate = stats + checkers
+//! capacity, gate                                         read results (gate's tests borrow
+//!                                                        capacity's cells)
+//! report                                                 exporters: cells, gate aggregates,
+//!                                                        capacity
+//! runner                                                 plays the plan, writes through report
+//! doctor, cli, main                                      one verb, one function
+//! ```
+//!
+//! The circle is issue 18's items 1 and 2 ("a system is a folder", "a fault kind is one
+//! file"), not done yet: `system` ↔ `recipe`, `chaos` ↔ `cluster` and `chaos` ↔ `spec` import
+//! each other, and the nemesis (`chaos`) pauses worker processes through the runner's handle
+//! (`chaos` → `runner`, the one arrow that points up).
 //!
 //! Where a new piece goes:
 //! - a system: a cluster provider in `cluster/`, a recipe folder in `recipe/`, one entry in
 //!   [`system::FACTS`] and one arm in [`recipe::AnyRecipe`];
 //! - a fault: a variant of [`chaos::Fault`] (its start and its end), using [`chaos::Faultable`];
-//! - a checker: a file in `check/` implementing [`check::Checker`], listed in
-//!   [`check::checkers`];
+//! - a checker: a file in `check/` implementing [`check::Checker`] with its own
+//!   [`check::Counts`], listed in [`check::checkers`]; a count the cell's `safety` shows is a
+//!   field of [`results::Safety`] (and a line of [`results::Safety::described_counts`]) that
+//!   the checker's counts set;
 //! - an exporter: a file in `report/` implementing [`report::Exporter`], listed in
 //!   [`report::Exporters::reports`] when `lockbench report DIR` should draw it again from
 //!   stored results (reports, plots), else in [`report::Exporters::files_only`].
@@ -40,10 +71,13 @@ pub mod environment;
 pub mod gate;
 pub mod history;
 pub mod image;
+#[cfg(test)]
+mod layering_tests;
 pub mod plan;
 pub mod recipe;
 pub mod report;
 pub mod resource;
+pub mod results;
 pub mod runner;
 pub mod signal;
 pub mod spec;

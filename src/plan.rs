@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::check::Expect;
 use crate::recipe::Strategy;
+use crate::spec::Expect;
 use crate::spec::{ClientsAs, Schedule, Stop, Workload};
 use crate::system::System;
 
@@ -661,7 +661,7 @@ mod tests {
 
     #[test]
     fn chaos_is_a_coordinate_with_its_systems_sizes_and_expectations() {
-        use crate::check::Expect::{Safe, Unsafe};
+        use crate::spec::Expect::{Safe, Unsafe};
         let ov = Overrides {
             schedules: [
                 "none",
@@ -756,7 +756,7 @@ mod tests {
 
     #[test]
     fn a_schedules_expect_merges_with_the_workloads_unsafe_winning() {
-        use crate::check::Expect::{Safe, Unsafe};
+        use crate::spec::Expect::{Safe, Unsafe};
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("workloads");
         let no_renew = Workload::from_file(&dir.join("long-hold-no-renew.toml")).unwrap();
         let ov = Overrides {

@@ -20,7 +20,7 @@ use serde::{Deserialize, Serialize};
 use super::slo::Slo;
 use super::usl::{UslFit, fit};
 use crate::recipe::Strategy;
-use crate::stats::CellSummary;
+use crate::results::CellSummary;
 use crate::system::System;
 
 /// The file name of a capacity report inside a run folder.

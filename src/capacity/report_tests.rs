@@ -1,6 +1,7 @@
 use super::*;
 use crate::plan::CellId;
-use crate::stats::{CellInfo, analyze_events as analyze};
+use crate::results::CellInfo;
+use crate::stats::analyze_events as analyze;
 
 /// The exact synthetic set: λ = 1, σ = κ = 0.02.
 pub(crate) const SYNTHETIC: [(u32, f64); 6] = [

@@ -10,11 +10,11 @@ use std::time::Duration;
 
 use super::report::Capacity;
 use super::slo::Slo;
+use crate::check::folder::ResultsWriter;
 use crate::plan::{Overrides, Plan};
 use crate::recipe::Strategy;
-use crate::report::{Exporters, RunReport};
+use crate::results::CellSummary;
 use crate::spec::Workload;
-use crate::stats::CellSummary;
 use crate::system::System;
 
 /// The least number of distinct client counts a sweep needs (the USL has three parameters).
@@ -76,23 +76,19 @@ impl Sweep {
 
 /// After the sweep ran into the run folder `dir`: the capacity report of its `cells` against
 /// `slo`, written to `dir/capacity.json`, and the run's reports redrawn through `exporters`
-/// (with [`Exporters::reports`], the plots, `report.md` and `report.html`, which then show the
-/// capacity figure).
-pub fn finish(
+/// (with `report::Exporters::reports`, the plots, `report.md` and `report.html`, which then
+/// show the capacity figure).
+pub fn finish<W: ResultsWriter + ?Sized>(
     dir: &Path,
     cells: &[CellSummary],
     slo: Option<Slo>,
-    exporters: &Exporters,
+    exporters: &W,
 ) -> anyhow::Result<Capacity> {
     let capacity = Capacity::of(cells, slo)?;
     super::file::write(dir, &capacity)?;
-    exporters.run_updated(&RunReport {
-        dir,
-        cells,
-        not_run: &[],
-        interrupted: false,
-        finished: true,
-    })?;
+    exporters
+        .write_run(dir, cells, true)
+        .map_err(|e| anyhow::anyhow!(e))?;
     Ok(capacity)
 }
 

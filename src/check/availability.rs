@@ -25,9 +25,11 @@ use std::collections::BTreeMap;
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use super::evidence::token_text;
-use super::{Checker, Evidence, EvidenceLog, History, Validity, Verdict};
+use super::{
+    Checker, Counts, Evidence, EvidenceLog, History, Safety, Validity, Verdict, VerdictCounts,
+};
 use crate::history::{EventKind, Op, Operations, Section, in_time_order};
-use crate::stats::CellInfo;
+use crate::results::CellInfo;
 
 /// The checker's name, its verdict's `checker`.
 pub const NAME: &str = "availability";
@@ -41,6 +43,39 @@ pub const STUCK_LOCKS: &str = "stuck_locks";
 pub const LONGEST_LEASE_MS: &str = "longest_lease_ms";
 /// Class of the note naming the longest unavailable window.
 pub const LONGEST_WINDOW: &str = "longest_unavailable_window";
+
+/// The availability checker's counts; the ones the history may not give are `None`, and are
+/// left out of the verdict, never 0.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct AvailabilityCounts {
+    /// [`MAX_UNAVAILABLE_US`]: the cell's `safety.max_unavailable_ms`, in ms there.
+    pub max_unavailable_us: u64,
+    /// [`FIRST_ACQUISITION_US`]: the cell's `safety.first_acquisition_ms`, in ms there.
+    pub first_acquisition_us: Option<u64>,
+    /// [`STUCK_LOCKS`]: the cell's `safety.stuck_locks`.
+    pub stuck_locks: u64,
+    /// [`LONGEST_LEASE_MS`] (in the verdict only).
+    pub longest_lease_ms: Option<u64>,
+}
+
+impl Counts for AvailabilityCounts {
+    fn add_to(&self, safety: &mut Safety) {
+        let ms = |us: u64| us as f64 / 1000.0;
+        safety.stuck_locks = self.stuck_locks;
+        safety.max_unavailable_ms = ms(self.max_unavailable_us);
+        safety.first_acquisition_ms = self.first_acquisition_us.map(ms);
+    }
+
+    fn named(&self) -> Vec<(&'static str, u64)> {
+        let mut out = vec![
+            (MAX_UNAVAILABLE_US, self.max_unavailable_us),
+            (STUCK_LOCKS, self.stuck_locks),
+        ];
+        out.extend(self.first_acquisition_us.map(|f| (FIRST_ACQUISITION_US, f)));
+        out.extend(self.longest_lease_ms.map(|t| (LONGEST_LEASE_MS, t)));
+        out
+    }
+}
 
 /// The availability checker.
 pub struct Availability;
@@ -167,7 +202,7 @@ impl Checker for Availability {
         let events = &history.events;
         let end = history.end_us(cell);
         let mut log = EvidenceLog::default();
-        let mut counts = BTreeMap::new();
+        let mut counts = AvailabilityCounts::default();
 
         // The longest unavailable window.
         let all = windows(history, end);
@@ -175,7 +210,7 @@ impl Checker for Availability {
             .iter()
             .max_by_key(|w| (w.to_us - w.from_us, std::cmp::Reverse(w.from_us)));
         let max_unavailable = longest.map_or(0, |w| w.to_us - w.from_us);
-        counts.insert(MAX_UNAVAILABLE_US.to_string(), max_unavailable);
+        counts.max_unavailable_us = max_unavailable;
         if let Some(w) = longest.filter(|_| max_unavailable > 0) {
             let closed = match w.closed_at.map(|i| events.at(i)) {
                 Some(e) if e.kind() == EventKind::Ok => format!(
@@ -217,21 +252,17 @@ impl Checker for Availability {
             (None, Some(_)) => Some(0),
             _ => None,
         };
-        if let Some(f) = first_acquisition {
-            counts.insert(FIRST_ACQUISITION_US.to_string(), f);
-        }
+        counts.first_acquisition_us = first_acquisition;
         let longest_lease = events
             .iter()
             .filter(|e| e.op() == Op::Acquire && e.kind() == EventKind::Ok)
             .filter_map(|e| e.ttl_ms())
             .filter(|&t| t > 0)
             .max();
-        if let Some(ttl) = longest_lease {
-            counts.insert(LONGEST_LEASE_MS.to_string(), ttl);
-        }
+        counts.longest_lease_ms = longest_lease;
 
         let stuck = longest_lease.map_or(0, |ttl| stuck_locks(history, end, ttl, &mut log));
-        counts.insert(STUCK_LOCKS.to_string(), stuck);
+        counts.stuck_locks = stuck;
 
         let validity = if stuck > 0 {
             Validity::Invalid
@@ -259,7 +290,7 @@ impl Checker for Availability {
             summary,
             evidence,
             findings,
-            counts,
+            counts: VerdictCounts::new(counts),
         }
     }
 }

@@ -4,7 +4,7 @@
 //! only under `--strict`.
 
 use super::{Expect, Safety, SafetyVerdict, Validity};
-use crate::stats::CellSummary;
+use crate::results::CellSummary;
 
 /// How one cell's verdict compares with its expectation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -127,17 +127,7 @@ impl Judgement {
 /// The counts that are not zero, then the first violation (or possible one) with the history
 /// lines to read.
 pub fn why(s: &Safety) -> String {
-    let o = &s.overlaps;
-    let counts = [
-        ("overlaps granted twice", o.granted_twice),
-        ("overlaps after the holder was told", o.told_and_went_on),
-        ("overlaps after an untold expiry", o.expired_untold),
-        ("possible overlaps (unknown outcomes)", o.unknown),
-        ("lost updates", s.lost_updates),
-        ("token regressions", s.token_regressions),
-        ("stuck locks", s.stuck_locks),
-        ("stale accesses rejected", s.stale_accesses_rejected),
-    ];
+    let counts = s.described_counts();
     let mut parts: Vec<String> = counts
         .iter()
         .filter(|(_, n)| *n > 0)
@@ -150,11 +140,11 @@ pub fn why(s: &Safety) -> String {
     let mut out = parts.join(", ");
     if let Some(v) = first {
         let lines: Vec<String> = v.lines.iter().map(usize::to_string).collect();
-        out.push_str(&format!(
-            "; first: {} (history.jsonl lines {})",
-            v.what,
-            lines.join(", ")
-        ));
+        out.push_str(&format!("; first: {}", v.what));
+        // A finding about no event (a checker that panicked) has no lines to point at.
+        if !lines.is_empty() {
+            out.push_str(&format!(" (history.jsonl lines {})", lines.join(", ")));
+        }
     }
     out
 }

@@ -42,12 +42,10 @@
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
-use serde::{Deserialize, Serialize};
-
 use super::{History, Validity, Verdict};
 use super::{fencing, lost_update, mutex};
 use crate::history::{ErrorKind, EventKind, EventRef, Events, Op, TIMEOUT_ERROR, in_time_order};
-use crate::stats::CellInfo;
+use crate::results::{CellInfo, FaultWindow};
 
 /// The shortest settle after a heal, µs: findings up to this long after it are still the
 /// fault's, whatever the leases' TTLs.
@@ -55,82 +53,6 @@ pub const MIN_SETTLE_US: u64 = 1_000_000;
 
 /// The error text that marks a fault that failed to start (the nemesis writes `start: ...`).
 pub const START_FAILED: &str = "start:";
-
-/// One nemesis fault window and the figures attributed to it (see the module doc).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub struct FaultWindow {
-    /// The fault's kind (`kill`, `partition`, `pause-node`, `pause-client`, `clock`, ...).
-    pub kind: String,
-    /// The nodes or client processes it acted on.
-    pub targets: Vec<String>,
-    /// Its `invoke`, µs on the history's clock.
-    pub start_us: u64,
-    /// When its start took effect, µs; `None` when it did not start, or the history predates
-    /// the field.
-    #[serde(default)]
-    pub effect_us: Option<u64>,
-    /// When its undo was asked for, µs; `None` when the history does not say.
-    #[serde(default)]
-    pub undo_us: Option<u64>,
-    /// The `invoke` → the effect, ms: the time spent applying the fault.
-    #[serde(default)]
-    pub applying_ms: Option<f64>,
-    /// The undo asked for → done (for a kill: the node serves again), ms.
-    #[serde(default)]
-    pub undoing_ms: Option<f64>,
-    /// What the start did, where words are needed: the clock fault says it is modelled, what
-    /// the model does, and each node's effect; `partial: ` first when a node refused its part.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub effect: Option<String>,
-    /// Its end (the heal, or a failed start's outcome), µs; `None` when the history shows no
-    /// heal (none recorded, or the heal failed).
-    pub end_us: Option<u64>,
-    /// False when the fault failed to start (its end's error starts with `start:`).
-    pub started: bool,
-    /// The error of a failed start or heal (or of a heal that succeeded only on retry).
-    pub error: Option<String>,
-    /// The effect → the first acquire `ok` at or after it, any key, ms; `None` when none came.
-    pub first_grant_ms: Option<f64>,
-    /// The end → the first acquire `ok` at or after it, ms; `None` when none came or the
-    /// window never ended.
-    pub recovery_ms: Option<f64>,
-    /// The cluster's share of the recovery: the end → the first outcome only the cluster could
-    /// give (acquire or release `ok`, acquisition `withdrawn`), ms, at most `recovery_ms`.
-    #[serde(default)]
-    pub recovery_cluster_ms: Option<f64>,
-    /// The clients' share: `recovery_ms` − `recovery_cluster_ms`.
-    #[serde(default)]
-    pub recovery_clients_ms: Option<f64>,
-    /// Requests per client and second inside `[effect_us, end_us]`: each acquisition's
-    /// `requests` spread evenly over its invoke → outcome; `None` for an empty window.
-    #[serde(default)]
-    pub requests_per_client_s: Option<f64>,
-    /// The most acquire outcomes `fail` or `info` of one client inside `[effect_us, end_us]`.
-    #[serde(default)]
-    pub most_failed_per_client: u64,
-    /// Acquire `ok` events inside `[effect_us, end_us]` (from `start_us` when the effect is not
-    /// recorded; to the history's end when open).
-    pub acquisitions: u64,
-    /// The findings attributed to the window merged: `invalid` with any violation, else
-    /// `unknown` with any possible violation, else `valid`.
-    pub verdict: Validity,
-    /// Mutex violations (certain overlapping holds) attributed to the window.
-    pub overlaps: u64,
-    /// Possible overlaps (they need an unknown acquisition to have been granted).
-    pub possible_overlaps: u64,
-    /// Lost-update findings (pairs of accepted writes of one value, or a key's totals).
-    pub lost_updates: u64,
-    /// Accesses the fenced register refused for a stale token.
-    pub stale_accesses_rejected: u64,
-    /// Grants whose token did not exceed the previous grant's on the key.
-    pub token_regressions: u64,
-    /// `lease_lost` events.
-    pub lost_leases: u64,
-    /// Acquire and release outcomes `fail` or `info`, by error kind (`timeout`, `connection`,
-    /// ...; `unclassified` without a kind).
-    pub errors: BTreeMap<String, u64>,
-}
 
 /// A window as paired from the history, before its figures.
 #[derive(Debug, Clone, PartialEq)]

@@ -5,11 +5,13 @@
 //! are counted as notes: fencing kept a stale holder's access off the data, which is not a
 //! violation by itself (the mutex checker judges the overlap that made the holder stale).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 
-use super::{Checker, Evidence, EvidenceLog, History, Validity, Verdict};
+use super::{
+    Checker, Counts, Evidence, EvidenceLog, History, Safety, Validity, Verdict, VerdictCounts,
+};
 use crate::history::{ErrorKind, EventKind, Op, in_time_order};
-use crate::stats::CellInfo;
+use crate::results::CellInfo;
 
 /// The checker's name, its verdict's `checker`.
 pub const NAME: &str = "fencing";
@@ -22,6 +24,32 @@ pub const FENCED_GRANTS: &str = "fenced_grants";
 
 /// The fencing checker.
 pub struct Fencing;
+
+/// The fencing checker's counts.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct FencingCounts {
+    /// [`TOKEN_REGRESSIONS`]: the cell's `safety.token_regressions`.
+    pub token_regressions: u64,
+    /// [`STALE_ACCESSES_REJECTED`]: the cell's `safety.stale_accesses_rejected`.
+    pub stale_accesses_rejected: u64,
+    /// [`FENCED_GRANTS`] (in the verdict only).
+    pub fenced_grants: u64,
+}
+
+impl Counts for FencingCounts {
+    fn add_to(&self, safety: &mut Safety) {
+        safety.token_regressions = self.token_regressions;
+        safety.stale_accesses_rejected = self.stale_accesses_rejected;
+    }
+
+    fn named(&self) -> Vec<(&'static str, u64)> {
+        vec![
+            (TOKEN_REGRESSIONS, self.token_regressions),
+            (STALE_ACCESSES_REJECTED, self.stale_accesses_rejected),
+            (FENCED_GRANTS, self.fenced_grants),
+        ]
+    }
+}
 
 impl Checker for Fencing {
     fn name(&self) -> &'static str {
@@ -135,11 +163,11 @@ impl Checker for Fencing {
             summary,
             evidence,
             findings,
-            counts: BTreeMap::from([
-                (TOKEN_REGRESSIONS.to_string(), regressions),
-                (STALE_ACCESSES_REJECTED.to_string(), stale),
-                (FENCED_GRANTS.to_string(), grants),
-            ]),
+            counts: VerdictCounts::new(FencingCounts {
+                token_regressions: regressions,
+                stale_accesses_rejected: stale,
+                fenced_grants: grants,
+            }),
         }
     }
 }

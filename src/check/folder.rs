@@ -3,11 +3,28 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{CELL_FILE, CellResult, CheckError, evaluate};
+use super::{CellResult, CheckError, evaluate};
 use crate::plan::Plan;
-use crate::report::json::SUMMARY_FILE;
-use crate::report::{ExportError, Exporters, RunReport};
-use crate::stats::CellSummary;
+use crate::results::{CELL_FILE, CellSummary, SUMMARY_FILE};
+
+/// Why a [`ResultsWriter`] could not write a file (its own error, boxed).
+pub type WriteError = Box<dyn std::error::Error + Send + Sync>;
+
+/// What rewriting a run folder's files asks of whatever writes them (the report's exporters,
+/// `crate::report::Exporters`, implement it): `lockbench check --write` and `lockbench
+/// capacity` name this trait, so that the checkers (and capacity) sit below the reports.
+pub trait ResultsWriter {
+    /// Writes the files of the cell folder `dir` from `result`, evaluated again.
+    fn write_cell(&self, dir: &Path, result: &CellResult) -> Result<(), WriteError>;
+    /// Rewrites the run-level files of the run folder `dir` from its cells' summaries, in plan
+    /// order; `finished` once the run is over.
+    fn write_run(
+        &self,
+        dir: &Path,
+        cells: &[CellSummary],
+        finished: bool,
+    ) -> Result<(), WriteError>;
+}
 
 /// One cell evaluated again.
 #[derive(Debug)]
@@ -39,8 +56,8 @@ pub enum FolderError {
     #[error(transparent)]
     Cell(#[from] CheckError),
     /// A file `--write` could not rewrite.
-    #[error(transparent)]
-    Export(#[from] ExportError),
+    #[error("{0}")]
+    Export(WriteError),
 }
 
 /// The cell folders of `dir`: itself if it is a cell, else its `cells/*` in plan order (name
@@ -125,8 +142,11 @@ pub fn comparison(cells: &[Rechecked], write: bool) -> String {
 }
 
 /// Evaluates every cell of `dir` again and compares each with its stored summary; with
-/// `write`, rewrites the cells' and the run's files through `exporters`.
-pub fn recheck(dir: &Path, write: Option<&Exporters>) -> Result<Vec<Rechecked>, FolderError> {
+/// `write`, rewrites the cells' and the run's files through it.
+pub fn recheck<W: ResultsWriter + ?Sized>(
+    dir: &Path,
+    write: Option<&W>,
+) -> Result<Vec<Rechecked>, FolderError> {
     let mut out = Vec::new();
     for cell in cell_dirs(dir)? {
         let result = evaluate(&cell)?;
@@ -139,11 +159,10 @@ pub fn recheck(dir: &Path, write: Option<&Exporters>) -> Result<Vec<Rechecked>, 
                     .is_ok_and(|stored| stored == result.analysis.summary)
             });
         if let Some(ex) = write {
-            ex.cell_finished(&cell, &result)
-                .map_err(|e| FolderError::Io {
-                    path: cell.clone(),
-                    source: std::io::Error::other(e),
-                })?;
+            ex.write_cell(&cell, &result).map_err(|e| FolderError::Io {
+                path: cell.clone(),
+                source: std::io::Error::other(e),
+            })?;
         }
         out.push(Rechecked {
             dir: cell,
@@ -158,13 +177,8 @@ pub fn recheck(dir: &Path, write: Option<&Exporters>) -> Result<Vec<Rechecked>, 
             .iter()
             .map(|r| r.result.analysis.summary.clone())
             .collect();
-        ex.run_updated(&RunReport {
-            dir,
-            cells: &summaries,
-            not_run: &[],
-            interrupted: false,
-            finished: false,
-        })?;
+        ex.write_run(dir, &summaries, false)
+            .map_err(FolderError::Export)?;
     }
     Ok(out)
 }

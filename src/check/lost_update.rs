@@ -12,9 +12,11 @@
 use std::collections::BTreeMap;
 
 use super::evidence::token_text;
-use super::{Checker, Evidence, EvidenceLog, History, Validity, Verdict};
+use super::{
+    Checker, Counts, Evidence, EvidenceLog, History, Safety, Validity, Verdict, VerdictCounts,
+};
 use crate::history::{EventKind, EventRef, Events, Op, in_time_order};
-use crate::stats::CellInfo;
+use crate::results::CellInfo;
 
 /// The checker's name, its verdict's `checker`.
 pub const NAME: &str = "lost_update";
@@ -27,6 +29,28 @@ pub const SAME_VALUE: &str = "lost_update";
 
 /// The lost-update checker.
 pub struct LostUpdate;
+
+/// The lost-update checker's counts.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LostUpdateCounts {
+    /// [`LOST_UPDATES`]: the cell's `safety.lost_updates`.
+    pub lost_updates: u64,
+    /// [`ACCEPTED_WRITES`] (in the verdict only).
+    pub accepted_writes: u64,
+}
+
+impl Counts for LostUpdateCounts {
+    fn add_to(&self, safety: &mut Safety) {
+        safety.lost_updates = self.lost_updates;
+    }
+
+    fn named(&self) -> Vec<(&'static str, u64)> {
+        vec![
+            (LOST_UPDATES, self.lost_updates),
+            (ACCEPTED_WRITES, self.accepted_writes),
+        ]
+    }
+}
 
 /// One key's accepted accesses, in time order (event indices).
 #[derive(Default)]
@@ -126,11 +150,10 @@ impl Checker for LostUpdate {
             summary,
             evidence,
             findings,
-            counts: [
-                (LOST_UPDATES.to_string(), lost_total),
-                (ACCEPTED_WRITES.to_string(), writes_total),
-            ]
-            .into(),
+            counts: VerdictCounts::new(LostUpdateCounts {
+                lost_updates: lost_total,
+                accepted_writes: writes_total,
+            }),
         }
     }
 }

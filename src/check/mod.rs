@@ -6,7 +6,10 @@
 //! [`evaluate`] is the one entry point both use: statistics and every checker over one cell
 //! folder. Each checker lives in a file of its own and is listed in [`checkers`]; [`faults`]
 //! then attributes their complete findings ([`Verdict::findings`]) to the nemesis' fault
-//! windows (the summary's `faults`).
+//! windows (the summary's `faults`). A checker returns its counts typed ([`Counts`]), and they
+//! fill the fields of the cell's [`Safety`] it owns. A checker that panics gives an `unknown`
+//! verdict carrying the panic's message, and the others' verdicts stand (Jepsen's
+//! `check-safe`).
 
 pub mod availability;
 #[cfg(test)]
@@ -25,80 +28,97 @@ mod scale_tests;
 pub(crate) mod testkit;
 
 pub use evidence::{Evidence, EvidenceLog, Finding, MAX_EVIDENCE};
-pub use faults::FaultWindow;
-pub use safety::{Overlaps, Safety, SafetyVerdict, Violation};
+// The verdict types and file names are the results schema's, where the statistics and the
+// reports read them too; the checkers' paths stay as they were.
+pub use crate::results::{
+    CELL_FILE, Expect, FaultWindow, HISTORY_FILE, Overlaps, Safety, SafetyVerdict, Validity,
+    Violation,
+};
 
 use std::collections::BTreeMap;
 use std::fmt;
+use std::panic::AssertUnwindSafe;
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
-use serde::{Deserialize, Serialize};
+use serde::{Serialize, Serializer};
 
 use crate::history::{
     Event, Events, HistoryError, Operations, Section, into_time_order, read_events,
 };
-use crate::stats::{self, Analysis, CellInfo};
+use crate::results::CellInfo;
+use crate::stats::{self, Analysis};
 
-/// The file beside `history.jsonl` that says what the history does not (see [`CellInfo`]).
-pub const CELL_FILE: &str = "cell.json";
-/// The history of one cell.
-pub const HISTORY_FILE: &str = "history.jsonl";
-
-/// Whether a property held: Jepsen's `:valid?` with its `:unknown`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Validity {
-    /// The history shows the property held.
-    Valid,
-    /// The history cannot settle it (outcomes unknown, nothing to judge).
-    Unknown,
-    /// The history shows a violation.
-    Invalid,
+/// What one checker counted, typed: each checker has a struct of its own counts, which puts
+/// them where the cell's [`Safety`] shows them and names them for the verdict as written. A
+/// checker that adds a count changes its own file and the [`Safety`] field that shows it.
+pub trait Counts: fmt::Debug + Send + Sync {
+    /// Sets the fields of `safety` this checker owns (and only those) to its counts.
+    fn add_to(&self, safety: &mut Safety);
+    /// Every count by its name in the verdict's `counts` (snake_case), in any order; a count
+    /// the history could not give (nothing granted, no TTL known) is left out, never 0.
+    fn named(&self) -> Vec<(&'static str, u64)>;
 }
 
-impl Validity {
-    /// Several verdicts as one: any invalid makes it invalid, else any unknown makes it
-    /// unknown, else valid (Jepsen's `merge-valid`). No verdict at all is unknown.
-    pub fn merge(all: impl IntoIterator<Item = Validity>) -> Validity {
-        all.into_iter().max().unwrap_or(Validity::Unknown)
+/// The counts of a checker that counted nothing (one that panicked).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoCounts;
+
+impl Counts for NoCounts {
+    fn add_to(&self, _: &mut Safety) {}
+    fn named(&self) -> Vec<(&'static str, u64)> {
+        Vec::new()
     }
 }
 
-impl fmt::Display for Validity {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Validity::Valid => "valid",
-            Validity::Unknown => "unknown",
-            Validity::Invalid => "invalid",
-        })
+/// A verdict's counts: its checker's own [`Counts`], behind one type every verdict shares.
+/// Written as an object of the counts by name, sorted (as the map they were before they were
+/// typed), and compared by those.
+#[derive(Debug, Clone)]
+pub struct VerdictCounts(Arc<dyn Counts>);
+
+impl VerdictCounts {
+    /// A checker's counts.
+    pub fn new(counts: impl Counts + 'static) -> VerdictCounts {
+        VerdictCounts(Arc::new(counts))
+    }
+
+    /// The count named `name`, if the checker has it.
+    pub fn get(&self, name: &str) -> Option<u64> {
+        self.0
+            .named()
+            .into_iter()
+            .find_map(|(n, v)| (n == name).then_some(v))
+    }
+
+    /// Sets the fields of `safety` the checker owns ([`Counts::add_to`]).
+    pub fn add_to(&self, safety: &mut Safety) {
+        self.0.add_to(safety)
+    }
+
+    fn by_name(&self) -> BTreeMap<&'static str, u64> {
+        self.0.named().into_iter().collect()
+    }
+
+    fn is_empty(&self) -> bool {
+        self.0.named().is_empty()
     }
 }
 
-/// What a cell's verdict is expected to be: a known-unsafe design that shows its violations is
-/// a finding, not a failure (`expect` in workload files).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Expect {
-    /// The lock should hold: an unsafe verdict fails the run.
-    #[default]
-    Safe,
-    /// The design is known to break: an unsafe verdict is the expected finding.
-    Unsafe,
+impl PartialEq for VerdictCounts {
+    fn eq(&self, other: &Self) -> bool {
+        self.by_name() == other.by_name()
+    }
 }
 
-impl Expect {
-    /// The name used in files and reports.
-    pub fn name(self) -> &'static str {
-        match self {
-            Expect::Safe => "safe",
-            Expect::Unsafe => "unsafe",
-        }
+impl Serialize for VerdictCounts {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.by_name().serialize(s)
     }
 }
 
 /// One checker's judgement of one cell.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Verdict {
     /// The checker's name.
     pub checker: String,
@@ -108,9 +128,9 @@ pub struct Verdict {
     pub summary: String,
     /// The first findings, each with the history lines to read.
     pub evidence: Vec<Evidence>,
-    /// What it counted, by name (complete, unlike `evidence`), for the cell's `safety`.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub counts: BTreeMap<String, u64>,
+    /// What it counted (complete, unlike `evidence`), for the cell's `safety`.
+    #[serde(skip_serializing_if = "VerdictCounts::is_empty")]
+    pub counts: VerdictCounts,
     /// Every finding, in time order (complete, unlike `evidence`), for the per-fault figures
     /// ([`faults`]); not written, since it is recomputed from the history.
     #[serde(skip)]
@@ -226,7 +246,10 @@ pub fn evaluate(dir: &Path) -> Result<CellResult, CheckError> {
         path: path.clone(),
         message: e.to_string(),
     })?;
-    check_cell_version(&text, &path)?;
+    crate::results::check_cell_version(&text).map_err(|e| CheckError::Cell {
+        path: path.clone(),
+        message: e.to_string(),
+    })?;
     let (mut events, mut lines) = read_events(&dir.join(HISTORY_FILE))?;
     // Sorted once here, every checker's time-order pass is a scan; `lines` keep the evidence
     // pointing at the file.
@@ -234,37 +257,25 @@ pub fn evaluate(dir: &Path) -> Result<CellResult, CheckError> {
     Ok(evaluate_history(&History::with_lines(events, lines), info))
 }
 
-/// Refuses a `cell.json` written for a results schema newer than this lockbench reads: its
-/// fields could mean something else now. A file without `schema_version` was written before
-/// cell.json carried one (schema 4 and earlier), whose layout this version reads.
-fn check_cell_version(text: &str, path: &Path) -> Result<(), CheckError> {
-    #[derive(Deserialize)]
-    struct Head {
-        schema_version: Option<u32>,
-    }
-    let head: Head = serde_json::from_str(text).map_err(|e| CheckError::Cell {
-        path: path.to_path_buf(),
-        message: e.to_string(),
-    })?;
-    match head.schema_version {
-        Some(v) if v > stats::SCHEMA_VERSION => Err(CheckError::Cell {
-            path: path.to_path_buf(),
-            message: format!(
-                "schema_version {v}, this lockbench reads up to {}: check the folder with the lockbench that wrote it",
-                stats::SCHEMA_VERSION
-            ),
-        }),
-        _ => Ok(()),
-    }
-}
-
 /// [`evaluate`] on a history in memory: the summary's `safety` is filled from the verdicts.
 pub fn evaluate_history(history: &History, info: CellInfo) -> CellResult {
+    evaluate_with(history, info, &checkers())
+}
+
+/// [`evaluate_history`] with the checkers given (a test adds its own).
+pub(crate) fn evaluate_with(
+    history: &History,
+    info: CellInfo,
+    checkers: &[Box<dyn Checker>],
+) -> CellResult {
     // Statistics and checkers read the history alone and share nothing: side by side, on a
     // thread each, the time is the longer of the two.
     let (mut analysis, verdicts) = std::thread::scope(|s| {
         let stats = s.spawn(|| stats::analyze_with(&history.events, history.operations(), &info));
-        let verdicts: Vec<Verdict> = checkers().iter().map(|c| c.check(history, &info)).collect();
+        let verdicts: Vec<Verdict> = checkers
+            .iter()
+            .map(|c| check_safe(c.as_ref(), history, &info))
+            .collect();
         let analysis = stats
             .join()
             .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
@@ -278,6 +289,39 @@ pub fn evaluate_history(history: &History, info: CellInfo) -> CellResult {
         analysis,
         verdicts,
         validity,
+    }
+}
+
+/// The class of the evidence of a checker that panicked.
+pub const PANICKED: &str = "checker_panicked";
+
+/// `checker`'s verdict, or, when it panics, an `unknown` one whose evidence carries the panic's
+/// message (Jepsen's `check-safe`): a bug in one checker says nothing about the lock, so it
+/// must neither abort the run nor pass for `valid`, and the other checkers' verdicts stand.
+fn check_safe(checker: &dyn Checker, history: &History, cell: &CellInfo) -> Verdict {
+    // Unwind safety: a checker reads the history and the cell and owns everything it writes;
+    // what a panic can leave behind is at most a derived view (`OnceLock`) left unset.
+    match std::panic::catch_unwind(AssertUnwindSafe(|| checker.check(history, cell))) {
+        Ok(v) => v,
+        Err(panic) => {
+            let message = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "a panic without a message".into());
+            let what = format!(
+                "the {} checker panicked, so it judged nothing: {message}",
+                checker.name()
+            );
+            Verdict {
+                checker: checker.name().into(),
+                validity: Validity::Unknown,
+                summary: what.clone(),
+                evidence: vec![Evidence::new(Validity::Unknown, PANICKED, what)],
+                counts: VerdictCounts::new(NoCounts),
+                findings: Vec::new(),
+            }
+        }
     }
 }
 
@@ -315,16 +359,19 @@ mod tests {
         // Written before cell.json had a version: read.
         std::fs::write(dir.join(CELL_FILE), file.to_string()).unwrap();
         assert!(evaluate(&dir).is_ok());
-        file["schema_version"] = stats::SCHEMA_VERSION.into();
+        file["schema_version"] = crate::results::SCHEMA_VERSION.into();
         std::fs::write(dir.join(CELL_FILE), file.to_string()).unwrap();
         assert!(evaluate(&dir).is_ok());
-        file["schema_version"] = (stats::SCHEMA_VERSION + 1).into();
+        file["schema_version"] = (crate::results::SCHEMA_VERSION + 1).into();
         std::fs::write(dir.join(CELL_FILE), file.to_string()).unwrap();
         let e = evaluate(&dir).unwrap_err().to_string();
         assert!(
             e.contains("cell.json")
-                && e.contains(&format!("schema_version {}", stats::SCHEMA_VERSION + 1))
-                && e.contains(&format!("reads up to {}", stats::SCHEMA_VERSION)),
+                && e.contains(&format!(
+                    "schema_version {}",
+                    crate::results::SCHEMA_VERSION + 1
+                ))
+                && e.contains(&format!("reads up to {}", crate::results::SCHEMA_VERSION)),
             "{e}"
         );
     }
@@ -332,7 +379,11 @@ mod tests {
     use crate::check::testkit::*;
 
     fn safety(events: Vec<Event>) -> (CellResult, Safety) {
-        let r = evaluate_history(&History::new(events), cell(3));
+        safety_with(events, &checkers())
+    }
+
+    fn safety_with(events: Vec<Event>, checkers: &[Box<dyn Checker>]) -> (CellResult, Safety) {
+        let r = evaluate_with(&History::new(events), cell(3), checkers);
         let s = r
             .analysis
             .summary
@@ -477,11 +528,85 @@ mod tests {
         assert_eq!(t.violations[1].t_us, s.violations[1].t_us);
     }
 
+    /// A checker with a bug: it panics on every history.
+    struct Panicking;
+
+    impl Checker for Panicking {
+        fn name(&self) -> &'static str {
+            "panicking"
+        }
+
+        fn check(&self, _: &History, _: &CellInfo) -> Verdict {
+            panic!("index 7 out of range for length 3");
+        }
+    }
+
+    #[test]
+    fn a_checker_that_panics_gives_unknown_with_its_message_and_the_others_stand() {
+        let mut all = checkers();
+        all.push(Box::new(Panicking));
+        let with = |events| safety_with(events, &all);
+
+        // A clean history: the four checkers still judge it valid, the cell is unknown.
+        let (r, s) = with(clean());
+        let (plain, plain_safety) = safety(clean());
+        assert_eq!(
+            r.verdicts[..4],
+            plain.verdicts[..],
+            "the others' verdicts stand"
+        );
+        let p = &r.verdicts[4];
+        assert_eq!(
+            (p.checker.as_str(), p.validity),
+            ("panicking", Validity::Unknown)
+        );
+        assert!(
+            p.summary.contains("index 7 out of range for length 3"),
+            "{}",
+            p.summary
+        );
+        assert_eq!(p.evidence[0].class.as_deref(), Some(PANICKED));
+        assert_eq!(
+            (r.validity, s.verdict),
+            (Validity::Unknown, SafetyVerdict::Unknown)
+        );
+        // Its message is the cell's first note, and the counts are the four checkers'.
+        let note = &s.possible_violations[0];
+        assert_eq!(note.checker, "panicking");
+        assert!(
+            note.what.contains("index 7 out of range for length 3"),
+            "{}",
+            note.what
+        );
+        assert_eq!(
+            Safety {
+                verdict: plain_safety.verdict,
+                possible_violations: plain_safety.possible_violations.clone(),
+                ..s.clone()
+            },
+            plain_safety
+        );
+        let why = expectation::why(&s);
+        assert!(
+            why.ends_with("first: the panicking checker panicked, so it judged nothing: index 7 out of range for length 3"),
+            "{why}"
+        );
+
+        // An unsafe history stays unsafe: a violation found is found, whatever else panicked.
+        let (r, s) = with(granted_twice());
+        assert_eq!(
+            (r.validity, s.verdict),
+            (Validity::Invalid, SafetyVerdict::Unsafe)
+        );
+        assert_eq!(s.overlaps.granted_twice, 1);
+        assert_eq!(r.verdicts[4].validity, Validity::Unknown);
+    }
+
     #[test]
     fn safety_is_in_summary_json_and_reads_back_equal() {
         let (r, _) = safety(granted_twice());
         let json = serde_json::to_value(&r.analysis.summary).unwrap();
-        assert_eq!(json["schema_version"], crate::stats::SCHEMA_VERSION);
+        assert_eq!(json["schema_version"], crate::results::SCHEMA_VERSION);
         assert_eq!(json["safety"]["verdict"], "unsafe");
         assert_eq!(json["safety"]["expected"], "safe");
         assert_eq!(json["safety"]["overlaps"]["granted_twice"], 1);
@@ -489,7 +614,7 @@ mod tests {
             json["safety"]["violations"][0]["tokens"],
             serde_json::json!([1, 2])
         );
-        let back: stats::CellSummary = serde_json::from_value(json).unwrap();
+        let back: crate::results::CellSummary = serde_json::from_value(json).unwrap();
         assert_eq!(back, r.analysis.summary, "lockbench check compares these");
         // Statistics alone leave it out.
         let plain = stats::analyze(&Events::from(granted_twice()), &cell(3)).summary;

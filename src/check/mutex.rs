@@ -28,9 +28,11 @@ use std::collections::BTreeMap;
 use rustc_hash::FxHashMap as HashMap;
 
 use super::evidence::token_text;
-use super::{Checker, Evidence, EvidenceLog, History, Validity, Verdict};
+use super::{
+    Checker, Counts, Evidence, EvidenceLog, History, Safety, Validity, Verdict, VerdictCounts,
+};
 use crate::history::{EventKind, Events, Op, in_time_order};
-use crate::stats::CellInfo;
+use crate::results::CellInfo;
 
 /// The checker's name, its verdict's `checker`.
 pub const NAME: &str = "mutex";
@@ -45,6 +47,50 @@ pub const UNKNOWN: &str = "unknown";
 
 /// The mutual-exclusion checker.
 pub struct Mutex;
+
+/// The mutex checker's counts: overlapping holds by class (the cell's `safety.overlaps`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct MutexCounts {
+    /// [`GRANTED_TWICE`].
+    pub granted_twice: u64,
+    /// [`TOLD_AND_WENT_ON`].
+    pub told_and_went_on: u64,
+    /// [`EXPIRED_UNTOLD`].
+    pub expired_untold: u64,
+    /// [`UNKNOWN`].
+    pub unknown: u64,
+}
+
+impl MutexCounts {
+    fn of_class(&mut self, class: &str) -> &mut u64 {
+        match class {
+            GRANTED_TWICE => &mut self.granted_twice,
+            TOLD_AND_WENT_ON => &mut self.told_and_went_on,
+            EXPIRED_UNTOLD => &mut self.expired_untold,
+            UNKNOWN => &mut self.unknown,
+            other => unreachable!("mutex class {other} is not counted"),
+        }
+    }
+}
+
+impl Counts for MutexCounts {
+    fn add_to(&self, safety: &mut Safety) {
+        let o = &mut safety.overlaps;
+        o.granted_twice = self.granted_twice;
+        o.told_and_went_on = self.told_and_went_on;
+        o.expired_untold = self.expired_untold;
+        o.unknown = self.unknown;
+    }
+
+    fn named(&self) -> Vec<(&'static str, u64)> {
+        vec![
+            (GRANTED_TWICE, self.granted_twice),
+            (TOLD_AND_WENT_ON, self.told_and_went_on),
+            (EXPIRED_UNTOLD, self.expired_untold),
+            (UNKNOWN, self.unknown),
+        ]
+    }
+}
 
 /// A hold of a key, certain (a critical section) or possible (an `info` acquisition).
 ///
@@ -246,11 +292,7 @@ impl Checker for Mutex {
         for h in &holds {
             by_key.entry(h.key()).or_default().push(h);
         }
-        let mut counts: BTreeMap<String, u64> =
-            [GRANTED_TWICE, TOLD_AND_WENT_ON, EXPIRED_UNTOLD, UNKNOWN]
-                .into_iter()
-                .map(|c| (c.to_string(), 0))
-                .collect();
+        let mut counts = MutexCounts::default();
         let mut log = EvidenceLog::default();
         for (key, mut hs) in by_key {
             // Stable: holds granted in the same microsecond keep their order.
@@ -258,27 +300,24 @@ impl Checker for Mutex {
             for (a, b) in overlapping_pairs(&hs) {
                 let (a, b) = (hs[a], hs[b]);
                 let (validity, class, t, write) = judge(history, &writes, key, a, b);
-                *counts.get_mut(class).expect("every class is counted") += 1;
+                *counts.of_class(class) += 1;
                 log.push_with(t, validity, class, || {
                     evidence(history, key, a, b, (validity, class, t, write))
                 });
             }
         }
 
-        let violations = counts[GRANTED_TWICE] + counts[TOLD_AND_WENT_ON] + counts[EXPIRED_UNTOLD];
+        let violations = counts.granted_twice + counts.told_and_went_on + counts.expired_untold;
         let validity = if violations > 0 {
             Validity::Invalid
-        } else if counts[UNKNOWN] > 0 {
+        } else if counts.unknown > 0 {
             Validity::Unknown
         } else {
             Validity::Valid
         };
         let summary = format!(
             "{violations} overlapping holds ({} granted twice, {} told and went on, {} expired untold), {} possible overlaps with unknown acquisitions; {certain} holds, {possible} unknown acquisitions",
-            counts[GRANTED_TWICE],
-            counts[TOLD_AND_WENT_ON],
-            counts[EXPIRED_UNTOLD],
-            counts[UNKNOWN]
+            counts.granted_twice, counts.told_and_went_on, counts.expired_untold, counts.unknown
         );
         let (evidence, findings) = log.finish();
         Verdict {
@@ -287,7 +326,7 @@ impl Checker for Mutex {
             summary,
             evidence,
             findings,
-            counts,
+            counts: VerdictCounts::new(counts),
         }
     }
 }

@@ -1,29 +1,8 @@
 //! Hand-made histories for the checkers' tests: one short constructor per kind of event.
 
-use std::time::Duration;
-
 use super::{Checker, History, Verdict};
 use crate::history::{ErrorKind, Event, EventKind, Op};
-use crate::stats::CellInfo;
-
-/// A cell of `clients` clients with no warm-up, ended by its last event.
-pub fn cell(clients: u32) -> CellInfo {
-    CellInfo {
-        id: crate::plan::CellId {
-            system: crate::system::System::Etcd,
-            strategy: crate::recipe::Strategy::Predecessor,
-            workload: "test".into(),
-            chaos: crate::plan::NO_CHAOS.into(),
-            clients,
-            repetition: None,
-        },
-        warmup: Duration::ZERO,
-        end_us: None,
-        resource: Default::default(),
-        expect: Default::default(),
-        settle_ms: None,
-    }
-}
+pub use crate::results::testkit::cell;
 
 /// Runs `checker` on `events` (lines 1.. in this order).
 pub fn run(checker: &dyn Checker, events: Vec<Event>) -> Verdict {
@@ -32,7 +11,7 @@ pub fn run(checker: &dyn Checker, events: Vec<Event>) -> Verdict {
 
 /// The count `name` of `v` (0 when absent, so a missing count fails an `== n` with n > 0).
 pub fn count(v: &Verdict, name: &str) -> u64 {
-    v.counts.get(name).copied().unwrap_or(0)
+    v.counts.get(name).unwrap_or(0)
 }
 
 fn ev(t: u64, c: u32, kind: EventKind, op: Op, key: &str) -> Event {

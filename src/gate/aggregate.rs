@@ -8,10 +8,10 @@ use serde::{Deserialize, Serialize};
 
 use super::metric::Metric;
 use super::spread::Spread;
-use crate::check::Expect;
-use crate::check::safety::SafetyVerdict;
 use crate::plan::CellId;
-use crate::stats::CellSummary;
+use crate::results::CellSummary;
+use crate::results::Expect;
+use crate::results::SafetyVerdict;
 
 /// A cell over its repetitions.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

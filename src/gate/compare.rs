@@ -9,8 +9,8 @@ use super::baseline::Baseline;
 use super::machine;
 use super::metric::Metric;
 use super::spread::Spread;
-use crate::check::Expect;
-use crate::check::safety::SafetyVerdict;
+use crate::results::Expect;
+use crate::results::SafetyVerdict;
 
 /// How many standard errors of the difference of two medians a change must exceed before the
 /// baseline's spread stops explaining it (3: a fence an A/A comparison crosses about once in

@@ -5,7 +5,7 @@ use std::path::Path;
 use serde::Deserialize;
 
 use super::GateError;
-use crate::stats::{CellSummary, SCHEMA_VERSION};
+use crate::results::{CellSummary, SchemaError, check_summary_version};
 
 /// What the gate reads of a run folder.
 #[derive(Debug)]
@@ -20,7 +20,7 @@ impl RunResults {
     /// Reads `dir/summary.json` (and `environment.json`); a folder that is not a finished,
     /// uninterrupted run of this schema is an error that says so.
     pub fn read(dir: &Path) -> Result<RunResults, GateError> {
-        let path = dir.join(crate::report::json::SUMMARY_FILE);
+        let path = dir.join(crate::results::SUMMARY_FILE);
         let bad = |message: String| GateError::Input {
             path: path.clone(),
             message,
@@ -31,9 +31,16 @@ impl RunResults {
                  results/latest"
             ))
         })?;
+        match check_summary_version(&text) {
+            Ok(()) => {}
+            Err(e @ SchemaError::OtherSummary(_)) => {
+                return Err(GateError::Schema(format!("{}: {e}", path.display())));
+            }
+            Err(SchemaError::NotJson(e)) => return Err(bad(format!("not a run summary: {e}"))),
+            Err(e) => return Err(bad(e.to_string())),
+        }
         #[derive(Deserialize)]
         struct Head {
-            schema_version: Option<u32>,
             #[serde(default)]
             interrupted: bool,
             #[serde(default)]
@@ -41,17 +48,6 @@ impl RunResults {
         }
         let head: Head =
             serde_json::from_str(&text).map_err(|e| bad(format!("not a run summary: {e}")))?;
-        match head.schema_version {
-            Some(SCHEMA_VERSION) => {}
-            Some(v) => {
-                return Err(GateError::Schema(format!(
-                    "{}: summary schema_version {v}, this lockbench reads {SCHEMA_VERSION}: \
-                     rerun it with this version",
-                    path.display()
-                )));
-            }
-            None => return Err(bad("no schema_version: not a run summary".into())),
-        }
         if head.interrupted || !head.not_run.is_empty() {
             return Err(bad(format!(
                 "the run was interrupted ({} cells not run: {}): gate a complete run",

@@ -3,7 +3,7 @@
 
 use std::fmt;
 
-use crate::stats::CellSummary;
+use crate::results::CellSummary;
 
 /// A gated speed metric of a cell.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]

@@ -116,11 +116,21 @@ pub fn junit(o: &Outcome) -> String {
 }
 
 /// `s` escaped for XML text and attributes (control characters other than tab and newline
-/// dropped: XML 1.0 cannot carry them).
+/// dropped: XML 1.0 cannot carry them). The gate writes its own JUnit XML: the report's HTML
+/// escaping sits above the gate, which must not import it.
 fn xml(s: &str) -> String {
-    let kept: String = s
-        .chars()
-        .filter(|&c| matches!(c, '\t' | '\n') || !c.is_control())
-        .collect();
-    crate::report::html::escape(&kept)
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            '\t' | '\n' => out.push(c),
+            c if c.is_control() => {}
+            c => out.push(c),
+        }
+    }
+    out
 }

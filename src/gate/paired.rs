@@ -24,7 +24,7 @@ use super::compare::{Outcome, Row, Thresholds, Verdict, judge, safety_row};
 use super::metric::Metric;
 use super::spread::Spread;
 use crate::plan::CellId;
-use crate::stats::CellSummary;
+use crate::results::CellSummary;
 
 /// `--pair A=B`: cells of workload B judged against the same cells of workload A.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -178,9 +178,9 @@ fn paired_row(cell: &str, m: Metric, values: &[(f64, f64)], th: &Thresholds) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::check::Expect;
-    use crate::check::safety::Safety;
     use crate::recipe::Strategy;
+    use crate::results::Expect;
+    use crate::results::Safety;
     use crate::system::System;
 
     /// Repetition `rep` of `redis-predecessor-<workload>-c4`: handoff p50 (µs) and throughput.
@@ -192,7 +192,11 @@ mod tests {
         };
         s.handoff_latency_us.p50 = handoff as u64;
         s.handoff_latency_us.count = 90;
-        s.safety = Some(Safety::of(&[], crate::check::Validity::Valid, Expect::Safe));
+        s.safety = Some(Safety::of(
+            &[],
+            crate::results::Validity::Valid,
+            Expect::Safe,
+        ));
         s
     }
 

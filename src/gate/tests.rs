@@ -2,11 +2,11 @@
 
 use super::compare::{Verdict, parse_threshold};
 use super::*;
-use crate::check::Expect;
-use crate::check::safety::{Safety, SafetyVerdict, Violation};
 use crate::plan::CellId;
 use crate::recipe::Strategy;
-use crate::stats::CellSummary;
+use crate::results::CellSummary;
+use crate::results::Expect;
+use crate::results::{Safety, SafetyVerdict, Violation};
 use crate::system::System;
 
 /// One repetition of `etcd-<strategy>-w-c4`: throughput, p99 and handoff p50 (µs), wake-ups.
@@ -24,7 +24,7 @@ fn rep(strategy: Strategy, r: u32, x: f64, p99: u64, handoff: u64, wakeups: f64)
 }
 
 fn safety(verdict: SafetyVerdict, expected: Expect) -> Safety {
-    let mut s = Safety::of(&[], crate::check::Validity::Valid, expected);
+    let mut s = Safety::of(&[], crate::results::Validity::Valid, expected);
     s.verdict = verdict;
     s
 }

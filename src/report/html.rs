@@ -14,7 +14,7 @@ use super::table::{self, Standing, Table};
 use super::{ExportError, Exporter, RunReport, write_file};
 use crate::environment::RunEnvironment;
 use crate::plan::Plan;
-use crate::stats::CellSummary;
+use crate::results::CellSummary;
 
 /// The file name in the run folder.
 pub const REPORT_FILE: &str = "report.html";

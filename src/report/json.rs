@@ -8,10 +8,7 @@ use serde::Serialize;
 
 use super::{ExportError, Exporter, RunReport, write_file};
 use crate::check::CellResult;
-use crate::stats::{CellSummary, SCHEMA_VERSION};
-
-/// The file name, in cell and run folders alike.
-pub const SUMMARY_FILE: &str = "summary.json";
+use crate::results::{CellSummary, SCHEMA_VERSION, SUMMARY_FILE};
 
 /// The JSON exporter.
 pub struct Json;

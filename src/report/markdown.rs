@@ -3,7 +3,7 @@
 
 use super::table::{self, Table};
 use super::{ExportError, Exporter, RunReport, write_file};
-use crate::stats::CellSummary;
+use crate::results::CellSummary;
 
 /// The file name in the run folder.
 pub const REPORT_FILE: &str = "report.md";
@@ -210,11 +210,24 @@ pub fn environment_section(env: &crate::environment::RunEnvironment) -> String {
 mod tests {
     use super::*;
     use crate::history::{Event, EventKind, Op};
-    use crate::stats::{CellInfo, analyze_events as analyze};
+    use crate::results::CellInfo;
+    use crate::stats::analyze_events as analyze;
+
+    #[test]
+    fn invisible_wakeups_show_as_not_available() {
+        // etcd's server-side Lock: outcomes carry requests but no wake-up count.
+        let mut ok = Event::new(100, 0, EventKind::Ok, Op::Acquire, "k");
+        (ok.requests, ok.fallback_polls) = (Some(2), Some(0));
+        let events = [Event::new(0, 0, EventKind::Invoke, Op::Acquire, "k"), ok];
+        let s = analyze(&events, &crate::results::testkit::cell(1)).summary;
+        assert_eq!(s.wakeups_per_acquisition, None);
+        let table = comparison_table(&[s]);
+        assert!(table.contains("| n/a |"), "{table}");
+    }
 
     #[test]
     fn the_faults_section_has_a_row_per_window_and_only_with_windows() {
-        use crate::check::{FaultWindow, Validity};
+        use crate::results::{FaultWindow, Validity};
         let cell = CellInfo {
             id: crate::plan::CellId::new(
                 crate::system::System::Etcd,

@@ -17,7 +17,8 @@ pub mod terminal;
 use std::path::{Path, PathBuf};
 
 use crate::check::CellResult;
-use crate::stats::CellSummary;
+use crate::check::folder::{ResultsWriter, WriteError};
+use crate::results::CellSummary;
 
 /// What a run-level exporter sees: every cell finished so far.
 #[derive(Debug, Clone, Copy)]
@@ -70,6 +71,29 @@ pub trait Exporter: Send + Sync {
 
 /// Several exporters called in order; the first failure stops the fan-out and is returned.
 pub struct Exporters(pub Vec<Box<dyn Exporter>>);
+
+/// How `lockbench check --write` and `lockbench capacity` redraw a run folder: the run-level
+/// files of a run that is not interrupted and had no cell left out.
+impl ResultsWriter for Exporters {
+    fn write_cell(&self, dir: &Path, result: &CellResult) -> Result<(), WriteError> {
+        Ok(self.cell_finished(dir, result)?)
+    }
+
+    fn write_run(
+        &self,
+        dir: &Path,
+        cells: &[CellSummary],
+        finished: bool,
+    ) -> Result<(), WriteError> {
+        Ok(self.run_updated(&RunReport {
+            dir,
+            cells,
+            not_run: &[],
+            interrupted: false,
+            finished,
+        })?)
+    }
+}
 
 impl Exporters {
     /// What `lockbench run` writes: `summary.json` (cell and run), `acquire.hgrm`, the

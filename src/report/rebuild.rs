@@ -5,9 +5,8 @@
 
 use std::path::{Path, PathBuf};
 
-use super::json::SUMMARY_FILE;
 use super::{ExportError, Exporters, RunReport};
-use crate::stats::CellSummary;
+use crate::results::{CellSummary, SUMMARY_FILE};
 
 /// What drawing the reports again found.
 #[derive(Debug, Default)]
@@ -66,7 +65,7 @@ pub fn rebuild(dir: &Path, exporters: &Exporters) -> Result<Rebuilt, RebuildErro
         return Err(RebuildError::Missing(dir.to_path_buf()));
     }
     if !dir.join("cells").is_dir() {
-        let hint = if dir.join(crate::check::CELL_FILE).is_file() {
+        let hint = if dir.join(crate::results::CELL_FILE).is_file() {
             ": it is one cell's folder, whose run folder is two levels up".to_string()
         } else {
             String::new()

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use super::table::{Table, number, text};
 use crate::gate::{Metric, Spread, aggregate};
-use crate::stats::CellSummary;
+use crate::results::CellSummary;
 
 /// Each cell over its repetitions: repetitions, each gated metric's median with its
 /// interquartile range, and the verdicts; `None` when the run had no repetitions.

@@ -2,7 +2,7 @@
 //! cell's verdict and first findings, and each cell's fault windows. `report.md` and
 //! `report.html` format the same figures, so they never disagree.
 
-use crate::stats::{CellSummary, FifoBasis};
+use crate::results::{CellSummary, FifoBasis};
 
 /// A column's heading and whether it holds numbers (right-aligned, sorted as numbers).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -145,7 +145,7 @@ pub enum Standing {
 /// The cell's verdict, and how it stands against its expectation: `UNSAFE` in capitals is a
 /// lock that broke where the workload expected it to hold.
 pub fn verdict(c: &CellSummary) -> String {
-    use crate::check::{Expect, SafetyVerdict};
+    use crate::results::{Expect, SafetyVerdict};
     let Some(s) = &c.safety else {
         return "n/a".into();
     };
@@ -160,7 +160,7 @@ pub fn verdict(c: &CellSummary) -> String {
 
 /// [`verdict`] as a [`Standing`], for colouring it.
 pub fn standing(c: &CellSummary) -> Standing {
-    use crate::check::{Expect, SafetyVerdict};
+    use crate::results::{Expect, SafetyVerdict};
     let Some(s) = &c.safety else {
         return Standing::Absent;
     };
@@ -207,7 +207,7 @@ pub fn safety_findings(cells: &[CellSummary]) -> Vec<SafetyFindings<'_>> {
     let mut out = Vec::new();
     for c in cells {
         let Some(safety) = &c.safety else { continue };
-        if safety.verdict == crate::check::SafetyVerdict::Safe
+        if safety.verdict == crate::results::SafetyVerdict::Safe
             && safety.stale_accesses_rejected == 0
         {
             continue;

@@ -328,7 +328,8 @@ mod tests {
     use crate::history::{Recorder, read_history};
     use crate::recipe::mock::{MockOptions, MockService};
     use crate::recipe::{BOTH_STRATEGIES, Lease, LockError, LostSignal};
-    use crate::stats::{CellInfo, CellSummary, analyze_events as analyze};
+    use crate::results::{CellInfo, CellSummary};
+    use crate::stats::analyze_events as analyze;
     use crate::system::System;
     use crate::workload::pace::tests::{within, within_tolerance_in_one_of_three};
 

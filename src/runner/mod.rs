@@ -22,8 +22,8 @@ use crate::plan::{Cell, Plan};
 use crate::recipe::{Recipe, RecipeConfig};
 use crate::report::{Exporters, RunReport};
 use crate::resource::Register;
+use crate::results::{CellInfo, CellSummary};
 use crate::spec::ClientsAs;
-use crate::stats::{CellInfo, CellSummary};
 
 pub use backend::{Backend, DockerBackend, MockBackend};
 pub use output::RunFolder;

@@ -13,7 +13,7 @@ use serde::Serialize;
 use crate::cluster::ClusterInfo;
 use crate::environment::Environment;
 use crate::plan::{Cell, Plan};
-use crate::stats::{CellInfo, CellSummary};
+use crate::results::{CellInfo, CellSummary};
 
 /// A run's output folder.
 #[derive(Debug, Clone)]
@@ -100,14 +100,14 @@ impl RunFolder {
         }
         let dir = self.cell_dir(cell)?;
         let file = CellFile {
-            schema_version: crate::stats::SCHEMA_VERSION,
+            schema_version: crate::results::SCHEMA_VERSION,
             info,
             workload_spec: cell.workload.to_table(),
             chaos_spec: (cell.chaos != crate::spec::Schedule::none())
                 .then(|| cell.chaos.to_table()),
         };
         write(
-            &dir.join(crate::check::CELL_FILE),
+            &dir.join(crate::results::CELL_FILE),
             &serde_json::to_string_pretty(&file)?,
         )
     }
@@ -116,7 +116,7 @@ impl RunFolder {
     pub(crate) fn read_cell_summaries(&self) -> anyhow::Result<Vec<CellSummary>> {
         let mut out = Vec::new();
         for entry in std::fs::read_dir(self.path.join("cells"))? {
-            let p = entry?.path().join(crate::report::json::SUMMARY_FILE);
+            let p = entry?.path().join(crate::results::SUMMARY_FILE);
             if let Ok(text) = std::fs::read_to_string(&p) {
                 out.push(
                     serde_json::from_str(&text)

@@ -3,7 +3,7 @@
 
 use std::io::IsTerminal;
 
-use crate::stats::CellSummary;
+use crate::results::CellSummary;
 
 /// Receives a run's progress. Implementations must not block: they are called from the runner.
 pub trait Progress: Sync {

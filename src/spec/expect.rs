@@ -2,9 +2,32 @@
 //! `expect = "unsafe"` covers every cell; a table names systems (`redis`) or system/strategy
 //! pairs (`"redis/herd"`) with `default` for the rest. The most specific entry wins.
 
-use crate::check::Expect;
+use serde::{Deserialize, Serialize};
+
 use crate::recipe::Strategy;
 use crate::system::System;
+
+/// What a cell's verdict is expected to be: a known-unsafe design that shows its violations is
+/// a finding, not a failure (`expect` in workload files).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Expect {
+    /// The lock should hold: an unsafe verdict fails the run.
+    #[default]
+    Safe,
+    /// The design is known to break: an unsafe verdict is the expected finding.
+    Unsafe,
+}
+
+impl Expect {
+    /// The name used in files and reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Expect::Safe => "safe",
+            Expect::Unsafe => "unsafe",
+        }
+    }
+}
 
 /// The expected verdicts of one workload's cells.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]

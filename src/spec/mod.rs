@@ -12,9 +12,8 @@ use std::path::Path;
 use std::time::Duration;
 
 pub use chaos::{FaultKind, FaultSpec, PlannedFault, Schedule, Timing};
-pub use expect::Expectations;
+pub use expect::{Expect, Expectations};
 
-use crate::check::Expect;
 use crate::recipe::Strategy;
 use crate::resource::ResourceMode;
 use crate::system::System;

@@ -9,19 +9,6 @@
 
 use rustc_hash::FxHashMap as HashMap;
 
-use serde::{Deserialize, Serialize};
-
-/// Which order `fifo_inversions` was judged by.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum FifoBasis {
-    /// Every granted acquisition reported a queue position: grants are compared with queue order.
-    QueuePosition,
-    /// Grants are compared with the order of the clients' acquire invokes.
-    #[default]
-    InvokeTime,
-}
-
 /// Jain's fairness index over per-client shares: 1.0 when all are equal, 1/n when one client
 /// takes everything. `None` when nobody got anything (the index is undefined).
 pub fn jain_index(shares: &[u64]) -> Option<f64> {

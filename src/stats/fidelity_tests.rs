@@ -1,6 +1,8 @@
 //! Requested versus measured pacing, and the FIFO basis, on hand-made histories; every expected
 //! number is worked out by hand (kept apart from `tests.rs` so both can grow without clashing).
 
+use std::time::Duration;
+
 use super::analyze_events as analyze;
 use super::*;
 use crate::history::Event;

@@ -5,7 +5,8 @@ use std::io::{self, Write};
 use std::path::Path;
 
 use hdrhistogram::Histogram;
-use serde::{Deserialize, Serialize};
+
+pub use crate::results::LatencySummary;
 
 /// Significant decimal digits every histogram keeps: 0.1% value resolution.
 pub const SIGFIG: u8 = 3;
@@ -21,25 +22,6 @@ pub fn record(h: &mut Histogram<u64>, value_us: u64) {
     if h.record(value_us).is_err() {
         h.saturating_record(value_us);
     }
-}
-
-/// Percentiles of one latency, in microseconds.
-#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
-pub struct LatencySummary {
-    /// Number of samples (0: every other field is 0).
-    pub count: u64,
-    /// Median.
-    pub p50: u64,
-    /// 90th percentile.
-    pub p90: u64,
-    /// 99th percentile.
-    pub p99: u64,
-    /// 99.9th percentile.
-    pub p999: u64,
-    /// Largest sample (top of its histogram bucket).
-    pub max: u64,
-    /// Arithmetic mean.
-    pub mean: f64,
 }
 
 impl LatencySummary {

@@ -12,148 +12,17 @@ mod outcomes;
 pub mod pacing;
 pub mod series;
 
-use std::collections::BTreeMap;
-use std::time::Duration;
-
 use hdrhistogram::Histogram;
-use serde::{Deserialize, Serialize};
 
 use crate::history::{EventKind, EventRef, Events, Op, Operation, Operations, in_time_order};
-use crate::plan::CellId;
+// The schema types are `results`' (below statistics); re-exported here for the paths
+// callers outside the crate use.
+pub use crate::results::{CellInfo, CellSummary, SCHEMA_VERSION};
+use crate::results::{FifoBasis, LatencySummary};
 
-pub use fairness::{FifoBasis, FifoTracker, QueueOrder, jain_index};
-pub use latency::{LatencySummary, new_histogram, record, write_hgrm, write_hgrm_file};
-pub use series::{SecondStats, SeriesBuilder};
-
-/// Version of the [`CellSummary`] layout; bump on any incompatible change.
-pub const SCHEMA_VERSION: u32 = 5;
-
-/// What the history does not say about its cell; stored beside it as `cell.json`, so the
-/// statistics computed later from the folder equal those written at the end of the run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct CellInfo {
-    /// The cell's coordinates; `clients` are the clients the workload started (clients that
-    /// never acquired still count for fairness).
-    #[serde(flatten)]
-    pub id: CellId,
-    /// Events of operations starting before this are left out.
-    #[serde(with = "micros", rename = "warmup_us")]
-    pub warmup: Duration,
-    /// When the run ended, µs since its start; `None` uses the last event. Pass it so an outage
-    /// at the end shows as zero-throughput seconds.
-    pub end_us: Option<u64>,
-    /// Whether the protected register checked fencing tokens.
-    #[serde(default)]
-    pub resource: crate::resource::ResourceMode,
-    /// The verdict the workload expects for this cell's system and strategy.
-    #[serde(default)]
-    pub expect: crate::check::Expect,
-    /// How long the cluster took to be healthy (every node up, one leader) before the cell's
-    /// clients started, ms; `None` in cells from before the check.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub settle_ms: Option<f64>,
-}
-
-/// Durations stored as whole microseconds.
-mod micros {
-    use std::time::Duration;
-
-    use serde::{Deserialize, Deserializer, Serializer};
-
-    pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_u64(d.as_micros() as u64)
-    }
-
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
-        u64::deserialize(d).map(Duration::from_micros)
-    }
-}
-
-/// The per-cell results (`summary.json`); see `docs/results-schema.md`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct CellSummary {
-    /// [`SCHEMA_VERSION`].
-    pub schema_version: u32,
-    /// The cell's coordinates (system, strategy, workload, chaos, clients), flat in the JSON.
-    #[serde(flatten)]
-    pub id: CellId,
-    /// Granted acquisitions in the measured window.
-    pub acquisitions: u64,
-    /// Length of the measured window (warm-up to end), seconds.
-    pub duration_s: f64,
-    /// Granted acquisitions per second of the measured window.
-    pub throughput_per_s: f64,
-    /// Acquire invoke (open loop: intended start) → `ok`.
-    pub acquire_latency_us: LatencySummary,
-    /// Release invoke → the next, already waiting, holder's acquire `ok` on the same key.
-    pub handoff_latency_us: LatencySummary,
-    /// Acquire `ok` → release invoke.
-    pub hold_time_us: LatencySummary,
-    /// The hold times the workload asked for, over the same holds as `hold_time_us`.
-    #[serde(default)]
-    pub hold_requested_us: LatencySummary,
-    /// The think times the workload asked for (closed loop).
-    #[serde(default)]
-    pub think_requested_us: LatencySummary,
-    /// A client's previous outcome → its next acquire invoke, over the same pauses.
-    #[serde(default)]
-    pub think_time_us: LatencySummary,
-    /// Open loop: acquire invoke − its intended start.
-    #[serde(default)]
-    pub arrival_lag_us: LatencySummary,
-    /// Release invoke → release `ok`.
-    pub release_latency_us: LatencySummary,
-    /// Wake-ups of every measured attempt, granted or not, per granted acquisition; `None`
-    /// where the client cannot see wake-ups (or nothing was granted).
-    pub wakeups_per_acquisition: Option<f64>,
-    /// Server round trips of every measured attempt, granted or not, per granted acquisition.
-    pub requests_per_acquisition: Option<f64>,
-    /// Wake-ups of every measured attempt; `None` where the client cannot see them.
-    pub wakeups_total: Option<u64>,
-    /// Server round trips of every measured attempt.
-    pub requests_total: u64,
-    /// Checks made because no notification came within the fallback poll interval, over every
-    /// measured attempt: a broken wake-up path shows here.
-    pub fallback_polls: u64,
-    /// Grants that overtook an earlier waiter on the same key, one per overtaken waiter.
-    pub fifo_inversions: u64,
-    /// What "earlier" meant for `fifo_inversions`: queue position or invoke time.
-    #[serde(default)]
-    pub fifo_basis: FifoBasis,
-    /// `None` when no client acquired anything.
-    pub jain_fairness: Option<f64>,
-    /// Longest acquire wait, any outcome, open waits measured to the end.
-    pub max_wait_us: u64,
-    /// Acquisitions that ran out of their deadline.
-    pub timeouts: u64,
-    /// Failed or unknown outcomes other than timeouts, by error kind (`connection`, `lost`,
-    /// `unsupported`, `server`; `unclassified` for events written without a kind).
-    pub errors: BTreeMap<String, u64>,
-    /// The same outcomes by error text, for reading what happened.
-    #[serde(default)]
-    pub error_messages: BTreeMap<String, u64>,
-    /// Acquire or release outcomes that were `info` (may or may not have happened).
-    pub indeterminate: u64,
-    /// `lease_lost` events.
-    pub lost_leases: u64,
-    /// Operations invoked but never completed before the history ended.
-    pub unfinished: u64,
-    /// Outcomes with no matching invoke (a damaged or truncated history).
-    pub unmatched: u64,
-    /// One entry per second of the measured window, empty seconds included.
-    pub per_second: Vec<SecondStats>,
-    /// The checkers' verdict with its counts and first violations; filled by
-    /// [`crate::check::evaluate_history`] (statistics alone leave it `None`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub safety: Option<crate::check::Safety>,
-    /// One entry per nemesis fault window, in start order, with the figures attributed to it;
-    /// filled by [`crate::check::evaluate_history`] (empty, and not written, without faults).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub faults: Vec<crate::check::FaultWindow>,
-    /// From `cell.json`: how long the cluster took to be healthy before the cell, ms.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub settle_ms: Option<f64>,
-}
+pub use fairness::{FifoTracker, QueueOrder, jain_index};
+pub use latency::{new_histogram, record, write_hgrm, write_hgrm_file};
+pub use series::SeriesBuilder;
 
 /// A summary and the histograms it was read from.
 #[derive(Debug, Clone)]

@@ -4,24 +4,9 @@
 use std::collections::BTreeMap;
 
 use hdrhistogram::Histogram;
-use serde::{Deserialize, Serialize};
 
 use super::latency::{new_histogram, record};
-
-/// One second of a run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct SecondStats {
-    /// Second since the run start (`t_us / 1_000_000`).
-    pub second: u64,
-    /// Acquisitions granted in this second (its throughput, per second).
-    pub acquisitions: u64,
-    /// Median acquire latency of those acquisitions, µs (0 when none).
-    pub p50_acquire_us: u64,
-    /// 99th percentile acquire latency, µs (0 when none).
-    pub p99_acquire_us: u64,
-    /// Acquisitions that ended in `fail` or `info` (timeouts included) in this second.
-    pub failures: u64,
-}
+use crate::results::SecondStats;
 
 /// Collects per-second acquisitions and latencies, then fills the gaps.
 #[derive(Debug, Default)]

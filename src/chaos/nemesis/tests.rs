@@ -416,11 +416,17 @@ async fn a_slow_start_keeps_its_full_duration_and_the_end_says_when_it_took_effe
 
 #[test]
 fn the_holder_check_sees_a_release_recorded_since_the_pick() {
-    use crate::check::testkit::{grant, release};
+    use crate::history::{Event, EventKind, Op};
+    let grant = |t, c, key| {
+        let mut e = Event::new(t, c, EventKind::Ok, Op::Acquire, key);
+        (e.token, e.ttl_ms) = (Some(1), Some(1000));
+        e
+    };
+    let release = |t, c, key| Event::new(t, c, EventKind::Invoke, Op::Release, key);
     let (tx, mut rx) = tokio::sync::broadcast::channel(16);
     let mut holders = Holders::default();
-    tx.send(grant(10, 1, "k", 1, 1000)).unwrap();
-    tx.send(grant(20, 4, "j", 1, 1000)).unwrap();
+    tx.send(grant(10, 1, "k")).unwrap();
+    tx.send(grant(20, 4, "j")).unwrap();
     holders.catch_up(&mut rx);
     assert_eq!(holders.list(), [1, 4]);
     // Worker 0 runs clients 0 and 1: it holds. Then client 1 starts its release before the

@@ -19,7 +19,7 @@ fn the_longest_window_and_the_first_acquisition() {
     let v = run(&Availability, h);
     assert_eq!(v.validity, Validity::Valid);
     assert_eq!(count(&v, MAX_UNAVAILABLE_US), 600);
-    assert_eq!(v.counts.get(FIRST_ACQUISITION_US), Some(&200));
+    assert_eq!(v.counts.get(FIRST_ACQUISITION_US), Some(200));
     assert_eq!(
         (count(&v, LONGEST_LEASE_MS), count(&v, STUCK_LOCKS)),
         (1000, 0)

@@ -431,7 +431,7 @@ fn windows_are_in_summary_json_and_read_back_equal() {
     assert_eq!(w["verdict"], "invalid");
     assert_eq!(w["first_grant_ms"], 499.99);
     assert_eq!(w["errors"], serde_json::json!({}));
-    let back: crate::stats::CellSummary = serde_json::from_value(json).unwrap();
+    let back: crate::results::CellSummary = serde_json::from_value(json).unwrap();
     assert_eq!(back, r.analysis.summary, "lockbench check compares these");
 }
 

@@ -1,10 +1,10 @@
 //! What the per-cell plots read from a cell's history, gathered in one pass: acquisitions with
 //! their latency and outcome, critical sections, refused stale accesses and fault windows.
 
-use crate::check::FaultWindow;
 use crate::history::{
     CriticalSection, ErrorKind, Event, EventKind, Op, critical_sections, operations,
 };
+use crate::results::FaultWindow;
 
 /// How an acquisition ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -13,7 +13,7 @@ use super::canvas::{
 };
 use super::legend::{self, Entry, Swatch};
 use crate::recipe::Strategy;
-use crate::stats::CellSummary;
+use crate::results::CellSummary;
 use crate::system::System;
 
 /// What the y axis shows.

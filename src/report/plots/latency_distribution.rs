@@ -14,7 +14,7 @@ use super::canvas::{
 use super::legend::{self, Entry, Swatch};
 use crate::recipe::Strategy;
 use crate::report::hgrm::ACQUIRE_FILE;
-use crate::stats::CellSummary;
+use crate::results::CellSummary;
 use crate::system::System;
 
 /// One cell's curve.

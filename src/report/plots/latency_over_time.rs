@@ -10,7 +10,7 @@ use plotters::prelude::*;
 use super::canvas::{FONT, Figure, drawing, duration_label, fault_colour, log_range, time_label};
 use super::cell_data::{CellData, FaultBand, Outcome, fault_kinds};
 use super::legend::{self, Entry, Swatch};
-use crate::stats::SecondStats;
+use crate::results::SecondStats;
 
 /// The figure.
 pub struct LatencyOverTime<'a> {

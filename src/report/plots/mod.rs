@@ -24,7 +24,7 @@ use super::plot_index::{PLOTS_DIR, PlotEntry, PlotIndex};
 use super::{ExportError, Exporter, RunReport};
 use crate::check::CellResult;
 use crate::history::read_history;
-use crate::stats::CellSummary;
+use crate::results::CellSummary;
 #[cfg(test)]
 use canvas::Figure;
 use canvas::{EXPORTER, render};
@@ -74,7 +74,7 @@ fn plots_dir(run: &Path) -> Result<std::path::PathBuf, ExportError> {
 
 /// Draws the three plots of one cell from its folder `cell_dir` and summary.
 pub fn draw_cell(plots: &Path, cell_dir: &Path, summary: &CellSummary) -> Result<(), ExportError> {
-    let history = cell_dir.join(crate::check::HISTORY_FILE);
+    let history = cell_dir.join(crate::results::HISTORY_FILE);
     let events = read_history(&history).map_err(|e| ExportError {
         exporter: EXPORTER,
         path: history.clone(),

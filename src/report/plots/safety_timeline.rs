@@ -18,8 +18,8 @@ use super::canvas::{FONT, Figure, VIOLATION, drawing, fault_colour, time_label};
 use super::cell_data::{CellData, fault_kinds};
 use super::latency_over_time::{label_bands, shade};
 use super::legend::{self, Entry, Swatch};
-use crate::check::Safety;
 use crate::history::CriticalSection;
+use crate::results::Safety;
 
 /// A hold on the plotted key, in µs since the cell's start.
 #[derive(Debug, Clone, Copy, PartialEq)]

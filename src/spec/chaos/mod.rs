@@ -17,9 +17,9 @@ use std::time::Duration;
 use crate::chaos::Target;
 pub use crate::chaos::client::ClientTarget;
 pub use crate::chaos::shape::{SHAPES, Shape};
-use crate::check::Expect;
 use crate::cluster::DataOnRestart;
 use crate::recipe::Strategy;
+use crate::spec::Expect;
 use crate::system::System;
 
 use super::{Expectations, SpecError, parse_error};

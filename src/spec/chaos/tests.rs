@@ -5,7 +5,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use super::*;
-use crate::check::Expect::{Safe, Unsafe};
+use crate::spec::Expect::{Safe, Unsafe};
 
 fn secs(s: u64) -> Duration {
     Duration::from_secs(s)

@@ -1,0 +1,49 @@
+//! `cell.json`: what the history does not say about its cell.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use super::Expect;
+use crate::plan::CellId;
+
+/// What the history does not say about its cell; stored beside it as `cell.json`, so the
+/// statistics computed later from the folder equal those written at the end of the run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CellInfo {
+    /// The cell's coordinates; `clients` are the clients the workload started (clients that
+    /// never acquired still count for fairness).
+    #[serde(flatten)]
+    pub id: CellId,
+    /// Events of operations starting before this are left out.
+    #[serde(with = "micros", rename = "warmup_us")]
+    pub warmup: Duration,
+    /// When the run ended, µs since its start; `None` uses the last event. Pass it so an outage
+    /// at the end shows as zero-throughput seconds.
+    pub end_us: Option<u64>,
+    /// Whether the protected register checked fencing tokens.
+    #[serde(default)]
+    pub resource: crate::resource::ResourceMode,
+    /// The verdict the workload expects for this cell's system and strategy.
+    #[serde(default)]
+    pub expect: Expect,
+    /// How long the cluster took to be healthy (every node up, one leader) before the cell's
+    /// clients started, ms; `None` in cells from before the check.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub settle_ms: Option<f64>,
+}
+
+/// Durations stored as whole microseconds.
+mod micros {
+    use std::time::Duration;
+
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_u64(d.as_micros() as u64)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        u64::deserialize(d).map(Duration::from_micros)
+    }
+}
