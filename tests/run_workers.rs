@@ -594,9 +594,19 @@ async fn ctrl_c_mid_fault_leaves_no_worker_and_no_container_behind() {
     assert_eq!(code, Some(130));
     let left: Vec<u32> = workers.into_iter().filter(|&p| alive(p)).collect();
     assert!(left.is_empty(), "workers left after Ctrl-C: {left:?}");
-    // The tests of this file take turns, so any lockbench container now is this run's.
+    // Only this run's containers: other runs (another test binary, another engineer's
+    // cluster) may share the Docker engine.
+    let plan = std::fs::read_to_string(out.join("latest").join("plan.toml"))
+        .expect("the interrupted run wrote its plan.toml");
+    let run_id = plan
+        .lines()
+        .find_map(|l| l.strip_prefix("run_id = "))
+        .map(|v| v.trim().trim_matches('"').to_string())
+        .expect("plan.toml names its run_id");
+    assert!(!run_id.is_empty(), "plan.toml has an empty run_id");
     let ps = std::process::Command::new("docker")
-        .args(["ps", "-aq", "--filter", "label=lockbench.run"])
+        .args(["ps", "-aq", "--filter"])
+        .arg(format!("label=lockbench.run={run_id}"))
         .output()
         .unwrap();
     assert!(
