@@ -120,6 +120,10 @@ impl<T: Send + Sync + 'static> Shared<T> {
     async fn start(&self) -> Result<Fixture<T>, String> {
         let run_id = lockbench::docker::new_run_id();
         spawn_reaper(&run_id)?;
+        eprintln!(
+            "the shared {} cluster of this test binary is run {run_id}, removed when it exits",
+            self.system
+        );
         let cluster = super::start_with_run_id(self.system, self.size, &run_id).await?;
         let endpoints = cluster.endpoints();
         let state = (self.connect)(endpoints.clone()).await;
