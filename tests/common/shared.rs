@@ -19,7 +19,7 @@ use std::io::Write;
 use std::os::unix::process::CommandExt;
 use std::pin::Pin;
 use std::process::{Child, Command, Stdio};
-use std::sync::{LazyLock, Mutex, OnceLock, PoisonError};
+use std::sync::{LazyLock, Mutex, Once, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
 use lockbench::{Cluster, System};
@@ -55,8 +55,12 @@ static RUNTIME: LazyLock<tokio::runtime::Runtime> = LazyLock::new(|| {
         .expect("the shared test runtime")
 });
 
-/// The reaper of this process's shared cluster, waited for at exit.
-static REAPER: Mutex<Option<Child>> = Mutex::new(None);
+/// The reapers of this process's shared clusters (one per `Shared` static), waited for at exit.
+/// Held here because dropping a reaper's stdin is what starts its removal.
+static REAPERS: Mutex<Vec<Child>> = Mutex::new(Vec::new());
+
+/// Registers [`wait_for_reapers`] once per process.
+static EXIT_HOOK: Once = Once::new();
 
 impl<T: Send + Sync + 'static> Shared<T> {
     /// A `size`-node `system` cluster with `connect`'s state, each scenario failing after
@@ -147,27 +151,40 @@ fn spawn_reaper(run_id: &str) -> Result<(), String> {
         .process_group(0)
         .spawn()
         .map_err(|e| format!("cannot start the container reaper (sh): {e}"))?;
-    *REAPER.lock().unwrap_or_else(PoisonError::into_inner) = Some(child);
-    // SAFETY: registering a plain `extern "C"` function with no captured state.
-    if unsafe { libc::atexit(wait_for_reaper) } != 0 {
+    REAPERS
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .push(child);
+    let mut registered = true;
+    EXIT_HOOK.call_once(|| {
+        // SAFETY: registering a plain `extern "C"` function with no captured state.
+        registered = unsafe { libc::atexit(wait_for_reapers) } == 0;
+    });
+    if !registered {
         return Err("cannot register the exit hook that removes the shared cluster".into());
     }
     Ok(())
 }
 
-/// At a normal exit (all tests done, passed or failed): close the reaper's stdin and wait
-/// for it to remove the cluster, so the containers are gone when the binary returns.
-extern "C" fn wait_for_reaper() {
-    let Some(mut child) = REAPER.lock().unwrap_or_else(PoisonError::into_inner).take() else {
-        return;
-    };
-    drop(child.stdin.take());
+/// At a normal exit (all tests done, passed or failed): close every reaper's stdin and wait
+/// for them to remove their clusters, so the containers are gone when the binary returns.
+extern "C" fn wait_for_reapers() {
+    let reapers = std::mem::take(&mut *REAPERS.lock().unwrap_or_else(PoisonError::into_inner));
+    let mut reapers: Vec<Child> = reapers
+        .into_iter()
+        .map(|mut child| {
+            drop(child.stdin.take());
+            child
+        })
+        .collect();
     let _ = std::io::stderr().flush();
-    match child.wait() {
-        Ok(s) if s.success() => {}
-        other => eprintln!(
-            "removing the shared test cluster failed ({other:?}); `docker ps --filter \
-             label=lockbench.run` lists what is left"
-        ),
+    for child in &mut reapers {
+        match child.wait() {
+            Ok(s) if s.success() => {}
+            other => eprintln!(
+                "removing a shared test cluster failed ({other:?}); `docker ps --filter \
+                 label=lockbench.run` lists what is left"
+            ),
+        }
     }
 }
