@@ -14,6 +14,8 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Instant;
 
+use futures::StreamExt;
+use futures::stream::FuturesUnordered;
 use tokio::sync::{Notify, mpsc, oneshot};
 
 use crate::recipe::retry::{Backoff, RetryPolicy};
@@ -87,14 +89,41 @@ impl<C: Chore> Janitor<C> {
     /// Hands `chore` over and waits until it is confirmed (true) or `until` passes (false: it
     /// stays with the janitor, which goes on trying).
     pub(crate) async fn confirm(&self, chore: C, until: Instant) -> bool {
-        let (done, confirmed) = oneshot::channel();
-        if self.tx.send((chore, Some(done))).is_err() {
-            return false;
+        self.confirm_some([chore], 1, until).await
+    }
+
+    /// Hands every chore over and waits until `needed` of them are confirmed (true) or `until`
+    /// passes (false); either way the others stay with the janitor, which goes on trying. For
+    /// a clean-up spread over independent servers (Redlock's masters) whose outcome is known
+    /// once enough of them confirmed.
+    pub(crate) async fn confirm_some(
+        &self,
+        chores: impl IntoIterator<Item = C>,
+        needed: usize,
+        until: Instant,
+    ) -> bool {
+        let mut waits = FuturesUnordered::new();
+        for chore in chores {
+            let (done, confirmed) = oneshot::channel();
+            if self.tx.send((chore, Some(done))).is_ok() {
+                waits.push(confirmed);
+            }
         }
-        matches!(
-            tokio::time::timeout_at(until.into(), confirmed).await,
-            Ok(Ok(()))
-        )
+        let enough = async {
+            let mut confirmed = 0;
+            while confirmed < needed {
+                match waits.next().await {
+                    Some(Ok(())) => confirmed += 1,
+                    // A chore dropped unconfirmed (the janitor stopped): it never will be.
+                    Some(Err(_)) => {}
+                    None => return false,
+                }
+            }
+            true
+        };
+        tokio::time::timeout_at(until.into(), enough)
+            .await
+            .unwrap_or(false)
     }
 }
 
@@ -240,6 +269,34 @@ mod tests {
             tokio::time::sleep(Duration::from_millis(2)).await;
         }
         assert_eq!(tries.load(Ordering::SeqCst), 2);
+    }
+
+    /// Done on its first try when it is good, never otherwise; counts tries.
+    struct Good(bool);
+
+    impl Chore for Good {
+        type Ctx = Arc<AtomicU32>;
+        fn try_once<'a>(&'a self, ctx: &'a mut Self::Ctx) -> TryFuture<'a> {
+            Box::pin(async move {
+                ctx.fetch_add(1, Ordering::SeqCst);
+                if self.0 { Tried::Done } else { Tried::Again }
+            })
+        }
+    }
+
+    #[tokio::test]
+    async fn confirm_some_needs_that_many_confirmations_and_no_more() {
+        let tries = Arc::new(AtomicU32::new(0));
+        let j = Janitor::new(tries.clone(), quick());
+        let soon = || Instant::now() + Duration::from_millis(300);
+        // Three of five confirm: enough for three, not for four.
+        let five = || [true, true, false, true, false].map(Good);
+        assert!(j.confirm_some(five(), 3, soon()).await);
+        let started = Instant::now();
+        assert!(!j.confirm_some(five(), 4, soon()).await);
+        assert!(started.elapsed() >= Duration::from_millis(250));
+        // Nothing needed: confirmed at once.
+        assert!(j.confirm_some([Good(false)], 0, soon()).await);
     }
 
     #[tokio::test]
