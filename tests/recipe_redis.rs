@@ -69,7 +69,9 @@ async fn scenarios(s: &mut Scenarios, cluster: &Cluster) {
                 st,
                 &master_ep,
                 Some(&master_ep[0]),
+                true,
                 busy,
+                false,
                 pause_master(cluster, &leader),
                 resume_master(cluster, &leader),
             );

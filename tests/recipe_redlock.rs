@@ -73,7 +73,9 @@ async fn scenarios(s: &mut Scenarios, cluster: &Cluster) {
                 st,
                 &endpoints,
                 None,
+                false,
                 busy,
+                paused.len() < 3,
                 pause_all(cluster, paused),
                 resume_all(cluster, paused),
             );

@@ -89,42 +89,46 @@ impl<C: Chore> Janitor<C> {
     /// Hands `chore` over and waits until it is confirmed (true) or `until` passes (false: it
     /// stays with the janitor, which goes on trying).
     pub(crate) async fn confirm(&self, chore: C, until: Instant) -> bool {
-        self.confirm_some([chore], 1, until).await
+        confirmed([self.watch(chore)], 1, until).await
     }
 
-    /// Hands every chore over and waits until `needed` of them are confirmed (true) or `until`
-    /// passes (false); either way the others stay with the janitor, which goes on trying. For
-    /// a clean-up spread over independent servers (Redlock's masters) whose outcome is known
-    /// once enough of them confirmed.
-    pub(crate) async fn confirm_some(
-        &self,
-        chores: impl IntoIterator<Item = C>,
-        needed: usize,
-        until: Instant,
-    ) -> bool {
-        let mut waits = FuturesUnordered::new();
-        for chore in chores {
-            let (done, confirmed) = oneshot::channel();
-            if self.tx.send((chore, Some(done))).is_ok() {
-                waits.push(confirmed);
+    /// Hands `chore` over; the [`Confirmation`] hears when the cluster confirmed it.
+    pub(crate) fn watch(&self, chore: C) -> Confirmation {
+        let (done, confirmed) = oneshot::channel();
+        // A janitor that stopped drops the sender: the confirmation never comes.
+        let _ = self.tx.send((chore, Some(done)));
+        Confirmation(confirmed)
+    }
+}
+
+/// Hears when one handed chore is confirmed (see [`Janitor::watch`]).
+pub(crate) struct Confirmation(oneshot::Receiver<()>);
+
+/// Waits until `needed` of `confirmations` came (true) or `until` passes (false); the chores
+/// not confirmed stay with their janitors. For a clean-up spread over independent servers,
+/// each with a janitor of its own (Redlock's masters), whose outcome is known once enough of
+/// them confirmed.
+pub(crate) async fn confirmed(
+    confirmations: impl IntoIterator<Item = Confirmation>,
+    needed: usize,
+    until: Instant,
+) -> bool {
+    let mut waits: FuturesUnordered<_> = confirmations.into_iter().map(|c| c.0).collect();
+    let enough = async {
+        let mut confirmed = 0;
+        while confirmed < needed {
+            match waits.next().await {
+                Some(Ok(())) => confirmed += 1,
+                // A chore dropped unconfirmed (its janitor stopped): it never will be.
+                Some(Err(_)) => {}
+                None => return false,
             }
         }
-        let enough = async {
-            let mut confirmed = 0;
-            while confirmed < needed {
-                match waits.next().await {
-                    Some(Ok(())) => confirmed += 1,
-                    // A chore dropped unconfirmed (the janitor stopped): it never will be.
-                    Some(Err(_)) => {}
-                    None => return false,
-                }
-            }
-            true
-        };
-        tokio::time::timeout_at(until.into(), enough)
-            .await
-            .unwrap_or(false)
-    }
+        true
+    };
+    tokio::time::timeout_at(until.into(), enough)
+        .await
+        .unwrap_or(false)
 }
 
 async fn run<C: Chore>(
@@ -285,18 +289,18 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn confirm_some_needs_that_many_confirmations_and_no_more() {
+    async fn confirmed_needs_that_many_confirmations_and_no_more() {
         let tries = Arc::new(AtomicU32::new(0));
         let j = Janitor::new(tries.clone(), quick());
         let soon = || Instant::now() + Duration::from_millis(300);
         // Three of five confirm: enough for three, not for four.
-        let five = || [true, true, false, true, false].map(Good);
-        assert!(j.confirm_some(five(), 3, soon()).await);
+        let five = || [true, true, false, true, false].map(|g| j.watch(Good(g)));
+        assert!(confirmed(five(), 3, soon()).await);
         let started = Instant::now();
-        assert!(!j.confirm_some(five(), 4, soon()).await);
+        assert!(!confirmed(five(), 4, soon()).await);
         assert!(started.elapsed() >= Duration::from_millis(250));
         // Nothing needed: confirmed at once.
-        assert!(j.confirm_some([Good(false)], 0, soon()).await);
+        assert!(confirmed([j.watch(Good(false))], 0, soon()).await);
     }
 
     #[tokio::test]

@@ -193,7 +193,10 @@ pub async fn reject_port(cluster: &Cluster, node: &str, on: bool) {
         "IPT=iptables; $IPT -w -L -n >/dev/null 2>&1 || IPT=iptables-legacy\n$IPT -w {} {rule}",
         if on { "-I" } else { "-D" }
     );
-    n.exec_script(&script)
-        .await
-        .unwrap_or_else(|e| panic!("{} the reject rule on {node}: {e}", if on { "add" } else { "remove" }));
+    n.exec_script(&script).await.unwrap_or_else(|e| {
+        panic!(
+            "{} the reject rule on {node}: {e}",
+            if on { "add" } else { "remove" }
+        )
+    });
 }

@@ -852,10 +852,7 @@ pub async fn strays(
         _ => None,
     };
     let mut out = Vec::new();
-    for (e, (lock, queue, tent)) in endpoints
-        .iter()
-        .zip(snapshot(endpoints, prefix, key).await)
-    {
+    for (e, (lock, queue, tent)) in endpoints.iter().zip(snapshot(endpoints, prefix, key).await) {
         let mut values: Vec<(&str, String)> = Vec::new();
         values.extend(text(&lock).map(|v| ("lock", v)));
         for (what, set) in [("queue", &queue), ("tentative", &tent)] {
@@ -903,14 +900,16 @@ pub async fn holder(endpoint: &str, prefix: &str, key: &str) -> Option<String> {
     }
 }
 
-/// An acquisition whose takes go unanswered (`pause` freezes the servers that hold the lock,
-/// or enough Redlock masters) must be resolved once they answer (`resume`, `pause_for` after
-/// the pause): granted with the server's current fencing token (`fence` says where to read
-/// it: the master, or `None` where the token is not one server's counter), or withdrawn;
-/// never left unknown. Then nothing of it may be left on `endpoints` but what a holder of
-/// that grant has, and after its release nothing at all. `busy` first has another client hold
-/// the lock through the pause: the waiter's lost takes cannot have granted it, so the outcome
-/// must be a withdrawal, and what is left must be the holder's alone.
+/// An acquisition whose takes go unanswered (`pause` freezes the master, or enough Redlock
+/// masters, and `resume` comes just after its deadline) must be resolved once they answer,
+/// never left unknown. On a free lock the paused take runs when the server is back and grants
+/// it: a recipe that `claims` such a grant (Redis, with `fence`, the master whose counter is
+/// the token) must report it granted with that token; one that does not (Redlock) must have
+/// given it back and report a withdrawal. `busy` has another client hold the lock through
+/// the pause: the lost takes cannot have granted it, so the outcome must be a withdrawal.
+/// Either way nothing of the waiter may be left on `endpoints` (but a holder's entries).
+/// `early`: the outcome must come before the resume (Redlock with a minority paused: the
+/// others confirm the give-back).
 #[allow(clippy::too_many_arguments)]
 pub async fn unknown_outcome_resolved<R, F, Fut>(
     make: &F,
@@ -919,7 +918,9 @@ pub async fn unknown_outcome_resolved<R, F, Fut>(
     strategy: Strategy,
     endpoints: &[String],
     fence: Option<&str>,
+    claims: bool,
     busy: bool,
+    early: bool,
     pause: impl Future<Output = ()>,
     resume: impl Future<Output = ()>,
 ) where
@@ -944,17 +945,30 @@ pub async fn unknown_outcome_resolved<R, F, Fut>(
         Some(_) => holder(&endpoints[0], &prefix, &key).await,
         None => None,
     };
+    // The take scripts loaded on every server first: a paused EVALSHA of a script the server
+    // does not know yet fails with NOSCRIPT when it is back, and the client, which gave up
+    // on it, never sends the EVAL that would have run it.
+    let warm = format!("{key}-warm-up");
+    let l = waiter
+        .acquire(&warm, strategy, Instant::now() + Duration::from_secs(5))
+        .await
+        .expect("warm-up acquire");
+    waiter.release(l).await.expect("warm-up release");
     pause.await;
     let paused_at = Instant::now();
     let wait = Duration::from_secs(1);
     let deadline = Instant::now() + wait;
-    let (r, back) = tokio::join!(waiter.acquire(&key, strategy, deadline), async {
+    let acquire = async {
+        let r = waiter.acquire(&key, strategy, deadline).await;
+        (r, Instant::now())
+    };
+    let ((r, decided), back) = tokio::join!(acquire, async {
         // Resumed after the deadline: every take of the waiter went unanswered.
         tokio::time::sleep(wait + Duration::from_millis(500)).await;
         resume.await;
         Instant::now()
     });
-    let outcome_after = paused_at.elapsed();
+    let outcome_after = decided - paused_at;
     println!(
         "{label}: acquisition with unanswered takes: {} after {outcome_after:?} (resumed after {:?})",
         match &r {
@@ -967,9 +981,22 @@ pub async fn unknown_outcome_resolved<R, F, Fut>(
         outcome_after < wait + cfg.resolve_timeout,
         "{label}: resolution not bounded by resolve_timeout"
     );
+    assert!(
+        !early || decided < back,
+        "{label}: the outcome waited for the paused servers"
+    );
+    let grant_expected = claims && !busy;
     match r {
         Ok(lease) => {
-            assert!(!busy, "{label}: granted while another client held the lock");
+            assert!(
+                grant_expected,
+                "{label}: granted, though {}",
+                if busy {
+                    "another client held the lock"
+                } else {
+                    "this recipe gives back what a lost take won"
+                }
+            );
             if let Some(m) = fence {
                 let counter = raw(m, redis::cmd("GET").arg(format!("{prefix}/{key}:fence"))).await;
                 assert_eq!(
@@ -978,12 +1005,21 @@ pub async fn unknown_outcome_resolved<R, F, Fut>(
                     "{label}: a resolved grant must carry the token its take drew"
                 );
             }
-            assert!(!lease.lost.is_lost(), "{label}: resolved grant already lost");
+            assert!(
+                !lease.lost.is_lost(),
+                "{label}: resolved grant already lost"
+            );
             let mine = holder(&endpoints[0], &prefix, &key).await;
             assert!(mine.is_some(), "{label}: granted, yet no lock key");
-            waiter.release(lease).await.expect("release the resolved grant");
+            waiter
+                .release(lease)
+                .await
+                .expect("release the resolved grant");
         }
-        Err(LockError::Withdrawn { .. }) => {}
+        Err(LockError::Withdrawn { .. }) => assert!(
+            !grant_expected,
+            "{label}: withdrawn, though the paused take ran on resume and granted the lock"
+        ),
         Err(e) => panic!("{label}: outcome left unresolved: {e}"),
     }
     // Whatever the outcome, nothing of the waiter stays (the holder's entries may).

@@ -3,7 +3,9 @@
 //! until the server answers, and a lock whose answer was lost is recognised by its owner value).
 //!
 //! One chore is one owner-checked give-back on one server: the Sentinel master as it is now,
-//! or one Redlock master. Owner values are unique per acquisition, so a give-back never removes
+//! or one Redlock master, each master with a janitor of its own (a janitor tries its chores one
+//! after another, and a paused master must not hold up the give-backs due on the others). Owner
+//! values are unique per acquisition, so a give-back never removes
 //! someone else's lock, and repeating it is harmless. A chore that carries a [`Claim`] first
 //! asks whether a lost take granted the lock: the acquisition waiting on it then gets the grant
 //! rather than a withdrawal, unless it stopped waiting, in which case the chore gives the lock
@@ -12,33 +14,42 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use crate::recipe::RecipeConfig;
 use crate::recipe::janitor::{Chore, Tried, TryFuture};
-use crate::recipe::redis::common::{NodeSource, wake_message};
+use crate::recipe::redis::Master;
+use crate::recipe::redis::common::wake_message;
 use crate::recipe::redis::scripts::{Keys, QueueEntry};
+use crate::recipe::redis::server::Server;
 use crate::sync::LockUnpoisoned;
 
-/// What the janitor's tries share: where the servers are, and the deadline of one request.
+/// The server a janitor gives back on.
+pub(crate) enum Target {
+    /// Whichever server is the master now (asked of Sentinel again after a failed try).
+    Master(Arc<Master>),
+    /// One Redlock master.
+    Node(Arc<Server>),
+}
+
+/// What the janitor's tries share: the server, and the deadline and TTL of one request.
 pub(crate) struct RedisJanitorCtx {
-    source: NodeSource,
-    /// The deadline of one try's request. Redlock's chores use a few per-master timeouts, not
-    /// a request timeout: the janitor tries one chore after another, and a paused master must
-    /// not hold up the give-backs due on the others (a request that times out still runs when
-    /// the master is back, and a give-back is harmless to repeat).
+    target: Target,
     limit: Duration,
     /// The TTL a claimed grant is renewed for.
     ttl: Duration,
 }
 
 impl RedisJanitorCtx {
-    pub(crate) fn new(source: NodeSource, limit: Duration, ttl: Duration) -> RedisJanitorCtx {
-        RedisJanitorCtx { source, limit, ttl }
+    pub(crate) fn new(target: Target, cfg: &RecipeConfig) -> RedisJanitorCtx {
+        RedisJanitorCtx {
+            target,
+            limit: cfg.request_timeout,
+            ttl: cfg.ttl,
+        }
     }
 }
 
 /// Give back `owner`'s lock and queue entry on one server, until the server answers.
 pub(crate) struct GiveBack {
-    /// Which server: an index into Redlock's masters; 0 for the Sentinel master.
-    pub at: usize,
     pub keys: Keys,
     pub owner: String,
     /// Redlock's release raises the master's fencing counter to the lease's token (0: none).
@@ -48,10 +59,9 @@ pub(crate) struct GiveBack {
 }
 
 impl GiveBack {
-    /// A plain give-back on server `at`.
-    pub(crate) fn new(at: usize, keys: &Keys, owner: &str, token: u64) -> GiveBack {
+    /// A plain give-back.
+    pub(crate) fn new(keys: &Keys, owner: &str, token: u64) -> GiveBack {
         GiveBack {
-            at,
             keys: keys.clone(),
             owner: owner.to_string(),
             token,
@@ -127,8 +137,9 @@ impl Chore for GiveBack {
 
     fn try_once<'a>(&'a self, ctx: &'a mut Self::Ctx) -> TryFuture<'a> {
         Box::pin(async move {
-            let Some(node) = ctx.source.node(self.at).await else {
-                return Tried::Done; // no such server: nothing of ours can be there
+            let node = match &ctx.target {
+                Target::Master(m) => m.current().await,
+                Target::Node(n) => n.clone(),
             };
             let (keys, owner) = (&self.keys, self.owner.as_str());
             let wake = wake_message(owner);
@@ -136,10 +147,7 @@ impl Chore for GiveBack {
             loop {
                 let sent = Instant::now();
                 let answer = match claiming {
-                    Some(_) => {
-                        node.resolve(keys, owner, ctx.ttl, &wake, ctx.limit)
-                            .await
-                    }
+                    Some(_) => node.resolve(keys, owner, ctx.ttl, &wake, ctx.limit).await,
                     None => node
                         .release(
                             keys,
@@ -157,8 +165,9 @@ impl Chore for GiveBack {
                     (Ok(token), Some(c)) if token > 0 && !c.found(token, sent) => claiming = None,
                     (Ok(_), _) => return Tried::Done,
                     (Err(e), _) => {
-                        if e.is_retryable() {
-                            ctx.source.moved(&node, Instant::now() + ctx.limit).await;
+                        if let (Target::Master(m), true) = (&ctx.target, e.is_retryable()) {
+                            // The master may have moved (a failover): ask Sentinel again.
+                            m.reresolve(&node, Instant::now() + ctx.limit).await;
                         }
                         return Tried::Again;
                     }

@@ -149,22 +149,6 @@ impl NodeSource {
         }
     }
 
-    /// Server `i`: the `i`-th fixed one, or the master now (any `i`); `None` past the end.
-    pub(crate) async fn node(&self, i: usize) -> Option<Arc<Server>> {
-        match self {
-            NodeSource::Fixed(v) => v.get(i).cloned(),
-            NodeSource::Master(m) => Some(m.current().await),
-        }
-    }
-
-    /// A request to `node` went unanswered or was refused: the master may have moved, so ask
-    /// Sentinel again (by `deadline`). Fixed servers stay where they are.
-    pub(crate) async fn moved(&self, node: &Arc<Server>, deadline: Instant) {
-        if let NodeSource::Master(m) = self {
-            m.reresolve(node, deadline).await;
-        }
-    }
-
     /// A renewal could not reach the master: it may have moved (Sentinel failover). Asks
     /// Sentinel in a task of its own, so a slow answer cannot delay the lost signal.
     fn unreachable(&self, nodes: &[Arc<Server>], deadline: Instant) {

@@ -59,7 +59,7 @@ use std::time::{Duration, Instant};
 
 use crate::recipe::janitor::Janitor;
 use crate::recipe::redis::broken::{crashes_between_steps, simulated_crash};
-use crate::recipe::redis::cleanup::{Claim, GiveBack, RedisJanitorCtx};
+use crate::recipe::redis::cleanup::{Claim, GiveBack, RedisJanitorCtx, Target};
 use crate::recipe::redis::common::{
     Held, NodeSource, Poll, RedisHandle, ReleaseKind, Waiter, Watchdogs, entry_ttl, new_client_id,
     wake_message,
@@ -175,11 +175,7 @@ impl RedisRecipe {
             cfg: cfg.clone(),
             node: tokio::sync::RwLock::new(Arc::new(node)),
         });
-        let ctx = RedisJanitorCtx::new(
-            NodeSource::Master(master.clone()),
-            cfg.request_timeout,
-            cfg.ttl,
-        );
+        let ctx = RedisJanitorCtx::new(Target::Master(master.clone()), &cfg);
         Ok(RedisRecipe {
             janitor: Janitor::new(ctx, cfg.retry),
             master,
@@ -351,11 +347,10 @@ impl RedisRecipe {
         tally.wakeups(waiter.wakeups);
         tally.requests(requests);
         let outcome = match outcome {
-            Err(e) if !abandoned => {
-                self.resolve(key, strategy, &keys, &owner, e, unanswered, deadline, tally)
-                    .await
-                    .map(|(token, granted_at)| (token, ticket, granted_at))
-            }
+            Err(e) if !abandoned => self
+                .resolve(key, strategy, &keys, &owner, e, unanswered, deadline, tally)
+                .await
+                .map(|(token, granted_at)| (token, ticket, granted_at)),
             other => other,
         };
         match outcome {
@@ -409,7 +404,7 @@ impl RedisRecipe {
         tally: &Tally,
     ) -> Result<(u64, Instant), LockError> {
         tally.requests(1);
-        let give_back = GiveBack::new(0, keys, owner, 0);
+        let give_back = GiveBack::new(keys, owner, 0);
         let Some(unknown) = unanswered else {
             let limit = Instant::now() + self.cfg.request_timeout;
             self.janitor.confirm(give_back, limit).await;
@@ -500,7 +495,7 @@ impl Recipe for RedisRecipe {
                         .await;
                     // Redisson retries an unlock: until the master confirms it, the key would
                     // hold the lock until its TTL.
-                    self.janitor.hand(GiveBack::new(0, &h.keys, &h.owner, 0));
+                    self.janitor.hand(GiveBack::new(&h.keys, &h.owner, 0));
                 }
                 Err(e)
             }

@@ -33,8 +33,8 @@
 //! it, that round is the one whose answers were lost, and the spec's own rule for a failed
 //! attempt is to unlock every instance. A release a master did not answer is retried by the
 //! janitor until that master confirms it, so the key goes when it is back, not at its TTL.
-//! Each give-back is tried with the per-master timeout, so a paused master does not hold up the
-//! janitor's give-backs on the others.
+//! Each master has a janitor of its own, so a paused master does not hold up the give-backs on
+//! the others.
 //!
 //! Fencing token: the largest per-master counter in the winning quorum, and a release raises
 //! every master's counter to that token, so the next winner (whose quorum shares a master with
@@ -51,8 +51,8 @@ use futures::future::join_all;
 use futures::stream::FuturesUnordered;
 use rand::Rng;
 
-use crate::recipe::janitor::Janitor;
-use crate::recipe::redis::cleanup::{GiveBack, RedisJanitorCtx};
+use crate::recipe::janitor::{Janitor, confirmed};
+use crate::recipe::redis::cleanup::{GiveBack, RedisJanitorCtx, Target};
 use crate::recipe::redis::common::{
     Held, NodeSource, Poll, RedisHandle, ReleaseKind, Waiter, Watchdogs, entry_ttl, new_client_id,
     valid_until, wake_message,
@@ -91,9 +91,10 @@ pub struct RedlockRecipe {
     client_id: String,
     seq: AtomicU64,
     watchdogs: Watchdogs,
-    /// Gives back on each master, until it answers, what a release or a failed acquisition
-    /// could not (shared with the release tasks that outlive their caller).
-    janitor: Arc<Janitor<GiveBack>>,
+    /// One per master, in `nodes` order: gives back there, until it answers, what a release or
+    /// a failed acquisition could not (shared with the release tasks that outlive their
+    /// caller).
+    janitors: Arc<Vec<Janitor<GiveBack>>>,
 }
 
 /// The confirmed give-backs after which an attempt whose outcome is unknown certainly does
@@ -188,25 +189,25 @@ impl RedlockRecipe {
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
-        Ok(RedlockRecipe::assemble(nodes, cfg, opts))
-    }
-
-    /// A recipe over `nodes` (no request sent; the janitor's task starts).
-    fn assemble(nodes: Vec<Arc<Server>>, cfg: RecipeConfig, opts: RedlockOptions) -> Self {
-        // A give-back is in no hurry, but the janitor tries one after another: a few rounds'
-        // per-master deadlines, so a paused master holds up the others' little.
-        let limit = (node_timeout(&cfg, &opts) * 5).min(cfg.request_timeout);
-        let ctx = RedisJanitorCtx::new(NodeSource::Fixed(nodes.clone()), limit, cfg.ttl);
-        RedlockRecipe {
-            quorum: nodes.len() / 2 + 1,
-            janitor: Arc::new(Janitor::new(ctx, cfg.retry)),
+        let janitors = nodes
+            .iter()
+            .map(|n| {
+                Janitor::new(
+                    RedisJanitorCtx::new(Target::Node(n.clone()), &cfg),
+                    cfg.retry,
+                )
+            })
+            .collect();
+        Ok(RedlockRecipe {
+            quorum,
+            janitors: Arc::new(janitors),
             nodes,
             cfg,
             opts,
             client_id: new_client_id(),
             seq: AtomicU64::new(0),
             watchdogs: Watchdogs::default(),
-        }
+        })
     }
 
     fn per_node_timeout(&self) -> Duration {
@@ -316,14 +317,13 @@ impl RedlockRecipe {
             }
             requests += n;
             let round = self.round(&keys, &owner, strategy, mode, left).await;
-            if let Some(e) = round.answers.iter().rev().find_map(|a| a.as_ref().err()) {
-                if e.is_indeterminate() {
-                    unanswered = Some(e.clone());
+            for (a, janitor) in round.answers.iter().zip(self.janitors.iter()) {
+                match a {
+                    // This master answers again: what waits for it may go now.
+                    Ok(_) => janitor.cluster_answered(),
+                    Err(e) if e.is_indeterminate() => unanswered = Some(e.clone()),
+                    Err(_) => {}
                 }
-            } else {
-                // Every master answered: what waits for one of them may go now. (Not after
-                // any answer: a paused master's give-backs would be tried every round.)
-                self.janitor.cluster_answered();
             }
             let granted: Vec<usize> = round.granted().map(|(i, _)| i).collect();
             // A master that did not answer in time may still have granted: undo there too.
@@ -441,20 +441,21 @@ impl RedlockRecipe {
             Err(e) => {
                 // Leave nothing behind on any master: queue entries and partial grants.
                 tally.requests(n);
-                let give_backs = (0..self.nodes.len()).map(|i| GiveBack::new(i, &keys, &owner, 0));
+                let give_backs = self
+                    .janitors
+                    .iter()
+                    .map(|j| j.watch(GiveBack::new(&keys, &owner, 0)));
                 let Some(unknown) = unanswered else {
                     // The acquisition is over: the clean-up may take a whole request timeout
                     // before the failure is reported, so a slow master does not keep a lock or
-                    // queue entry a late reply left there; then the janitor goes on.
+                    // queue entry a late reply left there; then the janitors go on.
                     let limit = Instant::now() + self.cfg.request_timeout;
-                    self.janitor
-                        .confirm_some(give_backs, self.nodes.len(), limit)
-                        .await;
+                    confirmed(give_backs, self.nodes.len(), limit).await;
                     return Err(e);
                 };
                 let needed = withdrawn_after(self.nodes.len(), self.quorum);
                 let until = deadline + self.cfg.resolve_timeout;
-                if self.janitor.confirm_some(give_backs, needed, until).await {
+                if confirmed(give_backs, needed, until).await {
                     Err(LockError::Withdrawn {
                         key: key.to_string(),
                         why: format!(
@@ -501,7 +502,7 @@ impl Recipe for RedlockRecipe {
             .enumerate()
             .map(|(i, node)| {
                 let (node, keys, owner) = (node.clone(), h.keys.clone(), h.owner.clone());
-                let (wake, janitor) = (wake.clone(), self.janitor.clone());
+                let (wake, janitors) = (wake.clone(), self.janitors.clone());
                 tokio::spawn(async move {
                     let answer = node
                         .release(
@@ -516,7 +517,7 @@ impl Recipe for RedlockRecipe {
                     if matches!(&answer, Err(e) if e.is_retryable()) {
                         // Until this master confirms it, its key would hold its vote until
                         // the TTL.
-                        janitor.hand(GiveBack::new(i, &keys, &owner, lease.token));
+                        janitors[i].hand(GiveBack::new(&keys, &owner, lease.token));
                     }
                     answer
                 })
