@@ -14,12 +14,12 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::recipe::RecipeConfig;
 use crate::recipe::janitor::{Chore, Tried, TryFuture};
 use crate::recipe::redis::Master;
 use crate::recipe::redis::common::wake_message;
 use crate::recipe::redis::scripts::{Keys, QueueEntry};
 use crate::recipe::redis::server::Server;
+use crate::recipe::{RecipeConfig, Tally};
 use crate::sync::LockUnpoisoned;
 
 /// The server a janitor gives back on.
@@ -135,7 +135,7 @@ impl Claim {
 impl Chore for GiveBack {
     type Ctx = RedisJanitorCtx;
 
-    fn try_once<'a>(&'a self, ctx: &'a mut Self::Ctx) -> TryFuture<'a> {
+    fn try_once<'a>(&'a self, ctx: &'a mut Self::Ctx, sent: &'a Tally) -> TryFuture<'a> {
         Box::pin(async move {
             let node = match &ctx.target {
                 Target::Master(m) => m.current().await,
@@ -145,7 +145,8 @@ impl Chore for GiveBack {
             let wake = wake_message(owner);
             let mut claiming = self.claim.as_ref().filter(|c| c.waiting());
             loop {
-                let sent = Instant::now();
+                sent.requests(1);
+                let at = Instant::now();
                 let answer = match claiming {
                     Some(_) => node.resolve(keys, owner, ctx.ttl, &wake, ctx.limit).await,
                     None => node
@@ -162,7 +163,7 @@ impl Chore for GiveBack {
                 };
                 match (answer, claiming) {
                     // The acquisition gave up meanwhile: nobody will use the grant.
-                    (Ok(token), Some(c)) if token > 0 && !c.found(token, sent) => claiming = None,
+                    (Ok(token), Some(c)) if token > 0 && !c.found(token, at) => claiming = None,
                     (Ok(_), _) => return Tried::Done,
                     (Err(e), _) => {
                         if let (Target::Master(m), true) = (&ctx.target, e.is_retryable()) {

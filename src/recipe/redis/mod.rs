@@ -403,11 +403,10 @@ impl RedisRecipe {
         deadline: Instant,
         tally: &Tally,
     ) -> Result<(u64, Instant), LockError> {
-        tally.requests(1);
         let give_back = GiveBack::new(keys, owner, 0);
         let Some(unknown) = unanswered else {
             let limit = Instant::now() + self.cfg.request_timeout;
-            self.janitor.confirm(give_back, limit).await;
+            self.janitor.confirm(give_back, limit, tally).await;
             return Err(err);
         };
         // `SETNX` draws no token: a lost one is given back, never claimed.
@@ -417,7 +416,7 @@ impl RedisRecipe {
             None => give_back,
         };
         let until = deadline + self.cfg.resolve_timeout;
-        let confirmed = self.janitor.confirm(chore, until).await;
+        let confirmed = self.janitor.confirm(chore, until, tally).await;
         if let Some(grant) = claim.and_then(|c| c.settle()) {
             return Ok(grant);
         }

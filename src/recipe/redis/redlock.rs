@@ -440,7 +440,6 @@ impl RedlockRecipe {
             }
             Err(e) => {
                 // Leave nothing behind on any master: queue entries and partial grants.
-                tally.requests(n);
                 let give_backs = self
                     .janitors
                     .iter()
@@ -450,12 +449,12 @@ impl RedlockRecipe {
                     // before the failure is reported, so a slow master does not keep a lock or
                     // queue entry a late reply left there; then the janitors go on.
                     let limit = Instant::now() + self.cfg.request_timeout;
-                    confirmed(give_backs, self.nodes.len(), limit).await;
+                    confirmed(give_backs, self.nodes.len(), limit, tally).await;
                     return Err(e);
                 };
                 let needed = withdrawn_after(self.nodes.len(), self.quorum);
                 let until = deadline + self.cfg.resolve_timeout;
-                if confirmed(give_backs, needed, until).await {
+                if confirmed(give_backs, needed, until, tally).await {
                     Err(LockError::Withdrawn {
                         key: key.to_string(),
                         why: format!(
