@@ -33,8 +33,9 @@
 //! [`LockError::Withdrawn`]. Without an answer by then, the outcome stays unknown
 //! ([`LockError::Connection`]) and the janitor goes on giving it back. The question travels on
 //! the connection the takes used, so the master answers it after any take it had still to read;
-//! only a take stranded on a connection that broke could land later, holding the key until its
-//! TTL though nobody holds the lock (no second holder: unavailable, not unsafe). A release that
+//! only a take stranded elsewhere (on a connection that broke, or on a master a failover
+//! demoted) could land later, holding the key there until its TTL or the demotion though
+//! nobody holds the lock (no second holder from it: a delay, not a safety risk). A release that
 //! got no answer is retried by the janitor until the master confirms it, so the key goes as
 //! soon as the master answers, not at the end of its TTL. (`unsafe-del`'s plain `DEL` is not
 //! retried: its mistake stays as it is; `unsafe-setnx-expire` never claims a lost take, whose
@@ -379,7 +380,7 @@ impl RedisRecipe {
                     tally,
                 ))
             }
-            // A dead client cleans nothing up.
+            // Resolved above, or abandoned: a dead client cleans nothing up.
             Err(e) => Err(e),
         }
     }
