@@ -452,7 +452,7 @@ impl EtcdRecipe {
                 if e.is_indeterminate() {
                     attempt.unanswered.note(session.id, &e);
                 }
-                self.abandon_lease(&session, &e).await;
+                self.abandon_lease(&session, &e, tally).await;
                 return Err(e);
             }
         };
@@ -469,7 +469,7 @@ impl EtcdRecipe {
         {
             Ok(r) => r.kvs().first().map_or(0, |kv| kv.create_revision()),
             Err(e) => {
-                self.abandon_lease(&session, &e).await;
+                self.abandon_lease(&session, &e, tally).await;
                 return Err(e);
             }
         };
@@ -498,6 +498,7 @@ impl EtcdRecipe {
         err: LockError,
         leases: &[i64],
         until: Instant,
+        tally: &Tally,
     ) -> LockError {
         if let Some(s) = self.session.lock().await.as_ref()
             && leases.contains(&s.id)
@@ -507,7 +508,11 @@ impl EtcdRecipe {
             ));
         }
         for id in leases {
-            if !self.janitor.confirm(EtcdChore::Revoke(*id), until).await {
+            if !self
+                .janitor
+                .confirm(EtcdChore::Revoke(*id), until, tally)
+                .await
+            {
                 return err;
             }
         }
@@ -530,13 +535,13 @@ impl EtcdRecipe {
     /// no value of ours to guard a delete with. Revoking the lease removes it and anything that
     /// lands later; the next acquire grants a fresh lease. Other locks held under this lease
     /// go too, and their holders are told.
-    async fn abandon_lease(&self, session: &EtcdSession, why: &LockError) {
+    async fn abandon_lease(&self, session: &EtcdSession, why: &LockError, tally: &Tally) {
         // Revoked before the failure is reported (the key must not be granted to us after we
         // gave up), unless the server does not answer in a request timeout; then the janitor
         // goes on.
         let limit = Instant::now() + self.config.request_timeout;
         self.janitor
-            .confirm(EtcdChore::Revoke(session.id), limit)
+            .confirm(EtcdChore::Revoke(session.id), limit, tally)
             .await;
         session
             .holders
@@ -585,7 +590,7 @@ impl Recipe for EtcdRecipe {
             (Err(_), Some(e)) => {
                 let leases = attempt.unanswered.ids();
                 let until = deadline + self.config.resolve_timeout;
-                Err(self.withdraw(key, e, &leases, until).await)
+                Err(self.withdraw(key, e, &leases, until, tally).await)
             }
             (Err(e), None) => {
                 // A queue key this attempt made would hold a place (and, at the head, the
@@ -600,7 +605,7 @@ impl Recipe for EtcdRecipe {
                         target: mine,
                     };
                     let limit = Instant::now() + self.config.request_timeout;
-                    self.janitor.confirm(chore, limit).await;
+                    self.janitor.confirm(chore, limit, tally).await;
                 }
                 Err(e)
             }
