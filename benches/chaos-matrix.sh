@@ -66,7 +66,6 @@ status=0
 # Locks held across the faults (pauses, failovers, restarts): a hot-lock hold (1-5 ms) ends
 # long before a failover or a restart completes, so nothing could be granted twice under it.
 cp workloads/held-locks.toml "$inputs/held-locks.toml"
-{ cat workloads/held-locks.toml; printf '\nresource = "unfenced"\n'; } > "$inputs/held-locks-unfenced.toml"
 run() { "$bin" run --duration "$duration" "$@" || status=1; }
 # One schedule file per seed: each is a chaos coordinate of its own (name-sN), so one run
 # (one cluster per system) plays them all.
@@ -87,7 +86,7 @@ if [ "$only" = all ] || [ "$only" = pause ]; then
   # Held locks, fenced and unfenced: a hot-lock hold (1-5 ms) is over before the pause lands
   # more often than not, and a paused waiter overlaps nobody.
   run --out "$out/pause" --clients-as processes --chaos chaos/pause-clients.toml \
-    --workload "$inputs/held-locks.toml" --workload "$inputs/held-locks-unfenced.toml"
+    --workload "$inputs/held-locks.toml" --workload workloads/held-locks-unfenced.toml
 fi
 if [ "$only" = all ] || [ "$only" = rates ]; then
   # shellcheck disable=SC2046
