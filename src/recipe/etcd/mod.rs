@@ -247,7 +247,27 @@ impl EtcdRecipe {
         Ok(())
     }
 
-    fn lease(&self, key: &str, session: &EtcdSession, held: HeldKey, tally: &Tally) -> Lease {
+    /// The lease of a grant, unless the session died while the attempt waited (its
+    /// keep-alive gave up: the server still counts the lease, but nobody renews it, so the
+    /// lock would be lost within a TTL of the grant). Then the key is taken back and the
+    /// error is retryable: the acquisition tries again on a fresh session, as etcd's
+    /// concurrency package fails a Lock whose session is done.
+    fn lease(
+        &self,
+        key: &str,
+        session: &EtcdSession,
+        held: HeldKey,
+        tally: &Tally,
+    ) -> Result<Lease, LockError> {
+        if session.is_dead() {
+            let guard = Compare::create_revision(held.name.as_str(), CompareOp::Equal, held.rev);
+            self.take_back(&held.name, Some(guard));
+            return Err(LockError::Unavailable(format!(
+                "granted '{key}' on lease {:x} after its keep-alive gave up: taken back, trying \
+                 again on a fresh lease",
+                session.id
+            )));
+        }
         let HeldKey {
             name,
             rev,
@@ -258,7 +278,7 @@ impl EtcdRecipe {
             self.live.locked().insert(value.clone());
         }
         let (holder, lost) = session.holders.register();
-        Lease {
+        Ok(Lease {
             key: key.to_string(),
             token: rev as u64,
             acquired_at: Instant::now(),
@@ -275,7 +295,7 @@ impl EtcdRecipe {
                 holders: session.holders.clone(),
                 holder,
             }),
-        }
+        })
     }
 
     /// Creates `target` holding the attempt's value under lease `lease` unless it exists,
@@ -350,7 +370,7 @@ impl EtcdRecipe {
             if resp.succeeded() {
                 let rev = resp.header().map(|h| h.revision()).unwrap_or(0);
                 let held = HeldKey::new(name, rev, value, false);
-                return Ok(self.lease(key, &session, held, tally));
+                return self.lease(key, &session, held, tally);
             }
             if let Some(TxnOpResponse::Get(g)) = resp.op_responses().first()
                 && let Some(kv) = g.kvs().first()
@@ -358,7 +378,7 @@ impl EtcdRecipe {
             {
                 if kv.value() == value.as_bytes() {
                     let held = HeldKey::new(name, kv.create_revision(), value, false);
-                    return Ok(self.lease(key, &session, held, tally));
+                    return self.lease(key, &session, held, tally);
                 }
                 self.remove_leftover(key, &name, kv, budget, tally).await?;
                 continue;
@@ -424,7 +444,7 @@ impl EtcdRecipe {
         let poll = self.config.fallback_poll;
         wait_deletes(&self.client, &dir, &mine, my_rev, budget, poll, tally).await?;
         let held = HeldKey::new(mine, my_rev, value, true);
-        Ok(self.lease(key, &session, held, tally))
+        self.lease(key, &session, held, tally)
     }
 
     async fn acquire_native(
@@ -480,7 +500,7 @@ impl EtcdRecipe {
             });
         }
         let held = HeldKey::new(held, rev, "", true);
-        Ok(self.lease(key, &session, held, tally))
+        self.lease(key, &session, held, tally)
     }
 
     /// After an acquisition whose outcome is unknown (a request went unanswered: the put may
