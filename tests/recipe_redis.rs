@@ -1,21 +1,22 @@
 //! The Redis (Sentinel) lock recipe against a real master + 2 replicas + 3 Sentinels.
-//! One cluster for every scenario (distinct keys and prefixes), torn down even on failure; each
-//! scenario reports its name (`LOCKBENCH_SCENARIO=<part of a name>` runs only matching ones).
+//! Each scenario is its own test (`cargo test --test recipe_redis sentinel_failover` runs one,
+//! `herd::` or `predecessor::` picks a strategy of a shared one); they share one cluster
+//! (distinct keys and prefixes, one at a time), removed when the binary exits
+//! (`common::shared`). The scenarios shared with Redlock live in `common::redis_scenarios`.
 
 mod common;
 
 use std::collections::HashMap;
-use std::panic::AssertUnwindSafe;
 use std::time::{Duration, Instant};
 
-use futures::FutureExt;
-use lockbench::cluster::NodeRole;
+use lockbench::cluster::{DataOnRestart, NodeRole};
 use lockbench::recipe::redis::{RedisRecipe, RedisTarget};
 use lockbench::recipe::{Recipe, RecipeConfig, Strategy};
 use lockbench::{Cluster, System};
 
-use common::Scenarios;
-use common::redis_scenarios::{self as sc, config};
+use common::broken_scenarios as broken;
+use common::redis_scenarios::{self as sc, Common, common_tests, config};
+use common::shared::{Fixture, Shared, no_state};
 
 fn target(cluster: &Cluster) -> RedisTarget {
     let address_map: HashMap<String, String> = cluster
@@ -46,65 +47,183 @@ async fn connect(t: &RedisTarget, cfg: RecipeConfig) -> RedisRecipe {
         .expect("connect through Sentinel")
 }
 
-async fn scenarios(s: &mut Scenarios, cluster: &Cluster) {
-    let t = target(cluster);
-    let make = |cfg: RecipeConfig| connect(&t, cfg);
+/// The Sentinel cluster every test of this file shares.
+static REDIS: Shared<()> = Shared::new(System::Redis, None, Duration::from_secs(180), no_state);
+
+/// The master Sentinel names now (a failover scenario may have moved it), and its endpoint.
+async fn master(cluster: &Cluster) -> (String, String) {
     let leader = cluster.leader().await.expect("leader").expect("a master");
-    let master_ep = vec![cluster.node(&leader).expect("master node").endpoint()];
+    let endpoint = cluster.node(&leader).expect("master node").endpoint();
+    (leader, endpoint)
+}
 
-    sc::all(s, &make, "redis", &master_ep, BANDS).await;
-    // The known-broken designs (unsafe, for calibration), beside the correct herd.
-    common::broken_scenarios::all(s, &make, &master_ep[0]).await;
+/// Runs `scenario` on the shared cluster with a client maker that follows Sentinel, the
+/// master's name and its endpoint.
+fn on_master<Fut>(name: &str, scenario: impl FnOnce(&'static Fixture<()>, String, String) -> Fut)
+where
+    Fut: std::future::Future<Output = ()>,
+{
+    REDIS.run(name, |f| async move {
+        let (leader, endpoint) = master(&f.cluster).await;
+        scenario(f, leader, endpoint).await;
+    });
+}
 
-    for st in [Strategy::Herd, Strategy::Predecessor] {
-        for busy in [false, true] {
-            let label = format!(
-                "redis/{st}/unknown_outcome_resolved/{}",
-                if busy { "busy" } else { "free" }
-            );
-            let scenario = sc::unknown_outcome_resolved(
-                &make,
-                &label,
-                config("/t/unknown", Duration::from_secs(10), true),
-                st,
-                &master_ep,
-                Some(&master_ep[0]),
-                true,
-                busy,
-                false,
-                pause_master(cluster, &leader),
-                resume_master(cluster, &leader),
-            );
-            sc::run(s, &label, scenario).await;
-        }
-    }
-    let label = "redis/unanswered_release_retried";
-    let scenario = sc::unanswered_release_retried(
-        &make,
-        label,
-        config("/t/lost-release", Duration::from_secs(10), true),
-        &master_ep,
-        cut_master(cluster, &leader),
-        mend_master(cluster, &leader),
+fn shared_scenario(scenario: Common, st: Strategy) {
+    on_master(
+        &format!("redis/{st}/{scenario:?}"),
+        |f, _, endpoint| async move {
+            let t = target(&f.cluster);
+            let make = |cfg: RecipeConfig| connect(&t, cfg);
+            sc::common(&make, "redis", scenario, st, &[endpoint], BANDS).await;
+        },
     );
-    sc::run(s, label, scenario).await;
+}
 
-    for ttl in [2, 10] {
+common_tests!(shared_scenario);
+
+// The known-broken designs (unsafe, for calibration), beside the correct herd.
+#[test]
+fn unsafe_del_stale_release_and_the_next_holder() {
+    stale_release_and_the_next_holder(Strategy::UnsafeDel);
+}
+#[test]
+fn herd_stale_release_and_the_next_holder() {
+    stale_release_and_the_next_holder(Strategy::Herd);
+}
+
+fn stale_release_and_the_next_holder(st: Strategy) {
+    let name = format!("redis/{st}/stale_release_and_the_next_holder");
+    on_master(&name.clone(), |f, _, endpoint| async move {
+        let t = target(&f.cluster);
+        let make = |cfg: RecipeConfig| connect(&t, cfg);
+        broken::stale_release(&make, &name, st, &endpoint).await;
+    });
+}
+
+#[test]
+fn unsafe_setnx_expire_crash_leaves_a_key_without_ttl() {
+    let name = "redis/unsafe-setnx-expire/crash_leaves_a_key_without_ttl";
+    on_master(name, |f, _, endpoint| async move {
+        let t = target(&f.cluster);
+        let make = |cfg: RecipeConfig| connect(&t, cfg);
+        broken::setnx_crash_leaves_key_forever(&make, name, &endpoint).await;
+    });
+}
+
+#[test]
+fn unsafe_setnx_expire_without_crashes_it_locks() {
+    let name = "redis/unsafe-setnx-expire/without_crashes_it_locks";
+    on_master(name, |f, _, endpoint| async move {
+        let t = target(&f.cluster);
+        let make = |cfg: RecipeConfig| connect(&t, cfg);
+        broken::setnx_without_crashes_locks(&make, name, &endpoint).await;
+    });
+}
+
+#[test]
+fn unsafe_setnx_expire_every_nth_acquisition_crashes() {
+    let name = "redis/unsafe-setnx-expire/every_nth_acquisition_crashes";
+    on_master(name, |f, _, endpoint| async move {
+        let t = target(&f.cluster);
+        let make = |cfg: RecipeConfig| connect(&t, cfg);
+        broken::setnx_every_nth_crashes(&make, name, &endpoint).await;
+    });
+}
+
+#[test]
+fn unknown_outcome_resolved_herd_free() {
+    unknown_outcome_resolved(Strategy::Herd, false);
+}
+#[test]
+fn unknown_outcome_resolved_herd_busy() {
+    unknown_outcome_resolved(Strategy::Herd, true);
+}
+#[test]
+fn unknown_outcome_resolved_predecessor_free() {
+    unknown_outcome_resolved(Strategy::Predecessor, false);
+}
+#[test]
+fn unknown_outcome_resolved_predecessor_busy() {
+    unknown_outcome_resolved(Strategy::Predecessor, true);
+}
+
+fn unknown_outcome_resolved(st: Strategy, busy: bool) {
+    let label = format!(
+        "redis/{st}/unknown_outcome_resolved/{}",
+        if busy { "busy" } else { "free" }
+    );
+    on_master(&label.clone(), |f, leader, endpoint| async move {
+        let (cluster, t) = (&f.cluster, target(&f.cluster));
+        let make = |cfg: RecipeConfig| connect(&t, cfg);
+        let master_ep = [endpoint];
+        sc::unknown_outcome_resolved(
+            &make,
+            &label,
+            config("/t/unknown", Duration::from_secs(10), true),
+            st,
+            &master_ep,
+            Some(&master_ep[0]),
+            true,
+            busy,
+            false,
+            pause_master(cluster, &leader),
+            resume_master(cluster, &leader),
+        )
+        .await;
+    });
+}
+
+#[test]
+fn unanswered_release_retried() {
+    let label = "redis/unanswered_release_retried";
+    on_master(label, |f, leader, endpoint| async move {
+        let (cluster, t) = (&f.cluster, target(&f.cluster));
+        let make = |cfg: RecipeConfig| connect(&t, cfg);
+        sc::unanswered_release_retried(
+            &make,
+            label,
+            config("/t/lost-release", Duration::from_secs(10), true),
+            &[endpoint],
+            cut_master(cluster, &leader),
+            mend_master(cluster, &leader),
+        )
+        .await;
+    });
+}
+
+#[test]
+fn lost_before_expiry_when_master_paused_ttl_2s() {
+    lost_before_expiry_when_master_paused(2);
+}
+#[test]
+fn lost_before_expiry_when_master_paused_ttl_10s() {
+    lost_before_expiry_when_master_paused(10);
+}
+
+fn lost_before_expiry_when_master_paused(ttl: u64) {
+    let label = format!("redis/lost_before_expiry_when_master_paused/ttl-{ttl}s");
+    on_master(&label.clone(), |f, leader, endpoint| async move {
+        let (cluster, t) = (&f.cluster, target(&f.cluster));
+        let make = |cfg: RecipeConfig| connect(&t, cfg);
         let cfg = config("/t/paused", Duration::from_secs(ttl), true);
-        let label = format!("redis/lost_before_expiry_when_master_paused/ttl-{ttl}s");
-        let scenario = sc::lost_before_expiry_when_paused(
+        sc::lost_before_expiry_when_paused(
             &make,
             &label,
             cfg,
-            &master_ep[0],
+            &endpoint,
             pause_master(cluster, &leader),
             resume_master(cluster, &leader),
-        );
-        sc::run(s, &label, scenario).await;
-    }
+        )
+        .await;
+    });
+}
 
-    // Last: it moves the master.
-    sc::run(s, "redis/sentinel_failover", failover(cluster, &t)).await;
+#[test]
+fn sentinel_failover() {
+    REDIS.run("redis/sentinel_failover", |f| async move {
+        failover(&f.cluster, &target(&f.cluster)).await;
+    });
 }
 
 /// Sets how long the Sentinels wait before they call the master down.
@@ -242,18 +361,10 @@ async fn failover(cluster: &Cluster, t: &RedisTarget) {
     );
     old_client.crash().await;
     fresh.crash().await;
-}
-
-#[tokio::test(flavor = "multi_thread")]
-async fn redis_recipe_on_a_real_sentinel_cluster() {
-    let cluster = common::start(System::Redis, None).await;
-    let mut s = Scenarios::new(Duration::from_secs(180));
-    let result = AssertUnwindSafe(scenarios(&mut s, &cluster))
-        .catch_unwind()
-        .await;
-    common::teardown_and_assert_gone(cluster).await;
-    if let Err(panic) = result {
-        std::panic::resume_unwind(panic);
-    }
-    s.finish();
+    // The old master comes back as a replica of the new one, so the next scenario (which
+    // waits for the cluster to be ready) finds the whole cluster again.
+    cluster
+        .restart(&leader, DataOnRestart::Keep)
+        .await
+        .expect("restart the killed master");
 }

@@ -129,27 +129,7 @@ fn generated() -> Vec<Event> {
         }
         events.push(out);
         if i % 400 == 200 {
-            let targets: Vec<String> = (0..1 + r.next(3)).map(|n| format!("n{n}")).collect();
-            let kind = ["kill", "pause", "partition"][r.next(3) as usize];
-            events.push(Event::fault(t, EventKind::Invoke, kind, targets.clone()));
-            let mut end = Event::fault(t + 20_000 + r.next(50_000), EventKind::Ok, kind, targets);
-            if r.next(3) != 0 {
-                (end.effect_us, end.undo_us) =
-                    (Some(t + r.next(900)), Some(end.t_us - r.next(900)));
-                end.effect = (r.next(2) == 0).then(|| "partial: n2 refused".to_string());
-            }
-            match r.next(5) {
-                0 => {
-                    end.kind = EventKind::Info;
-                    end.error = Some("start: docker kill n1 failed".into());
-                }
-                1 => {
-                    end.kind = EventKind::Info;
-                    end.error = Some("heal: iptables -D failed".into());
-                }
-                _ => {}
-            }
-            events.push(end);
+            events.extend(fault(&mut r, t));
         }
     }
     // A worker's events reach the file late: sort by time, then move some back a little.
@@ -160,6 +140,31 @@ fn generated() -> Vec<Event> {
         }
     }
     events
+}
+
+/// A nemesis fault starting at `t` and its end: sometimes partial, sometimes failed to start
+/// or to heal.
+fn fault(r: &mut Lcg, t: u64) -> [Event; 2] {
+    let targets: Vec<String> = (0..1 + r.next(3)).map(|n| format!("n{n}")).collect();
+    let kind = ["kill", "pause", "partition"][r.next(3) as usize];
+    let start = Event::fault(t, EventKind::Invoke, kind, targets.clone());
+    let mut end = Event::fault(t + 20_000 + r.next(50_000), EventKind::Ok, kind, targets);
+    if r.next(3) != 0 {
+        (end.effect_us, end.undo_us) = (Some(t + r.next(900)), Some(end.t_us - r.next(900)));
+        end.effect = (r.next(2) == 0).then(|| "partial: n2 refused".to_string());
+    }
+    match r.next(5) {
+        0 => {
+            end.kind = EventKind::Info;
+            end.error = Some("start: docker kill n1 failed".into());
+        }
+        1 => {
+            end.kind = EventKind::Info;
+            end.error = Some("heal: iptables -D failed".into());
+        }
+        _ => {}
+    }
+    [start, end]
 }
 
 /// The cell folder of [`generated`], with a blank line now and then (so lines and event

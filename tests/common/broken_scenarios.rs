@@ -8,32 +8,7 @@ use std::time::{Duration, Instant};
 use lockbench::recipe::{LockError, Recipe, RecipeConfig, Strategy};
 use redis::Value;
 
-use super::Scenarios;
-use super::redis_scenarios::{config, raw, run};
-
-/// Every broken-design scenario, on the master at `endpoint`.
-pub async fn all<R, F, Fut>(s: &mut Scenarios, make: &F, endpoint: &str)
-where
-    R: Recipe,
-    F: Fn(RecipeConfig) -> Fut,
-    Fut: Future<Output = R>,
-{
-    for st in [Strategy::UnsafeDel, Strategy::Herd] {
-        let name = format!("redis/{st}/stale_release_and_the_next_holder");
-        run(s, &name, stale_release(make, &name, st, endpoint)).await;
-    }
-    let name = "redis/unsafe-setnx-expire/crash_leaves_a_key_without_ttl";
-    run(
-        s,
-        name,
-        setnx_crash_leaves_key_forever(make, name, endpoint),
-    )
-    .await;
-    let name = "redis/unsafe-setnx-expire/without_crashes_it_locks";
-    run(s, name, setnx_without_crashes_locks(make, name, endpoint)).await;
-    let name = "redis/unsafe-setnx-expire/every_nth_acquisition_crashes";
-    run(s, name, setnx_every_nth_crashes(make, name, endpoint)).await;
-}
+use super::redis_scenarios::{config, raw};
 
 async fn get(endpoint: &str, key: &str) -> Value {
     raw(endpoint, redis::cmd("GET").arg(key)).await
@@ -49,7 +24,7 @@ async fn pttl(endpoint: &str, key: &str) -> i64 {
 /// A holds past its 1 s TTL (no renewal), B takes the lock after expiry, then A releases late.
 /// `unsafe-del`: A's plain `DEL` removes B's key and C is granted the lock while B is inside its
 /// lease and was never told (granted twice). Herd: B's key is untouched and C cannot get in.
-async fn stale_release<R, F, Fut>(make: &F, label: &str, strategy: Strategy, endpoint: &str)
+pub async fn stale_release<R, F, Fut>(make: &F, label: &str, strategy: Strategy, endpoint: &str)
 where
     R: Recipe,
     F: Fn(RecipeConfig) -> Fut,
@@ -131,7 +106,7 @@ where
 /// Crash every acquisition: the first `SETNX` wins, the client dies before its `PEXPIRE`, and
 /// the key stays with no TTL (PTTL −1); a second client's acquire times out however long it
 /// waits (here 2.5× the TTL) and its give-up cleanup does not touch a key it does not own.
-async fn setnx_crash_leaves_key_forever<R, F, Fut>(make: &F, label: &str, endpoint: &str)
+pub async fn setnx_crash_leaves_key_forever<R, F, Fut>(make: &F, label: &str, endpoint: &str)
 where
     R: Recipe,
     F: Fn(RecipeConfig) -> Fut,
@@ -198,7 +173,7 @@ where
 
 /// With no crashes the two steps make a lock: the key gets the TTL, a second client waits and
 /// then gets it after the release, with a larger token.
-async fn setnx_without_crashes_locks<R, F, Fut>(make: &F, label: &str, endpoint: &str)
+pub async fn setnx_without_crashes_locks<R, F, Fut>(make: &F, label: &str, endpoint: &str)
 where
     R: Recipe,
     F: Fn(RecipeConfig) -> Fut,
@@ -244,7 +219,7 @@ where
 
 /// Crash every 2nd acquisition of each client: the 1st and 3rd of one client lock and release,
 /// the 2nd dies between the steps (its key stays without a TTL).
-async fn setnx_every_nth_crashes<R, F, Fut>(make: &F, label: &str, endpoint: &str)
+pub async fn setnx_every_nth_crashes<R, F, Fut>(make: &F, label: &str, endpoint: &str)
 where
     R: Recipe,
     F: Fn(RecipeConfig) -> Fut,

@@ -8,89 +8,10 @@ pub mod redis_scenarios;
 pub mod session_scenarios;
 pub mod shared;
 
-use std::future::Future;
-use std::panic::AssertUnwindSafe;
-use std::pin::Pin;
 use std::process::Child;
 use std::time::{Duration, Instant};
 
-use futures::FutureExt;
-
 use lockbench::{Cluster, ClusterOptions, System};
-
-/// Runs the scenarios of one test file over one cluster, each under its name: a failing
-/// scenario is reported by name and the rest still run; [`Scenarios::finish`] then fails the
-/// test with every failed name and its message. `LOCKBENCH_SCENARIO=a,b` runs only the
-/// scenarios whose names contain `a` or `b`.
-pub struct Scenarios {
-    /// How long one scenario may take before it counts as failed (a hung wait).
-    limit: Duration,
-    ran: usize,
-    failed: Vec<(String, String)>,
-}
-
-impl Scenarios {
-    /// Scenarios that each fail after `limit`.
-    pub fn new(limit: Duration) -> Scenarios {
-        Scenarios {
-            limit,
-            ran: 0,
-            failed: Vec::new(),
-        }
-    }
-
-    /// Runs scenario `name`, catching its panic (or its overrun) as a failure. Boxed, so that
-    /// the test's own future stays small (a dozen scenario futures inline overflow the test
-    /// thread's stack).
-    pub async fn run(&mut self, name: &str, scenario: Pin<Box<dyn Future<Output = ()> + '_>>) {
-        if let Ok(only) = std::env::var("LOCKBENCH_SCENARIO")
-            && !only.split(',').any(|o| name.contains(o.trim()))
-        {
-            return;
-        }
-        self.ran += 1;
-        let t = Instant::now();
-        eprintln!("scenario {name} ...");
-        let outcome = tokio::time::timeout(self.limit, AssertUnwindSafe(scenario).catch_unwind())
-            .await
-            .map_err(|_| format!("did not finish within {:?}", self.limit))
-            .and_then(|r| r.map_err(|p| panic_message(p.as_ref())));
-        let took = t.elapsed().as_secs_f64();
-        match outcome {
-            Ok(()) => eprintln!("scenario {name} passed ({took:.1} s)"),
-            Err(msg) => {
-                eprintln!("scenario {name} FAILED ({took:.1} s): {msg}");
-                self.failed.push((name.to_string(), msg));
-            }
-        }
-    }
-
-    /// Panics naming every failed scenario, if any failed.
-    pub fn finish(self) {
-        if self.failed.is_empty() {
-            eprintln!("all {} scenarios passed", self.ran);
-            return;
-        }
-        let list: Vec<String> = self
-            .failed
-            .iter()
-            .map(|(n, m)| format!("  {n}: {m}"))
-            .collect();
-        panic!(
-            "{} of {} scenarios FAILED:\n{}",
-            self.failed.len(),
-            self.ran,
-            list.join("\n")
-        );
-    }
-}
-
-fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
-    p.downcast_ref::<String>()
-        .cloned()
-        .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
-        .unwrap_or_else(|| "panicked with a non-text payload".to_string())
-}
 
 /// Starts a cluster, failing the test with the error (and the fix it names) if it cannot.
 pub async fn start(system: System, size: Option<usize>) -> Cluster {

@@ -6,7 +6,6 @@ use std::time::{Duration, Instant};
 
 use lockbench::recipe::{LockError, Recipe, RecipeConfig, Strategy};
 
-use super::Scenarios;
 use super::contention::{Outcome, contend};
 
 /// A config with a namespace of its own.
@@ -54,11 +53,6 @@ pub async fn snapshot(
     out
 }
 
-/// Runs `scenario` under `name` (`LOCKBENCH_SCENARIO=a,b` runs only names containing a or b).
-pub async fn run(s: &mut Scenarios, name: &str, scenario: impl Future<Output = ()>) {
-    s.run(name, Box::pin(scenario)).await
-}
-
 /// Requests per acquisition a recipe must stay within in [`mutual_exclusion`] (16 contenders ×
 /// 30 on one key, hold 1-5 ms), as (low, high) per strategy: measured values with room for a
 /// noisy machine, so a spin loop or a retry storm fails.
@@ -77,13 +71,28 @@ impl RequestBands {
     }
 }
 
-/// Every scenario both recipes share, for both strategies, each strategy on a prefix of its own
-/// and each scenario under its own name (`<system>/<strategy>/<scenario>`); `endpoints` are the
-/// servers that hold the locks.
-pub async fn all<R, F, Fut>(
-    s: &mut Scenarios,
+/// The scenarios both recipes share. Each runs for one strategy (the last two for
+/// predecessor only) under the label `<system>/<strategy>`, each strategy on a prefix of its
+/// own, each scenario on keys of its own.
+#[derive(Debug, Clone, Copy)]
+pub enum Common {
+    MutualExclusion,
+    OneClientTwoKeys,
+    CrashFreesWithinTtl,
+    StaleReleaseIsHarmless,
+    TimeoutLeavesNothing,
+    WakeupsSurviveAPubsubKill,
+    WatchdogReportsAStolenLock,
+    DeadWaiterDoesNotBlockQueue,
+    QueuedWaitersDoNotPoll,
+}
+
+/// Runs shared scenario `scenario` for `st`; `endpoints` are the servers that hold the locks.
+pub async fn common<R, F, Fut>(
     make: &F,
     system: &str,
+    scenario: Common,
+    st: Strategy,
     endpoints: &[String],
     bands: RequestBands,
 ) where
@@ -91,72 +100,102 @@ pub async fn all<R, F, Fut>(
     F: Fn(RecipeConfig) -> Fut,
     Fut: Future<Output = R>,
 {
-    for st in [Strategy::Herd, Strategy::Predecessor] {
-        let label = format!("{system}/{st}");
-        let prefix = format!("/t/{st}");
-        let cfg = |ttl: u64, renew: bool| config(&prefix, Duration::from_secs(ttl), renew);
-        run(s, &format!("{label}/mutual_exclusion"), async {
-            mutual_exclusion(make, &label, cfg(10, true), st, bands.of(st)).await;
-        })
-        .await;
-        run(
-            s,
-            &format!("{label}/one_client_two_keys"),
-            one_client_two_keys(make, &label, cfg(2, true), st, endpoints),
-        )
-        .await;
-        run(
-            s,
-            &format!("{label}/crash_frees_within_ttl"),
-            crash_frees_within_ttl(make, &label, cfg(2, true), st, endpoints),
-        )
-        .await;
-        run(
-            s,
-            &format!("{label}/stale_release_is_harmless"),
-            stale_release_is_harmless(make, &label, cfg(1, false), st, endpoints),
-        )
-        .await;
-        run(
-            s,
-            &format!("{label}/timeout_leaves_nothing"),
-            timeout_leaves_nothing(make, &label, cfg(10, true), st, endpoints),
-        )
-        .await;
-        run(
-            s,
-            &format!("{label}/wakeups_survive_a_pubsub_kill"),
-            wakeups_survive_a_pubsub_kill(make, &label, cfg(10, true), st, endpoints),
-        )
-        .await;
-        run(
-            s,
-            &format!("{label}/watchdog_reports_a_stolen_lock"),
-            watchdog_reports_a_stolen_lock(make, &label, cfg(3, true), st, endpoints),
-        )
-        .await;
+    let label = format!("{system}/{st}");
+    let prefix = format!("/t/{st}");
+    let cfg = |ttl: u64, renew: bool| config(&prefix, Duration::from_secs(ttl), renew);
+    let (make, label) = (make, label.as_str());
+    match scenario {
+        Common::MutualExclusion => {
+            mutual_exclusion(make, label, cfg(10, true), st, bands.of(st)).await;
+        }
+        Common::OneClientTwoKeys => {
+            one_client_two_keys(make, label, cfg(2, true), st, endpoints).await
+        }
+        Common::CrashFreesWithinTtl => {
+            crash_frees_within_ttl(make, label, cfg(2, true), st, endpoints).await
+        }
+        Common::StaleReleaseIsHarmless => {
+            stale_release_is_harmless(make, label, cfg(1, false), st, endpoints).await
+        }
+        Common::TimeoutLeavesNothing => {
+            timeout_leaves_nothing(make, label, cfg(10, true), st, endpoints).await
+        }
+        Common::WakeupsSurviveAPubsubKill => {
+            wakeups_survive_a_pubsub_kill(make, label, cfg(10, true), st, endpoints).await
+        }
+        Common::WatchdogReportsAStolenLock => {
+            watchdog_reports_a_stolen_lock(make, label, cfg(3, true), st, endpoints).await
+        }
+        Common::DeadWaiterDoesNotBlockQueue => {
+            let mut quick = config("/t/dead", Duration::from_secs(10), true);
+            quick.fallback_poll = Duration::from_millis(200);
+            quick.request_timeout = Duration::from_secs(1);
+            dead_waiter_does_not_block_queue(make, label, quick).await
+        }
+        Common::QueuedWaitersDoNotPoll => {
+            let cfg = config("/t/queued", Duration::from_secs(10), true);
+            queued_waiters_do_not_poll(make, label, cfg).await
+        }
     }
-    let mut quick = config("/t/dead", Duration::from_secs(10), true);
-    quick.fallback_poll = Duration::from_millis(200);
-    quick.request_timeout = Duration::from_secs(1);
-    let label = format!("{system}/predecessor");
-    run(
-        s,
-        &format!("{label}/dead_waiter_does_not_block_queue"),
-        dead_waiter_does_not_block_queue(make, &label, quick),
-    )
-    .await;
-    run(
-        s,
-        &format!("{label}/queued_waiters_do_not_poll"),
-        queued_waiters_do_not_poll(
-            make,
-            &label,
-            config("/t/queued", Duration::from_secs(10), true),
-        ),
-    )
-    .await;
 }
+
+/// One `#[test]` per shared scenario and strategy in the calling test file (`herd::<scenario>`,
+/// `predecessor::<scenario>`), each calling `$run(scenario, strategy)`, so `cargo test --test
+/// <file> <scenario>` runs one scenario for both strategies. The calling file has `Strategy`
+/// and `$run` in scope.
+// Every test binary compiles `common`; only the two Redis ones use this.
+#[allow(unused_macros)]
+macro_rules! common_tests {
+    ($run:ident) => {
+        $crate::common::redis_scenarios::common_tests!(
+            @each_strategy $run,
+            [
+                mutual_exclusion: MutualExclusion,
+                one_client_two_keys: OneClientTwoKeys,
+                crash_frees_within_ttl: CrashFreesWithinTtl,
+                stale_release_is_harmless: StaleReleaseIsHarmless,
+                timeout_leaves_nothing: TimeoutLeavesNothing,
+                wakeups_survive_a_pubsub_kill: WakeupsSurviveAPubsubKill,
+                watchdog_reports_a_stolen_lock: WatchdogReportsAStolenLock,
+            ]
+        );
+        #[test]
+        fn dead_waiter_does_not_block_queue() {
+            use $crate::common::redis_scenarios::Common;
+            $run(Common::DeadWaiterDoesNotBlockQueue, Strategy::Predecessor);
+        }
+        #[test]
+        fn queued_waiters_do_not_poll() {
+            use $crate::common::redis_scenarios::Common;
+            $run(Common::QueuedWaitersDoNotPoll, Strategy::Predecessor);
+        }
+    };
+    (@each_strategy $run:ident, [$($name:ident: $variant:ident,)*]) => {
+        mod herd {
+            use super::*;
+            $(
+                #[test]
+                fn $name() {
+                    $run($crate::common::redis_scenarios::Common::$variant, Strategy::Herd);
+                }
+            )*
+        }
+        mod predecessor {
+            use super::*;
+            $(
+                #[test]
+                fn $name() {
+                    $run(
+                        $crate::common::redis_scenarios::Common::$variant,
+                        Strategy::Predecessor,
+                    );
+                }
+            )*
+        }
+    };
+}
+#[allow(unused_imports)]
+pub(crate) use common_tests;
 
 /// 16 contenders x 30 acquisitions: exact register, no overlap, no errors, growing tokens,
 /// requests per acquisition within `requests`; for predecessor also FIFO grants, one wake-up per

@@ -27,6 +27,11 @@ use lockbench::{Cluster, System};
 /// The extra state a test binary builds once over the shared cluster (raw server clients).
 pub type Connect<T> = fn(Vec<String>) -> Pin<Box<dyn Future<Output = T> + Send>>;
 
+/// For a test binary that needs nothing beyond the cluster and its endpoints.
+pub fn no_state(_endpoints: Vec<String>) -> Pin<Box<dyn Future<Output = ()> + Send>> {
+    Box::pin(async {})
+}
+
 /// A cluster started on first use and shared by every test of one test binary; see the
 /// module doc. Declared as a `static` in the test file.
 pub struct Shared<T: 'static> {

@@ -52,12 +52,14 @@ mod pubsub;
 pub mod redlock;
 mod scripts;
 mod server;
+mod wait;
 
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use crate::recipe::deadline::Budget;
 use crate::recipe::janitor::Janitor;
 use crate::recipe::redis::broken::{crashes_between_steps, simulated_crash};
 use crate::recipe::redis::cleanup::{Claim, GiveBack, RedisJanitorCtx, Target};
@@ -66,7 +68,8 @@ use crate::recipe::redis::common::{
     wake_message,
 };
 use crate::recipe::redis::scripts::{Keys, QueueEntry, TicketMode};
-use crate::recipe::redis::server::{Attempt, Server};
+use crate::recipe::redis::server::{Attempt, FairTake, Server};
+use crate::recipe::redis::wait::{Grant, Progress, Take, Taker, acquire_loop};
 use crate::recipe::{Lease, LockError, Recipe, RecipeConfig, Strategy, Tally, check_strategy};
 use crate::system::System;
 
@@ -200,22 +203,20 @@ impl RedisRecipe {
         self.master.reresolve(failed, deadline).await
     }
 
-    /// One take attempt. `crash` makes an `unsafe-setnx-expire` take that wins its `SETNX` die
-    /// before its `PEXPIRE` ([`Step::Crashed`]); `requests` counts the round trips sent.
-    #[allow(clippy::too_many_arguments)]
+    /// One take attempt on `node`. An `unsafe-setnx-expire` take that wins its `SETNX` dies
+    /// before its `PEXPIRE` when `who.crash` says so ([`Step::Crashed`]); `requests` counts the
+    /// round trips sent.
     async fn try_once(
         &self,
         node: &Server,
-        keys: &Keys,
-        owner: &str,
-        strategy: Strategy,
+        who: &Contender<'_>,
         ticket: Option<u64>,
-        crash: bool,
         limit: Duration,
         requests: &mut u64,
     ) -> Result<Step, LockError> {
+        let (keys, owner) = (&who.keys, who.owner.as_str());
         *requests += 1;
-        match strategy {
+        match who.strategy {
             Strategy::Herd | Strategy::UnsafeDel => node
                 .herd_acquire(keys, owner, self.cfg.ttl, limit)
                 .await
@@ -225,7 +226,7 @@ impl RedisRecipe {
                 if !set {
                     return Ok(Step::Answer(busy));
                 }
-                if crash {
+                if who.crash {
                     return Ok(Step::Crashed);
                 }
                 *requests += 1;
@@ -237,9 +238,13 @@ impl RedisRecipe {
                 }))
             }
             _ => {
-                let mode = ticket.map_or(TicketMode::Propose, TicketMode::Final);
-                let (e, wake) = (entry_ttl(&self.cfg), wake_message(owner));
-                node.fair_acquire(keys, owner, self.cfg.ttl, e, mode, &wake, limit)
+                let wake = wake_message(owner);
+                let take = FairTake {
+                    entry_ttl: entry_ttl(&self.cfg),
+                    mode: ticket.map_or(TicketMode::Propose, TicketMode::Final),
+                    wake: &wake,
+                };
+                node.fair_acquire(keys, owner, self.cfg.ttl, &take, limit)
                     .await
                     .map(Step::Answer)
             }
@@ -254,7 +259,8 @@ impl RedisRecipe {
         tally: &Tally,
     ) -> Result<Lease, LockError> {
         check_strategy(System::Redis, strategy)?;
-        let started = Instant::now();
+        let budget =
+            Budget::acquire(key, deadline, self.cfg.request_timeout).retrying(self.cfg.retry);
         let keys = Keys::new(&self.cfg.prefix, key);
         let seq = self.seq.fetch_add(1, Ordering::Relaxed);
         let owner = format!("{}:{seq}", self.client_id);
@@ -266,123 +272,47 @@ impl RedisRecipe {
             Strategy::Predecessor => keys.wake_channel(&owner),
             _ => keys.released_channel(),
         };
-        let mut waiter = Waiter::new();
-        let mut requests = 0u64;
-        let mut ticket = None;
-        let mut node = self.master().await;
-        let mut subscribed: Option<Arc<Server>> = None;
-        let mut abandoned = false;
-        // The last take whose answer was lost: it may have granted, or queued, this owner.
-        let mut unanswered: Option<LockError> = None;
-        let mut backoff = crate::recipe::retry::Backoff::new(self.cfg.retry);
-        let outcome = loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                break Err(LockError::Timeout {
-                    key: key.to_string(),
-                    waited: started.elapsed(),
-                });
-            }
-            let sent = Instant::now();
-            let attempt = self
-                .try_once(
-                    &node,
-                    &keys,
-                    &owner,
-                    strategy,
-                    ticket,
-                    crash,
-                    left,
-                    &mut requests,
-                )
-                .await;
-            match &attempt {
-                Ok(_) => self.janitor.cluster_answered(),
-                Err(e) if e.is_indeterminate() => unanswered = Some(e.clone()),
-                Err(_) => {}
-            }
-            match attempt {
-                Ok(Step::Crashed) => {
-                    // A dead client cleans nothing up: the key stays, with no TTL.
-                    abandoned = true;
-                    break Err(simulated_crash(key, seq + 1, every));
-                }
-                Ok(Step::Answer(a)) if a.token > 0 => {
-                    break Ok((a.token, a.ticket.or(ticket), sent));
-                }
-                Ok(Step::Answer(a)) => {
-                    ticket = a.ticket.or(ticket);
-                    let on_node = subscribed.as_ref().is_some_and(|s| Arc::ptr_eq(s, &node));
-                    if !on_node {
-                        if let Some(old) = subscribed.take() {
-                            old.unsubscribe(&channel, waiter.id).await;
-                        }
-                        requests += 1;
-                        if node
-                            .subscribe(&channel, waiter.id, waiter.tx.clone(), left)
-                            .await
-                            .is_ok()
-                        {
-                            subscribed = Some(node.clone());
-                            // A release may have come before the subscription: look again.
-                            continue;
-                        }
-                    }
-                    let poll = Poll::after(strategy, a.retry_within.is_none(), &self.cfg);
-                    waiter.wait_or_poll(poll, a.retry_within, left, tally).await;
-                }
-                Err(e) if e.is_retryable() => {
-                    if backoff.wait(deadline).await {
-                        node = self.reresolve(&node, deadline).await;
-                    }
-                }
-                Err(e) => break Err(e),
-            }
+        let mut taker = MasterTaker {
+            recipe: self,
+            who: Contender {
+                key,
+                keys,
+                owner,
+                strategy,
+                seq,
+                crash,
+            },
+            deadline,
+            channel,
+            node: self.master().await,
+            subscribed: None,
+            ticket: None,
         };
-        if let Some(n) = subscribed {
-            // Off the critical path: the grant is already ours, or we are giving up.
-            let (channel, id) = (channel.clone(), waiter.id);
-            tokio::spawn(async move { n.unsubscribe(&channel, id).await });
-            requests += 1;
-        }
-        tally.wakeups(waiter.wakeups);
-        tally.requests(requests);
-        let outcome = match outcome {
-            Err(e) if !abandoned => self
-                .resolve(key, strategy, &keys, &owner, e, unanswered, deadline, tally)
-                .await
-                .map(|(token, granted_at)| (token, ticket, granted_at)),
-            other => other,
+        let grant = acquire_loop(&mut taker, &budget, tally).await?;
+        let who = taker.who;
+        let held = Held {
+            source: NodeSource::Master(self.master.clone()),
+            quorum: 1,
+            keys: who.keys,
+            owner: who.owner,
+            ttl: self.cfg.ttl,
+            granted_at: grant.granted_at,
+            release: match strategy {
+                Strategy::UnsafeDel => ReleaseKind::PlainDel,
+                _ => ReleaseKind::OwnerChecked,
+            },
         };
-        match outcome {
-            Ok((token, queue_position, granted_at)) => {
-                let held = Held {
-                    source: NodeSource::Master(self.master.clone()),
-                    quorum: 1,
-                    keys: keys.clone(),
-                    owner: owner.clone(),
-                    ttl: self.cfg.ttl,
-                    granted_at,
-                    release: match strategy {
-                        Strategy::UnsafeDel => ReleaseKind::PlainDel,
-                        _ => ReleaseKind::OwnerChecked,
-                    },
-                };
-                let renew = self.cfg.renew;
-                Ok(self.watchdogs.grant(
-                    held,
-                    renew,
-                    key,
-                    token,
-                    (strategy == Strategy::Predecessor)
-                        .then_some(queue_position)
-                        .flatten(),
-                    tally,
-                ))
-            }
-            // Resolved above, or abandoned: a dead client cleans nothing up.
-            Err(e) => Err(e),
-        }
+        let queue_position = (strategy == Strategy::Predecessor)
+            .then_some(grant.ticket)
+            .flatten();
+        Ok(self.watchdogs.grant(
+            held,
+            self.cfg.renew,
+            key,
+            grant.token,
+            queue_position,
+            tally,
+        ))
     }
 
     /// After an acquisition failed with `err`: leaves nothing behind (its queue entry, a lock a
@@ -392,26 +322,22 @@ impl RedisRecipe {
     /// for the master, at most `resolve_timeout` past `deadline`: a grant the lost take made
     /// (token and the send time of the request that renewed it), [`LockError::Withdrawn`], or
     /// the unanswered error when the master never answered.
-    #[allow(clippy::too_many_arguments)]
     async fn resolve(
         &self,
-        key: &str,
-        strategy: Strategy,
-        keys: &Keys,
-        owner: &str,
+        who: &Contender<'_>,
         err: LockError,
         unanswered: Option<LockError>,
         deadline: Instant,
         tally: &Tally,
     ) -> Result<(u64, Instant), LockError> {
-        let give_back = GiveBack::new(keys, owner, 0);
+        let give_back = GiveBack::new(&who.keys, &who.owner, 0);
         let Some(unknown) = unanswered else {
             let limit = Instant::now() + self.cfg.request_timeout;
             self.janitor.confirm(give_back, limit, tally).await;
             return Err(err);
         };
         // `SETNX` draws no token: a lost one is given back, never claimed.
-        let claim = (strategy != Strategy::UnsafeSetnxExpire).then(Claim::new);
+        let claim = (who.strategy != Strategy::UnsafeSetnxExpire).then(Claim::new);
         let chore = match &claim {
             Some(c) => give_back.claiming(c),
             None => give_back,
@@ -423,7 +349,7 @@ impl RedisRecipe {
         }
         if confirmed {
             Err(LockError::Withdrawn {
-                key: key.to_string(),
+                key: who.key.to_string(),
                 why: format!(
                     "{unknown}; the master confirmed the lock is not this attempt's and its \
                      queue entry is gone"
@@ -432,6 +358,124 @@ impl RedisRecipe {
         } else {
             Err(unknown)
         }
+    }
+}
+
+/// Who one acquisition is: the lock, the owner value its takes carry, and how it takes.
+struct Contender<'a> {
+    key: &'a str,
+    keys: Keys,
+    owner: String,
+    strategy: Strategy,
+    /// The owner's sequence number (`unsafe-setnx-expire` crashes count by it).
+    seq: u64,
+    /// This attempt's `unsafe-setnx-expire` take dies between its two steps if it wins.
+    crash: bool,
+}
+
+/// The single-master steps of the shared acquire loop: takes go to the current master, and a
+/// connection error asks Sentinel again.
+struct MasterTaker<'a> {
+    recipe: &'a RedisRecipe,
+    who: Contender<'a>,
+    deadline: Instant,
+    /// Where this attempt's wake-ups come (all releases for the herd, its own for a queue).
+    channel: String,
+    node: Arc<Server>,
+    /// The master the waiter is subscribed on, if any.
+    subscribed: Option<Arc<Server>>,
+    /// The queue ticket the master handed out (predecessor).
+    ticket: Option<u64>,
+}
+
+impl Taker for MasterTaker<'_> {
+    async fn take(&mut self, left: Duration, progress: &mut Progress) -> Result<Take, LockError> {
+        let sent = Instant::now();
+        let (r, who) = (self.recipe, &self.who);
+        let attempt = r
+            .try_once(&self.node, who, self.ticket, left, &mut progress.requests)
+            .await;
+        match &attempt {
+            Ok(_) => r.janitor.cluster_answered(),
+            Err(e) if e.is_indeterminate() => progress.unanswered = Some(e.clone()),
+            Err(_) => {}
+        }
+        Ok(match attempt? {
+            Step::Crashed => Take::Abandon(simulated_crash(
+                who.key,
+                who.seq + 1,
+                r.cfg.crash_between_steps_every,
+            )),
+            Step::Answer(a) if a.token > 0 => Take::Granted(Grant {
+                token: a.token,
+                ticket: a.ticket.or(self.ticket),
+                granted_at: sent,
+            }),
+            Step::Answer(a) => {
+                self.ticket = a.ticket.or(self.ticket);
+                Take::Wait {
+                    poll: Poll::after(who.strategy, a.retry_within.is_none(), &r.cfg),
+                    ttl_left: a.retry_within,
+                }
+            }
+        })
+    }
+
+    async fn subscribe(
+        &mut self,
+        waiter: &Waiter,
+        left: Duration,
+        progress: &mut Progress,
+    ) -> bool {
+        let node = &self.node;
+        if self
+            .subscribed
+            .as_ref()
+            .is_some_and(|s| Arc::ptr_eq(s, node))
+        {
+            return false;
+        }
+        if let Some(old) = self.subscribed.take() {
+            old.unsubscribe(&self.channel, waiter.id).await;
+        }
+        progress.requests += 1;
+        let subscribed = node
+            .subscribe(&self.channel, waiter.id, waiter.tx.clone(), left)
+            .await
+            .is_ok();
+        if subscribed {
+            self.subscribed = Some(node.clone());
+        }
+        subscribed
+    }
+
+    async fn reconnect(&mut self, deadline: Instant) {
+        self.node = self.recipe.reresolve(&self.node, deadline).await;
+    }
+
+    fn unsubscribe(&mut self, waiter: &Waiter, progress: &mut Progress) {
+        if let Some(n) = self.subscribed.take() {
+            let (channel, id) = (self.channel.clone(), waiter.id);
+            tokio::spawn(async move { n.unsubscribe(&channel, id).await });
+            progress.requests += 1;
+        }
+    }
+
+    async fn resolve(
+        &mut self,
+        err: LockError,
+        unanswered: Option<LockError>,
+        tally: &Tally,
+    ) -> Result<Grant, LockError> {
+        let (token, granted_at) = self
+            .recipe
+            .resolve(&self.who, err, unanswered, self.deadline, tally)
+            .await?;
+        Ok(Grant {
+            token,
+            ticket: self.ticket,
+            granted_at,
+        })
     }
 }
 

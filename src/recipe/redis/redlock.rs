@@ -51,6 +51,7 @@ use futures::future::join_all;
 use futures::stream::FuturesUnordered;
 use rand::Rng;
 
+use crate::recipe::deadline::Budget;
 use crate::recipe::janitor::{Janitor, confirmed};
 use crate::recipe::redis::cleanup::{GiveBack, RedisJanitorCtx, Target};
 use crate::recipe::redis::common::{
@@ -58,7 +59,8 @@ use crate::recipe::redis::common::{
     valid_until, wake_message,
 };
 use crate::recipe::redis::scripts::{Keys, Notify, QueueEntry, TicketMode};
-use crate::recipe::redis::server::{Attempt, Server};
+use crate::recipe::redis::server::{Attempt, FairTake, Server};
+use crate::recipe::redis::wait::{Grant, Progress, Take, Taker, acquire_loop};
 use crate::recipe::{Lease, LockError, Recipe, RecipeConfig, Strategy, Tally, check_strategy};
 use crate::system::System;
 
@@ -224,33 +226,32 @@ impl RedlockRecipe {
     ) -> Round {
         let limit = self.per_node_timeout().min(left);
         let started = Instant::now();
-        let e = entry_ttl(&self.cfg);
         // One message for the whole round: a waiter it wakes on several masters wakes once.
         let wake = wake_message(owner);
-        let wake = &wake;
+        let take = FairTake {
+            entry_ttl: entry_ttl(&self.cfg),
+            mode,
+            wake: &wake,
+        };
+        let take = &take;
         let answers = join_all(self.nodes.iter().map(|n| async move {
             match strategy {
                 Strategy::Herd => n.herd_acquire(keys, owner, self.cfg.ttl, limit).await,
-                _ => {
-                    n.fair_acquire(keys, owner, self.cfg.ttl, e, mode, wake, limit)
-                        .await
-                }
+                _ => n.fair_acquire(keys, owner, self.cfg.ttl, take, limit).await,
             }
         }))
         .await;
         Round { answers, started }
     }
 
-    /// Gives back what `owner` holds on the masters `which` (all when `None`).
     /// Gives back what `owner` holds on the masters `which` (all when `None`), waiting at most
-    /// `limit` for each.
-    #[allow(clippy::too_many_arguments)]
+    /// `limit` for each. A give-back during an acquisition carries no token (0): nothing was
+    /// held, so no master's counter needs raising.
     async fn release_on(
         &self,
         which: Option<&[usize]>,
         keys: &Keys,
         owner: &str,
-        token: u64,
         notify: Notify,
         entry: QueueEntry,
         limit: Duration,
@@ -261,7 +262,7 @@ impl RedlockRecipe {
                 .iter()
                 .enumerate()
                 .filter(|(i, _)| which.is_none_or(|w| w.contains(i)))
-                .map(|(_, n)| n.release(keys, owner, token, wake.as_deref(), entry, limit)),
+                .map(|(_, n)| n.release(keys, owner, 0, wake.as_deref(), entry, limit)),
         )
         .await
     }
@@ -289,7 +290,8 @@ impl RedlockRecipe {
         tally: &Tally,
     ) -> Result<Lease, LockError> {
         check_strategy(System::Redlock, strategy)?;
-        let started = Instant::now();
+        let budget =
+            Budget::acquire(key, deadline, self.cfg.request_timeout).retrying(self.cfg.retry);
         let keys = Keys::new(&self.cfg.prefix, key);
         let owner = format!(
             "{}:{}",
@@ -300,173 +302,208 @@ impl RedlockRecipe {
             Strategy::Herd => keys.released_channel(),
             _ => keys.wake_channel(&owner),
         };
-        let n = self.nodes.len() as u64;
-        let mut waiter = Waiter::new();
-        let mut requests = 0u64;
-        let mut subscribed = false;
-        let mut mode = TicketMode::Tentative;
-        // The last take a master did not answer: it may have granted, or queued, this owner.
-        let mut unanswered: Option<LockError> = None;
-        let outcome = loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                break Err(LockError::Timeout {
-                    key: key.to_string(),
-                    waited: started.elapsed(),
-                });
-            }
-            requests += n;
-            let round = self.round(&keys, &owner, strategy, mode, left).await;
-            for (a, janitor) in round.answers.iter().zip(self.janitors.iter()) {
-                match a {
-                    // This master answers again: what waits for it may go now.
-                    Ok(_) => janitor.cluster_answered(),
-                    Err(e) if e.is_indeterminate() => unanswered = Some(e.clone()),
-                    Err(_) => {}
-                }
-            }
-            let granted: Vec<usize> = round.granted().map(|(i, _)| i).collect();
-            // A master that did not answer in time may still have granted: undo there too.
-            let maybe: Vec<usize> = round
+        let mut taker = RoundTaker {
+            recipe: self,
+            key,
+            keys,
+            owner,
+            strategy,
+            deadline,
+            channel,
+            subscribed: false,
+            mode: TicketMode::Tentative,
+        };
+        let grant = acquire_loop(&mut taker, &budget, tally).await?;
+        let held = Held {
+            source: NodeSource::Fixed(self.nodes.clone()),
+            quorum: self.quorum,
+            keys: taker.keys,
+            owner: taker.owner,
+            ttl: self.cfg.ttl,
+            granted_at: grant.granted_at,
+            release: ReleaseKind::OwnerChecked,
+        };
+        let renew = self.cfg.renew;
+        Ok(self
+            .watchdogs
+            .grant(held, renew, key, grant.token, grant.ticket, tally))
+    }
+}
+
+/// The Redlock steps of the shared acquire loop: a take is a round on every master.
+struct RoundTaker<'a> {
+    recipe: &'a RedlockRecipe,
+    key: &'a str,
+    keys: Keys,
+    owner: String,
+    strategy: Strategy,
+    deadline: Instant,
+    /// Where this attempt's wake-ups come (all releases for the herd, its own for a queue).
+    channel: String,
+    subscribed: bool,
+    /// The ticket phase (predecessor): tentative until a round names the largest ticket.
+    mode: TicketMode,
+}
+
+impl RoundTaker<'_> {
+    /// After a round that did not win: gives back what it won where keeping it would block
+    /// others (a queue puts another waiter first; a split herd vote), `maybe` being the masters
+    /// that granted or did not answer.
+    async fn give_back(
+        &self,
+        round: &Round,
+        granted: &[usize],
+        maybe: &[usize],
+        progress: &mut Progress,
+    ) {
+        let r = self.recipe;
+        // Between rounds a slow master costs the round, not the wait: give back within the
+        // per-node deadline, as the spec accepts.
+        let limit = r.per_node_timeout();
+        if self.strategy == Strategy::Predecessor {
+            // Some master queues another waiter first: what we won elsewhere would block it.
+            let behind = round
                 .answers
                 .iter()
-                .enumerate()
-                .filter(|(_, a)| matches!(a, Ok(a) if a.token > 0) || a.is_err())
-                .map(|(i, _)| i)
-                .collect();
-            // The spec's validity: TTL − round time − drift, counted from the round's start.
-            let valid = valid_until(round.started, self.cfg.ttl);
-            if granted.len() >= self.quorum && valid > Instant::now() {
-                let token = round.granted().map(|(_, a)| a.token).max().unwrap_or(0);
-                let ticket = match mode {
+                .any(|a| matches!(a, Ok(a) if a.token == 0 && a.retry_within.is_none()));
+            if behind && !granted.is_empty() {
+                progress.requests += maybe.len() as u64;
+                let (notify, entry) = (Notify::Waiters, QueueEntry::Keep);
+                r.release_on(Some(maybe), &self.keys, &self.owner, notify, entry, limit)
+                    .await;
+            }
+        } else if !maybe.is_empty() {
+            // Give back silently (the lock was never free for anyone else to take).
+            progress.requests += maybe.len() as u64;
+            let (notify, entry) = (Notify::Nobody, QueueEntry::Leave);
+            r.release_on(Some(maybe), &self.keys, &self.owner, notify, entry, limit)
+                .await;
+        }
+    }
+}
+
+impl Taker for RoundTaker<'_> {
+    async fn take(&mut self, left: Duration, progress: &mut Progress) -> Result<Take, LockError> {
+        let r = self.recipe;
+        progress.requests += r.nodes.len() as u64;
+        let round = r
+            .round(&self.keys, &self.owner, self.strategy, self.mode, left)
+            .await;
+        for (a, janitor) in round.answers.iter().zip(r.janitors.iter()) {
+            match a {
+                // This master answers again: what waits for it may go now.
+                Ok(_) => janitor.cluster_answered(),
+                Err(e) if e.is_indeterminate() => progress.unanswered = Some(e.clone()),
+                Err(_) => {}
+            }
+        }
+        let granted: Vec<usize> = round.granted().map(|(i, _)| i).collect();
+        // A master that did not answer in time may still have granted: undo there too.
+        let maybe: Vec<usize> = round
+            .answers
+            .iter()
+            .enumerate()
+            .filter(|(_, a)| matches!(a, Ok(a) if a.token > 0) || a.is_err())
+            .map(|(i, _)| i)
+            .collect();
+        // The spec's validity: TTL − round time − drift, counted from the round's start.
+        let valid = valid_until(round.started, r.cfg.ttl);
+        if granted.len() >= r.quorum && valid > Instant::now() {
+            return Ok(Take::Granted(Grant {
+                token: round.granted().map(|(_, a)| a.token).max().unwrap_or(0),
+                ticket: match self.mode {
                     TicketMode::Final(t) => Some(t),
                     _ => None,
-                };
-                break Ok((token, ticket, round.started));
+                },
+                granted_at: round.started,
+            }));
+        }
+        if self.strategy == Strategy::Predecessor && self.mode == TicketMode::Tentative {
+            // Phase two: the largest tentative ticket becomes ours on every master.
+            let t = round
+                .answers
+                .iter()
+                .filter_map(|a| a.as_ref().ok().and_then(|a| a.ticket))
+                .max();
+            if let Some(t) = t {
+                self.mode = TicketMode::Final(t);
+                return Ok(Take::Again(None));
             }
-            if strategy == Strategy::Predecessor {
-                if mode == TicketMode::Tentative {
-                    // Phase two: the largest tentative ticket becomes ours on every master.
-                    let t = round
-                        .answers
-                        .iter()
-                        .filter_map(|a| a.as_ref().ok().and_then(|a| a.ticket))
-                        .max();
-                    if let Some(t) = t {
-                        mode = TicketMode::Final(t);
-                        continue;
-                    }
-                }
-                // Some master queues another waiter first: what we won elsewhere would block it.
-                let behind = round
-                    .answers
-                    .iter()
-                    .any(|a| matches!(a, Ok(a) if a.token == 0 && a.retry_within.is_none()));
-                if behind && !granted.is_empty() {
-                    requests += maybe.len() as u64;
-                    // Between rounds a slow master costs the round, not the wait: give back
-                    // within the per-node deadline, as the spec accepts.
-                    let limit = self.per_node_timeout();
-                    self.release_on(
-                        Some(&maybe),
-                        &keys,
-                        &owner,
-                        0,
-                        Notify::Waiters,
-                        QueueEntry::Keep,
-                        limit,
-                    )
-                    .await;
-                }
-            } else if !maybe.is_empty() {
-                // Give back silently (the lock was never free for anyone else to take).
-                requests += maybe.len() as u64;
-                let limit = self.per_node_timeout();
-                self.release_on(
-                    Some(&maybe),
-                    &keys,
-                    &owner,
-                    0,
-                    Notify::Nobody,
-                    QueueEntry::Leave,
-                    limit,
-                )
-                .await;
-            }
-            if strategy == Strategy::Herd && !granted.is_empty() {
-                // Split vote: pause at random so the contenders spread out.
-                let pause = rand::rng().random_range(Duration::ZERO..=self.opts.retry_delay_max);
-                tokio::time::sleep(pause.min(left)).await;
-                continue;
-            }
-            if !subscribed {
-                requests += n;
-                subscribed = self.subscribe_all(&channel, &waiter).await > 0;
-                if subscribed {
-                    // A release may have come before the subscription: look again.
-                    continue;
-                }
-            }
-            let poll = Poll::after(strategy, round.queued_behind(), &self.cfg);
-            waiter
-                .wait_or_poll(poll, round.retry_within(), left, tally)
-                .await;
-        };
-        if subscribed {
-            let nodes = self.nodes.clone();
-            let (ch, id) = (channel.clone(), waiter.id);
+        }
+        self.give_back(&round, &granted, &maybe, progress).await;
+        if self.strategy == Strategy::Herd && !granted.is_empty() {
+            // Split vote: pause at random so the contenders spread out.
+            let pause = rand::rng().random_range(Duration::ZERO..=r.opts.retry_delay_max);
+            return Ok(Take::Again(Some(pause)));
+        }
+        Ok(Take::Wait {
+            poll: Poll::after(self.strategy, round.queued_behind(), &r.cfg),
+            ttl_left: round.retry_within(),
+        })
+    }
+
+    async fn subscribe(
+        &mut self,
+        waiter: &Waiter,
+        _left: Duration,
+        progress: &mut Progress,
+    ) -> bool {
+        if self.subscribed {
+            return false;
+        }
+        progress.requests += self.recipe.nodes.len() as u64;
+        self.subscribed = self.recipe.subscribe_all(&self.channel, waiter).await > 0;
+        self.subscribed
+    }
+
+    /// A round reports each master's error in its answers, never as a whole: nothing to redo.
+    async fn reconnect(&mut self, _deadline: Instant) {}
+
+    fn unsubscribe(&mut self, waiter: &Waiter, progress: &mut Progress) {
+        if self.subscribed {
+            let nodes = self.recipe.nodes.clone();
+            let (ch, id) = (self.channel.clone(), waiter.id);
             tokio::spawn(async move {
                 join_all(nodes.iter().map(|n| n.unsubscribe(&ch, id))).await;
             });
-            requests += n;
+            progress.requests += self.recipe.nodes.len() as u64;
         }
-        tally.wakeups(waiter.wakeups);
-        tally.requests(requests);
-        match outcome {
-            Ok((token, queue_position, granted_at)) => {
-                let held = Held {
-                    source: NodeSource::Fixed(self.nodes.clone()),
-                    quorum: self.quorum,
-                    keys: keys.clone(),
-                    owner: owner.clone(),
-                    ttl: self.cfg.ttl,
-                    granted_at,
-                    release: ReleaseKind::OwnerChecked,
-                };
-                let renew = self.cfg.renew;
-                Ok(self
-                    .watchdogs
-                    .grant(held, renew, key, token, queue_position, tally))
-            }
-            Err(e) => {
-                // Leave nothing behind on any master: queue entries and partial grants.
-                let give_backs = self
-                    .janitors
-                    .iter()
-                    .map(|j| j.watch(GiveBack::new(&keys, &owner, 0)));
-                let Some(unknown) = unanswered else {
-                    // The acquisition is over: the clean-up may take a whole request timeout
-                    // before the failure is reported, so a slow master does not keep a lock or
-                    // queue entry a late reply left there; then the janitors go on.
-                    let limit = Instant::now() + self.cfg.request_timeout;
-                    confirmed(give_backs, self.nodes.len(), limit, tally).await;
-                    return Err(e);
-                };
-                let needed = withdrawn_after(self.nodes.len(), self.quorum);
-                let until = deadline + self.cfg.resolve_timeout;
-                if confirmed(give_backs, needed, until, tally).await {
-                    Err(LockError::Withdrawn {
-                        key: key.to_string(),
-                        why: format!(
-                            "{unknown}; {needed} of {n} masters confirmed the give-back, so \
-                             fewer than a quorum ({}) can still hold this attempt's owner value",
-                            self.quorum
-                        ),
-                    })
-                } else {
-                    Err(unknown)
-                }
-            }
+    }
+
+    async fn resolve(
+        &mut self,
+        err: LockError,
+        unanswered: Option<LockError>,
+        tally: &Tally,
+    ) -> Result<Grant, LockError> {
+        let r = self.recipe;
+        let n = r.nodes.len();
+        // Leave nothing behind on any master: queue entries and partial grants.
+        let give_backs = r
+            .janitors
+            .iter()
+            .map(|j| j.watch(GiveBack::new(&self.keys, &self.owner, 0)));
+        let Some(unknown) = unanswered else {
+            // The acquisition is over: the clean-up may take a whole request timeout before
+            // the failure is reported, so a slow master does not keep a lock or queue entry a
+            // late reply left there; then the janitors go on.
+            let limit = Instant::now() + r.cfg.request_timeout;
+            confirmed(give_backs, n, limit, tally).await;
+            return Err(err);
+        };
+        let needed = withdrawn_after(n, r.quorum);
+        let until = self.deadline + r.cfg.resolve_timeout;
+        if confirmed(give_backs, needed, until, tally).await {
+            Err(LockError::Withdrawn {
+                key: self.key.to_string(),
+                why: format!(
+                    "{unknown}; {needed} of {n} masters confirmed the give-back, so fewer \
+                     than a quorum ({}) can still hold this attempt's owner value",
+                    r.quorum
+                ),
+            })
+        } else {
+            Err(unknown)
         }
     }
 }

@@ -37,6 +37,21 @@ pub(crate) struct Attempt {
     pub retry_within: Option<Duration>,
 }
 
+/// How one queue take goes, beyond the lock and its owner.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct FairTake<'a> {
+    /// How long the queue entry lives without a refresh ([`entry_ttl`]).
+    ///
+    /// [`entry_ttl`]: crate::recipe::redis::common::entry_ttl
+    pub entry_ttl: Duration,
+    /// Which ticket the take proposes or settles on.
+    pub mode: TicketMode,
+    /// The message for a waiter this take may make first (see [`wake_message`]).
+    ///
+    /// [`wake_message`]: crate::recipe::redis::common::wake_message
+    pub wake: &'a str,
+}
+
 /// Maps a client error to the contract's error, naming the server.
 pub(crate) fn lock_error(endpoint: &str, e: RedisError) -> LockError {
     // Refused before anything ran: no connection, a demoted master (READONLY: the caller must
@@ -170,21 +185,21 @@ impl Server {
         })
     }
 
-    /// One queue take (enqueue or refresh, then take if at the head and free). `wake` is the
-    /// message for a waiter this may make first (see [`wake_message`]).
-    ///
-    /// [`wake_message`]: crate::recipe::redis::common::wake_message
-    #[allow(clippy::too_many_arguments)]
+    /// One queue take (enqueue or refresh, then take if at the head and free), as `take`
+    /// says.
     pub async fn fair_acquire(
         &self,
         keys: &Keys,
         owner: &str,
         ttl: Duration,
-        entry_ttl: Duration,
-        mode: TicketMode,
-        wake: &str,
+        take: &FairTake<'_>,
         limit: Duration,
     ) -> Result<Attempt, LockError> {
+        let FairTake {
+            entry_ttl,
+            mode,
+            wake,
+        } = *take;
         let (mode, ticket) = mode.args();
         let (token, ticket, hint): (u64, u64, i64) = self
             .eval(
@@ -219,7 +234,6 @@ impl Server {
     /// the message for the waiters this may let in (see [`wake_message`]); `None` is silent.
     ///
     /// [`wake_message`]: crate::recipe::redis::common::wake_message
-    #[allow(clippy::too_many_arguments)]
     pub async fn release(
         &self,
         keys: &Keys,
