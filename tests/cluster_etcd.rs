@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use etcd_client::{Client, ConnectOptions, GetOptions};
 use lockbench::System;
-use lockbench::chaos::partition::Grudge;
+use lockbench::fault::partition::Grudge;
 
 async fn client(endpoints: &[String]) -> Client {
     let opts = ConnectOptions::new()
