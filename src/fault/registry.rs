@@ -186,6 +186,8 @@ pub struct Entry {
     pub window_field: &'static str,
     /// [`Kind::COMPOSITE`].
     pub composite: bool,
+    /// [`Kind::REALISM`]: what a report says of a window of this kind, which it knows by name.
+    pub realism: Realism,
     /// [`Kind::read`], into a [`FaultKind`].
     pub read: fn(&Params<'_>) -> Result<FaultKind, SpecError>,
     /// [`Kind::window`].
@@ -206,6 +208,7 @@ impl Entry {
             parameters: K::PARAMETERS,
             window_field: K::WINDOW,
             composite: K::COMPOSITE,
+            realism: K::REALISM,
             read: read_as::<K>,
             window: K::window,
         }

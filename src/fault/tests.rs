@@ -27,6 +27,12 @@ fn every_kind_has_one_name_and_the_names_are_the_files_and_histories() {
         entry("pause").is_none(),
         "old history names are history's, not kinds"
     );
+    let modelled: Vec<&str> = KINDS
+        .iter()
+        .filter(|k| k.realism == Realism::Modelled)
+        .map(|k| k.name)
+        .collect();
+    assert_eq!(modelled, ["clock"]);
 }
 
 #[test]
