@@ -30,7 +30,7 @@ use toml::{Table, Value};
 
 use super::target::Target::{self, Leader, Majority, Minority, One};
 use super::{Ctx, Effect, Ended, Fault, FaultError, Faultable, Kind, Param, Params, Scene};
-use super::{Started, clock::Ticker, wait_until};
+use super::{Started, clock::Ticker, on_each_node, wait_until};
 use crate::cluster::DataOnRestart;
 use crate::spec::SpecError;
 
@@ -137,13 +137,7 @@ impl Effect for Killed {
         on: &C,
         _: &Ctx<'_>,
     ) -> (Result<Started, FaultError>, Option<Ticker>) {
-        let r = async {
-            for n in &self.nodes {
-                on.kill(n).await?;
-            }
-            Ok(Started::default())
-        };
-        (r.await, None)
+        on_each_node(&self.nodes, |n| on.kill(n)).await
     }
 
     async fn undo<C: Faultable>(&self, on: &C, ctx: &Ctx<'_>) -> Result<Ended, FaultError> {

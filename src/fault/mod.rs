@@ -48,7 +48,8 @@ pub use kill::RedlockRestart;
 pub use partition::{Grudge, Shape};
 pub use pause_client::{ClientTarget, PickError, WorkerProcesses, pick_worker};
 pub use registry::{
-    Ctx, Effect, Entry, Kind, Param, Params, Refusal, Scene, entry, plain_kinds, read, write,
+    Ctx, Effect, Entry, Kind, Param, Params, Refusal, Scene, entry, on_each_node, plain_kinds,
+    read, write,
 };
 pub use target::{Target, TargetError, resolve};
 

@@ -14,7 +14,7 @@ use toml::{Table, Value};
 
 use super::target::Target::{self, Leader, One};
 use super::{Ctx, Effect, Ended, Fault, FaultError, Faultable, Kind, Param, Params, Scene};
-use super::{Started, clock::Ticker};
+use super::{Started, clock::Ticker, on_each_node};
 use crate::spec::SpecError;
 
 /// Freeze a server (`docker pause`), then resume it.
@@ -73,13 +73,7 @@ impl Effect for PausedNodes {
         on: &C,
         _: &Ctx<'_>,
     ) -> (Result<Started, FaultError>, Option<Ticker>) {
-        let r = async {
-            for n in &self.nodes {
-                on.pause(n).await?;
-            }
-            Ok(Started::default())
-        };
-        (r.await, None)
+        on_each_node(&self.nodes, |n| on.pause(n)).await
     }
 
     async fn undo<C: Faultable>(&self, on: &C, _: &Ctx<'_>) -> Result<Ended, FaultError> {

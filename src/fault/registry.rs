@@ -16,6 +16,7 @@ use super::clock::{Realism, Ticker, TickerTotals};
 use super::pause_client::WorkerProcesses;
 use super::target::{Target, resolve};
 use super::{Ended, Fault, FaultError, FaultKind, Faultable, KINDS, Started};
+use crate::cluster::ClusterError;
 use crate::spec::SpecError;
 pub use crate::spec::chaos::{Param, Params};
 use crate::system::System;
@@ -115,6 +116,24 @@ pub trait Effect: Clone + fmt::Debug + PartialEq + Eq + Into<Fault> {
         on: &C,
         ctx: &Ctx<'_>,
     ) -> impl Future<Output = Result<Ended, FaultError>>;
+}
+
+/// The start of a fault that acts on each node in turn (a kill, a pause): it stops at the first
+/// failure (the books undo what did happen), needs no words and runs nothing in the background.
+pub async fn on_each_node<'a, F, Fut>(
+    nodes: &'a [String],
+    mut act: F,
+) -> (Result<Started, FaultError>, Option<Ticker>)
+where
+    F: FnMut(&'a str) -> Fut,
+    Fut: Future<Output = Result<(), ClusterError>>,
+{
+    for n in nodes {
+        if let Err(e) = act(n).await {
+            return (Err(e.into()), None);
+        }
+    }
+    (Ok(Started::default()), None)
 }
 
 /// What a fault's start and undo may use besides the cluster: the cell's worker processes,
