@@ -61,7 +61,8 @@
 //!   [`system::FACTS`] and one arm in [`recipe::AnyRecipe`];
 //! - a fault kind: one file in `fault/` (its parameters and their validation, its one name, how
 //!   it resolves, starts and is undone, real or modelled: [`fault::Kind`] and
-//!   [`fault::Effect`]) plus one line in the `registry!` list in `fault/mod.rs`; no other file.
+//!   [`fault::Effect`]) plus one line in the `registry!` list in `fault/mod.rs`; no other
+//!   source file (the schedule test that pins the "valid kinds are ..." message lists it too).
 //!   A new primitive (a way to act on a server) is a method of [`fault::Faultable`] with a
 //!   default, implemented for the cluster;
 //! - a checker: a file in `check/` implementing [`check::Checker`] with its own
