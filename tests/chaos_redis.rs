@@ -1,4 +1,4 @@
-//! The fault kinds on real Redis-image clusters, through `nemesis::Faults` as the
+//! The fault kinds of the chaos seam on real Redis-image clusters, through `nemesis::Faults` as the
 //! nemesis will call them: the modelled clock jump and fast clock, a majorities ring cut with
 //! iptables and checked from inside every node, Redlock's restart variants, and one `heal_all`
 //! that undoes a partition, a node pause and a fast clock together (and is a no-op the second
@@ -20,7 +20,9 @@ use lockbench::{Cluster, ClusterOptions, System};
 use rand::SeedableRng;
 use redis::AsyncCommands;
 
-async fn conn(endpoint: &str) -> redis::aio::MultiplexedConnection {
+type Connection = redis::aio::MultiplexedConnection;
+
+async fn conn(endpoint: &str) -> Connection {
     let client = redis::Client::open(format!("redis://{endpoint}/")).unwrap();
     let cfg = redis::AsyncConnectionConfig::new()
         .set_connection_timeout(Some(Duration::from_secs(2)))
@@ -31,11 +33,11 @@ async fn conn(endpoint: &str) -> redis::aio::MultiplexedConnection {
         .expect("connect to redis")
 }
 
-async fn pttl(c: &mut redis::aio::MultiplexedConnection, key: &str) -> i64 {
+async fn pttl(c: &mut Connection, key: &str) -> i64 {
     redis::cmd("PTTL").arg(key).query_async(c).await.unwrap()
 }
 
-async fn set_px(c: &mut redis::aio::MultiplexedConnection, key: &str, ms: u64) {
+async fn set_px(c: &mut Connection, key: &str, ms: u64) {
     let _: () = redis::cmd("SET")
         .arg(key)
         .arg("owner")
@@ -103,46 +105,53 @@ async fn redlock_faults_clock_ring_restarts_and_one_heal() {
     let mut c = conn(&ep).await;
     let mut faults = Faults::default();
 
-    // Clock jump of 8 s on a 10 s lock: 2 s or less are left; outside the prefix nothing moves.
-    set_px(&mut c, "lb/c1/lock", 10_000).await;
-    set_px(&mut c, "lb/c10/lock", 10_000).await; // a sibling prefix
-    set_px(&mut c, "other", 10_000).await;
+    assert_clock_jumps(&cluster, &mut faults, &mut c, &leader).await;
+    assert_restarts(&cluster, &mut faults, &servers[1]).await;
+    let all_ok = assert_ring_cut(&cluster, &mut faults, &servers).await;
+    assert_one_heal_undoes_all(&cluster, &mut faults, &mut c, &leader, &all_ok).await;
+    common::teardown_and_assert_gone(cluster).await;
+}
+
+/// A clock jump of 8 s on a 10 s lock leaves 2 s or less, and nothing outside the prefix
+/// moves; a 12 s jump expires a fresh 10 s lock.
+async fn assert_clock_jumps(
+    cluster: &Cluster,
+    faults: &mut Faults,
+    c: &mut Connection,
+    leader: &str,
+) {
+    set_px(c, "lb/c1/lock", 10_000).await;
+    set_px(c, "lb/c10/lock", 10_000).await; // a sibling prefix
+    set_px(c, "other", 10_000).await;
     let _: () = c.set("lb/c1/lock:fence", 7).await.unwrap(); // no TTL
     let started = faults
-        .start(&cluster, clock(&leader, Skew::Jump(Duration::from_secs(8))))
+        .start(cluster, clock(leader, Skew::Jump(Duration::from_secs(8))))
         .await
         .unwrap();
     assert_eq!(
         started.clock,
         [(
-            leader.clone(),
+            leader.to_string(),
             ClockEffect::Modelled(Cut {
                 keys_cut: 1,
                 keys_expired: 0
             })
         )]
     );
-    let left = pttl(&mut c, "lb/c1/lock").await;
+    let left = pttl(c, "lb/c1/lock").await;
     assert!(
         (1..=2_000).contains(&left),
         "PTTL after an 8 s jump: {left}"
     );
     for key in ["lb/c10/lock", "other"] {
-        let p = pttl(&mut c, key).await;
+        let p = pttl(c, key).await;
         assert!(p > 8_000, "{key} outside the prefix was touched: PTTL {p}");
     }
-    assert_eq!(
-        pttl(&mut c, "lb/c1/lock:fence").await,
-        -1,
-        "no-TTL key kept"
-    );
+    assert_eq!(pttl(c, "lb/c1/lock:fence").await, -1, "no-TTL key kept");
     // A 12 s jump on a fresh 10 s lock expires it.
-    set_px(&mut c, "lb/c1/lock", 10_000).await;
+    set_px(c, "lb/c1/lock", 10_000).await;
     let started = faults
-        .start(
-            &cluster,
-            clock(&leader, Skew::Jump(Duration::from_secs(12))),
-        )
+        .start(cluster, clock(leader, Skew::Jump(Duration::from_secs(12))))
         .await
         .unwrap();
     assert_eq!(
@@ -152,12 +161,14 @@ async fn redlock_faults_clock_ring_restarts_and_one_heal() {
             keys_expired: 1
         })
     );
-    assert_eq!(pttl(&mut c, "lb/c1/lock").await, -2, "the lock key is gone");
-    faults.heal_all(&cluster).await.unwrap();
+    assert_eq!(pttl(c, "lb/c1/lock").await, -2, "the lock key is gone");
+    faults.heal_all(cluster).await.unwrap();
     eprintln!("clock: 8 s jump left {left} ms of a 10 s lock; 12 s jump expired it");
+}
 
-    // Redlock restarts on redlock2, with persistence: keep keeps, empty and delayed wipe.
-    let victim = servers[1].clone();
+/// Redlock restarts of `victim`, with persistence: keep keeps, empty and delayed wipe.
+async fn assert_restarts(cluster: &Cluster, faults: &mut Faults, victim: &str) {
+    let victim = victim.to_string();
     let vep = cluster.node(&victim).unwrap().endpoint();
     let mut v = conn(&vep).await;
     let _: () = v.set("lb/c1/held", "x").await.unwrap();
@@ -165,9 +176,9 @@ async fn redlock_faults_clock_ring_restarts_and_one_heal() {
         nodes: vec![victim.clone()],
         data: DataOnRestart::Keep,
     });
-    faults.start(&cluster, keep).await.unwrap();
+    faults.start(cluster, keep).await.unwrap();
     assert_eq!(cluster.node(&victim).unwrap().state(), NodeState::Killed);
-    faults.end_last(&cluster).await.unwrap();
+    faults.end_last(cluster).await.unwrap();
     cluster.wait_ready(Duration::from_secs(30)).await.unwrap();
     let mut v = conn(&vep).await;
     let kept: Option<String> = v.get("lb/c1/held").await.unwrap();
@@ -178,8 +189,8 @@ async fn redlock_faults_clock_ring_restarts_and_one_heal() {
     );
     let (empty, down) = RedlockRestart::Empty.plan(vec![victim.clone()], Duration::from_secs(1));
     assert_eq!(down, Duration::ZERO);
-    faults.start(&cluster, empty).await.unwrap();
-    faults.end_last(&cluster).await.unwrap();
+    faults.start(cluster, empty).await.unwrap();
+    faults.end_last(cluster).await.unwrap();
     cluster.wait_ready(Duration::from_secs(30)).await.unwrap();
     let mut v = conn(&vep).await;
     let gone: Option<String> = v.get("lb/c1/held").await.unwrap();
@@ -188,9 +199,9 @@ async fn redlock_faults_clock_ring_restarts_and_one_heal() {
     let (delayed, down) =
         RedlockRestart::Delayed.plan(vec![victim.clone()], Duration::from_secs(1));
     let t = Instant::now();
-    faults.start(&cluster, delayed).await.unwrap();
+    faults.start(cluster, delayed).await.unwrap();
     tokio::time::sleep(down).await;
-    faults.end_last(&cluster).await.unwrap();
+    faults.end_last(cluster).await.unwrap();
     cluster.wait_ready(Duration::from_secs(30)).await.unwrap();
     let took = t.elapsed();
     assert!(took >= Duration::from_millis(1_012), "down {took:?}");
@@ -201,38 +212,56 @@ async fn redlock_faults_clock_ring_restarts_and_one_heal() {
         "restarts: keep kept the key; empty and delayed ({:.2} s down) came back empty",
         took.as_secs_f64()
     );
+}
 
-    // A majorities ring, cut by iptables: each node reaches exactly the peers the grudge keeps.
+/// A majorities ring, cut by iptables: each node reaches exactly the peers the grudge keeps.
+/// Returns what every node reaches when nothing is cut.
+async fn assert_ring_cut(
+    cluster: &Cluster,
+    faults: &mut Faults,
+    servers: &[String],
+) -> Vec<(String, BTreeSet<String>)> {
     let mut rng = rand::rngs::StdRng::seed_from_u64(11);
-    let grudge = shape::majorities_ring(&servers, &mut rng).unwrap();
+    let grudge = shape::majorities_ring(servers, &mut rng).unwrap();
     let all_ok: Vec<(String, BTreeSet<String>)> = servers
         .iter()
         .map(|n| (n.clone(), servers.iter().cloned().collect()))
         .collect();
-    assert_eq!(reach(&cluster, &servers).await, all_ok, "before the cut");
+    assert_eq!(reach(cluster, servers).await, all_ok, "before the cut");
     faults
         .start(
-            &cluster,
+            cluster,
             Fault::Partition(Partitioned {
                 grudge: grudge.clone(),
             }),
         )
         .await
         .unwrap();
-    let seen = reach(&cluster, &servers).await;
+    let seen = reach(cluster, servers).await;
     for (n, s) in &seen {
-        assert_eq!(*s, grudge.sees(n, &servers), "{n} reaches");
+        assert_eq!(*s, grudge.sees(n, servers), "{n} reaches");
         assert_eq!(s.len(), 3, "{n} sees a majority of 5");
     }
     let distinct: BTreeSet<&BTreeSet<String>> = seen.iter().map(|(_, s)| s).collect();
     assert_eq!(distinct.len(), 5, "no two nodes see the same majority");
 
-    // Add a paused node and a fast clock, then one heal undoes all three.
-    set_px(&mut c, "lb/c1/fast", 60_000).await;
+    all_ok
+}
+
+/// A paused node and a fast clock on top of the cut, then one heal undoes all three.
+async fn assert_one_heal_undoes_all(
+    cluster: &Cluster,
+    faults: &mut Faults,
+    c: &mut Connection,
+    leader: &str,
+    all_ok: &[(String, BTreeSet<String>)],
+) {
+    let servers = Faultable::servers(cluster);
+    set_px(c, "lb/c1/fast", 60_000).await;
     let set_at = Instant::now();
     faults
         .start(
-            &cluster,
+            cluster,
             Fault::PauseNode(PausedNodes {
                 nodes: vec![servers[3].clone()],
             }),
@@ -243,14 +272,14 @@ async fn redlock_faults_clock_ring_restarts_and_one_heal() {
         every: Duration::from_millis(200),
         jump: Duration::from_secs(5),
     };
-    faults.start(&cluster, clock(&leader, fast)).await.unwrap();
+    faults.start(cluster, clock(leader, fast)).await.unwrap();
     tokio::time::sleep(Duration::from_millis(700)).await;
     assert!(faults.clock_ticking());
-    faults.heal_all(&cluster).await.unwrap();
+    faults.heal_all(cluster).await.unwrap();
     assert!(faults.is_empty() && !faults.clock_ticking());
     let totals = faults.fast_clock_totals();
     assert!(totals.jumps >= 2 && totals.failed == 0, "{totals:?}");
-    let a = pttl(&mut c, "lb/c1/fast").await;
+    let a = pttl(c, "lb/c1/fast").await;
     let lived = set_at.elapsed().as_millis() as i64;
     // 60 s less the first jump, less one 5 s jump per counted tick, less the time it lived
     // (the SET ran up to a round trip before `set_at`: 50 ms of slack).
@@ -261,7 +290,7 @@ async fn redlock_faults_clock_ring_restarts_and_one_heal() {
         totals.jumps
     );
     tokio::time::sleep(Duration::from_millis(600)).await;
-    let b = pttl(&mut c, "lb/c1/fast").await;
+    let b = pttl(c, "lb/c1/fast").await;
     assert!(
         a - b < 2_000,
         "the clock still jumps after heal: {a} -> {b}"
@@ -270,14 +299,13 @@ async fn redlock_faults_clock_ring_restarts_and_one_heal() {
         cluster.node(&servers[3]).unwrap().state(),
         NodeState::Running
     );
-    assert_eq!(reach(&cluster, &servers).await, all_ok, "after heal");
+    assert_eq!(reach(cluster, &servers).await, all_ok, "after heal");
     // A second heal has nothing left to undo.
-    faults.heal_all(&cluster).await.unwrap();
+    faults.heal_all(cluster).await.unwrap();
     eprintln!(
         "ring and heal: each node saw 3 of 5 while cut; fast clock made {} jumps; PTTL {a} ms after heal, {b} ms 0.6 s later",
         totals.jumps
     );
-    common::teardown_and_assert_gone(cluster).await;
 }
 
 /// `role` from `INFO replication` of the server at `endpoint`; `None` while it does not answer

@@ -91,8 +91,37 @@ async fn the_gate_passes_the_same_code_and_fails_a_slowdown_and_an_unsafe_lock()
     let both = ["herd", "predecessor"];
     let pred = ["predecessor"];
     let base_run = mock_run(&out, "base", quick.clone(), &pred).await;
+    assert_repetitions_kept(&base_run);
+    let baseline = out.join("baselines").join("mock.json");
+    assert_baseline_saved(&baseline, &base_run);
+    let junit = out.join("gate.xml");
+    let again = mock_run(&out, "again", quick.clone(), &pred).await;
+    assert_same_code_passes(&baseline, [&base_run, &again], &junit);
+    assert_runs_pool_into_one_baseline(&out, &base_run, &again);
 
-    // The run keeps every repetition and, per cell, their median and spread.
+    // Every round trip eight times longer: slower handoffs, fewer acquisitions per second.
+    let slow = MockOptions {
+        delay: Duration::from_millis(4),
+        ..quick.clone()
+    };
+    let slow_run = mock_run(&out, "slow", slow, &pred).await;
+    assert_slowdown_regresses(&baseline, &slow_run);
+
+    // The mock's unsafe mode: every second acquisition that finds the key held is granted.
+    let planted = MockOptions {
+        overlap_every: Some(2),
+        ..quick.clone()
+    };
+    let unsafe_run = mock_run(&out, "unsafe", planted, &both).await;
+    assert_unsafe_fails_with_evidence(&baseline, &unsafe_run, &junit);
+    assert_current_runs_pool(&baseline, &slow_run, &base_run, &again, &unsafe_run);
+    assert_normalize_needs_three_cells(&baseline, &slow_run);
+    assert_errors_exit_2(&out, &baseline, &base_run, &unsafe_run);
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+/// The run keeps every repetition and, per cell, their median and spread.
+fn assert_repetitions_kept(base_run: &Path) {
     let summary: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(base_run.join("summary.json")).unwrap())
             .unwrap();
@@ -118,22 +147,23 @@ async fn the_gate_passes_the_same_code_and_fails_a_slowdown_and_an_unsafe_lock()
             .join("cells/redis-predecessor-gate-c4-r3/summary.json")
             .exists()
     );
+}
 
-    // baseline save
-    let baseline = out.join("baselines").join("mock.json");
-    let saved = lockbench(&["baseline", "save", p(&baseline), "--from", p(&base_run)]);
+/// `baseline save` writes the cell with its three repetitions and the environment.
+fn assert_baseline_saved(baseline: &Path, base_run: &Path) {
+    let saved = lockbench(&["baseline", "save", p(baseline), "--from", p(base_run)]);
     assert!(saved.status.success(), "{}", text(&saved));
     let b: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&baseline).unwrap()).unwrap();
+        serde_json::from_str(&std::fs::read_to_string(baseline).unwrap()).unwrap();
     assert_eq!(b["cells"].as_array().unwrap().len(), 1);
     assert_eq!(b["cells"][0]["repetitions"], 3);
     assert!(b["environment"]["cores"].as_u64().is_some(), "{b}");
+}
 
-    // A/A: the baseline's own run, then a second run of the same code.
-    let junit = out.join("gate.xml");
-    let again = mock_run(&out, "again", quick.clone(), &pred).await;
-    for run in [&base_run, &again] {
-        let g = gate(&baseline, &[run], &["--junit", p(&junit)]);
+/// A/A: the baseline's own run, then a second run of the same code, pass.
+fn assert_same_code_passes(baseline: &Path, runs: [&PathBuf; 2], junit: &Path) {
+    for run in runs {
+        let g = gate(baseline, &[run], &["--junit", p(junit)]);
         assert_eq!(g.status.code(), Some(0), "{}", text(&g));
         let stdout = String::from_utf8_lossy(&g.stdout);
         assert!(stdout.starts_with("## lockbench gate: pass"), "{stdout}");
@@ -142,21 +172,23 @@ async fn the_gate_passes_the_same_code_and_fails_a_slowdown_and_an_unsafe_lock()
                 .contains("| cell | metric | baseline | current | change | threshold | verdict |"),
             "{stdout}"
         );
-        let xml = std::fs::read_to_string(&junit).unwrap();
+        let xml = std::fs::read_to_string(junit).unwrap();
         assert!(xml.contains("<testsuite name=\"lockbench gate\""), "{xml}");
         assert!(!xml.contains("<failure"), "{xml}");
     }
+}
 
-    // Two runs pooled into one baseline: six repetitions per cell.
+/// Two runs pooled into one baseline: six repetitions per cell.
+fn assert_runs_pool_into_one_baseline(out: &Path, base_run: &Path, again: &Path) {
     let pooled = out.join("pooled.json");
     let saved = lockbench(&[
         "baseline",
         "save",
         p(&pooled),
         "--from",
-        p(&base_run),
+        p(base_run),
         "--from",
-        p(&again),
+        p(again),
     ]);
     assert!(saved.status.success(), "{}", text(&saved));
     let b: serde_json::Value =
@@ -169,14 +201,11 @@ async fn the_gate_passes_the_same_code_and_fails_a_slowdown_and_an_unsafe_lock()
             .len(),
         6
     );
+}
 
-    // Every round trip eight times longer: slower handoffs, fewer acquisitions per second.
-    let slow = MockOptions {
-        delay: Duration::from_millis(4),
-        ..quick.clone()
-    };
-    let slow_run = mock_run(&out, "slow", slow, &pred).await;
-    let g = gate(&baseline, &[&slow_run], &[]);
+/// A slower mock fails the gate on throughput.
+fn assert_slowdown_regresses(baseline: &Path, slow_run: &PathBuf) {
+    let g = gate(baseline, &[slow_run], &[]);
     assert_eq!(g.status.code(), Some(1), "{}", text(&g));
     let stdout = String::from_utf8_lossy(&g.stdout);
     assert!(stdout.starts_with("## lockbench gate: FAIL"), "{stdout}");
@@ -187,14 +216,13 @@ async fn the_gate_passes_the_same_code_and_fails_a_slowdown_and_an_unsafe_lock()
         ),
         "{stdout}"
     );
+}
 
-    // The mock's unsafe mode: every second acquisition that finds the key held is granted.
-    let planted = MockOptions {
-        overlap_every: Some(2),
-        ..quick.clone()
-    };
-    let unsafe_run = mock_run(&out, "unsafe", planted, &both).await;
-    let g = gate(&baseline, &[&unsafe_run], &["--junit", p(&junit)]);
+/// The unsafe run fails on safety, also in a cell the baseline lacks, with evidence that
+/// walks to the history: the named lines of the named repetition are events of two clients
+/// holding the key.
+fn assert_unsafe_fails_with_evidence(baseline: &Path, unsafe_run: &PathBuf, junit: &Path) {
+    let g = gate(baseline, &[unsafe_run], &["--junit", p(junit)]);
     assert_eq!(g.status.code(), Some(1), "{}", text(&g));
     let stdout = String::from_utf8_lossy(&g.stdout);
     let row = line_of(&stdout, "| redis-predecessor-gate-c4 | safety |");
@@ -234,18 +262,26 @@ async fn the_gate_passes_the_same_code_and_fails_a_slowdown_and_an_unsafe_lock()
         .map(|&n| events[n - 1]["process"].to_string())
         .collect();
     assert!(clients.len() >= 2, "{evidence}: lines of one client only");
-    let xml = std::fs::read_to_string(&junit).unwrap();
+    let xml = std::fs::read_to_string(junit).unwrap();
     assert!(xml.contains("<failure message=\"safety UNSAFE\""), "{xml}");
+}
 
+fn assert_current_runs_pool(
+    baseline: &Path,
+    slow_run: &PathBuf,
+    base_run: &PathBuf,
+    again: &PathBuf,
+    unsafe_run: &PathBuf,
+) {
     // Several current runs pooled (CI's confirmation of a regression): the slow run's three
     // repetitions among six normal ones leave the median of nine a normal one...
-    let g = gate(&baseline, &[&slow_run, &base_run, &again], &[]);
+    let g = gate(baseline, &[slow_run, base_run, again], &[]);
     assert_eq!(g.status.code(), Some(0), "{}", text(&g));
     let stdout = String::from_utf8_lossy(&g.stdout);
     let row = line_of(&stdout, "| redis-predecessor-gate-c4 | throughput |");
     assert!(row.contains("n=9)"), "{row}");
     // ...while one unsafe repetition anywhere in the pool fails, its evidence naming its run.
-    let g = gate(&baseline, &[&again, &unsafe_run], &[]);
+    let g = gate(baseline, &[again, unsafe_run], &[]);
     assert_eq!(g.status.code(), Some(1), "{}", text(&g));
     let stdout = String::from_utf8_lossy(&g.stdout);
     let prefix = format!(
@@ -256,29 +292,33 @@ async fn the_gate_passes_the_same_code_and_fails_a_slowdown_and_an_unsafe_lock()
         stdout.lines().any(|l| l.starts_with(&prefix)),
         "{prefix} in {stdout}"
     );
+}
 
+fn assert_normalize_needs_three_cells(baseline: &Path, slow_run: &PathBuf) {
     // --normalize needs three cells for a machine factor: with one it says so and compares the
     // cell as measured; a limit of 1 or less is refused.
-    let g = gate(&baseline, &[&slow_run], &["--normalize"]);
+    let g = gate(baseline, &[slow_run], &["--normalize"]);
     assert_eq!(g.status.code(), Some(1), "{}", text(&g));
     assert!(
         String::from_utf8_lossy(&g.stdout).contains("no machine factor"),
         "{}",
         text(&g)
     );
-    let g = lockbench(&["gate", "--baseline", p(&baseline), "--normalize", "0.5"]);
+    let g = lockbench(&["gate", "--baseline", p(baseline), "--normalize", "0.5"]);
     assert_eq!(g.status.code(), Some(2), "{}", text(&g));
     assert!(
         String::from_utf8_lossy(&g.stderr).contains("a factor above 1"),
         "{}",
         text(&g)
     );
+}
 
+fn assert_errors_exit_2(out: &Path, baseline: &Path, base_run: &PathBuf, unsafe_run: &Path) {
     // Errors exit 2 and say which: a cell the current run lacks, a schema, a bad threshold.
     let two_cells = out.join("two.json");
-    let saved = lockbench(&["baseline", "save", p(&two_cells), "--from", p(&unsafe_run)]);
+    let saved = lockbench(&["baseline", "save", p(&two_cells), "--from", p(unsafe_run)]);
     assert!(saved.status.success(), "{}", text(&saved));
-    let g = gate(&two_cells, &[&base_run], &[]);
+    let g = gate(&two_cells, &[base_run], &[]);
     assert_eq!(g.status.code(), Some(2), "{}", text(&g));
     assert!(
         String::from_utf8_lossy(&g.stderr).contains("lacks 1 baseline cell(s): redis-herd-gate-c4"),
@@ -288,37 +328,30 @@ async fn the_gate_passes_the_same_code_and_fails_a_slowdown_and_an_unsafe_lock()
     let old = out.join("old.json");
     std::fs::write(
         &old,
-        std::fs::read_to_string(&baseline).unwrap().replacen(
+        std::fs::read_to_string(baseline).unwrap().replacen(
             "\"schema_version\": 1",
             "\"schema_version\": 0",
             1,
         ),
     )
     .unwrap();
-    let g = gate(&old, &[&base_run], &[]);
+    let g = gate(&old, &[base_run], &[]);
     assert_eq!(g.status.code(), Some(2), "{}", text(&g));
     assert!(String::from_utf8_lossy(&g.stderr).contains("baseline schema_version 0"));
-    let g = lockbench(&["gate", "--baseline", p(&baseline), "--threshold", "p99=5"]);
+    let g = lockbench(&["gate", "--baseline", p(baseline), "--threshold", "p99=5"]);
     assert_eq!(g.status.code(), Some(2), "{}", text(&g));
     assert!(
         String::from_utf8_lossy(&g.stderr).contains("acquire_p99"),
         "{}",
         text(&g)
     );
-    let g = lockbench(&[
-        "baseline",
-        "save",
-        p(&out.join("x.json")),
-        "--from",
-        p(&out),
-    ]);
+    let g = lockbench(&["baseline", "save", p(&out.join("x.json")), "--from", p(out)]);
     assert_eq!(g.status.code(), Some(2), "{}", text(&g));
     assert!(
         String::from_utf8_lossy(&g.stderr).contains("summary.json"),
         "{}",
         text(&g)
     );
-    let _ = std::fs::remove_dir_all(&out);
 }
 
 /// `--pair A=B`: two copies of one workload in one run, paired round by round, pass; a pair

@@ -1,22 +1,22 @@
 //! etcd lock recipes against a real 3-member cluster: mutual exclusion, herd vs predecessor
 //! (and the server-side Lock) wake-ups, FIFO and fencing, crash, stale-release isolation,
 //! deadlines, expiry while waiting, a leader change, and a client holding one key while
-//! acquiring another. One cluster for every scenario (distinct keys), to keep CI time low; each
-//! scenario reports its name. The scenarios live in `common::session_scenarios`, shared with
-//! ZooKeeper.
+//! acquiring another. Each scenario is its own test (`cargo test --test recipe_etcd crash_herd`
+//! runs one); they share one cluster (distinct keys, one at a time), to keep CI time low
+//! (`common::shared`). The scenarios live in `common::session_scenarios`, shared with ZooKeeper.
 
 mod common;
 
+use std::future::Future;
+use std::pin::Pin;
 use std::time::Duration;
 
 use etcd_client::{GetOptions, PutOptions};
 use lockbench::System;
 use lockbench::recipe::{EtcdRecipe, Strategy};
 
-use common::Scenarios;
 use common::session_scenarios::{self as sc, Expect, Expiry, Leftover, PREFIX, config};
-
-const ALL: [Strategy; 3] = [Strategy::Herd, Strategy::Predecessor, Strategy::Native];
+use common::shared::Shared;
 
 async fn client(eps: &[String], ttl: Duration) -> EtcdRecipe {
     EtcdRecipe::connect(eps, config(ttl))
@@ -84,105 +84,180 @@ fn expect(strategy: Strategy) -> Expect {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn etcd_recipes() {
-    let cluster = common::start(System::Etcd, Some(3)).await;
-    let eps = cluster.endpoints();
-    let make = |ttl| client(&eps, ttl);
-    let raw = raw(&eps).await;
-    let mut run = Scenarios::new(Duration::from_secs(180));
-    for s in ALL {
-        run.run(
-            &format!("contention-{s}"),
-            Box::pin(sc::contention(
-                &make,
-                "etcd",
-                Duration::from_secs(10),
-                s,
-                &expect(s),
-            )),
-        )
-        .await;
-    }
-    for s in ALL {
-        run.run(&format!("crash-{s}"), Box::pin(sc::crash(&make, "etcd", s)))
-            .await;
+/// The 3-member cluster every test of this file shares, with a raw client for looking at and
+/// ending leases behind the recipes' backs.
+static ETCD: Shared<etcd_client::Client> =
+    Shared::new(System::Etcd, Some(3), Duration::from_secs(180), connect_raw);
+
+fn connect_raw(eps: Vec<String>) -> Pin<Box<dyn Future<Output = etcd_client::Client> + Send>> {
+    Box::pin(async move { raw(&eps).await })
+}
+
+#[test]
+fn contention_herd() {
+    contention(Strategy::Herd);
+}
+#[test]
+fn contention_predecessor() {
+    contention(Strategy::Predecessor);
+}
+#[test]
+fn contention_native() {
+    contention(Strategy::Native);
+}
+#[test]
+fn crash_herd() {
+    crash(Strategy::Herd);
+}
+#[test]
+fn crash_predecessor() {
+    crash(Strategy::Predecessor);
+}
+#[test]
+fn crash_native() {
+    crash(Strategy::Native);
+}
+#[test]
+fn isolation_herd() {
+    isolation(Strategy::Herd);
+}
+#[test]
+fn isolation_predecessor() {
+    isolation(Strategy::Predecessor);
+}
+#[test]
+fn isolation_native() {
+    isolation(Strategy::Native);
+}
+#[test]
+fn deadline_herd() {
+    deadline(Strategy::Herd);
+}
+#[test]
+fn deadline_predecessor() {
+    deadline(Strategy::Predecessor);
+}
+#[test]
+fn deadline_native() {
+    deadline(Strategy::Native);
+}
+#[test]
+fn waiter_expiry_herd() {
+    waiter_expiry(Strategy::Herd);
+}
+#[test]
+fn waiter_expiry_predecessor() {
+    waiter_expiry(Strategy::Predecessor);
+}
+#[test]
+fn waiter_expiry_native() {
+    waiter_expiry(Strategy::Native);
+}
+// No native variant: the server writes native keys itself; there is no leftover of ours to
+// plant.
+#[test]
+fn hold_and_acquire_herd() {
+    hold_and_acquire(Strategy::Herd);
+}
+#[test]
+fn hold_and_acquire_predecessor() {
+    hold_and_acquire(Strategy::Predecessor);
+}
+#[test]
+fn leader_change_herd() {
+    leader_change(Strategy::Herd);
+}
+#[test]
+fn leader_change_predecessor() {
+    leader_change(Strategy::Predecessor);
+}
+#[test]
+fn leader_change_native() {
+    leader_change(Strategy::Native);
+}
+
+/// Freezes the whole cluster; the next test's readiness wait covers its recovery.
+#[test]
+fn lost_when_silent() {
+    ETCD.run("lost-when-silent", |f| async move {
+        let make = |ttl| client(&f.endpoints, ttl);
+        let renewed_at = async |a: &EtcdRecipe| a.renewed_at().await;
+        sc::lost_when_silent(&make, "etcd", &f.cluster, renewed_at).await;
+    });
+}
+
+fn contention(s: Strategy) {
+    ETCD.run(&format!("contention-{s}"), |f| async move {
+        let make = |ttl| client(&f.endpoints, ttl);
+        sc::contention(&make, "etcd", Duration::from_secs(10), s, &expect(s)).await;
+    });
+}
+
+fn crash(s: Strategy) {
+    ETCD.run(&format!("crash-{s}"), |f| async move {
+        let make = |ttl| client(&f.endpoints, ttl);
+        sc::crash(&make, "etcd", s).await;
+    });
+}
+
+fn isolation(s: Strategy) {
+    ETCD.run(&format!("isolation-{s}"), |f| async move {
+        let make = |ttl| client(&f.endpoints, ttl);
+        let raw = &f.state;
         let expiry = Expiry {
-            expire: async |a: &EtcdRecipe| revoke(&raw, a).await,
+            expire: async |a: &EtcdRecipe| revoke(raw, a).await,
             told_within: Duration::from_secs(5),
             regranted_within: Duration::from_secs(5),
             stale_release_may_succeed: false,
             still_held: async |key: &str, token: u64| {
-                let left = keys(&raw, key).await;
+                let left = keys(raw, key).await;
                 assert!(
                     left.iter().any(|(_, rev)| *rev as u64 == token),
                     "b's lock key must survive a's stale release: {left:?}"
                 );
             },
         };
-        run.run(
-            &format!("isolation-{s}"),
-            Box::pin(sc::isolation(&make, s, &expiry)),
-        )
-        .await;
-        run.run(
-            &format!("deadline-{s}"),
-            Box::pin(sc::deadline(
-                &make,
-                s,
-                Duration::from_secs(10),
-                async |key: &str| keys(&raw, key).await,
-            )),
-        )
-        .await;
-        run.run(
-            &format!("waiter-expiry-{s}"),
-            Box::pin(sc::waiter_expiry(
-                &make,
-                s,
-                async |b: &EtcdRecipe| revoke(&raw, b).await,
-                async |key: &str| keys(&raw, key).await,
-            )),
-        )
-        .await;
-        if s != Strategy::Native {
-            // The server writes native keys itself; there is no leftover of ours to plant.
-            let side = Leftover {
-                plant: async |a: &EtcdRecipe, key: &str| plant(&raw, a, key, s).await,
-                held: async |key: &str, token: u64| {
-                    keys(&raw, key)
-                        .await
-                        .iter()
-                        .any(|(_, r)| *r as u64 == token)
-                },
-                entries: async |key: &str| keys(&raw, key).await,
-            };
-            run.run(
-                &format!("hold-and-acquire-{s}"),
-                Box::pin(sc::hold_and_acquire(&make, s, &side)),
-            )
-            .await;
-        }
-        run.run(
-            &format!("leader-change-{s}"),
-            Box::pin(sc::leader_change(&make, "etcd", s, &cluster)),
-        )
-        .await;
-    }
-    // Last: it freezes the whole cluster.
-    run.run(
-        "lost-when-silent",
-        Box::pin(sc::lost_when_silent(
-            &make,
-            "etcd",
-            &cluster,
-            async |a: &EtcdRecipe| a.renewed_at().await,
-        )),
-    )
-    .await;
-    drop(raw);
-    common::teardown_and_assert_gone(cluster).await;
-    run.finish();
+        sc::isolation(&make, s, &expiry).await;
+    });
+}
+
+fn deadline(s: Strategy) {
+    ETCD.run(&format!("deadline-{s}"), |f| async move {
+        let make = |ttl| client(&f.endpoints, ttl);
+        let entries = async |key: &str| keys(&f.state, key).await;
+        sc::deadline(&make, s, Duration::from_secs(10), entries).await;
+    });
+}
+
+fn waiter_expiry(s: Strategy) {
+    ETCD.run(&format!("waiter-expiry-{s}"), |f| async move {
+        let make = |ttl| client(&f.endpoints, ttl);
+        let expire = async |b: &EtcdRecipe| revoke(&f.state, b).await;
+        let entries = async |key: &str| keys(&f.state, key).await;
+        sc::waiter_expiry(&make, s, expire, entries).await;
+    });
+}
+
+fn hold_and_acquire(s: Strategy) {
+    ETCD.run(&format!("hold-and-acquire-{s}"), |f| async move {
+        let make = |ttl| client(&f.endpoints, ttl);
+        let raw = &f.state;
+        let side = Leftover {
+            plant: async |a: &EtcdRecipe, key: &str| plant(raw, a, key, s).await,
+            held: async |key: &str, token: u64| {
+                keys(raw, key).await.iter().any(|(_, r)| *r as u64 == token)
+            },
+            entries: async |key: &str| keys(raw, key).await,
+        };
+        sc::hold_and_acquire(&make, s, &side).await;
+    });
+}
+
+fn leader_change(s: Strategy) {
+    ETCD.run(&format!("leader-change-{s}"), |f| async move {
+        let make = |ttl| client(&f.endpoints, ttl);
+        sc::leader_change(&make, "etcd", s, &f.cluster).await;
+    });
 }
 
 /// Leaves a key of a's lease on lock `key`, as an unanswered create of an earlier attempt

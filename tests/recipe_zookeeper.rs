@@ -1,19 +1,22 @@
 //! ZooKeeper lock recipes against a real 3-node ensemble: mutual exclusion, herd vs
 //! predecessor wake-ups, FIFO and fencing, crash, stale-release isolation, deadlines, expiry
-//! while waiting, a leader change, and a client holding one key while acquiring another. One
-//! ensemble for every scenario (distinct keys), to keep CI time low; each scenario reports its
-//! name. The scenarios both session-based recipes share live in `common::session_scenarios`.
+//! while waiting, a leader change, and a client holding one key while acquiring another. Each
+//! scenario is its own test (`cargo test --test recipe_zookeeper crash_herd` runs one); they
+//! share one ensemble (distinct keys, one at a time), to keep CI time low (`common::shared`).
+//! The scenarios both session-based recipes share live in `common::session_scenarios`.
 
 mod common;
 
+use std::future::Future;
+use std::pin::Pin;
 use std::time::Duration;
 
 use lockbench::System;
-use lockbench::recipe::{BOTH_STRATEGIES, Strategy, ZookeeperRecipe};
+use lockbench::recipe::{Strategy, ZookeeperRecipe};
 use zookeeper_client as zk;
 
-use common::Scenarios;
 use common::session_scenarios::{self as sc, Expect, Expiry, Leftover, PREFIX, config};
+use common::shared::Shared;
 
 async fn client(eps: &[String], ttl: Duration) -> ZookeeperRecipe {
     ZookeeperRecipe::connect(eps, config(ttl))
@@ -78,34 +81,106 @@ fn expect(strategy: Strategy) -> Expect {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn zookeeper_recipes() {
-    let cluster = common::start(System::Zookeeper, Some(3)).await;
-    let eps = cluster.endpoints();
-    let make = |ttl| client(&eps, ttl);
-    let raw = raw(&eps).await;
-    let mut run = Scenarios::new(Duration::from_secs(180));
-    for s in BOTH_STRATEGIES {
-        run.run(
-            &format!("contention-{s}"),
-            Box::pin(sc::contention(
-                &make,
-                "zookeeper",
-                Duration::from_secs(6),
-                s,
-                &expect(s),
-            )),
-        )
-        .await;
-    }
-    for s in BOTH_STRATEGIES {
-        run.run(
-            &format!("crash-{s}"),
-            Box::pin(sc::crash(&make, "zookeeper", s)),
-        )
-        .await;
+/// The 3-node ensemble every test of this file shares, with a raw client for looking at the
+/// lock nodes behind the recipes' backs.
+static ZOOKEEPER: Shared<zk::Client> = Shared::new(
+    System::Zookeeper,
+    Some(3),
+    Duration::from_secs(180),
+    connect_raw,
+);
+
+fn connect_raw(eps: Vec<String>) -> Pin<Box<dyn Future<Output = zk::Client> + Send>> {
+    Box::pin(async move { raw(&eps).await })
+}
+
+#[test]
+fn contention_herd() {
+    contention(Strategy::Herd);
+}
+#[test]
+fn contention_predecessor() {
+    contention(Strategy::Predecessor);
+}
+#[test]
+fn crash_herd() {
+    crash(Strategy::Herd);
+}
+#[test]
+fn crash_predecessor() {
+    crash(Strategy::Predecessor);
+}
+#[test]
+fn isolation_herd() {
+    isolation(Strategy::Herd);
+}
+#[test]
+fn isolation_predecessor() {
+    isolation(Strategy::Predecessor);
+}
+#[test]
+fn deadline_herd() {
+    deadline(Strategy::Herd);
+}
+#[test]
+fn deadline_predecessor() {
+    deadline(Strategy::Predecessor);
+}
+#[test]
+fn waiter_expiry_herd() {
+    waiter_expiry(Strategy::Herd);
+}
+#[test]
+fn waiter_expiry_predecessor() {
+    waiter_expiry(Strategy::Predecessor);
+}
+#[test]
+fn hold_and_acquire_herd() {
+    hold_and_acquire(Strategy::Herd);
+}
+#[test]
+fn hold_and_acquire_predecessor() {
+    hold_and_acquire(Strategy::Predecessor);
+}
+#[test]
+fn leader_change_herd() {
+    leader_change(Strategy::Herd);
+}
+#[test]
+fn leader_change_predecessor() {
+    leader_change(Strategy::Predecessor);
+}
+
+/// Freezes the whole ensemble; the next test's readiness wait covers its recovery.
+#[test]
+fn lost_when_silent() {
+    ZOOKEEPER.run("lost-when-silent", |f| async move {
+        let make = |ttl| client(&f.endpoints, ttl);
+        let renewed_at = async |_: &ZookeeperRecipe| None;
+        sc::lost_when_silent(&make, "zookeeper", &f.cluster, renewed_at).await;
+    });
+}
+
+fn contention(s: Strategy) {
+    ZOOKEEPER.run(&format!("contention-{s}"), |f| async move {
+        let make = |ttl| client(&f.endpoints, ttl);
+        sc::contention(&make, "zookeeper", Duration::from_secs(6), s, &expect(s)).await;
+    });
+}
+
+fn crash(s: Strategy) {
+    ZOOKEEPER.run(&format!("crash-{s}"), |f| async move {
+        let make = |ttl| client(&f.endpoints, ttl);
+        sc::crash(&make, "zookeeper", s).await;
+    });
+}
+
+fn isolation(s: Strategy) {
+    ZOOKEEPER.run(&format!("isolation-{s}"), |f| async move {
+        let make = |ttl| client(&f.endpoints, ttl);
+        let eps = &f.endpoints;
         let expiry = Expiry {
-            expire: async |a: &ZookeeperRecipe| expire(&eps, a).await,
+            expire: async |a: &ZookeeperRecipe| expire(eps, a).await,
             // The session timeout: the holder must hear before the session could have
             // expired on the leader (see the rule in the recipe's module doc).
             told_within: Duration::from_secs(2),
@@ -113,66 +188,49 @@ async fn zookeeper_recipes() {
             stale_release_may_succeed: true,
             still_held: async |key: &str, token: u64| {
                 assert!(
-                    holds(&raw, key, token).await,
+                    holds(&f.state, key, token).await,
                     "b's lock node must survive a's stale release"
                 );
             },
         };
-        run.run(
-            &format!("isolation-{s}"),
-            Box::pin(sc::isolation(&make, s, &expiry)),
-        )
-        .await;
-        run.run(
-            &format!("deadline-{s}"),
-            Box::pin(sc::deadline(
-                &make,
-                s,
-                Duration::from_secs(6),
-                async |key: &str| children(&raw, key).await,
-            )),
-        )
-        .await;
-        run.run(
-            &format!("waiter-expiry-{s}"),
-            Box::pin(sc::waiter_expiry(
-                &make,
-                s,
-                async |b: &ZookeeperRecipe| expire(&eps, b).await,
-                async |key: &str| children(&raw, key).await,
-            )),
-        )
-        .await;
+        sc::isolation(&make, s, &expiry).await;
+    });
+}
+
+fn deadline(s: Strategy) {
+    ZOOKEEPER.run(&format!("deadline-{s}"), |f| async move {
+        let make = |ttl| client(&f.endpoints, ttl);
+        let entries = async |key: &str| children(&f.state, key).await;
+        sc::deadline(&make, s, Duration::from_secs(6), entries).await;
+    });
+}
+
+fn waiter_expiry(s: Strategy) {
+    ZOOKEEPER.run(&format!("waiter-expiry-{s}"), |f| async move {
+        let make = |ttl| client(&f.endpoints, ttl);
+        let end_session = async |b: &ZookeeperRecipe| expire(&f.endpoints, b).await;
+        let entries = async |key: &str| children(&f.state, key).await;
+        sc::waiter_expiry(&make, s, end_session, entries).await;
+    });
+}
+
+fn hold_and_acquire(s: Strategy) {
+    ZOOKEEPER.run(&format!("hold-and-acquire-{s}"), |f| async move {
+        let make = |ttl| client(&f.endpoints, ttl);
         let side = Leftover {
-            plant: async |a: &ZookeeperRecipe, key: &str| plant(&eps, a, key, s).await,
-            held: async |key: &str, token: u64| holds(&raw, key, token).await,
-            entries: async |key: &str| children(&raw, key).await,
+            plant: async |a: &ZookeeperRecipe, key: &str| plant(&f.endpoints, a, key, s).await,
+            held: async |key: &str, token: u64| holds(&f.state, key, token).await,
+            entries: async |key: &str| children(&f.state, key).await,
         };
-        run.run(
-            &format!("hold-and-acquire-{s}"),
-            Box::pin(sc::hold_and_acquire(&make, s, &side)),
-        )
-        .await;
-        run.run(
-            &format!("leader-change-{s}"),
-            Box::pin(sc::leader_change(&make, "zookeeper", s, &cluster)),
-        )
-        .await;
-    }
-    // Last: it freezes the whole cluster.
-    run.run(
-        "lost-when-silent",
-        Box::pin(sc::lost_when_silent(
-            &make,
-            "zookeeper",
-            &cluster,
-            async |_: &ZookeeperRecipe| None,
-        )),
-    )
-    .await;
-    drop(raw);
-    common::teardown_and_assert_gone(cluster).await;
-    run.finish();
+        sc::hold_and_acquire(&make, s, &side).await;
+    });
+}
+
+fn leader_change(s: Strategy) {
+    ZOOKEEPER.run(&format!("leader-change-{s}"), |f| async move {
+        let make = |ttl| client(&f.endpoints, ttl);
+        sc::leader_change(&make, "zookeeper", s, &f.cluster).await;
+    });
 }
 
 /// Leaves a lock node of a's own session on `key`, as a create whose answer was lost would

@@ -5,10 +5,12 @@
 mod report_support;
 
 use std::ffi::OsStr;
+use std::path::Path;
 
 use base64::Engine as _;
 use lockbench::report::plot_index::PLOTS_DIR;
 use lockbench::report::plot_index::PlotIndex;
+use lockbench::runner::RunOutcome;
 use report_support::{attribute_values, lockbench, mock_run, scratch, well_formed};
 
 fn read(p: &std::path::Path) -> String {
@@ -50,6 +52,22 @@ async fn a_mock_run_has_a_self_contained_report_that_report_dir_rebuilds() {
         ids,
         ["redis-herd-report-hot-c6", "redis-herd-report-hot-kill-c6"]
     );
+    assert_files_and_verdicts(&run, &outcome);
+    // As the run wrote it.
+    let html = read(&run.join("report.html"));
+    assert_page(&html, &ids, &outcome);
+    assert_environment(&run, &html);
+    let index = assert_plots_inline(&run, &html, &ids);
+    // Rebuilt from nothing but the stored results (the plots drawn again too), the pages are
+    // the same.
+    assert_rebuilt_the_same(&run, html, &index);
+    // An older folder: no environment.json, no run summary.
+    assert_old_folder_reports(&run);
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+/// Every file of the run folder is there, and both cells' planted overlaps were found.
+fn assert_files_and_verdicts(run: &Path, outcome: &RunOutcome) {
     for f in [
         "plan.toml",
         "environment.json",
@@ -68,22 +86,24 @@ async fn a_mock_run_has_a_self_contained_report_that_report_dir_rebuilds() {
             s.id
         );
     }
+}
 
-    // As the run wrote it.
-    let html = read(&run.join("report.html"));
-    let tags = well_formed(&html).unwrap_or_else(|e| panic!("{e}"));
+/// The page is well-formed and self-contained, with a row, a finding (its history lines as
+/// the summary has them) and a safety article per cell, and the kill cell's fault windows.
+fn assert_page(html: &str, ids: &[String], outcome: &RunOutcome) {
+    let tags = well_formed(html).unwrap_or_else(|e| panic!("{e}"));
     for t in [
         "html", "table", "section", "article", "figure", "img", "script", "style",
     ] {
         assert!(tags.iter().any(|x| x == t), "no <{t}>");
     }
-    assert_self_contained(&html);
+    assert_self_contained(html);
     assert_eq!(html.matches("<tr data-cell=").count(), 2);
     assert_eq!(
         html.matches("<a class=\"broken\" href=\"#safety-").count(),
         2
     );
-    for id in &ids {
+    for id in ids {
         assert!(
             html.contains(&format!("<article id=\"safety-{id}\"")),
             "{id}"
@@ -112,7 +132,10 @@ async fn a_mock_run_has_a_self_contained_report_that_report_dir_rebuilds() {
     );
     assert!(html.contains("<h3>Chaos schedule <code>kill</code></h3>"));
     assert!(html.contains("<h3>Workload <code>report-hot</code></h3>"));
-    // The environment the run recorded as it started.
+}
+
+/// The environment the run recorded as it started, in both reports.
+fn assert_environment(run: &Path, html: &str) {
     let env: lockbench::environment::Environment =
         serde_json::from_str(&read(&run.join(lockbench::environment::ENVIRONMENT_FILE)))
             .expect("environment.json");
@@ -130,9 +153,12 @@ async fn a_mock_run_has_a_self_contained_report_that_report_dir_rebuilds() {
         assert!(html.contains(&row), "{row}");
     }
     assert!(read(&run.join("report.md")).contains(&format!("- cores: {cores}\n")));
+}
 
-    // Every plot of plots/index.json is inline: 3 run-level ones and 3 per cell.
-    let index = PlotIndex::read(&run).expect("plots/index.json");
+/// Every plot of plots/index.json is inline: 3 run-level ones and 3 per cell; returns the
+/// index.
+fn assert_plots_inline(run: &Path, html: &str, ids: &[String]) -> PlotIndex {
+    let index = PlotIndex::read(run).expect("plots/index.json");
     assert_eq!(index.plots.len(), 3 + 3 * ids.len(), "{index:?}");
     assert_eq!(html.matches("<figure ").count(), index.plots.len());
     for p in &index.plots {
@@ -147,15 +173,17 @@ async fn a_mock_run_has_a_self_contained_report_that_report_dir_rebuilds() {
         let figure = &html[at..at + html[at..].find("</figure>").unwrap()];
         assert!(figure.contains(&format!("src=\"{uri}\"")), "{}", p.anchor());
     }
-    for id in &ids {
+    for id in ids {
         assert!(
             html.contains(&format!("<a href=\"#safety-timeline-{id}\">")),
             "the findings of {id} link to its timeline"
         );
     }
+    index
+}
 
-    // Rebuilt from nothing but the stored results (the plots drawn again too), the pages are
-    // the same.
+/// `lockbench report` rebuilds the reports and the plots, the same as the run wrote them.
+fn assert_rebuilt_the_same(run: &Path, html: String, index: &PlotIndex) {
     let (md, page) = (read(&run.join("report.md")), html);
     std::fs::remove_file(run.join("report.md")).unwrap();
     std::fs::remove_file(run.join("report.html")).unwrap();
@@ -168,11 +196,13 @@ async fn a_mock_run_has_a_self_contained_report_that_report_dir_rebuilds() {
         "{:?}",
         res.stdout
     );
-    assert_eq!(PlotIndex::read(&run).unwrap(), index);
+    assert_eq!(&PlotIndex::read(run).unwrap(), index);
     assert_eq!(read(&run.join("report.md")), md);
     assert_eq!(read(&run.join("report.html")), page);
+}
 
-    // An older folder: no environment.json, no run summary.
+/// A folder without environment.json and the run summary still reports.
+fn assert_old_folder_reports(run: &Path) {
     std::fs::remove_file(run.join(lockbench::environment::ENVIRONMENT_FILE)).unwrap();
     std::fs::remove_file(run.join("summary.json")).unwrap();
     let res = lockbench(&[OsStr::new("report"), run.as_os_str()]);
@@ -186,7 +216,6 @@ async fn a_mock_run_has_a_self_contained_report_that_report_dir_rebuilds() {
     well_formed(&html).unwrap_or_else(|e| panic!("{e}"));
     assert!(html.contains("<tr><th>environment</th><td>not recorded</td></tr>"));
     assert!(read(&run.join("report.md")).contains("not recorded"));
-    let _ = std::fs::remove_dir_all(&out);
 }
 
 #[test]

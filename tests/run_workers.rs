@@ -14,7 +14,6 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use lockbench::System;
 use lockbench::history::{
     ErrorKind, Event, EventKind, Op, critical_sections, operations, read_history,
 };
@@ -22,6 +21,7 @@ use lockbench::plan::Cell;
 use lockbench::recipe::Strategy;
 use lockbench::runner::{ClientsRun, DockerBackend, Running, run_clients};
 use lockbench::spec::Workload;
+use lockbench::{Cluster, System};
 
 /// One cluster at a time on this machine: the tests take turns.
 static TURN: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
@@ -287,10 +287,29 @@ async fn both_modes_and_a_pause(system: System) {
     let t = Instant::now();
     let cluster = common::start(system, None).await;
     let started = t.elapsed();
+    let modes = both_modes(&cluster, system).await;
+    stampede_rounds_span_processes(&cluster, system).await;
+    pause_a_worker(&cluster, system, started, modes).await;
+    common::teardown_and_assert_gone(cluster).await;
+}
 
-    let (tasks, _, tasks_took) = cell(&cluster, "tasks", COMPARE, |_| async {}).await;
+/// What the comparison of clients as tasks and as processes measured, for the closing line.
+#[derive(Clone, Copy)]
+struct Modes {
+    /// Acquisitions of the cell with clients as tasks, and as processes.
+    tasks: usize,
+    processes: usize,
+    tasks_took: Duration,
+    procs_took: Duration,
+}
+
+/// The same workload with clients as tasks and as worker processes: the same kinds of events,
+/// every client granted, acquisitions within 4× of each other, the register saw every
+/// critical section and lost nothing.
+async fn both_modes(cluster: &Cluster, system: System) -> Modes {
+    let (tasks, _, tasks_took) = cell(cluster, "tasks", COMPARE, |_| async {}).await;
     let procs_wl = format!("{COMPARE}clients_as = \"processes\"\nclients_per_process = 2\n");
-    let (procs, _, procs_took) = cell(&cluster, "processes", &procs_wl, |_| async {}).await;
+    let (procs, _, procs_took) = cell(cluster, "processes", &procs_wl, |_| async {}).await;
     let (st, sp) = (
         shape(system, "tasks", &tasks),
         shape(system, "processes", &procs),
@@ -331,10 +350,19 @@ async fn both_modes_and_a_pause(system: System) {
         );
     }
 
-    // Stampede rounds across worker processes: a round opens only when every client of the
-    // cell (in two processes) arrived, so no client starts round r + 1 before every client
-    // finished round r.
-    let (rounds, ran, _) = cell(&cluster, "stampede", STAMPEDE, |_| async {}).await;
+    Modes {
+        tasks: nt,
+        processes: np,
+        tasks_took,
+        procs_took,
+    }
+}
+
+/// Stampede rounds across worker processes: a round opens only when every client of the cell
+/// (in two processes) arrived, so no client starts round r + 1 before every client finished
+/// round r.
+async fn stampede_rounds_span_processes(cluster: &Cluster, system: System) {
+    let (rounds, ran, _) = cell(cluster, "stampede", STAMPEDE, |_| async {}).await;
     shape(system, "stampede", &rounds);
     assert!(ran.stuck.is_empty(), "{system}: {ran:?}");
     assert_eq!(
@@ -380,13 +408,22 @@ async fn both_modes_and_a_pause(system: System) {
             r + 1
         );
     }
+}
 
+/// One worker process stopped (SIGSTOP) while its client holds the lock: it stamps nothing
+/// while stopped, the others are granted with higher tokens, its client learns the lease is
+/// gone, and the fenced register turns its late access away.
+async fn pause_a_worker(cluster: &Cluster, system: System, started: Duration, modes: Modes) {
+    let Modes {
+        tasks: nt,
+        processes: np,
+        tasks_took,
+        procs_took,
+    } = modes;
     let seen = Arc::new(Mutex::new(None));
     let out = seen.clone();
-    let (events, ran, pause_took) = cell(&cluster, "pause", PAUSE, move |r| {
-        pause_first_holder(r, out)
-    })
-    .await;
+    let (events, ran, pause_took) =
+        cell(cluster, "pause", PAUSE, move |r| pause_first_holder(r, out)).await;
     let p = seen.lock().unwrap().expect("the pause happened");
     shape(system, "pause", &events);
     assert!(ran.stuck.is_empty(), "{system}: {ran:?}");
@@ -472,7 +509,6 @@ async fn both_modes_and_a_pause(system: System) {
         "{system}: the stopped holder's access was not refused: {victim:?}"
     );
     accepted_writes_count_up(system, "pause", &events);
-    common::teardown_and_assert_gone(cluster).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -594,9 +630,19 @@ async fn ctrl_c_mid_fault_leaves_no_worker_and_no_container_behind() {
     assert_eq!(code, Some(130));
     let left: Vec<u32> = workers.into_iter().filter(|&p| alive(p)).collect();
     assert!(left.is_empty(), "workers left after Ctrl-C: {left:?}");
-    // The tests of this file take turns, so any lockbench container now is this run's.
+    // Only this run's containers: other runs (another test binary, another engineer's
+    // cluster) may share the Docker engine.
+    let plan = std::fs::read_to_string(out.join("latest").join("plan.toml"))
+        .expect("the interrupted run wrote its plan.toml");
+    let run_id = plan
+        .lines()
+        .find_map(|l| l.strip_prefix("run_id = "))
+        .map(|v| v.trim().trim_matches('"').to_string())
+        .expect("plan.toml names its run_id");
+    assert!(!run_id.is_empty(), "plan.toml has an empty run_id");
     let ps = std::process::Command::new("docker")
-        .args(["ps", "-aq", "--filter", "label=lockbench.run"])
+        .args(["ps", "-aq", "--filter"])
+        .arg(format!("label=lockbench.run={run_id}"))
         .output()
         .unwrap();
     assert!(

@@ -11,8 +11,8 @@
 //! [`Capacity`] report of a sweep's cells; [`slo`], the `--slo` bound; [`file`],
 //! `capacity.json`; and [`sweep`], the plan of a sweep and what is done with its cells. The
 //! plots exporter draws the capacity figure from `capacity.json`
-//! ([`crate::report::plots::capacity`]). Not yet: `--repeat N`, and a capacity section of its
-//! own in report.md/report.html (they show the figure, as every listed plot).
+//! ([`crate::report::plots::capacity`]), and report.md/report.html give it a Capacity section.
+//! `--repeat N` runs each count N times, each repetition a point of the fit.
 
 pub mod file;
 mod linalg;

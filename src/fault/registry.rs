@@ -184,12 +184,12 @@ impl<C: Faultable> Scene<'_, C> {
 }
 
 /// Systems a kind cannot run on, and why (the rest of the schedule error's sentence).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Refusal {
     /// The kind refused (a mixed fault passes on the refusal of a kind it draws).
     pub kind: &'static str,
     /// The systems it cannot run on.
-    pub systems: &'static [System],
+    pub systems: Vec<System>,
     /// Why, and the fix, as the error says it after "cannot run on ...: ".
     pub why: &'static str,
 }

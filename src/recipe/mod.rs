@@ -4,8 +4,9 @@
 //! when named, never in the default comparison.
 //!
 //! One recipe value is one client: one ZooKeeper session, one etcd lease, one Redis connection
-//! set. Contention is many recipe values on the same key. Both strategies of a system live side
-//! by side in that system's file, so the difference is visible in one place.
+//! set. Contention is many recipe values on the same key. Each system's recipe is one folder
+//! (`etcd/`, `zookeeper/`, `redis/` with Redlock beside the single-master lock); its strategies
+//! live side by side in that folder, so the difference is visible in one place.
 
 use std::any::Any;
 use std::fmt;

@@ -425,48 +425,8 @@ impl Validator<'_> {
                 rounds: self.range("stampede.rounds", s.rounds, None, ROUNDS)? as u32,
             }),
         };
-        let stop = match (raw.duration.as_deref(), raw.acquisitions, stampede) {
-            (None, None, Some(s)) => Stop::Acquisitions(u64::from(s.rounds) * u64::from(clients)),
-            (Some(_), _, Some(_)) | (_, Some(_), Some(_)) => {
-                return Err(self.conflict("with [stampede], leave out 'duration' and 'acquisitions': rounds × clients acquisitions end the run".into()));
-            }
-            (Some(d), None, None) => {
-                let (min, max) = RUN_DURATION;
-                Stop::Duration(self.duration("duration", d, min, max)?)
-            }
-            (None, Some(n), None) => {
-                Stop::Acquisitions(self.range("acquisitions", Some(n), None, ACQUISITIONS)? as u64)
-            }
-            (Some(_), Some(_), None) => {
-                return Err(self.conflict(
-                    "fields 'duration' and 'acquisitions' are both set: keep exactly one".into(),
-                ));
-            }
-            (None, None, None) => {
-                return Err(self.missing(
-                    "duration",
-                    "set exactly one of 'duration' (e.g. \"30s\") or 'acquisitions' (e.g. 10000)",
-                ));
-            }
-        };
-        let max_warmup = match stop {
-            Stop::Duration(d) => d,
-            Stop::Acquisitions(_) => HOUR,
-        };
-        let warmup = self.opt_duration(
-            "warmup",
-            raw.warmup.as_deref(),
-            Duration::ZERO,
-            Duration::ZERO,
-            max_warmup,
-        )?;
-        if matches!(stop, Stop::Duration(d) if warmup >= d) {
-            return Err(self.out_of_range(
-                "warmup",
-                humantime::format_duration(warmup),
-                "shorter than 'duration'",
-            ));
-        }
+        let stop = self.stop(raw.duration.as_deref(), raw.acquisitions, stampede, clients)?;
+        let warmup = self.warmup(raw.warmup.as_deref(), stop)?;
         let lease_ttl = self.opt_duration(
             "lease_ttl",
             raw.lease_ttl.as_deref(),
@@ -481,28 +441,10 @@ impl Validator<'_> {
             Duration::from_millis(1),
             HOUR,
         )?;
-        let defaults = crate::recipe::RetryPolicy::default();
-        let initial = self.opt_duration(
-            "retry_backoff",
+        let retry = self.retry(
             raw.retry_backoff.as_deref(),
-            defaults.initial,
-            Duration::from_millis(1),
-            Duration::from_secs(10),
-        )?;
-        let max = self.opt_duration(
-            "retry_backoff_max",
             raw.retry_backoff_max.as_deref(),
-            defaults.max.max(initial),
-            Duration::from_millis(1),
-            Duration::from_secs(60),
         )?;
-        if max < initial {
-            return Err(self.out_of_range(
-                "retry_backoff_max",
-                humantime::format_duration(max),
-                "at least 'retry_backoff'",
-            ));
-        }
         let resolve_timeout = self.opt_duration(
             "resolve_timeout",
             raw.resolve_timeout.as_deref(),
@@ -531,7 +473,7 @@ impl Validator<'_> {
             lease_ttl,
             renew: raw.renew.unwrap_or(true),
             acquire_timeout,
-            retry: crate::recipe::RetryPolicy { initial, max },
+            retry,
             resolve_timeout,
             strategies: self.strategies(raw.strategies)?,
             seed: self.range("seed", raw.seed, Some(1), (0, i64::MAX))? as u64,
@@ -541,5 +483,90 @@ impl Validator<'_> {
             expect: self.expect(raw.expect)?,
             crash_between_steps_every: self.crash_every(raw.crash_between_steps_every)?,
         })
+    }
+
+    /// How the run ends: after `duration`, after `acquisitions`, or, with a stampede, after
+    /// its rounds × `clients` acquisitions; exactly one.
+    fn stop(
+        &self,
+        duration: Option<&str>,
+        acquisitions: Option<i64>,
+        stampede: Option<Stampede>,
+        clients: u32,
+    ) -> Result<Stop, SpecError> {
+        Ok(match (duration, acquisitions, stampede) {
+            (None, None, Some(s)) => Stop::Acquisitions(u64::from(s.rounds) * u64::from(clients)),
+            (Some(_), _, Some(_)) | (_, Some(_), Some(_)) => {
+                return Err(self.conflict("with [stampede], leave out 'duration' and 'acquisitions': rounds × clients acquisitions end the run".into()));
+            }
+            (Some(d), None, None) => {
+                let (min, max) = RUN_DURATION;
+                Stop::Duration(self.duration("duration", d, min, max)?)
+            }
+            (None, Some(n), None) => {
+                Stop::Acquisitions(self.range("acquisitions", Some(n), None, ACQUISITIONS)? as u64)
+            }
+            (Some(_), Some(_), None) => {
+                return Err(self.conflict(
+                    "fields 'duration' and 'acquisitions' are both set: keep exactly one".into(),
+                ));
+            }
+            (None, None, None) => {
+                return Err(self.missing(
+                    "duration",
+                    "set exactly one of 'duration' (e.g. \"30s\") or 'acquisitions' (e.g. 10000)",
+                ));
+            }
+        })
+    }
+
+    /// The warm-up: none by default, shorter than a run of fixed duration.
+    fn warmup(&self, warmup: Option<&str>, stop: Stop) -> Result<Duration, SpecError> {
+        let max_warmup = match stop {
+            Stop::Duration(d) => d,
+            Stop::Acquisitions(_) => HOUR,
+        };
+        let warmup =
+            self.opt_duration("warmup", warmup, Duration::ZERO, Duration::ZERO, max_warmup)?;
+        if matches!(stop, Stop::Duration(d) if warmup >= d) {
+            return Err(self.out_of_range(
+                "warmup",
+                humantime::format_duration(warmup),
+                "shorter than 'duration'",
+            ));
+        }
+        Ok(warmup)
+    }
+
+    /// The retry back-off after a failed attempt: `retry_backoff` at first, at most
+    /// `retry_backoff_max` (which must not be below it).
+    fn retry(
+        &self,
+        backoff: Option<&str>,
+        backoff_max: Option<&str>,
+    ) -> Result<crate::recipe::RetryPolicy, SpecError> {
+        let defaults = crate::recipe::RetryPolicy::default();
+        let initial = self.opt_duration(
+            "retry_backoff",
+            backoff,
+            defaults.initial,
+            Duration::from_millis(1),
+            Duration::from_secs(10),
+        )?;
+        let max = self.opt_duration(
+            "retry_backoff_max",
+            backoff_max,
+            defaults.max.max(initial),
+            Duration::from_millis(1),
+            Duration::from_secs(60),
+        )?;
+        if max < initial {
+            return Err(self.out_of_range(
+                "retry_backoff_max",
+                humantime::format_duration(max),
+                "at least 'retry_backoff'",
+            ));
+        }
+        Ok(crate::recipe::RetryPolicy { initial, max })
     }
 }

@@ -6,6 +6,7 @@ pub mod cli_run;
 pub mod contention;
 pub mod redis_scenarios;
 pub mod session_scenarios;
+pub mod shared;
 
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
@@ -93,29 +94,35 @@ fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
 
 /// Starts a cluster, failing the test with the error (and the fix it names) if it cannot.
 pub async fn start(system: System, size: Option<usize>) -> Cluster {
+    let run_id = lockbench::docker::new_run_id();
+    start_with_run_id(system, size, &run_id)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// Starts a cluster under `run_id`; `Err` says why it could not (and the fix it names).
+pub async fn start_with_run_id(
+    system: System,
+    size: Option<usize>,
+    run_id: &str,
+) -> Result<Cluster, String> {
     // Images are built on first use, as for `lockbench up` and `lockbench run`.
     lockbench::image::ensure(&[system.image_kind()], &|l| eprintln!("{l}"))
         .await
-        .unwrap_or_else(|e| panic!("could not build the {system} image: {e}"));
-    match Cluster::start(
-        system,
-        ClusterOptions {
-            size,
-            ..Default::default()
-        },
-    )
-    .await
-    {
-        Ok(c) => {
-            eprintln!(
-                "{system} (size {:?}) ready in {:.2} s",
-                size,
-                c.start_duration().as_secs_f64()
-            );
-            c
-        }
-        Err(e) => panic!("could not start {system}: {e}"),
-    }
+        .map_err(|e| format!("could not build the {system} image: {e}"))?;
+    let opts = ClusterOptions {
+        size,
+        ..Default::default()
+    };
+    let c = Cluster::start_with_run_id(system, opts, run_id)
+        .await
+        .map_err(|e| format!("could not start {system}: {e}"))?;
+    eprintln!(
+        "{system} (size {:?}) ready in {:.2} s",
+        size,
+        c.start_duration().as_secs_f64()
+    );
+    Ok(c)
 }
 
 /// Tears the cluster down and asserts nothing labelled with its run id remains.
@@ -125,8 +132,8 @@ pub async fn teardown_and_assert_gone(cluster: Cluster) {
     assert_no_leftovers(&run_id).await;
 }
 
-/// Asserts that no container or network with this run id exists.
-pub async fn assert_no_leftovers(run_id: &str) {
+/// The ids of the containers, running or not, labelled with this run id (empty: none).
+pub fn containers_of(run_id: &str) -> String {
     let out = std::process::Command::new("docker")
         .args([
             "ps",
@@ -136,11 +143,13 @@ pub async fn assert_no_leftovers(run_id: &str) {
         ])
         .output()
         .expect("docker ps");
-    assert!(
-        out.stdout.is_empty(),
-        "containers left for run {run_id}: {}",
-        String::from_utf8_lossy(&out.stdout)
-    );
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+/// Asserts that no container or network with this run id exists.
+pub async fn assert_no_leftovers(run_id: &str) {
+    let left = containers_of(run_id);
+    assert!(left.is_empty(), "containers left for run {run_id}: {left}");
     let out = std::process::Command::new("docker")
         .args([
             "network",
@@ -177,4 +186,26 @@ pub fn interrupt_and_wait(child: &mut Child, signal: &str, what: &str) -> Option
         );
         std::thread::sleep(Duration::from_millis(100));
     }
+}
+
+/// Makes `node` answer every TCP packet to its server port with a reset (`on`), or stops it:
+/// established connections break at their next request and new ones are refused, so a request
+/// sent meanwhile is lost rather than delayed (a paused node, or a DROP rule that TCP
+/// retransmits through, would still get it once it is back).
+pub async fn reject_port(cluster: &Cluster, node: &str, on: bool) {
+    let n = cluster.node(node).expect("node");
+    let rule = format!(
+        "INPUT -p tcp --dport {} -j REJECT --reject-with tcp-reset",
+        n.container_port()
+    );
+    let script = format!(
+        "IPT=iptables; $IPT -w -L -n >/dev/null 2>&1 || IPT=iptables-legacy\n$IPT -w {} {rule}",
+        if on { "-I" } else { "-D" }
+    );
+    n.exec_script(&script).await.unwrap_or_else(|e| {
+        panic!(
+            "{} the reject rule on {node}: {e}",
+            if on { "add" } else { "remove" }
+        )
+    });
 }

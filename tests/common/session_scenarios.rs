@@ -448,67 +448,10 @@ where
     let mut waiters = Vec::new();
     for i in 0..3 {
         let r = make(ttl).await;
-        let key = key.clone();
-        waiters.push(tokio::spawn(async move {
-            let until = Instant::now() + Duration::from_secs(60);
-            let mut errors = Vec::new();
-            // A request that meets the election may fail with an unknown outcome (the recipe
-            // then cleans up, or withdraws and says so), and a lease whose keep-alives went to
-            // the dead leader for a whole TTL ends (the recipe then grants a fresh one): a
-            // client tries again, as any would.
-            loop {
-                match r.acquire(&key, strategy, until).await {
-                    Ok(l) => {
-                        let acquired = Instant::now();
-                        tokio::time::sleep(Duration::from_millis(50)).await;
-                        let released = Instant::now();
-                        let token = l.token;
-                        let lost = l.lost.is_lost();
-                        let rel = r.release(l).await;
-                        r.crash().await;
-                        return Ok((i, token, acquired, released, lost, rel.err(), errors));
-                    }
-                    Err(e)
-                        if Instant::now() < until
-                            && (e.is_indeterminate()
-                                || matches!(
-                                    e,
-                                    LockError::Lost { .. } | LockError::Withdrawn { .. }
-                                )) =>
-                    {
-                        errors.push(e.to_string());
-                        tokio::time::sleep(Duration::from_millis(200)).await;
-                    }
-                    Err(e) => {
-                        let n = errors.len();
-                        errors.truncate(3);
-                        return Err(format!(
-                            "waiter {i}: {e} (after {n} errors: {errors:?} ...)"
-                        ));
-                    }
-                }
-            }
-        }));
+        waiters.push(tokio::spawn(wait_through(r, key.clone(), strategy, i)));
     }
     tokio::time::sleep(Duration::from_millis(500)).await;
-    let leader = cluster
-        .leader()
-        .await
-        .expect("leader")
-        .expect("one leader before the kill");
-    cluster.kill(&leader).await.expect("kill the leader");
-    let (new_leader, took) = cluster
-        .wait_new_leader(&leader, Duration::from_secs(30))
-        .await
-        .expect("a new leader");
-    cluster
-        .restart(&leader, DataOnRestart::Keep)
-        .await
-        .expect("restart the old leader");
-    cluster
-        .wait_ready(Duration::from_secs(60))
-        .await
-        .expect("cluster ready again");
+    let (leader, new_leader, took) = change_leader(cluster).await;
     eprintln!(
         "{system} {strategy} leader change: {leader} killed, {new_leader} elected in {took:?}"
     );
@@ -538,45 +481,146 @@ where
     }
     eprintln!(
         "{system} {strategy} leader change: grants {:?} after the release was sent, errors on the way {:?}",
-        holds.iter().map(|h| h.2 - releasing).collect::<Vec<_>>(),
-        holds.iter().map(|h| h.6.len()).collect::<Vec<_>>()
+        holds
+            .iter()
+            .map(|h| h.acquired - releasing)
+            .collect::<Vec<_>>(),
+        holds.iter().map(|h| h.errors.len()).collect::<Vec<_>>()
     );
     assert!(failures.is_empty(), "waiters failed: {failures:?}");
+    assert_one_at_a_time(holds, releasing);
+}
+
+/// What a waiter of [`leader_change`] saw of its turn.
+struct Turn {
+    waiter: u32,
+    token: u64,
+    acquired: Instant,
+    released: Instant,
+    /// Whether it was told its lock was lost while it held it.
+    lost: bool,
+    release_error: Option<LockError>,
+    /// The errors it tried again after.
+    errors: Vec<String>,
+}
+
+/// Waiter `i` acquires `key` (trying again after an error a client would retry), holds it
+/// 50 ms, releases and crashes; `Err` says why it gave up.
+async fn wait_through<R: Recipe>(
+    r: R,
+    key: String,
+    strategy: Strategy,
+    i: u32,
+) -> Result<Turn, String> {
+    let until = Instant::now() + Duration::from_secs(60);
+    let mut errors = Vec::new();
+    // A request that meets the election may fail with an unknown outcome (the recipe then
+    // cleans up, or withdraws and says so), and a lease whose keep-alives went to the dead
+    // leader for a whole TTL ends (the recipe then grants a fresh one): a client tries again,
+    // as any would.
+    loop {
+        match r.acquire(&key, strategy, until).await {
+            Ok(l) => {
+                let acquired = Instant::now();
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                let released = Instant::now();
+                let token = l.token;
+                let lost = l.lost.is_lost();
+                let rel = r.release(l).await;
+                r.crash().await;
+                return Ok(Turn {
+                    waiter: i,
+                    token,
+                    acquired,
+                    released,
+                    lost,
+                    release_error: rel.err(),
+                    errors,
+                });
+            }
+            Err(e)
+                if Instant::now() < until
+                    && (e.is_indeterminate()
+                        || matches!(e, LockError::Lost { .. } | LockError::Withdrawn { .. })) =>
+            {
+                errors.push(e.to_string());
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+            Err(e) => {
+                let n = errors.len();
+                errors.truncate(3);
+                return Err(format!(
+                    "waiter {i}: {e} (after {n} errors: {errors:?} ...)"
+                ));
+            }
+        }
+    }
+}
+
+/// Kills the leader, waits for a new one, brings the old one back and waits until the cluster
+/// is ready; returns the old leader, the new one and how long the election took.
+async fn change_leader(cluster: &Cluster) -> (String, String, Duration) {
+    let leader = cluster
+        .leader()
+        .await
+        .expect("leader")
+        .expect("one leader before the kill");
+    cluster.kill(&leader).await.expect("kill the leader");
+    let (new_leader, took) = cluster
+        .wait_new_leader(&leader, Duration::from_secs(30))
+        .await
+        .expect("a new leader");
+    cluster
+        .restart(&leader, DataOnRestart::Keep)
+        .await
+        .expect("restart the old leader");
+    cluster
+        .wait_ready(Duration::from_secs(60))
+        .await
+        .expect("cluster ready again");
+    (leader, new_leader, took)
+}
+
+/// Every waiter had its turn after the holder's release was sent, one at a time, with growing
+/// tokens, and none was told it lost the lock while holding it.
+fn assert_one_at_a_time(mut holds: Vec<Turn>, releasing: Instant) {
     assert_eq!(holds.len(), 3);
-    holds.sort_by_key(|h| h.2);
+    holds.sort_by_key(|h| h.acquired);
     for w in holds.windows(2) {
         assert!(
-            w[1].2 >= w[0].3,
+            w[1].acquired >= w[0].released,
             "double grant: waiter {} got the lock while waiter {} held it",
-            w[1].0,
-            w[0].0
+            w[1].waiter,
+            w[0].waiter
         );
         assert!(
-            w[1].1 > w[0].1,
+            w[1].token > w[0].token,
             "tokens must grow: {} then {}",
-            w[0].1,
-            w[1].1
+            w[0].token,
+            w[1].token
         );
     }
     for h in &holds {
         assert!(
-            !h.4,
+            !h.lost,
             "waiter {} was told its lock was lost while holding",
-            h.0
+            h.waiter
         );
         // A release of unknown outcome is honest (the etcd client may still send to the
         // member that was just restarted); the waiter crashed after it, so its session or
         // lease ended the lock, and the order checks above still hold.
         assert!(
-            h.5.as_ref().is_none_or(|e| e.is_indeterminate()),
+            h.release_error
+                .as_ref()
+                .is_none_or(|e| e.is_indeterminate()),
             "waiter {} release: {:?}",
-            h.0,
-            h.5
+            h.waiter,
+            h.release_error
         );
         assert!(
-            h.2 >= releasing,
+            h.acquired >= releasing,
             "waiter {} got the lock before a released it",
-            h.0
+            h.waiter
         );
     }
 }

@@ -30,7 +30,7 @@ use super::target::Target::{self, All, Leader, Majority, Minority, One};
 use super::{Ctx, Effect, Ended, Fault, FaultError, Faultable, Kind, Param, Params, Refusal};
 use super::{Scene, Started};
 use crate::spec::SpecError;
-use crate::system::System;
+use crate::system::{FACTS, System};
 
 /// What the clock fault is, in one line every report repeats: it is modelled.
 pub const MODEL: &str = "modelled: no server clock is changed; on each targeted Redis master every \
@@ -143,7 +143,12 @@ impl Kind for Clock {
     fn refusal(&self) -> Option<Refusal> {
         Some(Refusal {
             kind: Self::NAME,
-            systems: MONOTONIC,
+            // Where the model cannot reach: the systems whose leases run on monotonic time.
+            systems: FACTS
+                .iter()
+                .map(|f| f.system)
+                .filter(|&s| clock_access(s, String::new()) == ClockAccess::Monotonic)
+                .collect(),
             why: "ZooKeeper sessions and etcd leases are timed on monotonic clocks, which a \
                   wall-clock jump does not move (the clock fault is modelled on Redis by cutting \
                   TTLs). Set systems = [\"redis\", \"redlock\"], or move the clock fault to a \

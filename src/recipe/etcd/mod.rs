@@ -55,6 +55,28 @@ pub struct EtcdRecipe {
     live: Mutex<HashSet<String>>,
 }
 
+/// The server key that grants a lock, as a [`Lease`] is made from it.
+struct HeldKey {
+    name: String,
+    /// Its create revision: the fencing token.
+    rev: i64,
+    /// The attempt's value it carries; empty for the server-side Lock's own key.
+    value: String,
+    /// Whether it took a place in a queue (its revision is then the queue position).
+    queued: bool,
+}
+
+impl HeldKey {
+    fn new(name: String, rev: i64, value: &str, queued: bool) -> HeldKey {
+        HeldKey {
+            name,
+            rev,
+            value: value.to_string(),
+            queued,
+        }
+    }
+}
+
 /// What `release` needs: the key that holds the lock and its create revision.
 struct Handle {
     key: String,
@@ -225,17 +247,13 @@ impl EtcdRecipe {
         Ok(())
     }
 
-    #[allow(clippy::too_many_arguments)]
-    fn lease(
-        &self,
-        key: &str,
-        session: &EtcdSession,
-        held_key: String,
-        rev: i64,
-        value: String,
-        tally: &Tally,
-        queued: bool,
-    ) -> Lease {
+    fn lease(&self, key: &str, session: &EtcdSession, held: HeldKey, tally: &Tally) -> Lease {
+        let HeldKey {
+            name,
+            rev,
+            value,
+            queued,
+        } = held;
         if !value.is_empty() {
             self.live.locked().insert(value.clone());
         }
@@ -251,7 +269,7 @@ impl EtcdRecipe {
             queue_position: queued.then_some(rev as u64),
             lost,
             handle: Box::new(Handle {
-                key: held_key,
+                key: name,
                 create_revision: rev,
                 value,
                 holders: session.holders.clone(),
@@ -331,23 +349,16 @@ impl EtcdRecipe {
                 .await?;
             if resp.succeeded() {
                 let rev = resp.header().map(|h| h.revision()).unwrap_or(0);
-                return Ok(self.lease(key, &session, name, rev, value.to_string(), tally, false));
+                let held = HeldKey::new(name, rev, value, false);
+                return Ok(self.lease(key, &session, held, tally));
             }
             if let Some(TxnOpResponse::Get(g)) = resp.op_responses().first()
                 && let Some(kv) = g.kvs().first()
                 && kv.lease() == session.id
             {
                 if kv.value() == value.as_bytes() {
-                    let rev = kv.create_revision();
-                    return Ok(self.lease(
-                        key,
-                        &session,
-                        name,
-                        rev,
-                        value.to_string(),
-                        tally,
-                        false,
-                    ));
+                    let held = HeldKey::new(name, kv.create_revision(), value, false);
+                    return Ok(self.lease(key, &session, held, tally));
                 }
                 self.remove_leftover(key, &name, kv, budget, tally).await?;
                 continue;
@@ -412,7 +423,8 @@ impl EtcdRecipe {
         }
         let poll = self.config.fallback_poll;
         wait_deletes(&self.client, &dir, &mine, my_rev, budget, poll, tally).await?;
-        Ok(self.lease(key, &session, mine, my_rev, value.to_string(), tally, true))
+        let held = HeldKey::new(mine, my_rev, value, true);
+        Ok(self.lease(key, &session, held, tally))
     }
 
     async fn acquire_native(
@@ -440,7 +452,7 @@ impl EtcdRecipe {
                 if e.is_indeterminate() {
                     attempt.unanswered.note(session.id, &e);
                 }
-                self.abandon_lease(&session, &e).await;
+                self.abandon_lease(&session, &e, tally).await;
                 return Err(e);
             }
         };
@@ -457,7 +469,7 @@ impl EtcdRecipe {
         {
             Ok(r) => r.kvs().first().map_or(0, |kv| kv.create_revision()),
             Err(e) => {
-                self.abandon_lease(&session, &e).await;
+                self.abandon_lease(&session, &e, tally).await;
                 return Err(e);
             }
         };
@@ -467,7 +479,8 @@ impl EtcdRecipe {
                 why: "the lock key vanished right after Lock returned (lease expired?)".into(),
             });
         }
-        Ok(self.lease(key, &session, held, rev, String::new(), tally, true))
+        let held = HeldKey::new(held, rev, "", true);
+        Ok(self.lease(key, &session, held, tally))
     }
 
     /// After an acquisition whose outcome is unknown (a request went unanswered: the put may
@@ -485,6 +498,7 @@ impl EtcdRecipe {
         err: LockError,
         leases: &[i64],
         until: Instant,
+        tally: &Tally,
     ) -> LockError {
         if let Some(s) = self.session.lock().await.as_ref()
             && leases.contains(&s.id)
@@ -494,7 +508,11 @@ impl EtcdRecipe {
             ));
         }
         for id in leases {
-            if !self.janitor.confirm(EtcdChore::Revoke(*id), until).await {
+            if !self
+                .janitor
+                .confirm(EtcdChore::Revoke(*id), until, tally)
+                .await
+            {
                 return err;
             }
         }
@@ -517,13 +535,13 @@ impl EtcdRecipe {
     /// no value of ours to guard a delete with. Revoking the lease removes it and anything that
     /// lands later; the next acquire grants a fresh lease. Other locks held under this lease
     /// go too, and their holders are told.
-    async fn abandon_lease(&self, session: &EtcdSession, why: &LockError) {
+    async fn abandon_lease(&self, session: &EtcdSession, why: &LockError, tally: &Tally) {
         // Revoked before the failure is reported (the key must not be granted to us after we
         // gave up), unless the server does not answer in a request timeout; then the janitor
         // goes on.
         let limit = Instant::now() + self.config.request_timeout;
         self.janitor
-            .confirm(EtcdChore::Revoke(session.id), limit)
+            .confirm(EtcdChore::Revoke(session.id), limit, tally)
             .await;
         session
             .holders
@@ -572,7 +590,7 @@ impl Recipe for EtcdRecipe {
             (Err(_), Some(e)) => {
                 let leases = attempt.unanswered.ids();
                 let until = deadline + self.config.resolve_timeout;
-                Err(self.withdraw(key, e, &leases, until).await)
+                Err(self.withdraw(key, e, &leases, until, tally).await)
             }
             (Err(e), None) => {
                 // A queue key this attempt made would hold a place (and, at the head, the
@@ -587,7 +605,7 @@ impl Recipe for EtcdRecipe {
                         target: mine,
                     };
                     let limit = Instant::now() + self.config.request_timeout;
-                    self.janitor.confirm(chore, limit).await;
+                    self.janitor.confirm(chore, limit, tally).await;
                 }
                 Err(e)
             }

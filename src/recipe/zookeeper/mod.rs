@@ -69,6 +69,31 @@ pub struct ZookeeperRecipe {
     live: Mutex<HashSet<u64>>,
 }
 
+/// The lock node that grants a lock, as a [`Lease`] is made from it.
+struct HeldNode {
+    path: String,
+    /// Its czxid: the fencing token.
+    czxid: i64,
+    /// Its place in the queue (its sequence number); `None` for the herd's one node.
+    queue: Option<u64>,
+}
+
+impl HeldNode {
+    fn herd(path: String, czxid: i64) -> HeldNode {
+        HeldNode {
+            path,
+            czxid,
+            queue: None,
+        }
+    }
+}
+
+/// A node read from the server: its path and its data (the attempt id it carries).
+struct Found<'a> {
+    path: &'a str,
+    data: &'a [u8],
+}
+
 /// One acquisition, across the tries its retryable errors cost.
 struct Attempt {
     /// The id every node of the attempt carries as its data, the same on every try, so that a
@@ -174,6 +199,7 @@ impl ZookeeperRecipe {
         attempt: &Attempt,
         err: LockError,
         until: Instant,
+        tally: &Tally,
     ) -> LockError {
         let dir = self.dir(key);
         for owner in attempt.unanswered.ids() {
@@ -182,7 +208,7 @@ impl ZookeeperRecipe {
                 owner,
                 which: Mine::Attempt(attempt.id),
             };
-            if !self.janitor.confirm(chore, until).await {
+            if !self.janitor.confirm(chore, until, tally).await {
                 return err;
             }
         }
@@ -230,17 +256,15 @@ impl ZookeeperRecipe {
         self.parents.locked().contains(dir)
     }
 
-    #[allow(clippy::too_many_arguments)]
     fn lease(
         &self,
         s: &ZkSession,
         key: &str,
-        path: String,
-        czxid: i64,
+        node: HeldNode,
         attempt: u64,
         tally: &Tally,
-        queue: Option<u64>,
     ) -> Lease {
+        let HeldNode { path, czxid, queue } = node;
         self.live.locked().insert(attempt);
         let (holder, lost) = s.holders.register();
         Lease {
@@ -295,7 +319,8 @@ impl ZookeeperRecipe {
             }
             match created {
                 Ok(Some((stat, _))) => {
-                    return Ok(self.lease(s, key, path, stat.czxid, attempt, tally, None));
+                    let node = HeldNode::herd(path, stat.czxid);
+                    return Ok(self.lease(s, key, node, attempt, tally));
                 }
                 Ok(None) => {}
                 Err(e) => {
@@ -322,10 +347,15 @@ impl ZookeeperRecipe {
             if stat.ephemeral_owner == s.client.session_id().0 && attempt_of(&data) == Some(attempt)
             {
                 // Our create landed although its answer was lost.
-                return Ok(self.lease(s, key, path, stat.czxid, attempt, tally, None));
+                let node = HeldNode::herd(path, stat.czxid);
+                return Ok(self.lease(s, key, node, attempt, tally));
             }
             if stat.ephemeral_owner == s.client.session_id().0 {
-                self.remove_leftover(s, key, &path, &data, attempt, budget, tally)
+                let found = Found {
+                    path: &path,
+                    data: &data,
+                };
+                self.remove_leftover(s, key, found, attempt, budget, tally)
                     .await?;
                 continue;
             }
@@ -401,7 +431,12 @@ impl ZookeeperRecipe {
         };
         *att.queued.locked() = Some((path.clone(), owner));
         self.wait_turn(s, &dir, me, attempt, budget, tally).await?;
-        Ok(self.lease(s, key, path, czxid, attempt, tally, Some(me as u64)))
+        let node = HeldNode {
+            path,
+            czxid,
+            queue: Some(me as u64),
+        };
+        Ok(self.lease(s, key, node, attempt, tally))
     }
 
     /// This session's queue node of `attempt` in `dir`, if there is one: its path, czxid and
@@ -439,24 +474,22 @@ impl ZookeeperRecipe {
     /// A herd node of our own session that is not this attempt's: a leftover of an earlier
     /// attempt (removed, guarded by its data and version), or a lock this client holds (an
     /// error: acquiring it again would wait for ourselves).
-    #[allow(clippy::too_many_arguments)]
     async fn remove_leftover(
         &self,
         s: &ZkSession,
         key: &str,
-        path: &str,
-        data: &[u8],
+        found: Found<'_>,
         attempt: u64,
         budget: &Budget,
         tally: &Tally,
     ) -> Result<(), LockError> {
-        if attempt_of(data).is_some_and(|a| is_live(&self.live, a)) {
+        if attempt_of(found.data).is_some_and(|a| is_live(&self.live, a)) {
             return Err(already_held(key));
         }
         tally.requests(2);
         delete_own(
             s,
-            path,
+            found.path,
             Mine::Leftover { current: attempt },
             &self.live,
             budget,
@@ -595,12 +628,12 @@ impl Recipe for ZookeeperRecipe {
                 which: Mine::Attempt(att.id),
             };
             let limit = Instant::now() + self.config.request_timeout;
-            self.janitor.confirm(chore, limit).await;
+            self.janitor.confirm(chore, limit, tally).await;
         }
         match att.unanswered.last() {
             Some(unknown) => {
                 let until = deadline + self.config.resolve_timeout;
-                Err(self.withdraw(key, &att, unknown, until).await)
+                Err(self.withdraw(key, &att, unknown, until, tally).await)
             }
             None => Err(e),
         }

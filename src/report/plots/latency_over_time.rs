@@ -91,11 +91,23 @@ impl Figure for LatencyOverTime<'_> {
             .map_err(drawing)?;
         let (plots, side) = root.split_horizontally(960);
         let (top, bottom) = plots.split_vertically(500);
+        let kinds = fault_kinds(&self.data.faults);
+        self.draw_latency(&top, &kinds)?;
+        self.draw_rate(&bottom, &kinds)?;
+        legend::draw(&side, "Legend", &self.legend_entries(&kinds))
+    }
+}
+
+impl LatencyOverTime<'_> {
+    /// The top chart: every acquisition a point, p50 and p99 per second as lines.
+    fn draw_latency<DB: DrawingBackend>(
+        &self,
+        area: &DrawingArea<DB, Shift>,
+        kinds: &[String],
+    ) -> Result<(), String> {
         let duration_s = self.duration_s();
         let (lo, hi) = self.latency_range();
-        let kinds = fault_kinds(&self.data.faults);
-
-        let mut chart = ChartBuilder::on(&top)
+        let mut chart = ChartBuilder::on(area)
             .margin(10)
             .x_label_area_size(30)
             .y_label_area_size(80)
@@ -109,7 +121,7 @@ impl Figure for LatencyOverTime<'_> {
             .label_style((FONT, 12))
             .draw()
             .map_err(drawing)?;
-        shade(&mut chart, &self.data.faults, &kinds, (lo, hi))?;
+        shade(&mut chart, &self.data.faults, kinds, (lo, hi))?;
         for (x, y, o) in self.points(duration_s, (lo, hi)) {
             let (colour, shape, _) = outcome_style(o);
             let style = colour
@@ -141,8 +153,16 @@ impl Figure for LatencyOverTime<'_> {
         chart
             .draw_series(DashedLineSeries::new(p99, 6, 4, BLACK.stroke_width(2)))
             .map_err(drawing)?;
-        label_bands(&top, &chart, &self.data.faults)?;
+        label_bands(area, &chart, &self.data.faults)
+    }
 
+    /// The bottom chart: acquisitions per second as bars.
+    fn draw_rate<DB: DrawingBackend>(
+        &self,
+        area: &DrawingArea<DB, Shift>,
+        kinds: &[String],
+    ) -> Result<(), String> {
+        let duration_s = self.duration_s();
         let max_rate = self
             .per_second
             .iter()
@@ -150,7 +170,7 @@ impl Figure for LatencyOverTime<'_> {
             .max()
             .unwrap_or(0)
             .max(1) as f64;
-        let mut rate = ChartBuilder::on(&bottom)
+        let mut rate = ChartBuilder::on(area)
             .margin(10)
             .x_label_area_size(40)
             .y_label_area_size(80)
@@ -171,16 +191,20 @@ impl Figure for LatencyOverTime<'_> {
             .label_style((FONT, 12))
             .draw()
             .map_err(drawing)?;
-        shade(&mut rate, &self.data.faults, &kinds, (0.0, max_rate * 1.1))?;
+        shade(&mut rate, &self.data.faults, kinds, (0.0, max_rate * 1.1))?;
         rate.draw_series(self.per_second.iter().map(|s| {
             let x0 = s.second as f64;
             Rectangle::new(
                 [(x0 + 0.05, 0.0), (x0 + 0.95, s.acquisitions as f64)],
-                RGBColor(60, 60, 60).filled(),
+                RATE.filled(),
             )
         }))
         .map_err(drawing)?;
+        Ok(())
+    }
 
+    /// The legend: each outcome with its count, the lines, the bars, then the fault bands.
+    fn legend_entries(&self, kinds: &[String]) -> Vec<Entry> {
         let mut entries = Vec::new();
         for o in [Outcome::Ok, Outcome::Fail, Outcome::Info] {
             let (colour, shape, name) = outcome_style(o);
@@ -208,24 +232,34 @@ impl Figure for LatencyOverTime<'_> {
         });
         entries.push(Entry {
             label: "acquisitions/s".into(),
-            colour: RGBColor(60, 60, 60),
+            colour: RATE,
             swatch: Swatch::Box,
         });
-        for (i, b) in self.data.faults.iter().enumerate() {
-            entries.push(Entry {
-                label: format!(
-                    "{} {} ({:.1}–{:.1} s)",
-                    i + 1,
-                    b.label,
-                    b.start_us as f64 / 1e6,
-                    b.end_us as f64 / 1e6
-                ),
-                colour: fault_colour(&kinds, &b.kind),
-                swatch: Swatch::Box,
-            });
-        }
-        legend::draw(&side, "Legend", &entries)
+        entries.extend(fault_entries(&self.data.faults, kinds));
+        entries
     }
+}
+
+/// The colour of the acquisitions-per-second bars.
+const RATE: RGBColor = RGBColor(60, 60, 60);
+
+/// One legend entry per fault band, numbered as [`label_bands`] numbers them on the plot.
+pub fn fault_entries(bands: &[FaultBand], kinds: &[String]) -> Vec<Entry> {
+    bands
+        .iter()
+        .enumerate()
+        .map(|(i, b)| Entry {
+            label: format!(
+                "{} {} ({:.1}–{:.1} s)",
+                i + 1,
+                b.label,
+                b.start_us as f64 / 1e6,
+                b.end_us as f64 / 1e6
+            ),
+            colour: fault_colour(kinds, &b.kind),
+            swatch: Swatch::Box,
+        })
+        .collect()
 }
 
 /// Shades every fault window over the chart's full height: dark while the fault is in effect,

@@ -11,12 +11,13 @@
 use std::collections::BTreeMap;
 
 use plotters::coord::Shift;
+use plotters::coord::types::RangedCoordf64;
 use plotters::element::DashedPathElement;
 use plotters::prelude::*;
 
-use super::canvas::{FONT, Figure, VIOLATION, drawing, fault_colour, time_label};
+use super::canvas::{FONT, Figure, VIOLATION, drawing, time_label};
 use super::cell_data::{CellData, fault_kinds};
-use super::latency_over_time::{label_bands, shade};
+use super::latency_over_time::{fault_entries, label_bands, shade};
 use super::legend::{self, Entry, Swatch};
 use crate::history::CriticalSection;
 use crate::results::Safety;
@@ -136,6 +137,40 @@ fn merge(mut bars: Vec<Bar>, gap_us: u64) -> Vec<Bar> {
 
 const PLOT_WIDTH_PX: u64 = 900;
 
+/// The chart of the timeline: seconds across, one row per client.
+type Chart<'a, DB> = ChartContext<'a, DB, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
+
+/// What the figure's parts share: the key and window shown and the holds on that key.
+struct Scene<'a> {
+    view: View,
+    data: &'a CellData,
+    on_key: Vec<&'a CriticalSection>,
+    /// Fault kinds in colour order.
+    kinds: Vec<String>,
+}
+
+impl Scene<'_> {
+    fn rows(&self) -> f64 {
+        self.data.clients.len().max(1) as f64
+    }
+
+    /// The row of client `c`.
+    fn row(&self, c: u32) -> f64 {
+        self.data.clients.iter().position(|x| *x == c).unwrap_or(0) as f64
+    }
+
+    /// Whether `a..=b` (µs) meets the window shown.
+    fn in_view(&self, a: u64, b: u64) -> bool {
+        b >= self.view.from_us && a <= self.view.to_us
+    }
+}
+
+fn secs(us: u64) -> f64 {
+    us as f64 / 1e6
+}
+
+const HOLD: RGBColor = RGBColor(70, 110, 170);
+
 impl Figure for SafetyTimeline<'_> {
     fn size(&self) -> (u32, u32) {
         let rows = self.data.clients.len().max(1) as u32;
@@ -143,8 +178,44 @@ impl Figure for SafetyTimeline<'_> {
     }
 
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String> {
-        let verdict = self
-            .safety
+        let root = root
+            .titled(
+                &format!("Safety timeline: {}{}", self.title, self.verdict_note()),
+                (FONT, 18),
+            )
+            .map_err(drawing)?;
+        let (plot, side) = root.split_horizontally(960);
+        let Some(view) = self.view() else {
+            plot.draw(&Text::new("no holds in this cell", (380, 80), (FONT, 16)))
+                .map_err(drawing)?;
+            return Ok(());
+        };
+        let d = self.data;
+        let scene = Scene {
+            on_key: d.sections.iter().filter(|s| s.key == view.key).collect(),
+            kinds: fault_kinds(&d.faults),
+            view,
+            data: d,
+        };
+        let mut chart = axes(&plot, &scene)?;
+        shade(
+            &mut chart,
+            &d.faults,
+            &scene.kinds,
+            (-0.5, scene.rows() - 0.5),
+        )?;
+        let overlapping = draw_holds(&mut chart, &scene)?;
+        draw_lost_and_stale(&mut chart, &scene)?;
+        self.draw_violations(&plot, &mut chart, &scene)?;
+        label_bands(&plot, &chart, &d.faults)?;
+        legend::draw(&side, "Legend", &legend_entries(&scene, overlapping))
+    }
+}
+
+impl SafetyTimeline<'_> {
+    /// The verdict and its counts, for the title; empty when the cell was not checked.
+    fn verdict_note(&self) -> String {
+        self.safety
             .map(|s| {
                 format!(
                     " — {}: {} overlaps, {} lost updates, {} stale refused",
@@ -157,128 +228,26 @@ impl Figure for SafetyTimeline<'_> {
                     s.stale_accesses_rejected
                 )
             })
-            .unwrap_or_default();
-        let root = root
-            .titled(
-                &format!("Safety timeline: {}{verdict}", self.title),
-                (FONT, 18),
-            )
-            .map_err(drawing)?;
-        let (plot, side) = root.split_horizontally(960);
-        let Some(view) = self.view() else {
-            plot.draw(&Text::new("no holds in this cell", (380, 80), (FONT, 16)))
-                .map_err(drawing)?;
-            return Ok(());
-        };
-        let d = self.data;
-        let clients = &d.clients;
-        let row = |c: u32| clients.iter().position(|x| *x == c).unwrap_or(0) as f64;
-        let secs = |us: u64| us as f64 / 1e6;
-        let (from, to) = (secs(view.from_us), secs(view.to_us));
-        let rows = clients.len().max(1) as f64;
+            .unwrap_or_default()
+    }
 
-        let mut chart = ChartBuilder::on(&plot)
-            .margin(15)
-            .x_label_area_size(45)
-            .y_label_area_size(80)
-            .build_cartesian_2d(from..to, -0.5f64..rows - 0.5)
-            .map_err(drawing)?;
-        let labels = clients.len().clamp(1, 64);
-        chart
-            .configure_mesh()
-            .disable_y_mesh()
-            .y_labels(labels)
-            .y_label_formatter(&|y| {
-                let i = y.round();
-                if (y - i).abs() < 0.01 && i >= 0.0 {
-                    clients
-                        .get(i as usize)
-                        .map(|c| format!("client {c}"))
-                        .unwrap_or_default()
-                } else {
-                    String::new()
-                }
-            })
-            .x_label_formatter(&|v| time_label(*v, to - from))
-            .x_labels(10)
-            .x_desc(format!("time since the cell started — key {}", view.key))
-            .label_style((FONT, 12))
-            .draw()
-            .map_err(drawing)?;
-        let kinds = fault_kinds(&d.faults);
-        shade(&mut chart, &d.faults, &kinds, (-0.5, rows - 0.5))?;
-
-        let on_key: Vec<&CriticalSection> =
-            d.sections.iter().filter(|s| s.key == view.key).collect();
-        let in_view = |a: u64, b: u64| b >= view.from_us && a <= view.to_us;
-        let bars: Vec<Bar> = on_key
-            .iter()
-            .map(|s| Bar {
-                client: s.client,
-                start_us: s.acquired_us,
-                end_us: s.released_us.unwrap_or(d.end_us),
-            })
-            .filter(|b| in_view(b.start_us, b.end_us))
-            .collect();
-        let gap = (view.to_us - view.from_us) / PLOT_WIDTH_PX;
-        let hold = RGBColor(70, 110, 170);
-        chart
-            .draw_series(merge(bars, gap).into_iter().map(|b| {
-                let y = row(b.client);
-                Rectangle::new(
-                    [(secs(b.start_us), y - 0.3), (secs(b.end_us), y + 0.3)],
-                    hold.filled(),
-                )
-            }))
-            .map_err(drawing)?;
-        let twice = overlaps(&on_key, d.end_us);
-        let shown: Vec<_> = twice.iter().filter(|o| in_view(o.0, o.1)).collect();
-        chart
-            .draw_series(shown.iter().flat_map(|&&(a, b, c1, c2)| {
-                [c1, c2].map(|c| {
-                    let y = row(c);
-                    Rectangle::new(
-                        [(secs(a), y - 0.42), (secs(b), y + 0.42)],
-                        VIOLATION.filled(),
-                    )
-                })
-            }))
-            .map_err(drawing)?;
-        let lost: Vec<(f64, f64)> = on_key
-            .iter()
-            .filter_map(|s| {
-                s.lost_us
-                    .filter(|t| in_view(*t, *t))
-                    .map(|t| (secs(t), row(s.client)))
-            })
-            .collect();
-        chart
-            .draw_series(
-                lost.iter()
-                    .map(|&p| TriangleMarker::new(p, 7, BLACK.filled())),
-            )
-            .map_err(drawing)?;
-        let stale: Vec<(f64, f64)> = d
-            .stale_refused
-            .iter()
-            .filter(|(t, _, k)| *k == view.key && in_view(*t, *t))
-            .map(|(t, c, _)| (secs(*t), row(*c)))
-            .collect();
-        chart
-            .draw_series(
-                stale
-                    .iter()
-                    .map(|&p| Cross::new(p, 7, VIOLATION.stroke_width(3))),
-            )
-            .map_err(drawing)?;
+    /// The checker's violations on the key as dashed lines, each labelled with its history
+    /// line (at most one label per 60 px).
+    fn draw_violations<DB: DrawingBackend>(
+        &self,
+        plot: &DrawingArea<DB, Shift>,
+        chart: &mut Chart<'_, DB>,
+        scene: &Scene,
+    ) -> Result<(), String> {
+        let rows = scene.rows();
         let marked: Vec<(u64, usize)> = self
             .safety
             .map(|s| {
                 s.violations
                     .iter()
-                    .filter(|v| v.key.as_deref() == Some(view.key.as_str()))
+                    .filter(|v| v.key.as_deref() == Some(scene.view.key.as_str()))
                     .filter_map(|v| Some((*v.t_us.first()?, *v.lines.first()?)))
-                    .filter(|(t, _)| in_view(*t, *t))
+                    .filter(|(t, _)| scene.in_view(*t, *t))
                     .collect()
             })
             .unwrap_or_default();
@@ -292,7 +261,6 @@ impl Figure for SafetyTimeline<'_> {
                 )
             }))
             .map_err(drawing)?;
-        // The history line of each violation beside its line, at most one label per 60 px.
         let (ox, oy) = plot.get_base_pixel();
         let mut last_x: Option<i32> = None;
         for &(t, line) in &marked {
@@ -308,56 +276,170 @@ impl Figure for SafetyTimeline<'_> {
             ))
             .map_err(drawing)?;
         }
-        label_bands(&plot, &chart, &d.faults)?;
-
-        let mut entries = vec![
-            Entry {
-                label: "hold (grant → release)".into(),
-                colour: hold,
-                swatch: Swatch::Box,
-            },
-            Entry {
-                label: format!("overlapping holds: {}", twice.len()),
-                colour: VIOLATION,
-                swatch: Swatch::Box,
-            },
-            Entry {
-                label: format!(
-                    "refused stale access: {}",
-                    d.stale_refused.iter().filter(|r| r.2 == view.key).count()
-                ),
-                colour: VIOLATION,
-                swatch: Swatch::Marker(3),
-            },
-            Entry {
-                label: format!(
-                    "lease lost: {}",
-                    on_key.iter().filter(|s| s.lost_us.is_some()).count()
-                ),
-                colour: BLACK,
-                swatch: Swatch::Marker(1),
-            },
-            Entry {
-                label: "violation (history line)".into(),
-                colour: VIOLATION,
-                swatch: Swatch::Line { dashed: true },
-            },
-        ];
-        for (i, b) in d.faults.iter().enumerate() {
-            entries.push(Entry {
-                label: format!(
-                    "{} {} ({:.1}–{:.1} s)",
-                    i + 1,
-                    b.label,
-                    secs(b.start_us),
-                    secs(b.end_us)
-                ),
-                colour: fault_colour(&kinds, &b.kind),
-                swatch: Swatch::Box,
-            });
-        }
-        legend::draw(&side, "Legend", &entries)
+        Ok(())
     }
+}
+
+/// The chart over the window shown, one labelled row per client.
+fn axes<'a, DB: DrawingBackend>(
+    plot: &'a DrawingArea<DB, Shift>,
+    scene: &Scene,
+) -> Result<Chart<'a, DB>, String> {
+    let clients = &scene.data.clients;
+    let (from, to) = (secs(scene.view.from_us), secs(scene.view.to_us));
+    let mut chart = ChartBuilder::on(plot)
+        .margin(15)
+        .x_label_area_size(45)
+        .y_label_area_size(80)
+        .build_cartesian_2d(from..to, -0.5f64..scene.rows() - 0.5)
+        .map_err(drawing)?;
+    let labels = clients.len().clamp(1, 64);
+    chart
+        .configure_mesh()
+        .disable_y_mesh()
+        .y_labels(labels)
+        .y_label_formatter(&|y| {
+            let i = y.round();
+            if (y - i).abs() < 0.01 && i >= 0.0 {
+                clients
+                    .get(i as usize)
+                    .map(|c| format!("client {c}"))
+                    .unwrap_or_default()
+            } else {
+                String::new()
+            }
+        })
+        .x_label_formatter(&|v| time_label(*v, to - from))
+        .x_labels(10)
+        .x_desc(format!(
+            "time since the cell started — key {}",
+            scene.view.key
+        ))
+        .label_style((FONT, 12))
+        .draw()
+        .map_err(drawing)?;
+    Ok(chart)
+}
+
+/// Each client's holds as bars (merged below a pixel) and, over them in red, the stretches
+/// where two clients held at once; returns how many such stretches the key has in all.
+fn draw_holds<DB: DrawingBackend>(
+    chart: &mut Chart<'_, DB>,
+    scene: &Scene,
+) -> Result<usize, String> {
+    let end_us = scene.data.end_us;
+    let bars: Vec<Bar> = scene
+        .on_key
+        .iter()
+        .map(|s| Bar {
+            client: s.client,
+            start_us: s.acquired_us,
+            end_us: s.released_us.unwrap_or(end_us),
+        })
+        .filter(|b| scene.in_view(b.start_us, b.end_us))
+        .collect();
+    let gap = (scene.view.to_us - scene.view.from_us) / PLOT_WIDTH_PX;
+    chart
+        .draw_series(merge(bars, gap).into_iter().map(|b| {
+            let y = scene.row(b.client);
+            Rectangle::new(
+                [(secs(b.start_us), y - 0.3), (secs(b.end_us), y + 0.3)],
+                HOLD.filled(),
+            )
+        }))
+        .map_err(drawing)?;
+    let twice = overlaps(&scene.on_key, end_us);
+    let shown: Vec<_> = twice.iter().filter(|o| scene.in_view(o.0, o.1)).collect();
+    chart
+        .draw_series(shown.iter().flat_map(|&&(a, b, c1, c2)| {
+            [c1, c2].map(|c| {
+                let y = scene.row(c);
+                Rectangle::new(
+                    [(secs(a), y - 0.42), (secs(b), y + 0.42)],
+                    VIOLATION.filled(),
+                )
+            })
+        }))
+        .map_err(drawing)?;
+    Ok(twice.len())
+}
+
+/// Lease-lost signals as black triangles and refused stale accesses as red crosses.
+fn draw_lost_and_stale<DB: DrawingBackend>(
+    chart: &mut Chart<'_, DB>,
+    scene: &Scene,
+) -> Result<(), String> {
+    let lost: Vec<(f64, f64)> = scene
+        .on_key
+        .iter()
+        .filter_map(|s| {
+            s.lost_us
+                .filter(|t| scene.in_view(*t, *t))
+                .map(|t| (secs(t), scene.row(s.client)))
+        })
+        .collect();
+    chart
+        .draw_series(
+            lost.iter()
+                .map(|&p| TriangleMarker::new(p, 7, BLACK.filled())),
+        )
+        .map_err(drawing)?;
+    let stale: Vec<(f64, f64)> = scene
+        .data
+        .stale_refused
+        .iter()
+        .filter(|(t, _, k)| *k == scene.view.key && scene.in_view(*t, *t))
+        .map(|(t, c, _)| (secs(*t), scene.row(*c)))
+        .collect();
+    chart
+        .draw_series(
+            stale
+                .iter()
+                .map(|&p| Cross::new(p, 7, VIOLATION.stroke_width(3))),
+        )
+        .map_err(drawing)?;
+    Ok(())
+}
+
+/// The legend: what each mark is, with its count on the key, then the numbered fault bands.
+fn legend_entries(scene: &Scene, overlapping: usize) -> Vec<Entry> {
+    let d = scene.data;
+    let key = &scene.view.key;
+    let mut entries = vec![
+        Entry {
+            label: "hold (grant → release)".into(),
+            colour: HOLD,
+            swatch: Swatch::Box,
+        },
+        Entry {
+            label: format!("overlapping holds: {overlapping}"),
+            colour: VIOLATION,
+            swatch: Swatch::Box,
+        },
+        Entry {
+            label: format!(
+                "refused stale access: {}",
+                d.stale_refused.iter().filter(|r| &r.2 == key).count()
+            ),
+            colour: VIOLATION,
+            swatch: Swatch::Marker(3),
+        },
+        Entry {
+            label: format!(
+                "lease lost: {}",
+                scene.on_key.iter().filter(|s| s.lost_us.is_some()).count()
+            ),
+            colour: BLACK,
+            swatch: Swatch::Marker(1),
+        },
+        Entry {
+            label: "violation (history line)".into(),
+            colour: VIOLATION,
+            swatch: Swatch::Line { dashed: true },
+        },
+    ];
+    entries.extend(fault_entries(&d.faults, &scene.kinds));
+    entries
 }
 
 #[cfg(test)]

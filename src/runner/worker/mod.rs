@@ -30,7 +30,7 @@ use tokio::task::JoinHandle;
 use protocol::{AccessResult, FromWorker, Setup, ToWorker, line};
 
 use crate::cluster::ConnectInfo;
-use crate::history::{Clock, EventKind, HistoryHandle, Op};
+use crate::history::{Clock, Event, EventKind, HistoryHandle, Op};
 use crate::recipe::{RecipeConfig, Strategy};
 use crate::resource::{AccessOp, Register};
 use crate::spec::{Stop, Workload};
@@ -302,6 +302,24 @@ pub struct WorkersRun {
     pub stuck: Vec<u32>,
 }
 
+/// What a running cell's worker messages are recorded into and checked against.
+struct RunningCell<'a> {
+    history: &'a HistoryHandle,
+    workload: &'a Workload,
+    register: &'a Register,
+}
+
+/// The cell's progress as its workers report it.
+#[derive(Default)]
+struct Progress {
+    /// Acquisitions granted so far.
+    granted: u64,
+    /// Whether the workers were told to stop (the cell's acquisitions reached).
+    stop_sent: bool,
+    /// Clients arrived per stampede round not yet opened.
+    arrivals: BTreeMap<u64, u64>,
+}
+
 /// A cell's worker processes, from spawn to reap. Dropping it kills (SIGKILL, which also ends a
 /// stopped process) and reaps every worker still there.
 pub struct Workers {
@@ -382,10 +400,12 @@ impl Workers {
             Stop::Duration(d) => Some(clock.instant_at(0) + d + grace),
             Stop::Acquisitions(_) => None,
         };
-        let total = u64::from(workload.clients);
-        let mut granted = 0u64;
-        let mut stop_sent = false;
-        let mut arrivals: BTreeMap<u64, u64> = BTreeMap::new();
+        let cell = RunningCell {
+            history,
+            workload,
+            register,
+        };
+        let mut progress = Progress::default();
         let mut heard = Instant::now();
         let mut stuck = Vec::new();
         // Once the stragglers are killed: how long their last lines and EOF may take.
@@ -402,97 +422,131 @@ impl Workers {
                         // Killed and still silent: `Drop` reaps what is left.
                         break;
                     }
-                    for i in 0..self.slots.len() {
-                        if !self.slots[i].eof && !self.slots[i].killed {
-                            self.kill(i);
-                            stuck.extend_from_slice(self.control.clients(i));
-                        }
-                    }
+                    stuck.extend(self.kill_stragglers());
                     // What they wrote before being killed still arrives; then their EOF.
                     draining = Some(Instant::now() + EXIT_TIMEOUT);
                     continue;
                 }
             };
             heard = Instant::now();
-            match read {
-                Read::Msg(FromWorker::Event(ev)) => {
-                    match ev.client() {
-                        Some(c) if self.control.clients(index).contains(&c) => {}
-                        _ => {
-                            return Err(self.protocol(
-                                index,
-                                format!("an event of {}, which it does not run", ev.process),
-                            ));
-                        }
-                    }
-                    if (ev.op, ev.kind) == (Op::Acquire, EventKind::Ok) {
-                        granted += 1;
-                    }
-                    let _ = history.record(*ev);
-                    if let Stop::Acquisitions(n) = workload.stop
-                        && granted >= n
-                        && !stop_sent
-                    {
-                        stop_sent = true;
-                        self.broadcast(&ToWorker::Stop).await;
-                    }
-                }
-                Read::Msg(FromWorker::Arrive { client, round }) => {
-                    if !self.control.clients(index).contains(&client) {
-                        return Err(self.protocol(
-                            index,
-                            format!("client {client} arrived, which it does not run"),
-                        ));
-                    }
-                    let n = arrivals.entry(round).or_default();
-                    *n += 1;
-                    if *n == total {
-                        arrivals.remove(&round);
-                        self.broadcast(&ToWorker::Open { round }).await;
-                    }
-                }
-                Read::Msg(FromWorker::Access {
-                    id,
-                    client,
-                    key,
-                    token,
-                    op,
-                    value,
-                }) => {
-                    if !self.control.clients(index).contains(&client) {
-                        return Err(self.protocol(
-                            index,
-                            format!("an access by client {client}, which it does not run"),
-                        ));
-                    }
-                    let value = match (op, value) {
-                        (AccessOp::Read, _) => 0,
-                        (AccessOp::Write, Some(v)) => v,
-                        (AccessOp::Write, None) => {
-                            return Err(self.protocol(index, format!("write {id} without a value")));
-                        }
-                    };
-                    let result = register.access(client, &key, token, op, value);
-                    let result = AccessResult::from(result);
-                    self.send(index, &ToWorker::Accessed { id, result }).await;
-                }
-                Read::Msg(FromWorker::Done) => self.slots[index].done = true,
-                Read::Msg(FromWorker::Failed { error }) => return Err(self.failed(index, error)),
-                Read::Msg(other) => {
-                    return Err(self.protocol(index, format!("{other:?} while running")));
-                }
-                Read::Bad(problem) => return Err(self.protocol(index, problem)),
-                Read::Eof => {
-                    self.slots[index].eof = true;
-                    let slot = &self.slots[index];
-                    if !slot.done && !slot.killed {
-                        return Err(self.ended(index).await);
-                    }
-                    self.reap(index).await;
-                }
-            }
+            self.on_read(index, read, &cell, &mut progress).await?;
         }
         Ok(WorkersRun { stuck })
+    }
+
+    /// Kills every worker that has not ended; returns their clients.
+    fn kill_stragglers(&mut self) -> Vec<u32> {
+        let mut stuck = Vec::new();
+        for i in 0..self.slots.len() {
+            if !self.slots[i].eof && !self.slots[i].killed {
+                self.kill(i);
+                stuck.extend_from_slice(self.control.clients(i));
+            }
+        }
+        stuck
+    }
+
+    /// What worker `index` said while the cell runs; `Err` ends the cell (a protocol breach,
+    /// a worker that failed or ended early).
+    async fn on_read(
+        &mut self,
+        index: usize,
+        read: Read,
+        cell: &RunningCell<'_>,
+        progress: &mut Progress,
+    ) -> Result<(), WorkerError> {
+        match read {
+            Read::Msg(FromWorker::Event(ev)) => self.on_event(index, *ev, cell, progress).await,
+            Read::Msg(FromWorker::Arrive { client, round }) => {
+                if !self.control.clients(index).contains(&client) {
+                    return Err(self.protocol(
+                        index,
+                        format!("client {client} arrived, which it does not run"),
+                    ));
+                }
+                let n = progress.arrivals.entry(round).or_default();
+                *n += 1;
+                if *n == u64::from(cell.workload.clients) {
+                    progress.arrivals.remove(&round);
+                    self.broadcast(&ToWorker::Open { round }).await;
+                }
+                Ok(())
+            }
+            Read::Msg(FromWorker::Access {
+                id,
+                client,
+                key,
+                token,
+                op,
+                value,
+            }) => {
+                if !self.control.clients(index).contains(&client) {
+                    return Err(self.protocol(
+                        index,
+                        format!("an access by client {client}, which it does not run"),
+                    ));
+                }
+                let value = match (op, value) {
+                    (AccessOp::Read, _) => 0,
+                    (AccessOp::Write, Some(v)) => v,
+                    (AccessOp::Write, None) => {
+                        return Err(self.protocol(index, format!("write {id} without a value")));
+                    }
+                };
+                let result = cell.register.access(client, &key, token, op, value);
+                let result = AccessResult::from(result);
+                self.send(index, &ToWorker::Accessed { id, result }).await;
+                Ok(())
+            }
+            Read::Msg(FromWorker::Done) => {
+                self.slots[index].done = true;
+                Ok(())
+            }
+            Read::Msg(FromWorker::Failed { error }) => Err(self.failed(index, error)),
+            Read::Msg(other) => Err(self.protocol(index, format!("{other:?} while running"))),
+            Read::Bad(problem) => Err(self.protocol(index, problem)),
+            Read::Eof => {
+                self.slots[index].eof = true;
+                let slot = &self.slots[index];
+                if !slot.done && !slot.killed {
+                    return Err(self.ended(index).await);
+                }
+                self.reap(index).await;
+                Ok(())
+            }
+        }
+    }
+
+    /// An event of worker `index`'s clients, recorded; the workers are told to stop once the
+    /// cell's acquisitions are reached.
+    async fn on_event(
+        &mut self,
+        index: usize,
+        ev: Event,
+        cell: &RunningCell<'_>,
+        progress: &mut Progress,
+    ) -> Result<(), WorkerError> {
+        match ev.client() {
+            Some(c) if self.control.clients(index).contains(&c) => {}
+            _ => {
+                return Err(self.protocol(
+                    index,
+                    format!("an event of {}, which it does not run", ev.process),
+                ));
+            }
+        }
+        if (ev.op, ev.kind) == (Op::Acquire, EventKind::Ok) {
+            progress.granted += 1;
+        }
+        let _ = cell.history.record(ev);
+        if let Stop::Acquisitions(n) = cell.workload.stop
+            && progress.granted >= n
+            && !progress.stop_sent
+        {
+            progress.stop_sent = true;
+            self.broadcast(&ToWorker::Stop).await;
+        }
+        Ok(())
     }
 
     /// Waits for every worker's `ready`.

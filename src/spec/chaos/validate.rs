@@ -66,7 +66,7 @@ fn refusals(
             continue;
         };
         let named: Vec<System> = match systems {
-            None => refusal.systems.to_vec(),
+            None => refusal.systems.clone(),
             Some(s) => s
                 .iter()
                 .copied()

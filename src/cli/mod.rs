@@ -1,4 +1,9 @@
-//! Command-line interface: verbs as subcommands.
+//! Command-line interface: verbs as subcommands (clap derive, here), and one function per verb
+//! in the submodules, which `main.rs` dispatches to.
+
+pub mod cluster;
+pub mod results;
+pub mod run;
 
 use clap::{Parser, Subcommand};
 

@@ -1,0 +1,77 @@
+//! The verbs about Docker and clusters: `up`, `images`, `doctor`, `clean`.
+
+use anyhow::Context;
+
+use super::Exit;
+use crate::cluster::{Cluster, ClusterOptions, RedisOptions};
+use crate::system::System;
+use crate::{docker, doctor, image, system};
+
+/// `lockbench images`: builds every missing or outdated image, prints what was done as JSON.
+pub async fn images() -> anyhow::Result<Exit> {
+    let reports =
+        image::ensure(&system::ALL_IMAGES, &|line| eprintln!("lockbench: {line}")).await?;
+    println!("{}", serde_json::to_string_pretty(&reports)?);
+    Ok(Exit::Ok)
+}
+
+/// `lockbench doctor`: one line per check, with the fix for each problem; exit 2 on any.
+pub async fn doctor() -> anyhow::Result<Exit> {
+    let findings = doctor::diagnose().await;
+    let mut ok = true;
+    for f in &findings {
+        let mark = if f.ok { "ok     " } else { "PROBLEM" };
+        println!("{mark} {:<16} {}", f.what, f.detail);
+        if let Some(fix) = &f.fix {
+            println!("        fix: {fix}");
+        }
+        ok &= f.ok;
+    }
+    Ok(if ok { Exit::Ok } else { Exit::ToolError })
+}
+
+/// `lockbench up`: starts a cluster, prints its connection details as JSON, and removes it
+/// again on Ctrl-C or SIGTERM (also when they come during start-up).
+pub async fn up(system: System, size: Option<usize>, persistence: bool) -> anyhow::Result<Exit> {
+    let opts = ClusterOptions {
+        size,
+        ready_timeout: None,
+        redis: RedisOptions { persistence },
+    };
+    if let Some(s) = size {
+        system.validate_size(s)?;
+    }
+    image::ensure(&[system.image_kind()], &|line| {
+        eprintln!("lockbench: {line}")
+    })
+    .await?;
+    let run_id = docker::new_run_id();
+    eprintln!("lockbench: starting {system} (run {run_id}); Ctrl-C stops and removes it");
+    let start = Cluster::start_with_run_id(system, opts, &run_id);
+    // Ctrl-C during start-up must still remove what was started.
+    let cluster = tokio::select! {
+        c = start => c.with_context(|| format!("starting {system}"))?,
+        _ = crate::signal::shutdown() => {
+            let removed = docker::remove_labelled(&docker::connect().await?, Some(&run_id)).await?;
+            eprintln!("lockbench: interrupted; removed {} containers", removed.containers.len());
+            return Ok(Exit::Interrupted);
+        }
+    };
+    println!("{}", serde_json::to_string_pretty(&cluster.info().await)?);
+    crate::signal::shutdown().await;
+    let removed = cluster.teardown().await?;
+    eprintln!(
+        "lockbench: removed {} containers and {} network(s)",
+        removed.containers.len(),
+        removed.networks.len()
+    );
+    Ok(Exit::Ok)
+}
+
+/// `lockbench clean`: removes the containers and networks of one run, or of every run.
+pub async fn clean(run_id: Option<&str>) -> anyhow::Result<Exit> {
+    let d = docker::connect().await?;
+    let removed = docker::remove_labelled(&d, run_id).await?;
+    println!("{}", serde_json::to_string_pretty(&removed)?);
+    Ok(Exit::Ok)
+}

@@ -1,0 +1,126 @@
+//! The verbs that play a plan on real clusters: `run` and `capacity`.
+
+use std::path::Path;
+
+use super::results::verdicts;
+use super::{CapacityArgs, Exit, RunArgs};
+use crate::docker;
+use crate::plan::{Overrides, Plan};
+use crate::runner::RunOutcome;
+use crate::spec::Workload;
+
+/// The built-in default workload (the file in workloads/, embedded so the binary runs anywhere).
+const DEFAULT_WORKLOAD: &str = include_str!("../../workloads/hot-lock.toml");
+
+/// `lockbench run`: the comparison; exit 1 when a cell is not as its workload expects.
+pub async fn run(args: RunArgs) -> anyhow::Result<Exit> {
+    // Everything is validated before any container starts.
+    let workloads = if args.workloads.is_empty() {
+        vec![Workload::from_str(DEFAULT_WORKLOAD, "hot-lock")?]
+    } else {
+        args.workloads
+            .iter()
+            .map(|p| Workload::from_file(p))
+            .collect::<Result<Vec<_>, _>>()?
+    };
+    let schedules = args
+        .chaos
+        .iter()
+        .map(|p| crate::spec::Schedule::from_file(p))
+        .collect::<Result<Vec<_>, _>>()?;
+    let clients_as = args.clients_override().map_err(anyhow::Error::msg)?;
+    let ov = Overrides {
+        schedules,
+        clients_as,
+        strategies: args.strategies,
+        clients: args.clients,
+        duration: args.duration,
+        seed: args.seed,
+    };
+    let run_id = docker::new_run_id();
+    let plan = Plan::expand(&run_id, &args.systems, &workloads, &ov)?.repeated(args.repeat);
+    for s in &plan.skipped {
+        eprintln!("lockbench: skipped {s}");
+    }
+    docker::connect().await?;
+    let name = workloads
+        .iter()
+        .map(|w| w.name.as_str())
+        .collect::<Vec<_>>()
+        .join("+");
+    let heading = format!("{} cells", plan.cells.len());
+    let Some(outcome) = play(plan, args.out.as_deref(), &name, &heading, "").await? else {
+        return Ok(Exit::Interrupted);
+    };
+    Ok(verdicts(&outcome.summaries, args.strict))
+}
+
+/// `lockbench capacity`: the sweep run as `lockbench run` runs a plan, then the capacity
+/// report, its figure and the reports written into the run folder, and a summary printed.
+pub async fn capacity(args: CapacityArgs) -> anyhow::Result<Exit> {
+    use crate::capacity::sweep::{self, Sweep};
+    // Everything is validated before any container starts.
+    let workload = match &args.workload {
+        Some(p) => Workload::from_file(p)?,
+        None => Workload::from_str(DEFAULT_WORKLOAD, "hot-lock")?,
+    };
+    let spec = Sweep {
+        system: args.system,
+        strategy: args.strategy,
+        clients: args.clients,
+        duration: args.duration,
+        seed: args.seed,
+    };
+    let run_id = docker::new_run_id();
+    let plan = spec.plan(&run_id, &workload)?.repeated(args.repeat);
+    docker::connect().await?;
+    let name = format!("capacity-{}", workload.name);
+    let heading = format!(
+        "capacity sweep of {} {}, {} cells on one cluster",
+        spec.system,
+        spec.strategy,
+        plan.cells.len()
+    );
+    let note = "; no capacity report";
+    let Some(outcome) = play(plan, args.out.as_deref(), &name, &heading, note).await? else {
+        return Ok(Exit::Interrupted);
+    };
+    let capacity = sweep::finish(
+        &outcome.folder,
+        &outcome.summaries,
+        args.slo,
+        &crate::report::Exporters::reports(),
+    )?;
+    for line in sweep::summary_lines(&capacity) {
+        println!("{line}");
+    }
+    println!("{}", crate::capacity::file::path(&outcome.folder).display());
+    Ok(verdicts(&outcome.summaries, false))
+}
+
+/// Plays `plan` into a new run folder `name` under `out` with the progress on stderr, after
+/// saying `heading` and where the results go; `None` (said, with `interrupted_note`) when
+/// Ctrl-C or SIGTERM ended it.
+async fn play(
+    plan: Plan,
+    out: Option<&Path>,
+    name: &str,
+    heading: &str,
+    interrupted_note: &str,
+) -> anyhow::Result<Option<RunOutcome>> {
+    let folder = crate::runner::RunFolder::create(out, name)?;
+    eprintln!(
+        "lockbench: {heading}; results in {}",
+        folder.path().display()
+    );
+    let progress = crate::runner::progress::for_stderr(plan.cells.len());
+    let outcome = crate::runner::run(plan, folder, progress.as_ref()).await?;
+    if outcome.interrupted {
+        eprintln!(
+            "lockbench: interrupted; not run: {}{interrupted_note}",
+            outcome.not_run.join(", ")
+        );
+        return Ok(None);
+    }
+    Ok(Some(outcome))
+}

@@ -1,0 +1,190 @@
+//! One cluster per test binary, shared by that binary's tests, so that every scenario can be its
+//! own `#[test]` (`cargo test --test recipe_etcd crash_herd` runs one) without paying a
+//! cluster start per scenario (seconds to tens of seconds each, against CI's 30 minutes).
+//!
+//! - The cluster starts lazily, in the first test that needs it, on a runtime of its own: every
+//!   `#[tokio::test]` gets a runtime that dies with the test, and the cluster's Docker client
+//!   and the tests' server clients must outlive it.
+//! - Tests take turns (a mutex): a scenario kills the leader or freezes the whole cluster, and
+//!   the request-count bands were measured with one scenario at a time. Before each turn the
+//!   cluster must be ready again, so a scenario that broke it is named by the next one.
+//! - Statics are never dropped, so the containers are removed by a reaper: a child process in
+//!   its own process group (Ctrl-C in the terminal does not reach it) that waits for its stdin
+//!   to close, which happens when this process ends however it ends (normal exit, a panic,
+//!   Ctrl-C, SIGKILL), then runs `lockbench clean --run <this cluster's run id>`. On a normal
+//!   exit an `atexit` hook waits for the reaper, so the next test binary starts on a clean host.
+
+use std::future::Future;
+use std::io::Write;
+use std::os::unix::process::CommandExt;
+use std::pin::Pin;
+use std::process::{Child, Command, Stdio};
+use std::sync::{LazyLock, Mutex, Once, OnceLock, PoisonError};
+use std::time::{Duration, Instant};
+
+use lockbench::{Cluster, System};
+
+/// The extra state a test binary builds once over the shared cluster (raw server clients).
+pub type Connect<T> = fn(Vec<String>) -> Pin<Box<dyn Future<Output = T> + Send>>;
+
+/// A cluster started on first use and shared by every test of one test binary; see the
+/// module doc. Declared as a `static` in the test file.
+pub struct Shared<T: 'static> {
+    system: System,
+    size: Option<usize>,
+    /// How long one scenario may take before it counts as failed (a hung wait).
+    limit: Duration,
+    connect: Connect<T>,
+    fixture: OnceLock<Result<Fixture<T>, String>>,
+    turn: Mutex<()>,
+}
+
+/// What a scenario gets: the cluster, its client endpoints, and the binary's own state.
+pub struct Fixture<T> {
+    pub cluster: Cluster,
+    pub endpoints: Vec<String>,
+    pub state: T,
+}
+
+/// The runtime every shared cluster and its scenarios run on (4 workers, as the tests had).
+static RUNTIME: LazyLock<tokio::runtime::Runtime> = LazyLock::new(|| {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(4)
+        .enable_all()
+        .build()
+        .expect("the shared test runtime")
+});
+
+/// The reapers of this process's shared clusters (one per `Shared` static), waited for at exit.
+/// Held here because dropping a reaper's stdin is what starts its removal.
+static REAPERS: Mutex<Vec<Child>> = Mutex::new(Vec::new());
+
+/// Registers [`wait_for_reapers`] once per process.
+static EXIT_HOOK: Once = Once::new();
+
+impl<T: Send + Sync + 'static> Shared<T> {
+    /// A `size`-node `system` cluster with `connect`'s state, each scenario failing after
+    /// `limit`.
+    pub const fn new(
+        system: System,
+        size: Option<usize>,
+        limit: Duration,
+        connect: Connect<T>,
+    ) -> Shared<T> {
+        Shared {
+            system,
+            size,
+            limit,
+            connect,
+            fixture: OnceLock::new(),
+            turn: Mutex::new(()),
+        }
+    }
+
+    /// Runs scenario `name` on the shared cluster (starting it if this is the first), after
+    /// the cluster is ready again; panics, failing the calling test, if the scenario panics,
+    /// overruns the limit, or the cluster cannot start or is broken.
+    pub fn run<F, Fut>(&'static self, name: &str, scenario: F)
+    where
+        F: FnOnce(&'static Fixture<T>) -> Fut,
+        Fut: Future<Output = ()>,
+    {
+        // A failed scenario poisons the mutex; the next one still gets its turn.
+        let _turn = self.turn.lock().unwrap_or_else(PoisonError::into_inner);
+        let fixture = match self.fixture.get_or_init(|| RUNTIME.block_on(self.start())) {
+            Ok(f) => f,
+            Err(e) => panic!("{e}"),
+        };
+        let system = self.system;
+        RUNTIME.block_on(async {
+            if let Err(e) = fixture.cluster.wait_ready(Duration::from_secs(60)).await {
+                panic!(
+                    "the shared {system} cluster is not ready before scenario {name} (an \
+                     earlier scenario may have left it broken; run this one alone): {e}"
+                );
+            }
+            let t = Instant::now();
+            eprintln!("scenario {name} ...");
+            // Boxed: some scenario futures are large enough to overflow a test thread's stack.
+            if tokio::time::timeout(self.limit, Box::pin(scenario(fixture)))
+                .await
+                .is_err()
+            {
+                panic!("scenario {name} did not finish within {:?}", self.limit);
+            }
+            eprintln!(
+                "scenario {name} passed ({:.1} s)",
+                t.elapsed().as_secs_f64()
+            );
+        });
+    }
+
+    /// The reaper first (so that even a start interrupted by Ctrl-C leaves nothing), then
+    /// the cluster and the binary's state.
+    async fn start(&self) -> Result<Fixture<T>, String> {
+        let run_id = lockbench::docker::new_run_id();
+        spawn_reaper(&run_id)?;
+        eprintln!(
+            "the shared {} cluster of this test binary is run {run_id}, removed when it exits",
+            self.system
+        );
+        let cluster = super::start_with_run_id(self.system, self.size, &run_id).await?;
+        let endpoints = cluster.endpoints();
+        let state = (self.connect)(endpoints.clone()).await;
+        Ok(Fixture {
+            cluster,
+            endpoints,
+            state,
+        })
+    }
+}
+
+/// Starts the reaper of `run_id` and registers the exit hook that waits for it.
+fn spawn_reaper(run_id: &str) -> Result<(), String> {
+    assert!(!run_id.is_empty(), "an empty run id would clean every run");
+    // `cat` returns when the write end of its stdin closes: only this process holds it (std
+    // opens pipes close-on-exec, so no child process inherits it).
+    let script = r#"trap '' INT HUP; cat >/dev/null; exec "$0" clean --run "$1" >/dev/null"#;
+    let child = Command::new("sh")
+        .args(["-c", script, env!("CARGO_BIN_EXE_lockbench"), run_id])
+        .stdin(Stdio::piped())
+        .process_group(0)
+        .spawn()
+        .map_err(|e| format!("cannot start the container reaper (sh): {e}"))?;
+    REAPERS
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .push(child);
+    let mut registered = true;
+    EXIT_HOOK.call_once(|| {
+        // SAFETY: registering a plain `extern "C"` function with no captured state.
+        registered = unsafe { libc::atexit(wait_for_reapers) } == 0;
+    });
+    if !registered {
+        return Err("cannot register the exit hook that removes the shared cluster".into());
+    }
+    Ok(())
+}
+
+/// At a normal exit (all tests done, passed or failed): close every reaper's stdin and wait
+/// for them to remove their clusters, so the containers are gone when the binary returns.
+extern "C" fn wait_for_reapers() {
+    let reapers = std::mem::take(&mut *REAPERS.lock().unwrap_or_else(PoisonError::into_inner));
+    let mut reapers: Vec<Child> = reapers
+        .into_iter()
+        .map(|mut child| {
+            drop(child.stdin.take());
+            child
+        })
+        .collect();
+    let _ = std::io::stderr().flush();
+    for child in &mut reapers {
+        match child.wait() {
+            Ok(s) if s.success() => {}
+            other => eprintln!(
+                "removing a shared test cluster failed ({other:?}); `docker ps --filter \
+                 label=lockbench.run` lists what is left"
+            ),
+        }
+    }
+}
