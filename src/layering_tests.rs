@@ -12,8 +12,8 @@ const LAYERS: [&str; 7] = [
 ];
 
 /// What the results layer may import besides itself: the cell's coordinates and the workload
-/// (plan, spec, system, recipe), what a cell records (resource, environment). Not `chaos`,
-/// `cluster` or `image`: through `chaos -> runner` that would close a circle with the runner.
+/// (plan, spec, system, recipe), what a cell records (resource, environment). Not `nemesis`,
+/// `cluster` or `image`: through `nemesis -> runner` that would close a circle with the runner.
 const BELOW: [&str; 8] = [
     "plan",
     "spec",
@@ -25,11 +25,15 @@ const BELOW: [&str; 8] = [
     "sync",
 ];
 
-/// The circles left to the "a system is a folder" redesign (issue 18 items 1 and 2): the
-/// nemesis pauses worker processes through the runner's handle (`chaos -> runner`), and the
-/// fault kinds and systems are spread over these modules, which import each other.
-const LEFT_EDGE: (&str, &str) = ("chaos", "runner");
-const LEFT_GROUP: [&str; 6] = ["chaos", "cluster", "image", "recipe", "spec", "system"];
+/// The circles left to the "a system is a folder" redesign (issue 18 item 1): the nemesis plays
+/// a cell on the stage the runner hands it and pauses worker processes through the runner's
+/// handle (`nemesis -> runner`); the systems are spread over these modules, which import each
+/// other, and the fault kinds read their parameters through `spec` while the schedule file
+/// lists them (`fault <-> spec`).
+const LEFT_EDGE: (&str, &str) = ("nemesis", "runner");
+const LEFT_GROUP: [&str; 7] = [
+    "cluster", "fault", "image", "nemesis", "recipe", "spec", "system",
+];
 
 /// The source without comments, string and char literals.
 fn strip(src: &str) -> String {

@@ -7,7 +7,8 @@
 //! [`workload`] draws its random choices and paces it) through a lock **recipe** ([`recipe`]: one folder of logic per system, both
 //! strategies side by side; [`recipe::mock`] stands in for a server only in Docker-free tests of
 //! the runner), each critical section reading and writing a protected **resource**
-//! ([`resource::Register`], fenced or not, kept by the runner); the **nemesis** ([`chaos`]) breaks the cluster with faults as verb pairs;
+//! ([`resource::Register`], fenced or not, kept by the runner); the **nemesis** ([`nemesis`])
+//! plays a schedule's faults ([`fault`]: one file per kind, as verb pairs) against the cluster;
 //! everything that happens lands in one **history** ([`history`]: events, operations, critical
 //! sections); **checkers** ([`check`]) and **statistics** ([`stats`]) read only the history and
 //! `cell.json`, through one entry point, [`check::evaluate`], that `lockbench run` and later
@@ -29,8 +30,9 @@
 //! ```text
 //! history, workload, environment, docker, signal, sync   import no other module
 //! resource                                               the protected register
-//! system, recipe, spec, cluster, image, chaos            systems, recipes, workload and chaos
-//!                                                        files, clusters, faults: one circle
+//! system, recipe, spec, cluster, image, fault            systems, recipes, workload and chaos
+//!                                                        files, clusters, fault kinds: one
+//!                                                        circle
 //! plan                                                   the matrix; CellId
 //! results                                                the schema: cell.json, summary.json
 //! stats                                                  figures from the history
@@ -39,19 +41,30 @@
 //!                                                        capacity's cells)
 //! report                                                 exporters: cells, gate aggregates,
 //!                                                        capacity
-//! runner                                                 plays the plan, writes through report
+//! runner, nemesis                                        plays the plan (the nemesis beside
+//!                                                        the clients), writes through report
 //! doctor, cli, main                                      one verb, one function
 //! ```
 //!
-//! The circle is issue 18's items 1 and 2 ("a system is a folder", "a fault kind is one
-//! file"), not done yet: `system` ↔ `recipe`, `chaos` ↔ `cluster` and `chaos` ↔ `spec` import
-//! each other, and the nemesis (`chaos`) pauses worker processes through the runner's handle
-//! (`chaos` → `runner`, the one arrow that points up).
+//! The circle is issue 18's item 1 ("a system is a folder"), not done yet: `system` ↔
+//! `recipe` import each other, `fault` ↔ `cluster` (a kind acts through
+//! [`fault::Faultable`], which the cluster implements with the partition shapes' grudges), and
+//! `fault` ↔ `spec` (a kind reads its parameters through [`spec::chaos::Params`]; a schedule
+//! holds [`fault::FaultKind`]s). The nemesis and the runner import each other: the runner
+//! starts the nemesis beside the clients, and hands it the cell's stage
+//! ([`runner::Running`]) and worker processes. The fault kinds need nothing from the runner
+//! (a client pause reaches workers through [`fault::WorkerProcesses`]), so no results module
+//! is on a circle.
 //!
 //! Where a new piece goes:
 //! - a system: a cluster provider in `cluster/`, a recipe folder in `recipe/`, one entry in
 //!   [`system::FACTS`] and one arm in [`recipe::AnyRecipe`];
-//! - a fault: a variant of [`chaos::Fault`] (its start and its end), using [`chaos::Faultable`];
+//! - a fault kind: one file in `fault/` (its parameters and their validation, its one name, how
+//!   it resolves, starts and is undone, real or modelled: [`fault::Kind`] and
+//!   [`fault::Effect`]) plus one line in the `registry!` list in `fault/mod.rs`; no other
+//!   source file (the schedule test that pins the "valid kinds are ..." message lists it too).
+//!   A new primitive (a way to act on a server) is a method of [`fault::Faultable`] with a
+//!   default, implemented for the cluster;
 //! - a checker: a file in `check/` implementing [`check::Checker`] with its own
 //!   [`check::Counts`], listed in [`check::checkers`]; a count the cell's `safety` shows is a
 //!   field of [`results::Safety`] (and a line of [`results::Safety::described_counts`]) that
@@ -61,18 +74,19 @@
 //!   stored results (reports, plots), else in [`report::Exporters::files_only`].
 
 pub mod capacity;
-pub mod chaos;
 pub mod check;
 pub mod cli;
 pub mod cluster;
 pub mod docker;
 pub mod doctor;
 pub mod environment;
+pub mod fault;
 pub mod gate;
 pub mod history;
 pub mod image;
 #[cfg(test)]
 mod layering_tests;
+pub mod nemesis;
 pub mod plan;
 pub mod recipe;
 pub mod report;

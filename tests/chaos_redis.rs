@@ -1,4 +1,4 @@
-//! The fault kinds of the chaos seam on real Redis-image clusters, through `chaos::Faults` as the
+//! The fault kinds of the chaos seam on real Redis-image clusters, through `nemesis::Faults` as the
 //! nemesis will call them: the modelled clock jump and fast clock, a majorities ring cut with
 //! iptables and checked from inside every node, Redlock's restart variants, and one `heal_all`
 //! that undoes a partition, a node pause and a fast clock together (and is a no-op the second
@@ -9,10 +9,13 @@ mod common;
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
-use lockbench::chaos::{
-    ClockEffect, ClockSkew, Cut, Fault, Faultable, Faults, Realism, RedlockRestart, shape,
-};
 use lockbench::cluster::{DataOnRestart, NodeState, RedisOptions};
+use lockbench::fault::partition::shape;
+use lockbench::fault::{
+    ClockEffect, Cut, Fault, Faultable, Killed, Partitioned, PausedNodes, Realism, RedlockRestart,
+    Skew, Skewed,
+};
+use lockbench::nemesis::Faults;
 use lockbench::{Cluster, ClusterOptions, System};
 use rand::SeedableRng;
 use redis::AsyncCommands;
@@ -45,13 +48,13 @@ async fn set_px(c: &mut Connection, key: &str, ms: u64) {
         .unwrap();
 }
 
-fn clock(node: &str, skew: ClockSkew) -> Fault {
-    Fault::Clock {
+fn clock(node: &str, skew: Skew) -> Fault {
+    Fault::Clock(Skewed {
         nodes: vec![node.to_string()],
         skew,
         prefix: "lb/c1".into(),
         realism: Realism::Modelled,
-    }
+    })
 }
 
 /// Which peers each node reaches (a PING from inside it, 1 s deadline), by node name.
@@ -122,10 +125,7 @@ async fn assert_clock_jumps(
     set_px(c, "other", 10_000).await;
     let _: () = c.set("lb/c1/lock:fence", 7).await.unwrap(); // no TTL
     let started = faults
-        .start(
-            cluster,
-            clock(leader, ClockSkew::Jump(Duration::from_secs(8))),
-        )
+        .start(cluster, clock(leader, Skew::Jump(Duration::from_secs(8))))
         .await
         .unwrap();
     assert_eq!(
@@ -151,10 +151,7 @@ async fn assert_clock_jumps(
     // A 12 s jump on a fresh 10 s lock expires it.
     set_px(c, "lb/c1/lock", 10_000).await;
     let started = faults
-        .start(
-            cluster,
-            clock(leader, ClockSkew::Jump(Duration::from_secs(12))),
-        )
+        .start(cluster, clock(leader, Skew::Jump(Duration::from_secs(12))))
         .await
         .unwrap();
     assert_eq!(
@@ -175,10 +172,10 @@ async fn assert_restarts(cluster: &Cluster, faults: &mut Faults, victim: &str) {
     let vep = cluster.node(&victim).unwrap().endpoint();
     let mut v = conn(&vep).await;
     let _: () = v.set("lb/c1/held", "x").await.unwrap();
-    let keep = Fault::Kill {
+    let keep = Fault::Kill(Killed {
         nodes: vec![victim.clone()],
         data: DataOnRestart::Keep,
-    };
+    });
     faults.start(cluster, keep).await.unwrap();
     assert_eq!(cluster.node(&victim).unwrap().state(), NodeState::Killed);
     faults.end_last(cluster).await.unwrap();
@@ -234,9 +231,9 @@ async fn assert_ring_cut(
     faults
         .start(
             cluster,
-            Fault::Partition {
+            Fault::Partition(Partitioned {
                 grudge: grudge.clone(),
-            },
+            }),
         )
         .await
         .unwrap();
@@ -265,13 +262,13 @@ async fn assert_one_heal_undoes_all(
     faults
         .start(
             cluster,
-            Fault::Pause {
+            Fault::PauseNode(PausedNodes {
                 nodes: vec![servers[3].clone()],
-            },
+            }),
         )
         .await
         .unwrap();
-    let fast = ClockSkew::Fast {
+    let fast = Skew::Fast {
         every: Duration::from_millis(200),
         jump: Duration::from_secs(5),
     };
@@ -340,8 +337,8 @@ async fn sentinel_leader_kill_and_restart_rejoins_as_a_replica() {
         .unwrap()
         .expect("sentinel names a master");
     let mut rng = rand::rngs::StdRng::seed_from_u64(1);
-    let targets = lockbench::chaos::resolve(
-        lockbench::chaos::Target::Leader,
+    let targets = lockbench::fault::resolve(
+        lockbench::fault::Target::Leader,
         &Faultable::servers(&cluster),
         Some(&master),
         &mut rng,
@@ -368,12 +365,12 @@ async fn sentinel_leader_kill_and_restart_rejoins_as_a_replica() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     assert!(replicated, "{replica} never got the key");
-    let both = Fault::Clock {
+    let both = Fault::Clock(Skewed {
         nodes: vec![master.clone(), replica.clone()],
-        skew: ClockSkew::Jump(Duration::from_secs(30)),
+        skew: Skew::Jump(Duration::from_secs(30)),
         prefix: "lb/c1".into(),
         realism: Realism::Modelled,
-    };
+    });
     let started = faults.start(&cluster, both).await.unwrap();
     assert!(started.partial(), "{started:?}");
     assert_eq!(
@@ -398,10 +395,10 @@ async fn sentinel_leader_kill_and_restart_rejoins_as_a_replica() {
     faults
         .start(
             &cluster,
-            Fault::Kill {
+            Fault::Kill(Killed {
                 nodes: targets,
                 data: DataOnRestart::Wipe,
-            },
+            }),
         )
         .await
         .unwrap();

@@ -7,7 +7,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use etcd_client::{Client, ConnectOptions, GetOptions};
-use lockbench::chaos::partition::Grudge;
+use lockbench::fault::partition::Grudge;
 use lockbench::{Cluster, System};
 
 async fn client(endpoints: &[String]) -> Client {

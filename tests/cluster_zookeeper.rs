@@ -164,7 +164,7 @@ async fn even_split_of_four_leaves_no_quorum_until_healed() {
     // A second partition on top (its window overlapping the split's): ending it removes its
     // own cut and leaves exactly the split's.
     let known = names.iter().cloned().collect();
-    let extra = lockbench::chaos::Grudge::from_groups(
+    let extra = lockbench::fault::Grudge::from_groups(
         &[vec![names[0].clone()], vec![names[1].clone()]],
         &known,
     )

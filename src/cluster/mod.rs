@@ -90,7 +90,7 @@ pub struct Cluster {
     pub(crate) started_in: Duration,
     /// The partitions in effect (until [`Cluster::heal`]), applied again to a node that
     /// restarts or resumes.
-    pub(crate) cuts: std::sync::Mutex<Vec<crate::chaos::Grudge>>,
+    pub(crate) cuts: std::sync::Mutex<Vec<crate::fault::Grudge>>,
     torn_down: bool,
 }
 

@@ -342,7 +342,7 @@ impl Recipe for MockRecipe {
 }
 
 /// The mock's pretend servers: `mock1`..`mock3`, `mock1` leading while it is up.
-impl crate::chaos::Faultable for MockService {
+impl crate::fault::Faultable for MockService {
     fn servers(&self) -> Vec<String> {
         (1..=3).map(|i| format!("mock{i}")).collect()
     }
@@ -383,7 +383,7 @@ impl crate::chaos::Faultable for MockService {
     }
     async fn partition(
         &self,
-        grudge: &crate::chaos::Grudge,
+        grudge: &crate::fault::Grudge,
     ) -> Result<(), crate::cluster::ClusterError> {
         self.fault(format!("partition {}", grudge.nodes().join(",")), |f| {
             f.partitioned = true
@@ -397,8 +397,8 @@ impl crate::chaos::Faultable for MockService {
     fn clock(
         &self,
         _node: &str,
-    ) -> Result<crate::chaos::ClockAccess, crate::cluster::ClusterError> {
-        Ok(crate::chaos::ClockAccess::Monotonic)
+    ) -> Result<crate::fault::ClockAccess, crate::cluster::ClusterError> {
+        Ok(crate::fault::ClockAccess::Monotonic)
     }
 }
 

@@ -8,8 +8,8 @@ use anyhow::Context;
 
 use super::RunFolder;
 use super::progress::Progress;
-use crate::chaos::Faultable;
 use crate::cluster::{Cluster, ClusterOptions};
+use crate::fault::Faultable;
 use crate::recipe::mock::{MockOptions, MockRecipe, MockService};
 use crate::recipe::{AnyRecipe, LockError, Recipe, RecipeConfig};
 use crate::sync::LockUnpoisoned;

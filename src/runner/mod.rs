@@ -16,8 +16,9 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use tokio::sync::{Barrier, broadcast, watch};
 
-use crate::chaos::{Books, Faultable, Nemesis, nemesis};
+use crate::fault::Faultable;
 use crate::history::{Clock, Event, HistoryHandle, Recorder};
+use crate::nemesis::{self, Books, Nemesis};
 use crate::plan::{Cell, Plan};
 use crate::recipe::{Recipe, RecipeConfig};
 use crate::report::{Exporters, RunReport};
@@ -202,7 +203,7 @@ async fn run_cell<B: Backend>(
     });
     // Every cell starts on a healthy cluster: a node an earlier fault left down or outside its
     // cluster would make this cell run one member short without saying so.
-    let settle = crate::chaos::wait_until(SETTLE_TIMEOUT, || cluster.healthy())
+    let settle = crate::fault::wait_until(SETTLE_TIMEOUT, || cluster.healthy())
         .await
         .map_err(|why| {
             anyhow::anyhow!(

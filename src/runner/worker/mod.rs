@@ -263,27 +263,6 @@ impl WorkerControl {
         ))
     }
 
-    /// A control over no real process: each worker gets a pid above any the kernel hands out
-    /// (2^22 at most), so a stray signal finds no process.
-    #[cfg(test)]
-    pub(crate) fn stand_in(clients: Vec<Vec<u32>>) -> WorkerControl {
-        Self::from_pids(
-            clients
-                .into_iter()
-                .enumerate()
-                .map(|(i, c)| ((1 << 30) + i as u32, c))
-                .collect(),
-        )
-    }
-
-    /// Marks worker `index` paused without signalling it.
-    #[cfg(test)]
-    pub(crate) fn mark_paused_for_test(&self, index: usize) {
-        if let Some(p) = self.0.get(index) {
-            *lock(&p.state) = WorkerState::Paused;
-        }
-    }
-
     fn mark_exited(&self, index: usize) {
         if let Some(p) = self.0.get(index) {
             *lock(&p.state) = WorkerState::Exited;

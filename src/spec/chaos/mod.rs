@@ -3,9 +3,14 @@
 //! valid values → [`Schedule`]), written back in the same syntax for `plan.toml` and
 //! `cell.json`, and expanded into a seeded, reproducible [`Schedule::timeline`] for one cell.
 //!
-//! A schedule only says *what* should happen; the nemesis plays a timeline against a cluster
-//! through [`crate::chaos::Faultable`] and heals everything at the end.
+//! The schedule reads its own fields and each fault's timing; a fault's kind and parameters are
+//! read by the kind's file in [`crate::fault`] through [`Params`], and written back by it, so
+//! this module names no kind. A schedule only says *what* should happen; the nemesis
+//! ([`crate::nemesis`]) plays its timeline against a cluster through
+//! [`crate::fault::Faultable`] and heals everything at the end. (The timeline stays here, not
+//! in `nemesis`: the schedule's tests read it, and `spec` would import `nemesis` back.)
 
+mod params;
 mod raw;
 mod timeline;
 mod validate;
@@ -14,16 +19,14 @@ mod write;
 use std::path::Path;
 use std::time::Duration;
 
-use crate::chaos::Target;
-pub use crate::chaos::client::ClientTarget;
-pub use crate::chaos::shape::{SHAPES, Shape};
-use crate::cluster::DataOnRestart;
+pub use crate::fault::FaultKind;
 use crate::recipe::Strategy;
 use crate::spec::Expect;
 use crate::system::System;
 
 use super::{Expectations, SpecError, parse_error};
 
+pub use params::{Param, ParamType, Params};
 pub use timeline::PlannedFault;
 
 /// The name of the schedule with no faults: cells without chaos carry it, and their folder
@@ -76,95 +79,6 @@ pub enum Timing {
         /// The largest seeded delay added to each occurrence.
         jitter: Duration,
     },
-}
-
-/// What a fault does, with its kind's parameters.
-#[derive(Debug, Clone, PartialEq)]
-pub enum FaultKind {
-    /// Kill nodes (SIGKILL) and restart them after the fault's duration.
-    Kill {
-        /// `one`, `minority`, `majority` or `leader` (for Redlock: a master).
-        target: Target,
-        /// Whether the restarted nodes find their data again.
-        data: DataOnRestart,
-    },
-    /// Cut the servers' network into a shape, then heal it.
-    Partition {
-        /// Which nodes stop hearing which.
-        shape: Shape,
-        /// Whether the clients are cut off with the servers' sides too (by default they keep
-        /// reaching every node they reached before).
-        clients: bool,
-    },
-    /// Freeze a server (`docker pause`), then resume it.
-    PauseNode {
-        /// `leader` or `one`.
-        target: Target,
-    },
-    /// Stop a client's whole worker process (SIGSTOP: keep-alives and watchdogs included), then
-    /// continue it: the GC pause. Needs clients running as worker processes.
-    PauseClient {
-        /// Which client.
-        target: ClientTarget,
-    },
-    /// Skew one server's clock (Redis and Redlock expire keys by wall clock), then reset it.
-    Clock {
-        /// `leader` or `one`.
-        target: Target,
-        /// How the clock goes wrong.
-        skew: ClockSkew,
-    },
-    /// Each occurrence draws one of these kinds from the schedule's seed (never `mixed` again).
-    Mixed {
-        /// The kinds drawn from, at least one.
-        kinds: Vec<FaultKind>,
-    },
-}
-
-/// How a clock fault skews a server's clock.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum ClockSkew {
-    /// Jump forward by this much at once (`mode = "jump"`, `by`).
-    Jump {
-        /// The jump.
-        by: Duration,
-    },
-    /// Run fast at this rate (`mode = "fast"`, `rate`; 2.0 is twice as fast).
-    Fast {
-        /// Clock seconds per real second, above 1.
-        rate: f64,
-    },
-}
-
-impl FaultKind {
-    /// The kind's name, as chaos files, histories and reports write it.
-    pub fn name(&self) -> &'static str {
-        match self {
-            FaultKind::Kill { .. } => "kill",
-            FaultKind::Partition { .. } => "partition",
-            FaultKind::PauseNode { .. } => "pause-node",
-            FaultKind::PauseClient { .. } => "pause-client",
-            FaultKind::Clock { .. } => "clock",
-            FaultKind::Mixed { .. } => "mixed",
-        }
-    }
-
-    /// Whether this kind, or one a `mixed` draws from, pauses client processes.
-    pub fn pauses_clients(&self) -> bool {
-        match self {
-            FaultKind::PauseClient { .. } => true,
-            FaultKind::Mixed { kinds } => kinds.iter().any(FaultKind::pauses_clients),
-            _ => false,
-        }
-    }
-}
-
-/// The name a restart's data handling has in chaos files.
-pub fn data_name(d: DataOnRestart) -> &'static str {
-    match d {
-        DataOnRestart::Keep => "keep",
-        DataOnRestart::Wipe => "wipe",
-    }
 }
 
 impl Schedule {

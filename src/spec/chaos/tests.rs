@@ -5,6 +5,10 @@ use std::path::Path;
 use std::time::Duration;
 
 use super::*;
+use crate::cluster::DataOnRestart;
+use crate::fault::{
+    ClientTarget, Clock, ClockSkew, Kill, Mixed, Partition, PauseClient, Shape, Target,
+};
 use crate::spec::Expect::{Safe, Unsafe};
 
 fn secs(s: u64) -> Duration {
@@ -68,17 +72,17 @@ fn shipped_schedules_mean_what_their_comments_say() {
     assert_eq!(even.systems, Some(vec![System::Zookeeper, System::Etcd]));
     assert_eq!(
         even.faults[0].kind,
-        FaultKind::Partition {
+        FaultKind::Partition(Partition {
             shape: Shape::Halves,
             clients: false
-        }
+        })
     );
     let pause = shipped("pause-clients");
     assert_eq!(
         pause.faults[0].kind,
-        FaultKind::PauseClient {
+        FaultKind::PauseClient(PauseClient {
             target: ClientTarget::Holder
-        }
+        })
     );
     // Longer than held-locks' 10 s lease, as the comment says.
     assert!(pause.faults[0].duration > secs(10));
@@ -93,10 +97,10 @@ fn shipped_schedules_mean_what_their_comments_say() {
         assert_eq!(s.systems, Some(vec![System::Redlock]));
         assert!(matches!(
             s.faults[0].kind,
-            FaultKind::Kill {
+            FaultKind::Kill(Kill {
                 data: DataOnRestart::Wipe,
                 ..
-            }
+            })
         ));
     }
     assert_eq!(empty.faults[0].duration, Duration::ZERO);
@@ -105,10 +109,10 @@ fn shipped_schedules_mean_what_their_comments_say() {
     for s in [&empty, &delayed] {
         assert!(matches!(
             s.faults[0].kind,
-            FaultKind::Kill {
+            FaultKind::Kill(Kill {
                 target: Target::Majority,
                 ..
-            }
+            })
         ));
     }
     assert!(delayed.faults[0].duration > secs(10));
@@ -152,14 +156,14 @@ fn shipped_schedules_mean_what_their_comments_say() {
         let skew = ClockSkew::Jump { by: secs(30) };
         assert_eq!(
             clock.faults[0].kind,
-            FaultKind::Clock { target, skew },
+            FaultKind::Clock(Clock { target, skew }),
             "{name}"
         );
         // The model leaves queue-entry deadlines where they were: the predecessor queue holds.
         assert_eq!(clock.expect_for(system, Strategy::Herd), Some(Unsafe));
         assert_eq!(clock.expect_for(system, Strategy::Predecessor), Some(Safe));
     }
-    let FaultKind::Mixed { kinds } = &shipped("mixed").faults[0].kind else {
+    let FaultKind::Mixed(Mixed { kinds }) = &shipped("mixed").faults[0].kind else {
         panic!("mixed is mixed")
     };
     assert_eq!(kinds.len(), 4);
@@ -248,7 +252,10 @@ duration = \"300ms\"
         // Each of three kinds about 200 times; far from 0 and from 600.
         assert!((100..=300).contains(&n), "{kind}: {n}");
     }
-    assert!(a.iter().all(|p| !matches!(p.kind, FaultKind::Mixed { .. })));
+    assert!(
+        a.iter()
+            .all(|p| !matches!(p.kind, FaultKind::Mixed(Mixed { .. })))
+    );
 }
 
 #[test]
@@ -300,10 +307,10 @@ fn defaults_fill_the_optional_fields() {
     assert_eq!(
         s.faults,
         [FaultSpec {
-            kind: FaultKind::Kill {
+            kind: FaultKind::Kill(Kill {
                 target: Target::One,
                 data: DataOnRestart::Keep
-            },
+            }),
             timing: Timing::At(secs(1)),
             duration: Duration::ZERO,
         }]
@@ -453,10 +460,10 @@ fn clock_modes_take_their_own_parameter() {
     .unwrap();
     assert_eq!(
         s.faults[0].kind,
-        FaultKind::Clock {
+        FaultKind::Clock(Clock {
             target: Target::One,
             skew: ClockSkew::Fast { rate: 2.5 }
-        }
+        })
     );
 }
 

@@ -13,7 +13,7 @@ use super::{FaultKind, Schedule, Timing};
 pub struct PlannedFault {
     /// When it starts, from the cell's start.
     pub at: Duration,
-    /// What it does (never [`FaultKind::Mixed`]: a mixed fault's occurrence has drawn its kind).
+    /// What it does (never a composite kind: a mixed fault's occurrence has drawn its kind).
     pub kind: FaultKind,
     /// How long until it is undone (the heal, restart or resume); `at + duration` is inside the
     /// cell.
@@ -52,10 +52,7 @@ impl Schedule {
             let mut rng = StdRng::seed_from_u64(fault_seed(self.seed, index));
             let occurrence = |at: Duration, rng: &mut StdRng| PlannedFault {
                 at,
-                kind: match &spec.kind {
-                    FaultKind::Mixed { kinds } => kinds[rng.random_range(0..kinds.len())].clone(),
-                    k => k.clone(),
-                },
+                kind: spec.kind.draw(rng),
                 duration: spec.duration,
                 fault: index,
                 pick_seed: rng.random(),

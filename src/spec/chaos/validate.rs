@@ -1,35 +1,18 @@
-//! Turns the raw schedule into a [`Schedule`]: kinds and their parameters, targets valid for
-//! each kind, timing and ranges, each error naming the field's path and what would be valid.
+//! Turns the raw schedule into a [`Schedule`]: the schedule's own fields, each fault's timing
+//! and window, and the checks every kind shares, each error naming the field's path and what
+//! would be valid. A kind's own parameters are read by the kind ([`crate::fault::Kind::read`]).
 
 use std::time::Duration;
 
+use super::params::{DAY, Params, valid_kinds};
 use super::raw::{RawFault, RawSchedule};
-use super::{
-    ClientTarget, ClockSkew, FaultKind, FaultSpec, NO_CHAOS, SHAPES, Schedule, Shape, Timing,
-};
-use crate::chaos::Target;
-use crate::cluster::DataOnRestart;
+use super::{FaultKind, FaultSpec, NO_CHAOS, Schedule, Timing};
+use crate::fault;
 use crate::spec::SpecError;
 use crate::spec::validate::Validator;
 use crate::system::{FACTS, System};
 
-const DAY: Duration = Duration::from_secs(86_400);
 const MIN_EVERY: Duration = Duration::from_millis(100);
-const MIN_WINDOW: Duration = Duration::from_millis(1);
-const MAX_RATE: f64 = 1000.0;
-const KINDS: &str = "kill, partition, pause-node, pause-client, clock, mixed";
-
-/// The parameters each kind takes, as errors list them.
-fn parameters(kind: &str) -> &'static [&'static str] {
-    match kind {
-        "kill" => &["target", "data", "restart_after"],
-        "partition" => &["shape", "clients"],
-        "pause-node" | "pause-client" => &["target"],
-        "clock" => &["target", "mode", "by", "rate"],
-        "mixed" => &["kinds"],
-        _ => &[],
-    }
-}
 
 pub(super) fn schedule(origin: &str, raw: RawSchedule) -> Result<Schedule, SpecError> {
     let v = Validator { origin };
@@ -51,7 +34,7 @@ pub(super) fn schedule(origin: &str, raw: RawSchedule) -> Result<Schedule, SpecE
         .enumerate()
         .map(|(i, f)| fault(&v, &format!("faults[{i}]"), f))
         .collect::<Result<Vec<_>, _>>()?;
-    clock_on_redis_only(&v, systems.as_deref(), &faults)?;
+    refusals(&v, systems.as_deref(), &faults)?;
     if name == NO_CHAOS && !faults.is_empty() {
         return Err(v.invalid(
             "name",
@@ -69,59 +52,56 @@ pub(super) fn schedule(origin: &str, raw: RawSchedule) -> Result<Schedule, SpecE
     })
 }
 
-/// A clock fault is modelled on Redis (TTLs cut); ZooKeeper sessions and etcd leases are timed
-/// on monotonic clocks, so a wall-clock jump would do nothing there while its window read as a
-/// fault survived: a schedule with one must name Redis systems only.
-fn clock_on_redis_only(
+/// A kind that cannot run on some systems (the clock fault, modelled on Redis by cutting TTLs:
+/// ZooKeeper sessions and etcd leases are timed on monotonic clocks, so a wall-clock jump would
+/// do nothing there while its window read as a fault survived) refuses a schedule that may put it
+/// there: the schedule must name only systems it runs on.
+fn refusals(
     v: &Validator,
     systems: Option<&[System]>,
     faults: &[FaultSpec],
 ) -> Result<(), SpecError> {
-    let is_clock = |k: &FaultKind| match k {
-        FaultKind::Clock { .. } => true,
-        FaultKind::Mixed { kinds } => kinds.iter().any(|k| matches!(k, FaultKind::Clock { .. })),
-        _ => false,
-    };
-    let Some(i) = faults.iter().position(|f| is_clock(&f.kind)) else {
-        return Ok(());
-    };
-    let monotonic = [System::Zookeeper, System::Etcd];
-    let named: Vec<System> = match systems {
-        None => monotonic.to_vec(),
-        Some(s) => s
-            .iter()
-            .copied()
-            .filter(|s| monotonic.contains(s))
-            .collect(),
-    };
-    if named.is_empty() {
-        return Ok(());
-    }
-    let value = match systems {
-        None => "(absent: every system)".to_string(),
-        Some(s) => format!(
-            "[{}]",
-            s.iter()
-                .map(|s| format!("\"{s}\""))
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
-    };
-    Err(v.invalid(
-        "systems",
-        value,
-        &format!(
-            "faults[{i}] is a clock fault, which cannot run on {}: ZooKeeper sessions and etcd \
-             leases are timed on monotonic clocks, which a wall-clock jump does not move (the \
-             clock fault is modelled on Redis by cutting TTLs). Set systems = [\"redis\", \
-             \"redlock\"], or move the clock fault to a schedule of its own",
-            named
+    for (i, f) in faults.iter().enumerate() {
+        let Some(refusal) = f.kind.refusal() else {
+            continue;
+        };
+        let named: Vec<System> = match systems {
+            None => refusal.systems.clone(),
+            Some(s) => s
                 .iter()
-                .map(|s| s.to_string())
-                .collect::<Vec<_>>()
-                .join(" and ")
-        ),
-    ))
+                .copied()
+                .filter(|s| refusal.systems.contains(s))
+                .collect(),
+        };
+        if named.is_empty() {
+            continue;
+        }
+        let value = match systems {
+            None => "(absent: every system)".to_string(),
+            Some(s) => format!(
+                "[{}]",
+                s.iter()
+                    .map(|s| format!("\"{s}\""))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        };
+        return Err(v.invalid(
+            "systems",
+            value,
+            &format!(
+                "faults[{i}] is a {} fault, which cannot run on {}: {}",
+                refusal.kind,
+                named
+                    .iter()
+                    .map(|s| s.to_string())
+                    .collect::<Vec<_>>()
+                    .join(" and "),
+                refusal.why
+            ),
+        ));
+    }
+    Ok(())
 }
 
 fn systems(v: &Validator, raw: Option<Vec<String>>) -> Result<Option<Vec<System>>, SpecError> {
@@ -182,28 +162,9 @@ fn duration(v: &Validator, field: &str, text: &str, min: Duration) -> Result<Dur
 
 fn fault(v: &Validator, f: &str, raw: RawFault) -> Result<FaultSpec, SpecError> {
     let kind = kind(v, f, &raw, false)?;
-    let is_kill = matches!(kind, FaultKind::Kill { .. });
-    let window = match (is_kill, &raw.duration, &raw.restart_after) {
-        (true, Some(_), _) => {
-            return Err(v.conflict(format!(
-                "field '{f}.duration' does not apply to kind \"kill\": a kill lasts until its \
-                 restart, set 'restart_after' (how long the node stays down; \"0s\", the \
-                 default, restarts it at once)"
-            )));
-        }
-        (true, None, None) => Duration::ZERO,
-        (true, None, Some(t)) => duration(v, &format!("{f}.restart_after"), t, Duration::ZERO)?,
-        (false, Some(t), _) => duration(v, &format!("{f}.duration"), t, MIN_WINDOW)?,
-        (false, None, _) => {
-            return Err(v.missing(
-                &format!("{f}.duration"),
-                &format!(
-                    "say how long the {} lasts until it is undone, e.g. duration = \"5s\"",
-                    kind.name()
-                ),
-            ));
-        }
-    };
+    let name = raw.kind.as_deref().map(str::trim).unwrap_or_default();
+    let entry = fault::entry(name).expect("kind() read a registered kind");
+    let window = (entry.window)(&Params::new(v, f.to_string(), name, &raw))?;
     let timing = match (&raw.start, &raw.every) {
         (Some(_), Some(_)) => {
             return Err(v.conflict(format!(
@@ -240,7 +201,7 @@ fn fault(v: &Validator, f: &str, raw: RawFault) -> Result<FaultSpec, SpecError> 
                 return Err(v.conflict(format!(
                     "{f}: {} plus jitter ({}) is longer than every ({}): an occurrence would start \
                      before the previous one is undone; shorten them or raise 'every'",
-                    if is_kill { "restart_after" } else { "duration" },
+                    entry.window_field,
                     humantime::format_duration(jitter),
                     humantime::format_duration(every),
                 )));
@@ -255,21 +216,25 @@ fn fault(v: &Validator, f: &str, raw: RawFault) -> Result<FaultSpec, SpecError> 
     })
 }
 
-/// A fault's kind with its parameters; `in_mixed` for an entry of a mixed fault's `kinds`.
-fn kind(v: &Validator, f: &str, raw: &RawFault, in_mixed: bool) -> Result<FaultKind, SpecError> {
+/// A fault's kind with its parameters; `in_mixed` for an entry of a mixed fault's `kinds`. The
+/// checks every kind shares come first (a kind is named and registered, the parameters given
+/// are its own, a mixed entry has no timing and does not draw again); then the kind reads its
+/// parameters.
+pub(super) fn kind(
+    v: &Validator,
+    f: &str,
+    raw: &RawFault,
+    in_mixed: bool,
+) -> Result<FaultKind, SpecError> {
     let name = raw
         .kind
         .as_deref()
         .map(str::trim)
-        .ok_or_else(|| v.missing(&format!("{f}.kind"), &format!("valid kinds are {KINDS}")))?;
-    let allowed = parameters(name);
-    if allowed.is_empty() {
-        return Err(v.invalid(
-            &format!("{f}.kind"),
-            format!("\"{name}\""),
-            &format!("valid kinds are {KINDS}"),
-        ));
-    }
+        .ok_or_else(|| v.missing(&format!("{f}.kind"), &valid_kinds()))?;
+    let Some(entry) = fault::entry(name) else {
+        return Err(v.invalid(&format!("{f}.kind"), format!("\"{name}\""), &valid_kinds()));
+    };
+    let allowed = entry.parameter_names();
     for p in raw.given_parameters() {
         if !allowed.contains(&p) {
             return Err(v.conflict(format!(
@@ -279,161 +244,27 @@ fn kind(v: &Validator, f: &str, raw: &RawFault, in_mixed: bool) -> Result<FaultK
         }
     }
     if in_mixed {
-        if name == "mixed" {
+        if entry.composite {
+            let plain = fault::plain_kinds();
+            let (last, rest) = plain.split_last().expect("plain kinds are registered");
             return Err(v.invalid(
                 &format!("{f}.kind"),
-                "\"mixed\"",
-                "a mixed fault draws from plain kinds: list kill, partition, pause-node, \
-                 pause-client or clock",
+                format!("\"{name}\""),
+                &format!(
+                    "a {name} fault draws from plain kinds: list {} or {last}",
+                    rest.join(", ")
+                ),
             ));
         }
-        let timing = raw.given_timing();
-        if let Some(t) = raw
-            .restart_after
-            .as_ref()
-            .map(|_| "restart_after")
-            .or(timing.first().copied())
-        {
+        // Its own window field (a kill's restart_after) first, then the timing, in file order.
+        let window = (entry.window_field != "duration" && raw.param(entry.window_field).is_some())
+            .then_some(entry.window_field);
+        if let Some(t) = window.or(raw.given_timing().first().copied()) {
             return Err(v.conflict(format!(
                 "field '{f}.{t}' does not belong in a mixed fault's kinds: every drawn kind \
                  starts and lasts as the mixed fault's start/every, jitter and duration say"
             )));
         }
     }
-    let target = |valid: &[Target], default: Target| -> Result<Target, SpecError> {
-        let field = format!("{f}.target");
-        let names: Vec<&str> = valid.iter().map(|t| t.name()).collect();
-        let expected = format!("valid targets of kind \"{name}\" are {}", names.join(", "));
-        let Some(text) = &raw.target else {
-            return Ok(default);
-        };
-        let t: Target = text
-            .parse()
-            .map_err(|_| v.invalid(&field, format!("\"{text}\""), &expected))?;
-        if !valid.contains(&t) {
-            return Err(v.invalid(&field, format!("\"{text}\""), &expected));
-        }
-        Ok(t)
-    };
-    use Target::{All, Leader, Majority, Minority, One};
-    Ok(match name {
-        "kill" => FaultKind::Kill {
-            target: target(&[One, Minority, Majority, Leader], One)?,
-            data: match raw.data.as_deref().map(str::trim) {
-                None | Some("keep") => DataOnRestart::Keep,
-                Some("wipe") => DataOnRestart::Wipe,
-                Some(other) => {
-                    return Err(v.invalid(
-                        &format!("{f}.data"),
-                        format!("\"{other}\""),
-                        "valid values are keep (the restarted node finds its data, the default), \
-                         wipe (it starts empty, as a Redis without persistence would)",
-                    ));
-                }
-            },
-        },
-        "partition" => FaultKind::Partition {
-            shape: match raw.shape.as_deref().map(str::trim) {
-                None => Shape::Halves,
-                Some(s) => SHAPES.into_iter().find(|x| x.name() == s).ok_or_else(|| {
-                    let names: Vec<&str> = SHAPES.iter().map(|x| x.name()).collect();
-                    v.invalid(
-                        &format!("{f}.shape"),
-                        format!("\"{s}\""),
-                        &format!("valid shapes are {}", names.join(", ")),
-                    )
-                })?,
-            },
-            clients: raw.clients.unwrap_or(false),
-        },
-        "pause-node" => FaultKind::PauseNode {
-            target: target(&[Leader, One], One)?,
-        },
-        "pause-client" => FaultKind::PauseClient {
-            target: match raw.target.as_deref().map(str::trim) {
-                None | Some("random") => ClientTarget::Random,
-                Some("holder") => ClientTarget::Holder,
-                Some(other) => {
-                    return Err(v.invalid(
-                        &format!("{f}.target"),
-                        format!("\"{other}\""),
-                        "valid targets of kind \"pause-client\" are holder (a client holding a \
-                         lock at that moment), random",
-                    ));
-                }
-            },
-        },
-        "clock" => FaultKind::Clock {
-            // A majority of Redlock's masters jumping at once is what breaks it.
-            target: target(&[One, Minority, Majority, Leader, All], One)?,
-            skew: clock_skew(v, f, raw)?,
-        },
-        _ => FaultKind::Mixed {
-            kinds: mixed_kinds(v, f, raw)?,
-        },
-    })
-}
-
-fn clock_skew(v: &Validator, f: &str, raw: &RawFault) -> Result<ClockSkew, SpecError> {
-    match raw.mode.as_deref().map(str::trim) {
-        None | Some("jump") => {
-            if raw.rate.is_some() {
-                return Err(v.conflict(format!(
-                    "field '{f}.rate' applies only to mode = \"fast\": a jump moves the clock by 'by'"
-                )));
-            }
-            let by = raw.by.as_deref().ok_or_else(|| {
-                v.missing(
-                    &format!("{f}.by"),
-                    "a clock jump needs its size, e.g. by = \"30s\" (longer than the lease TTL \
-                     expires every lock key on that server)",
-                )
-            })?;
-            Ok(ClockSkew::Jump {
-                by: duration(v, &format!("{f}.by"), by, MIN_WINDOW)?,
-            })
-        }
-        Some("fast") => {
-            if raw.by.is_some() {
-                return Err(v.conflict(format!(
-                    "field '{f}.by' applies only to mode = \"jump\": a fast clock runs at 'rate'"
-                )));
-            }
-            let field = format!("{f}.rate");
-            let rate = raw.rate.ok_or_else(|| {
-                v.missing(
-                    &field,
-                    "a fast clock needs its rate, e.g. rate = 2.0 (twice as fast)",
-                )
-            })?;
-            if !(rate > 1.0 && rate <= MAX_RATE) {
-                return Err(v.out_of_range(&field, rate, &format!("above 1 up to {MAX_RATE}")));
-            }
-            Ok(ClockSkew::Fast { rate })
-        }
-        Some(other) => Err(v.invalid(
-            &format!("{f}.mode"),
-            format!("\"{other}\""),
-            "valid modes are jump (forward by 'by' at once, the default), fast (running at 'rate')",
-        )),
-    }
-}
-
-fn mixed_kinds(v: &Validator, f: &str, raw: &RawFault) -> Result<Vec<FaultKind>, SpecError> {
-    let field = format!("{f}.kinds");
-    let entries = raw.kinds.as_ref().ok_or_else(|| {
-        v.missing(
-            &field,
-            "list the kinds to draw from, e.g. kinds = [\"kill\", { kind = \"partition\", \
-             shape = \"bridge\" }, \"pause-node\"]",
-        )
-    })?;
-    if entries.is_empty() {
-        return Err(v.out_of_range(&field, "[]", "one or more kinds to draw from"));
-    }
-    entries
-        .iter()
-        .enumerate()
-        .map(|(j, e)| kind(v, &format!("{field}[{j}]"), &e.0, true))
-        .collect()
+    fault::read(&Params::new(v, f.to_string(), name, raw))
 }

@@ -5,7 +5,8 @@ use std::time::Duration;
 
 use toml::{Table, Value};
 
-use super::{ClockSkew, FaultKind, FaultSpec, Schedule, Timing, data_name};
+use super::{FaultSpec, Schedule, Timing};
+use crate::fault;
 use crate::spec::Expectations;
 
 fn text(d: Duration) -> Value {
@@ -16,55 +17,9 @@ fn string(s: &str) -> Value {
     Value::String(s.to_string())
 }
 
-/// The kind and its parameters into `t` (a `[[faults]]` table or a mixed entry).
-fn put_kind(t: &mut Table, kind: &FaultKind) {
-    let mut put = |k: &str, v: Value| {
-        t.insert(k.to_string(), v);
-    };
-    put("kind", string(kind.name()));
-    match kind {
-        FaultKind::Kill { target, data } => {
-            put("target", string(target.name()));
-            put("data", string(data_name(*data)));
-        }
-        FaultKind::Partition { shape, clients } => {
-            put("shape", string(shape.name()));
-            put("clients", Value::Boolean(*clients));
-        }
-        FaultKind::PauseNode { target } => put("target", string(target.name())),
-        FaultKind::PauseClient { target } => put("target", string(target.name())),
-        FaultKind::Clock { target, skew } => {
-            put("target", string(target.name()));
-            match *skew {
-                ClockSkew::Jump { by } => {
-                    put("mode", string("jump"));
-                    put("by", text(by));
-                }
-                ClockSkew::Fast { rate } => {
-                    put("mode", string("fast"));
-                    put("rate", Value::Float(rate));
-                }
-            }
-        }
-        FaultKind::Mixed { kinds } => put(
-            "kinds",
-            Value::Array(
-                kinds
-                    .iter()
-                    .map(|k| {
-                        let mut e = Table::new();
-                        put_kind(&mut e, k);
-                        Value::Table(e)
-                    })
-                    .collect(),
-            ),
-        ),
-    }
-}
-
-fn fault(f: &FaultSpec) -> Value {
+fn fault_table(f: &FaultSpec) -> Value {
     let mut t = Table::new();
-    put_kind(&mut t, &f.kind);
+    fault::write(&mut t, &f.kind);
     match f.timing {
         Timing::At(at) => {
             t.insert("start".into(), text(at));
@@ -74,11 +29,7 @@ fn fault(f: &FaultSpec) -> Value {
             t.insert("jitter".into(), text(jitter));
         }
     }
-    let window = match f.kind {
-        FaultKind::Kill { .. } => "restart_after",
-        _ => "duration",
-    };
-    t.insert(window.into(), text(f.duration));
+    t.insert(f.kind.window_field().into(), text(f.duration));
     Value::Table(t)
 }
 
@@ -114,7 +65,7 @@ impl Schedule {
         // An empty array of tables is written as `faults = []`, which reads back as no faults.
         t.insert(
             "faults".into(),
-            Value::Array(self.faults.iter().map(fault).collect()),
+            Value::Array(self.faults.iter().map(fault_table).collect()),
         );
         t
     }

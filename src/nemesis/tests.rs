@@ -5,8 +5,8 @@ use std::sync::Mutex as StdMutex;
 use tokio::sync::watch;
 
 use super::*;
-use crate::chaos::Grudge;
 use crate::cluster::{ClusterError, DataOnRestart};
+use crate::fault::{ClockAccess, ClockSkew, Grudge, Skew};
 use crate::history::{Recorder, read_history};
 
 /// Records every call; counts what is in effect per node, so an unbalanced call shows.
@@ -82,8 +82,8 @@ impl Faultable for Double {
         self.call("heal".into(), "partition".into(), -1_000).await;
         Ok(())
     }
-    fn clock(&self, _: &str) -> Result<super::super::ClockAccess, ClusterError> {
-        Ok(super::super::ClockAccess::Monotonic)
+    fn clock(&self, _: &str) -> Result<ClockAccess, ClusterError> {
+        Ok(ClockAccess::Monotonic)
     }
 }
 
@@ -311,17 +311,18 @@ async fn a_fault_that_cannot_be_resolved_is_reported_and_touches_nothing() {
 fn a_fast_clock_jumps_its_excess_every_tick() {
     // rate 1.5: 125 ms more every 250 ms.
     assert_eq!(
-        clock_skew(SpecSkew::Fast { rate: 1.5 }),
-        ClockSkew::Fast {
+        ClockSkew::Fast { rate: 1.5 }.model(),
+        Skew::Fast {
             every: Duration::from_millis(250),
             jump: Duration::from_millis(125)
         }
     );
     assert_eq!(
-        clock_skew(SpecSkew::Jump {
+        ClockSkew::Jump {
             by: Duration::from_secs(3)
-        }),
-        ClockSkew::Jump(Duration::from_secs(3))
+        }
+        .model(),
+        Skew::Jump(Duration::from_secs(3))
     );
 }
 

@@ -26,7 +26,7 @@ pub const CUT_TIMEOUT: Duration = Duration::from_secs(4);
 /// How the clock of the targeted servers moves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum ClockSkew {
+pub enum Skew {
     /// One jump forward by this much, when the fault starts. Ending it does not jump back: the
     /// keys it expired stay expired, as they would on a real server.
     Jump(Duration),
@@ -40,11 +40,11 @@ pub enum ClockSkew {
     },
 }
 
-impl ClockSkew {
+impl Skew {
     /// The size of one jump.
     pub fn jump(self) -> Duration {
         match self {
-            ClockSkew::Jump(d) | ClockSkew::Fast { jump: d, .. } => d,
+            Skew::Jump(d) | Skew::Fast { jump: d, .. } => d,
         }
     }
 }
@@ -327,7 +327,7 @@ mod tests {
         );
         assert_eq!(prefix_pattern("/"), Err(ClockError::NoPrefix));
         assert_eq!(
-            ClockSkew::Fast {
+            Skew::Fast {
                 every: Duration::from_secs(1),
                 jump: Duration::from_millis(500)
             }

@@ -1,0 +1,250 @@
+//! The nemesis: plays one cell's fault timeline ([`Schedule::timeline`]) against a
+//! [`Faultable`] cluster (and the cell's worker processes) while the clients run, and heals
+//! everything at the end.
+//!
+//! Each planned fault becomes a *window*: at its time on the cell clock its targets are resolved
+//! from its `pick_seed` (so a seed picks the same nodes, halves and workers again), it starts
+//! through [`Faults`] and a `fault` `invoke` event names its kind and targets; after its duration
+//! (a kill's `restart_after`) it is undone and an `ok` event closes the window. A window whose
+//! start failed (or half-happened) is undone at once and closed with `info` carrying the error;
+//! an undo that fails is retried by the final heal, and closed with `info` only if that fails
+//! too. So every window is one `invoke` and one outcome, which is how the checkers pair them.
+//!
+//! Healing happens on every exit path. When the clients stop (normally or with an error) the
+//! runner tells the nemesis, which heals what is still in effect and records it. The windows in
+//! effect live in [`Books`], shared with the runner: if the nemesis' future is dropped (a
+//! deadline, Ctrl-C) the runner heals through its clone of the books in its cleanup path,
+//! since `Drop` cannot await. Faults are listed before they start and leave the list only once
+//! undone, so a start or undo cancelled half-way is still healed.
+
+mod books;
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use rand::SeedableRng;
+use rand::rngs::StdRng;
+use tokio::sync::broadcast;
+
+pub use books::{Books, Faults, REJOIN_FAILED};
+
+use crate::fault::{Fault, Faultable, Scene, WorkerProcesses};
+use crate::history::{Event, EventKind, Op};
+use crate::runner::{Running, WorkerControl};
+use crate::spec::chaos::{PlannedFault, Schedule};
+
+/// How long a `holder` client pause waits past its time for some client to hold a lock
+/// (between holds nobody does), checking every `HOLDER_RECHECK`.
+pub const HOLDER_WAIT: Duration = Duration::from_secs(2);
+/// See [`HOLDER_WAIT`].
+const HOLDER_RECHECK: Duration = Duration::from_millis(10);
+
+/// The timeline bound of a cell that stops after a number of acquisitions, not a duration:
+/// faults planned past the cell's real end never start, because the nemesis stops with the
+/// clients.
+pub const OPEN_CELL_BOUND: Duration = Duration::from_secs(3600);
+
+/// The clients holding a lock now, followed from the live event stream (for `holder` pauses).
+#[derive(Debug, Default)]
+struct Holders(BTreeSet<u32>);
+
+impl Holders {
+    fn see(&mut self, e: &Event) {
+        let Some(c) = e.client() else { return };
+        match (e.op, e.kind) {
+            (Op::Acquire, EventKind::Ok) => {
+                self.0.insert(c);
+            }
+            // From the release's invoke on, the client no longer counts on the lock.
+            (Op::Release | Op::LeaseLost, _) => {
+                self.0.remove(&c);
+            }
+            _ => {}
+        }
+    }
+
+    fn list(&self) -> Vec<u32> {
+        self.0.iter().copied().collect()
+    }
+
+    fn any_of(&self, clients: &[u32]) -> bool {
+        clients.iter().any(|c| self.0.contains(c))
+    }
+
+    /// Sees every event recorded so far that the nemesis has not read yet.
+    fn catch_up(&mut self, events: &mut broadcast::Receiver<Event>) {
+        loop {
+            match events.try_recv() {
+                Ok(e) => self.see(&e),
+                Err(broadcast::error::TryRecvError::Lagged(_)) => {}
+                Err(_) => break,
+            }
+        }
+    }
+}
+
+/// One cell's nemesis: its timeline, and the books it keeps the faults in.
+#[derive(Debug, Clone)]
+pub struct Nemesis {
+    timeline: Vec<PlannedFault>,
+    prefix: String,
+    books: Books,
+}
+
+/// A planned fault made concrete: the fault to start and the targets its events name.
+type Resolved = (Fault, Vec<String>);
+
+impl Nemesis {
+    /// The nemesis of a cell lasting `cell` (see [`OPEN_CELL_BOUND`] for cells without a
+    /// duration) under `schedule`, whose keys live under `prefix` (clock faults cut only
+    /// those), keeping its faults in `books`.
+    pub fn new(schedule: &Schedule, cell: Duration, prefix: &str, books: Books) -> Nemesis {
+        Nemesis {
+            timeline: schedule.timeline(cell),
+            prefix: prefix.to_string(),
+            books,
+        }
+    }
+
+    /// The fault occurrences it will play, in order.
+    pub fn timeline(&self) -> &[PlannedFault] {
+        &self.timeline
+    }
+
+    /// Plays the timeline on `on` until the clients stop, then heals everything still in
+    /// effect, recording every start and end in the history.
+    pub async fn play<C: Faultable>(self, on: &C, mut stage: Running) {
+        let clock = stage.clock;
+        let history = stage.history.clone();
+        {
+            let mut ledger = self.books.0.lock().await;
+            if ledger.faults.is_empty() {
+                ledger.faults = match &stage.workers {
+                    Some(w) => Faults::with_workers(w.clone()),
+                    None => Faults::default(),
+                };
+            }
+        }
+        let mut holders = Holders::default();
+        let mut ends: Vec<(Duration, u64)> = Vec::new();
+        let mut next = 0;
+        // A `holder` pause due while nobody held a lock starts at the first recheck that finds
+        // a holder, within HOLDER_WAIT of its time.
+        let mut recheck: Option<Duration> = None;
+        let mut listening = true;
+        loop {
+            let now = Duration::from_micros(clock.now_us());
+            let start_at = self
+                .timeline
+                .get(next)
+                .map(|p| recheck.map_or(p.at, |r| r.max(p.at)));
+            let end_at = ends.iter().map(|e| e.0).min();
+            let due = start_at.into_iter().chain(end_at).min();
+            let wait = due.map_or(Duration::ZERO, |d| d.saturating_sub(now));
+            tokio::select! {
+                biased;
+                _ = stage.stopped.wait_for(|s| *s) => break,
+                ev = stage.events.recv(), if listening => match ev {
+                    Ok(e) => holders.see(&e),
+                    Err(broadcast::error::RecvError::Lagged(_)) => {}
+                    Err(broadcast::error::RecvError::Closed) => listening = false,
+                },
+                () = tokio::time::sleep(wait), if due.is_some() => {
+                    // Ends before starts at the same instant, so windows of one entry do not
+                    // overlap.
+                    if end_at.is_some() && end_at <= start_at.or(end_at) {
+                        let k = ends.iter().enumerate().min_by_key(|(_, e)| e.0).map(|(k, _)| k);
+                        let Some(k) = k else { continue };
+                        let (_, id) = ends.remove(k);
+                        let mut ledger = self.books.0.lock().await;
+                        if let Some(i) = ledger.position(id) {
+                            let _ = ledger.end(on, i, clock, Some(&history), false).await;
+                        }
+                    } else {
+                        let p = &self.timeline[next];
+                        let waits_for_holder = p.kind.waits_for_holder();
+                        if waits_for_holder {
+                            holders.catch_up(&mut stage.events);
+                        }
+                        let now = Duration::from_micros(clock.now_us());
+                        if waits_for_holder && holders.list().is_empty() && now < p.at + HOLDER_WAIT {
+                            recheck = Some(now + HOLDER_RECHECK);
+                            continue;
+                        }
+                        let mut resolved =
+                            self.resolve(on, p, &holders.list(), stage.workers.as_ref()).await;
+                        if waits_for_holder && let Ok((fault, _)) = &resolved {
+                            // The pick may be stale by now (a release since): right before the
+                            // SIGSTOP, the chosen worker must still run a holder, else pick again
+                            // within the wait, and past it the pause does not start.
+                            holders.catch_up(&mut stage.events);
+                            let still = stage.workers.as_ref().is_some_and(|w| {
+                                fault.workers().iter().any(|&i| holders.any_of(w.clients(i)))
+                            });
+                            if !still {
+                                let now = Duration::from_micros(clock.now_us());
+                                if now < p.at + HOLDER_WAIT {
+                                    recheck = Some(now + HOLDER_RECHECK);
+                                    continue;
+                                }
+                                resolved = Err(format!(
+                                    "no worker still held a lock when it was to be stopped, within {} s of the pause's time",
+                                    HOLDER_WAIT.as_secs()
+                                ));
+                            }
+                        }
+                        recheck = None;
+                        next += 1;
+                        match resolved {
+                            Ok((fault, targets)) => {
+                                let mut ledger = self.books.0.lock().await;
+                                if let Some((id, effect_us)) =
+                                    ledger.start(on, fault, targets, clock, Some(&history)).await
+                                {
+                                    // A late start keeps its full duration: the end is due
+                                    // from when the fault took effect, not from the plan.
+                                    let effect = Duration::from_micros(effect_us);
+                                    ends.push((effect + p.end().saturating_sub(p.at), id));
+                                }
+                            }
+                            Err(e) => {
+                                // Nothing was touched: a window of no targets, closed as unknown
+                                // so the report shows the fault was due and did not happen.
+                                let t = clock.now_us();
+                                let kind = p.kind.name();
+                                books::note(Some(&history), Event::fault(t, EventKind::Invoke, kind, vec![]));
+                                let ev = Event { error: Some(format!("start: {e}")), ..Event::fault(t, EventKind::Info, kind, vec![]) };
+                                books::note(Some(&history), ev);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        // The clients stopped: whatever is still in effect is healed and recorded now.
+        let _ = self.books.heal(on, clock, Some(&history)).await;
+    }
+
+    /// Resolves `p`'s targets from its `pick_seed` into a fault to start.
+    async fn resolve<C: Faultable>(
+        &self,
+        on: &C,
+        p: &PlannedFault,
+        holders: &[u32],
+        workers: Option<&WorkerControl>,
+    ) -> Result<Resolved, String> {
+        let mut rng = StdRng::seed_from_u64(p.pick_seed);
+        let scene = Scene {
+            on,
+            servers: on.servers(),
+            holders,
+            workers: workers.map(|w| w as &dyn WorkerProcesses),
+            prefix: &self.prefix,
+        };
+        // Boxed for the same reason as the books' start and undo.
+        Box::pin(p.kind.resolve(&scene, &mut rng)).await
+    }
+}
+
+#[cfg(test)]
+mod tests;
