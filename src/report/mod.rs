@@ -21,6 +21,9 @@ pub mod table;
 pub mod terminal;
 pub mod writer;
 
+#[cfg(test)]
+mod tests;
+
 use std::path::{Path, PathBuf};
 
 use crate::check::CellResult;
