@@ -1,5 +1,6 @@
-//! `report.md`: the comparison table, one row per finished cell, the safety findings, the
-//! figures of each fault window, and the cells not run.
+//! `report.md`: the run's [`sections`] in Markdown (this file only formats each kind): the
+//! comparison table, one row per finished cell, the safety findings, the figures of each fault
+//! window, and the cells not run.
 
 use super::model::RunView;
 use super::sections::{Section, sections};

@@ -186,8 +186,7 @@ fn load_plan(dir: &Path) -> StoredPlan {
 /// empty, as that is the only time a report shows it.
 fn load_plots(dir: &Path) -> StoredPlots {
     let plots = dir.join(PLOTS_DIR);
-    let mut out = StoredPlots::default();
-    out.names = std::fs::read_dir(&plots)
+    let names = std::fs::read_dir(&plots)
         .map(|d| {
             d.filter_map(Result::ok)
                 .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
@@ -195,6 +194,10 @@ fn load_plots(dir: &Path) -> StoredPlots {
                 .collect()
         })
         .unwrap_or_default();
+    let mut out = StoredPlots {
+        names,
+        ..StoredPlots::default()
+    };
     let svg_shown = |stem: &str| {
         std::fs::metadata(plots.join(format!("{stem}.svg"))).is_ok_and(|m| m.len() > 0)
     };

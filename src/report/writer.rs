@@ -1,5 +1,5 @@
 //! The one place the exporters' files reach the disk. Renderers return [`OutFile`]s (a path
-//! and its bytes) and never open a file; [`write`] creates the folders they name and writes
+//! and its bytes) and never open a file; [`write()`] creates the folders they name and writes
 //! them, naming the exporter in any error.
 
 use std::path::{Path, PathBuf};
