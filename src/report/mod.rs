@@ -32,7 +32,8 @@ use crate::results::CellSummary;
 use model::{CellView, RunView};
 use writer::OutFile;
 
-/// What a run-level exporter sees: every cell finished so far.
+/// What the runner hands the exporters after each cell: the run folder and every cell finished
+/// so far ([`RunView::load`] reads the rest of the folder from it).
 #[derive(Debug, Clone, Copy)]
 pub struct RunReport<'a> {
     /// The run's folder.

@@ -204,3 +204,57 @@ fn markdown_and_html_show_the_sections_in_one_order() {
         .collect();
     assert!(positions.is_sorted(), "{both:?} against {list:?}");
 }
+
+/// Every file of `dir` (recursively) with its text up to its first `#[cfg(test)]`.
+fn sources(dir: &Path, out: &mut Vec<(std::path::PathBuf, String)>) {
+    for entry in std::fs::read_dir(dir).expect("src/report") {
+        let path = entry.expect("an entry").path();
+        if path.is_dir() {
+            sources(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            let text = std::fs::read_to_string(&path).expect("a source file");
+            let code = text.split("#[cfg(test)]").next().unwrap_or_default();
+            out.push((path, code.to_string()));
+        }
+    }
+}
+
+#[test]
+fn only_the_loader_and_the_writer_touch_files() {
+    // The loader (model.rs), the writer, `lockbench report`'s reading of stored summaries
+    // (rebuild.rs) and the index's reader for tests and tools (plot_index.rs).
+    let allowed = [
+        "model.rs",
+        "writer.rs",
+        "rebuild.rs",
+        "plot_index.rs",
+        "tests.rs",
+    ];
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/report");
+    let mut files = Vec::new();
+    sources(&root, &mut files);
+    assert!(files.len() > 15, "{} files read", files.len());
+    let mut found = Vec::new();
+    for (path, code) in &files {
+        let name = path.file_name().unwrap_or_default().to_string_lossy();
+        if allowed.contains(&name.as_ref()) {
+            continue;
+        }
+        for io in [
+            "std::fs",
+            "fs::",
+            "File::open",
+            "File::create",
+            "read_history",
+            "RunEnvironment::read",
+            "file::read",
+            "BitMapBackend::new",
+            "println!",
+        ] {
+            if code.contains(io) {
+                found.push(format!("{}: {io}", path.display()));
+            }
+        }
+    }
+    assert!(found.is_empty(), "file I/O in a renderer: {found:?}");
+}
