@@ -56,6 +56,39 @@ async fn scenarios(s: &mut Scenarios, cluster: &Cluster) {
     // The known-broken designs (unsafe, for calibration), beside the correct herd.
     common::broken_scenarios::all(s, &make, &master_ep[0]).await;
 
+    for st in [Strategy::Herd, Strategy::Predecessor] {
+        for busy in [false, true] {
+            let label = format!(
+                "redis/{st}/unknown_outcome_resolved/{}",
+                if busy { "busy" } else { "free" }
+            );
+            let scenario = sc::unknown_outcome_resolved(
+                &make,
+                &label,
+                config("/t/unknown", Duration::from_secs(10), true),
+                st,
+                &master_ep,
+                Some(&master_ep[0]),
+                true,
+                busy,
+                false,
+                pause_master(cluster, &leader),
+                resume_master(cluster, &leader),
+            );
+            sc::run(s, &label, scenario).await;
+        }
+    }
+    let label = "redis/unanswered_release_retried";
+    let scenario = sc::unanswered_release_retried(
+        &make,
+        label,
+        config("/t/lost-release", Duration::from_secs(10), true),
+        &master_ep,
+        cut_master(cluster, &leader),
+        mend_master(cluster, &leader),
+    );
+    sc::run(s, label, scenario).await;
+
     for ttl in [2, 10] {
         let cfg = config("/t/paused", Duration::from_secs(ttl), true);
         let label = format!("redis/lost_before_expiry_when_master_paused/ttl-{ttl}s");
@@ -95,6 +128,18 @@ async fn pause_master(cluster: &Cluster, master: &str) {
 
 async fn resume_master(cluster: &Cluster, master: &str) {
     cluster.resume(master).await.expect("resume the master");
+    set_down_after(cluster, 1_000).await;
+}
+
+/// Resets every connection to the master's port and refuses new ones (Sentinel told to wait a
+/// minute first, as for a pause): a request sent now is lost, not delayed.
+async fn cut_master(cluster: &Cluster, master: &str) {
+    set_down_after(cluster, 60_000).await;
+    common::reject_port(cluster, master, true).await;
+}
+
+async fn mend_master(cluster: &Cluster, master: &str) {
+    common::reject_port(cluster, master, false).await;
     set_down_after(cluster, 1_000).await;
 }
 

@@ -58,6 +58,40 @@ async fn scenarios(s: &mut Scenarios, cluster: &Cluster) {
         );
         sc::run(s, &label, scenario).await;
     }
+    // Takes two masters cannot answer: three others confirm the give-back, so the waiter is
+    // withdrawn while two are still paused. Three cannot: only two confirm until they resume.
+    for st in [Strategy::Herd, Strategy::Predecessor] {
+        for (busy, paused) in [(true, &names[3..]), (false, &names[2..])] {
+            let label = format!(
+                "redlock/{st}/unknown_outcome_resolved/{}-of-5-paused",
+                paused.len()
+            );
+            let scenario = sc::unknown_outcome_resolved(
+                &make,
+                &label,
+                config("/t/unknown", Duration::from_secs(10), true),
+                st,
+                &endpoints,
+                None,
+                false,
+                busy,
+                paused.len() < 3,
+                pause_all(cluster, paused),
+                resume_all(cluster, paused),
+            );
+            sc::run(s, &label, scenario).await;
+        }
+    }
+    let label = "redlock/unanswered_release_retried";
+    let scenario = sc::unanswered_release_retried(
+        &make,
+        label,
+        config("/t/lost-release", Duration::from_secs(10), true),
+        &endpoints,
+        reject_all(cluster, majority, true),
+        reject_all(cluster, majority, false),
+    );
+    sc::run(s, label, scenario).await;
     sc::run(
         s,
         "redlock/release_needs_a_majority",
@@ -103,6 +137,13 @@ async fn pause_all(cluster: &Cluster, names: &[String]) {
 async fn resume_all(cluster: &Cluster, names: &[String]) {
     for r in futures::future::join_all(names.iter().map(|n| cluster.resume(n))).await {
         r.expect("resume");
+    }
+}
+
+/// Resets connections to `names` and refuses new ones (`on`), or stops it.
+async fn reject_all(cluster: &Cluster, names: &[String], on: bool) {
+    for n in names {
+        common::reject_port(cluster, n, on).await;
     }
 }
 
@@ -216,15 +257,20 @@ async fn partial_grant_does_not_spin(cluster: &Cluster) {
     let tally = Tally::default();
     let wait = Duration::from_secs(2);
     pause_all(cluster, &names[2..]).await;
-    let r = client
-        .acquire_counted(
+    // The takes the paused masters did not answer leave the outcome open until they answer
+    // the give-back: resumed just after the deadline.
+    let (r, ()) = tokio::join!(
+        client.acquire_counted(
             "partial",
             Strategy::Predecessor,
             Instant::now() + wait,
             &tally,
-        )
-        .await;
-    resume_all(cluster, &names[2..]).await;
+        ),
+        async {
+            tokio::time::sleep(wait + Duration::from_millis(200)).await;
+            resume_all(cluster, &names[2..]).await;
+        }
+    );
     client.crash().await;
     let requests = tally.request_count();
     println!(
@@ -232,8 +278,8 @@ async fn partial_grant_does_not_spin(cluster: &Cluster) {
         tally.fallback_poll_count()
     );
     assert!(
-        matches!(r, Err(LockError::Timeout { .. })),
-        "expected a timeout with a majority paused, got {r:?}"
+        matches!(r, Err(LockError::Withdrawn { .. })),
+        "expected a withdrawal once the paused masters answered, got {r:?}"
     );
     // Two rounds and a subscription, then a round per fallback poll (500 ms), a clean-up: ~40.
     assert!(requests <= 100, "{requests} requests in {wait:?}");

@@ -54,6 +54,31 @@ pub const MIN_SETTLE_US: u64 = 1_000_000;
 /// The error text that marks a fault that failed to start (the nemesis writes `start: ...`).
 pub const START_FAILED: &str = "start:";
 
+/// What the modelled clock fault does, in the few words a plot label or a report's sentence
+/// has room for; the window's `effect` carries the whole description.
+pub const CLOCK_MODEL: &str = "modelled: TTLs cut, no clock changed";
+
+impl FaultWindow {
+    /// The window's kind as reports and plots name it: whether it started, and for the clock
+    /// fault that it is a model and what the model does ([`CLOCK_MODEL`]), so no place shows a
+    /// modelled jump as a real one.
+    pub fn kind_label(&self) -> String {
+        if !self.started {
+            format!("{} (did not start)", self.kind)
+        } else if self
+            .effect
+            .as_deref()
+            .is_some_and(|e| e.starts_with("partial:"))
+        {
+            format!("{} (partial, {CLOCK_MODEL})", self.kind)
+        } else if self.kind == "clock" {
+            format!("{} ({CLOCK_MODEL})", self.kind)
+        } else {
+            self.kind.clone()
+        }
+    }
+}
+
 /// A window as paired from the history, before its figures.
 #[derive(Debug, Clone, PartialEq)]
 struct Paired {

@@ -14,8 +14,11 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Instant;
 
+use futures::StreamExt;
+use futures::stream::FuturesUnordered;
 use tokio::sync::{Notify, mpsc, oneshot};
 
+use crate::recipe::Tally;
 use crate::recipe::retry::{Backoff, RetryPolicy};
 
 /// What one try of a chore says.
@@ -33,25 +36,29 @@ pub(crate) type TryFuture<'a> = Pin<Box<dyn Future<Output = Tried> + Send + 'a>>
 /// A clean-up that is tried until the cluster confirms it.
 ///
 /// Contract: [`Chore::try_once`] sends at most a few requests, each under its own deadline,
-/// and says [`Tried::Done`] only when the server confirmed the effect (or its absence); it must
-/// be safe to repeat (guarded deletes, revokes).
+/// counts each into `sent` as it sends it, and says [`Tried::Done`] only when the server
+/// confirmed the effect (or its absence); it must be safe to repeat (guarded deletes, revokes).
 pub(crate) trait Chore: Send + 'static {
     /// What every try needs: a client, a connection opened on demand.
     type Ctx: Send + 'static;
     /// One try.
-    fn try_once<'a>(&'a self, ctx: &'a mut Self::Ctx) -> TryFuture<'a>;
+    fn try_once<'a>(&'a self, ctx: &'a mut Self::Ctx, sent: &'a Tally) -> TryFuture<'a>;
 }
+
+/// A chore as handed over: who waits for its confirmation, and its requests so far.
+type Handed<C> = (C, Option<oneshot::Sender<()>>, Arc<Tally>);
 
 struct Entry<C> {
     chore: C,
     done: Option<oneshot::Sender<()>>,
+    sent: Arc<Tally>,
     backoff: Backoff,
     next: Instant,
 }
 
 /// Runs chores in the background until each is confirmed.
 pub(crate) struct Janitor<C: Chore> {
-    tx: mpsc::UnboundedSender<(C, Option<oneshot::Sender<()>>)>,
+    tx: mpsc::UnboundedSender<Handed<C>>,
     /// Tells the task the cluster answered again: every pending chore is due at once.
     answered: Arc<Notify>,
     task: tokio::task::JoinHandle<()>,
@@ -81,27 +88,74 @@ impl<C: Chore> Janitor<C> {
 
     /// Hands `chore` over; it is tried at once, then again until confirmed.
     pub(crate) fn hand(&self, chore: C) {
-        let _ = self.tx.send((chore, None));
+        let _ = self.tx.send((chore, None, Arc::default()));
     }
 
     /// Hands `chore` over and waits until it is confirmed (true) or `until` passes (false: it
-    /// stays with the janitor, which goes on trying).
-    pub(crate) async fn confirm(&self, chore: C, until: Instant) -> bool {
-        let (done, confirmed) = oneshot::channel();
-        if self.tx.send((chore, Some(done))).is_err() {
-            return false;
-        }
-        matches!(
-            tokio::time::timeout_at(until.into(), confirmed).await,
-            Ok(Ok(()))
-        )
+    /// stays with the janitor, which goes on trying). The requests its tries sent meanwhile
+    /// are counted into `tally`: the caller waited for them.
+    pub(crate) async fn confirm(&self, chore: C, until: Instant, tally: &Tally) -> bool {
+        confirmed([self.watch(chore)], 1, until, tally).await
     }
+
+    /// Hands `chore` over; the [`Confirmation`] hears when the cluster confirmed it.
+    pub(crate) fn watch(&self, chore: C) -> Confirmation {
+        let (done, confirmed) = oneshot::channel();
+        let sent = Arc::new(Tally::default());
+        // A janitor that stopped drops the sender: the confirmation never comes.
+        let _ = self.tx.send((chore, Some(done), sent.clone()));
+        Confirmation(confirmed, sent)
+    }
+}
+
+/// Hears when one handed chore is confirmed (see [`Janitor::watch`]), and counts what its tries
+/// sent.
+pub(crate) struct Confirmation(oneshot::Receiver<()>, Arc<Tally>);
+
+/// Waits until `needed` of `confirmations` came (true) or `until` passes (false); the chores
+/// not confirmed stay with their janitors. For a clean-up spread over independent servers,
+/// each with a janitor of its own (Redlock's masters), whose outcome is known once enough of
+/// them confirmed. The requests their tries sent until then are counted into `tally`.
+pub(crate) async fn confirmed(
+    confirmations: impl IntoIterator<Item = Confirmation>,
+    needed: usize,
+    until: Instant,
+    tally: &Tally,
+) -> bool {
+    let (waits, sent): (FuturesUnordered<_>, Vec<_>) =
+        confirmations.into_iter().map(|c| (c.0, c.1)).unzip();
+    let answer = enough(waits, needed, until).await;
+    tally.requests(sent.iter().map(|t| t.request_count()).sum());
+    answer
+}
+
+/// True once `needed` of `waits` said confirmed, false if `until` passes first.
+async fn enough(
+    mut waits: FuturesUnordered<oneshot::Receiver<()>>,
+    needed: usize,
+    until: Instant,
+) -> bool {
+    let enough = async {
+        let mut confirmed = 0;
+        while confirmed < needed {
+            match waits.next().await {
+                Some(Ok(())) => confirmed += 1,
+                // A chore dropped unconfirmed (its janitor stopped): it never will be.
+                Some(Err(_)) => {}
+                None => return false,
+            }
+        }
+        true
+    };
+    tokio::time::timeout_at(until.into(), enough)
+        .await
+        .unwrap_or(false)
 }
 
 async fn run<C: Chore>(
     mut ctx: C::Ctx,
     policy: RetryPolicy,
-    mut rx: mpsc::UnboundedReceiver<(C, Option<oneshot::Sender<()>>)>,
+    mut rx: mpsc::UnboundedReceiver<Handed<C>>,
     answered: Arc<Notify>,
 ) {
     let mut pending: Vec<Entry<C>> = Vec::new();
@@ -113,9 +167,10 @@ async fn run<C: Chore>(
         }
         tokio::select! {
             got = rx.recv(), if open => match got {
-                Some((chore, done)) => pending.push(Entry {
+                Some((chore, done, sent)) => pending.push(Entry {
                     chore,
                     done,
+                    sent,
                     backoff: Backoff::new(policy),
                     next: Instant::now(),
                 }),
@@ -136,7 +191,8 @@ async fn run<C: Chore>(
                         i += 1;
                         continue;
                     }
-                    match pending[i].chore.try_once(&mut ctx).await {
+                    let e = &pending[i];
+                    match e.chore.try_once(&mut ctx, &e.sent).await {
                         Tried::Done => {
                             let e = pending.swap_remove(i);
                             if let Some(done) = e.done {
@@ -168,8 +224,9 @@ mod tests {
 
     impl Chore for After {
         type Ctx = Arc<AtomicU32>;
-        fn try_once<'a>(&'a self, ctx: &'a mut Self::Ctx) -> TryFuture<'a> {
+        fn try_once<'a>(&'a self, ctx: &'a mut Self::Ctx, sent: &'a Tally) -> TryFuture<'a> {
             Box::pin(async move {
+                sent.requests(1);
                 let n = ctx.fetch_add(1, Ordering::SeqCst) + 1;
                 if n >= self.0 {
                     Tried::Done
@@ -192,8 +249,11 @@ mod tests {
         let tries = Arc::new(AtomicU32::new(0));
         let j = Janitor::new(tries.clone(), quick());
         let until = Instant::now() + Duration::from_secs(5);
-        assert!(j.confirm(After(4), until).await);
+        let tally = Tally::default();
+        assert!(j.confirm(After(4), until, &tally).await);
         assert_eq!(tries.load(Ordering::SeqCst), 4);
+        // The caller waited for every try: each one's request is counted.
+        assert_eq!(tally.request_count(), 4);
     }
 
     #[tokio::test]
@@ -201,8 +261,11 @@ mod tests {
         let tries = Arc::new(AtomicU32::new(0));
         let j = Janitor::new(tries.clone(), quick());
         let until = Instant::now() + Duration::from_millis(20);
-        assert!(!j.confirm(After(1_000_000), until).await);
+        let tally = Tally::default();
+        assert!(!j.confirm(After(1_000_000), until, &tally).await);
         let at_give_up = tries.load(Ordering::SeqCst);
+        // What was sent while the caller waited, and nothing after.
+        assert!((1..=u64::from(at_give_up)).contains(&tally.request_count()));
         tokio::time::sleep(Duration::from_millis(50)).await;
         assert!(tries.load(Ordering::SeqCst) > at_give_up);
         // Dropping the janitor stops it: a crashed client cleans nothing.
@@ -240,6 +303,38 @@ mod tests {
             tokio::time::sleep(Duration::from_millis(2)).await;
         }
         assert_eq!(tries.load(Ordering::SeqCst), 2);
+    }
+
+    /// Done on its first try when it is good, never otherwise; counts tries.
+    struct Good(bool);
+
+    impl Chore for Good {
+        type Ctx = Arc<AtomicU32>;
+        fn try_once<'a>(&'a self, ctx: &'a mut Self::Ctx, sent: &'a Tally) -> TryFuture<'a> {
+            Box::pin(async move {
+                sent.requests(2);
+                ctx.fetch_add(1, Ordering::SeqCst);
+                if self.0 { Tried::Done } else { Tried::Again }
+            })
+        }
+    }
+
+    #[tokio::test]
+    async fn confirmed_needs_that_many_confirmations_and_no_more() {
+        let tries = Arc::new(AtomicU32::new(0));
+        let j = Janitor::new(tries.clone(), quick());
+        let soon = || Instant::now() + Duration::from_millis(300);
+        // Three of five confirm: enough for three, not for four.
+        let five = || [true, true, false, true, false].map(|g| j.watch(Good(g)));
+        let tally = Tally::default();
+        assert!(confirmed(five(), 3, soon(), &tally).await);
+        // Two requests a try, at least one try of each confirmed one.
+        assert!(tally.request_count() >= 6, "{}", tally.request_count());
+        let started = Instant::now();
+        assert!(!confirmed(five(), 4, soon(), &tally).await);
+        assert!(started.elapsed() >= Duration::from_millis(250));
+        // Nothing needed: confirmed at once.
+        assert!(confirmed([j.watch(Good(false))], 0, soon(), &tally).await);
     }
 
     #[tokio::test]

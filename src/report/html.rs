@@ -14,6 +14,7 @@ use super::sections::{Section, sections};
 use super::table::{self, Standing, Table};
 use super::writer::OutFile;
 use super::{ExportError, Exporter};
+use crate::check::faults::CLOCK_MODEL;
 use crate::environment::RunEnvironment;
 use crate::plan::Plan;
 use crate::results::CellSummary;
@@ -304,13 +305,14 @@ fn faults_section(cells: &[CellSummary]) -> String {
         s.push_str("<p>No cell had a fault window.</p>\n</section>\n");
         return s;
     }
-    s.push_str(
+    let _ = writeln!(
+        s,
         "<p class=\"hint\">Each nemesis fault window, with the findings, lost leases and errors \
          from its start to its heal + a settle of 2 × the longest lease (at least 1 s), or to the \
          end of the history if it was not healed; applying ms is the time from asking for the \
          fault to its effect, and acquisitions and the first grant count from the effect. The \
-         clock fault is modelled (TTLs cut, no clock changed) (see \
-         <code>docs/results-schema.md</code>, <code>faults</code>).</p>\n",
+         clock fault is {CLOCK_MODEL} (see \
+         <code>docs/results-schema.md</code>, <code>faults</code>).</p>",
     );
     for c in chaotic {
         let id = c.id.to_string();

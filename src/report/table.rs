@@ -267,19 +267,7 @@ pub fn faults(c: &CellSummary) -> (Table, Vec<String>) {
     let mut rows = Vec::new();
     let mut notes = Vec::new();
     for w in &c.faults {
-        let kind = if !w.started {
-            format!("{} (did not start)", w.kind)
-        } else if w
-            .effect
-            .as_deref()
-            .is_some_and(|e| e.starts_with("partial:"))
-        {
-            format!("{} (partial, modelled)", w.kind)
-        } else if w.kind == "clock" {
-            format!("{} (modelled)", w.kind)
-        } else {
-            w.kind.clone()
-        };
+        let kind = w.kind_label();
         let targets = if w.targets.is_empty() {
             "-".to_string()
         } else {

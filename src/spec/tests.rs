@@ -31,6 +31,7 @@ fn every_shipped_workload_parses() {
             "broken-setnx-expire",
             "harness-overhead",
             "held-locks",
+            "held-locks-unfenced",
             "hot-lock",
             "long-hold",
             "long-hold-no-renew",
@@ -86,6 +87,18 @@ fn shipped_workloads_mean_what_they_say() {
         )
     );
     assert_eq!(held.strategies, BOTH_STRATEGIES.to_vec());
+    assert_eq!(held.resource, ResourceMode::Fenced);
+    // The same load with the unfenced register (pause-clients' lost updates).
+    let unfenced = load("held-locks-unfenced");
+    assert_eq!(unfenced.resource, ResourceMode::Unfenced);
+    assert_eq!(
+        Workload {
+            name: held.name.clone(),
+            resource: ResourceMode::Fenced,
+            ..unfenced
+        },
+        held
+    );
     let long = load("long-hold");
     assert!(long.renew && long.hold.max() > long.lease_ttl);
     let open = load("open-loop");

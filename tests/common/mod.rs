@@ -187,3 +187,25 @@ pub fn interrupt_and_wait(child: &mut Child, signal: &str, what: &str) -> Option
         std::thread::sleep(Duration::from_millis(100));
     }
 }
+
+/// Makes `node` answer every TCP packet to its server port with a reset (`on`), or stops it:
+/// established connections break at their next request and new ones are refused, so a request
+/// sent meanwhile is lost rather than delayed (a paused node, or a DROP rule that TCP
+/// retransmits through, would still get it once it is back).
+pub async fn reject_port(cluster: &Cluster, node: &str, on: bool) {
+    let n = cluster.node(node).expect("node");
+    let rule = format!(
+        "INPUT -p tcp --dport {} -j REJECT --reject-with tcp-reset",
+        n.container_port()
+    );
+    let script = format!(
+        "IPT=iptables; $IPT -w -L -n >/dev/null 2>&1 || IPT=iptables-legacy\n$IPT -w {} {rule}",
+        if on { "-I" } else { "-D" }
+    );
+    n.exec_script(&script).await.unwrap_or_else(|e| {
+        panic!(
+            "{} the reject rule on {node}: {e}",
+            if on { "add" } else { "remove" }
+        )
+    });
+}

@@ -837,3 +837,249 @@ where
         "{label}: {polls} fallback polls behind a 3 s hold (the head alone makes about 6)"
     );
 }
+
+/// What `key` holds on `endpoints` that is not `allowed`'s (`None`: nobody's): a lock value, a
+/// queue entry or a tentative entry, each named with its server.
+pub async fn strays(
+    endpoints: &[String],
+    prefix: &str,
+    key: &str,
+    allowed: Option<&str>,
+) -> Vec<String> {
+    let text = |v: &redis::Value| match v {
+        redis::Value::BulkString(b) => Some(String::from_utf8_lossy(b).into_owned()),
+        redis::Value::SimpleString(s) => Some(s.clone()),
+        _ => None,
+    };
+    let mut out = Vec::new();
+    for (e, (lock, queue, tent)) in endpoints.iter().zip(snapshot(endpoints, prefix, key).await) {
+        let mut values: Vec<(&str, String)> = Vec::new();
+        values.extend(text(&lock).map(|v| ("lock", v)));
+        for (what, set) in [("queue", &queue), ("tentative", &tent)] {
+            if let redis::Value::Array(items) = set {
+                values.extend(items.iter().filter_map(text).map(|v| (what, v)));
+            }
+        }
+        out.extend(
+            values
+                .into_iter()
+                .filter(|(_, v)| Some(v.as_str()) != allowed)
+                .map(|(what, v)| format!("{what} {v} on {e}")),
+        );
+    }
+    out
+}
+
+/// Polls until [`strays`] finds nothing, for at most `within`: how long that took, or what
+/// was still there.
+pub async fn wait_no_strays(
+    endpoints: &[String],
+    prefix: &str,
+    key: &str,
+    allowed: Option<&str>,
+    within: Duration,
+) -> Result<Duration, Vec<String>> {
+    let t0 = Instant::now();
+    loop {
+        let left = strays(endpoints, prefix, key, allowed).await;
+        if left.is_empty() {
+            return Ok(t0.elapsed());
+        }
+        if t0.elapsed() > within {
+            return Err(left);
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// The lock's value on `endpoint` (its holder's owner value), if any.
+pub async fn holder(endpoint: &str, prefix: &str, key: &str) -> Option<String> {
+    match raw(endpoint, redis::cmd("GET").arg(format!("{prefix}/{key}"))).await {
+        redis::Value::BulkString(b) => Some(String::from_utf8_lossy(&b).into_owned()),
+        _ => None,
+    }
+}
+
+/// An acquisition whose takes go unanswered (`pause` freezes the master, or enough Redlock
+/// masters, and `resume` comes just after its deadline) must be resolved once they answer,
+/// never left unknown. On a free lock the paused take runs when the server is back and grants
+/// it: a recipe that `claims` such a grant (Redis, with `fence`, the master whose counter is
+/// the token) must report it granted with that token; one that does not (Redlock) must have
+/// given it back and report a withdrawal. `busy` has another client hold the lock through
+/// the pause: the lost takes cannot have granted it, so the outcome must be a withdrawal.
+/// Either way nothing of the waiter may be left on `endpoints` (but a holder's entries).
+/// `early`: the outcome must come before the resume (Redlock with a minority paused: the
+/// others confirm the give-back).
+#[allow(clippy::too_many_arguments)]
+pub async fn unknown_outcome_resolved<R, F, Fut>(
+    make: &F,
+    label: &str,
+    cfg: RecipeConfig,
+    strategy: Strategy,
+    endpoints: &[String],
+    fence: Option<&str>,
+    claims: bool,
+    busy: bool,
+    early: bool,
+    pause: impl Future<Output = ()>,
+    resume: impl Future<Output = ()>,
+) where
+    R: Recipe,
+    F: Fn(RecipeConfig) -> Fut,
+    Fut: Future<Output = R>,
+{
+    let key = format!("unknown-{strategy}-{}", if busy { "busy" } else { "free" });
+    let prefix = cfg.prefix.clone();
+    let waiter = make(cfg.clone()).await;
+    let holder_client = make(cfg.clone()).await;
+    let held = if busy {
+        let l = holder_client
+            .acquire(&key, strategy, Instant::now() + Duration::from_secs(5))
+            .await
+            .expect("the holder acquires before the pause");
+        Some(l)
+    } else {
+        None
+    };
+    let holder_owner = match held {
+        Some(_) => holder(&endpoints[0], &prefix, &key).await,
+        None => None,
+    };
+    // The take scripts loaded on every server first: a paused EVALSHA of a script the server
+    // does not know yet fails with NOSCRIPT when it is back, and the client, which gave up
+    // on it, never sends the EVAL that would have run it.
+    let warm = format!("{key}-warm-up");
+    let l = waiter
+        .acquire(&warm, strategy, Instant::now() + Duration::from_secs(5))
+        .await
+        .expect("warm-up acquire");
+    waiter.release(l).await.expect("warm-up release");
+    pause.await;
+    let paused_at = Instant::now();
+    let wait = Duration::from_secs(1);
+    let deadline = Instant::now() + wait;
+    let acquire = async {
+        let r = waiter.acquire(&key, strategy, deadline).await;
+        (r, Instant::now())
+    };
+    let ((r, decided), back) = tokio::join!(acquire, async {
+        // Resumed after the deadline: every take of the waiter went unanswered.
+        tokio::time::sleep(wait + Duration::from_millis(500)).await;
+        resume.await;
+        Instant::now()
+    });
+    let outcome_after = decided - paused_at;
+    println!(
+        "{label}: acquisition with unanswered takes: {} after {outcome_after:?} (resumed after {:?})",
+        match &r {
+            Ok(l) => format!("granted, token {}", l.token),
+            Err(e) => format!("{e}"),
+        },
+        back - paused_at
+    );
+    assert!(
+        outcome_after < wait + cfg.resolve_timeout,
+        "{label}: resolution not bounded by resolve_timeout"
+    );
+    assert!(
+        !early || decided < back,
+        "{label}: the outcome waited for the paused servers"
+    );
+    let grant_expected = claims && !busy;
+    match r {
+        Ok(lease) => {
+            assert!(
+                grant_expected,
+                "{label}: granted, though {}",
+                if busy {
+                    "another client held the lock"
+                } else {
+                    "this recipe gives back what a lost take won"
+                }
+            );
+            if let Some(m) = fence {
+                let counter = raw(m, redis::cmd("GET").arg(format!("{prefix}/{key}:fence"))).await;
+                assert_eq!(
+                    counter,
+                    redis::Value::BulkString(lease.token.to_string().into_bytes()),
+                    "{label}: a resolved grant must carry the token its take drew"
+                );
+            }
+            assert!(
+                !lease.lost.is_lost(),
+                "{label}: resolved grant already lost"
+            );
+            let mine = holder(&endpoints[0], &prefix, &key).await;
+            assert!(mine.is_some(), "{label}: granted, yet no lock key");
+            waiter
+                .release(lease)
+                .await
+                .expect("release the resolved grant");
+        }
+        Err(LockError::Withdrawn { .. }) => assert!(
+            !grant_expected,
+            "{label}: withdrawn, though the paused take ran on resume and granted the lock"
+        ),
+        Err(e) => panic!("{label}: outcome left unresolved: {e}"),
+    }
+    // Whatever the outcome, nothing of the waiter stays (the holder's entries may).
+    let gone = wait_no_strays(
+        endpoints,
+        &prefix,
+        &key,
+        holder_owner.as_deref(),
+        Duration::from_secs(5),
+    )
+    .await;
+    if let Some(l) = held {
+        holder_client.release(l).await.expect("holder releases");
+    }
+    let took = gone.unwrap_or_else(|left| panic!("{label}: the waiter left {left:?}"));
+    println!("{label}: nothing of the waiter left {took:?} after its outcome");
+    waiter.crash().await;
+    holder_client.crash().await;
+}
+
+/// A release that is lost (`cut` resets this client's connections to enough servers that it
+/// cannot be confirmed, so the request never arrives: a pause would only delay it, and the
+/// server would still run it when resumed) is retried until the servers confirm it: the key is
+/// gone soon after `mend`, long before its TTL (30 s here) would have removed it.
+pub async fn unanswered_release_retried<R, F, Fut>(
+    make: &F,
+    label: &str,
+    cfg: RecipeConfig,
+    endpoints: &[String],
+    cut: impl Future<Output = ()>,
+    mend: impl Future<Output = ()>,
+) where
+    R: Recipe,
+    F: Fn(RecipeConfig) -> Fut,
+    Fut: Future<Output = R>,
+{
+    let cfg = RecipeConfig {
+        ttl: Duration::from_secs(30),
+        ..cfg
+    };
+    let key = "unanswered-release";
+    let client = make(cfg.clone()).await;
+    let lease = client
+        .acquire(key, Strategy::Herd, Instant::now() + Duration::from_secs(5))
+        .await
+        .expect("acquire");
+    cut.await;
+    let r = client.release(lease).await;
+    // Long enough for the janitor's tries to meet the cut a few times. (The servers cannot be
+    // inspected meanwhile: the cut keeps every client out.)
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    mend.await;
+    assert!(
+        matches!(&r, Err(e) if e.is_retryable()),
+        "{label}: a release the servers could not answer: {r:?}"
+    );
+    let gone = wait_no_strays(endpoints, &cfg.prefix, key, None, Duration::from_secs(5)).await;
+    let took = gone.unwrap_or_else(|left| {
+        panic!("{label}: 5 s after the cut was mended, the release was still not done: {left:?}")
+    });
+    println!("{label}: unanswered release confirmed {took:?} after the cut was mended");
+    client.crash().await;
+}

@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use etcd_client::{Client, Compare, Txn, TxnOp};
 
-use crate::recipe::LockError;
 use crate::recipe::janitor::{Chore, Tried, TryFuture};
+use crate::recipe::{LockError, Tally};
 
 /// Maps an etcd client error to the lock error a caller can act on.
 pub(super) fn etcd_err(what: &str, e: etcd_client::Error) -> LockError {
@@ -69,9 +69,11 @@ impl Chore for EtcdChore {
     /// A client (cheap to clone, reconnects by itself) and the deadline of one request.
     type Ctx = (Client, Duration);
 
-    fn try_once<'a>(&'a self, ctx: &'a mut Self::Ctx) -> TryFuture<'a> {
+    fn try_once<'a>(&'a self, ctx: &'a mut Self::Ctx, sent: &'a Tally) -> TryFuture<'a> {
         Box::pin(async move {
             let (client, limit) = ctx;
+            // One request a try, whichever the chore.
+            sent.requests(1);
             let answered = match self {
                 EtcdChore::Revoke(id) => {
                     match tokio::time::timeout(*limit, client.lease_revoke(*id)).await {

@@ -88,7 +88,11 @@ impl EtcdSession {
     }
 }
 
-/// Renews lease `id` every `ttl / 3`. The server counts the TTL from when a renewal reaches it,
+/// The wait before the first renewal retried after one that got no answer; it doubles with
+/// each failure in a row, up to the regular `ttl / 3`.
+const RETRY_FIRST: Duration = Duration::from_millis(100);
+
+/// Renews lease `id` every `ttl / 3` (sooner again after a renewal that got no answer). The server counts the TTL from when a renewal reaches it,
 /// which is after we sent it, so the lease is certainly alive until `last sent + ttl`: if no
 /// renewal succeeds by then less the drift allowance (or the server says the lease is gone),
 /// every holder is told.
@@ -109,10 +113,21 @@ async fn keep_alive(
         return;
     }
     let mut stream: Option<(LeaseKeeper, LeaseKeepAliveStream)> = None;
+    // After a renewal that got no answer, the next one goes sooner than the regular TTL/3 (as
+    // etcd's own client retries its keep-alive stream after about half a second): a client
+    // whose connection went to a killed member would otherwise spend a whole TTL on two or
+    // three tries and tell its holders the lock was lost while the lease is still alive.
+    let mut after_failure = RETRY_FIRST;
+    let mut last_failed = false;
     loop {
         // Never wait past the moment the lease may be gone, so the holder hears it in time.
         let give_up = alive_since + valid;
-        tokio::time::sleep_until((Instant::now() + ttl / 3).min(give_up).into()).await;
+        let wait = if last_failed {
+            after_failure.min(ttl / 3)
+        } else {
+            ttl / 3
+        };
+        tokio::time::sleep_until((Instant::now() + wait).min(give_up).into()).await;
         let sent = Instant::now();
         let limit = (sent + request_timeout).min(give_up).into();
         let renewed = match stream.as_mut() {
@@ -146,8 +161,15 @@ async fn keep_alive(
             Ok(true) => {
                 alive_since = sent;
                 *renewed_at.locked() = sent;
+                last_failed = false;
+                after_failure = RETRY_FIRST;
             }
-            Ok(false) => {}
+            Ok(false) => {
+                if last_failed {
+                    after_failure = (after_failure * 2).min(ttl / 3);
+                }
+                last_failed = true;
+            }
             Err(why) => {
                 holders.lose_all(&format!("etcd lease {id:x}: {why}"));
                 return;

@@ -247,7 +247,27 @@ impl EtcdRecipe {
         Ok(())
     }
 
-    fn lease(&self, key: &str, session: &EtcdSession, held: HeldKey, tally: &Tally) -> Lease {
+    /// The lease of a grant, unless the session died while the attempt waited (its
+    /// keep-alive gave up: the server still counts the lease, but nobody renews it, so the
+    /// lock would be lost within a TTL of the grant). Then the key is taken back and the
+    /// error is retryable: the acquisition tries again on a fresh session, as etcd's
+    /// concurrency package fails a Lock whose session is done.
+    fn lease(
+        &self,
+        key: &str,
+        session: &EtcdSession,
+        held: HeldKey,
+        tally: &Tally,
+    ) -> Result<Lease, LockError> {
+        if session.is_dead() {
+            let guard = Compare::create_revision(held.name.as_str(), CompareOp::Equal, held.rev);
+            self.take_back(&held.name, Some(guard));
+            return Err(LockError::Unavailable(format!(
+                "granted '{key}' on lease {:x} after its keep-alive gave up: taken back, trying \
+                 again on a fresh lease",
+                session.id
+            )));
+        }
         let HeldKey {
             name,
             rev,
@@ -258,7 +278,7 @@ impl EtcdRecipe {
             self.live.locked().insert(value.clone());
         }
         let (holder, lost) = session.holders.register();
-        Lease {
+        Ok(Lease {
             key: key.to_string(),
             token: rev as u64,
             acquired_at: Instant::now(),
@@ -275,7 +295,7 @@ impl EtcdRecipe {
                 holders: session.holders.clone(),
                 holder,
             }),
-        }
+        })
     }
 
     /// Creates `target` holding the attempt's value under lease `lease` unless it exists,
@@ -350,7 +370,7 @@ impl EtcdRecipe {
             if resp.succeeded() {
                 let rev = resp.header().map(|h| h.revision()).unwrap_or(0);
                 let held = HeldKey::new(name, rev, value, false);
-                return Ok(self.lease(key, &session, held, tally));
+                return self.lease(key, &session, held, tally);
             }
             if let Some(TxnOpResponse::Get(g)) = resp.op_responses().first()
                 && let Some(kv) = g.kvs().first()
@@ -358,7 +378,7 @@ impl EtcdRecipe {
             {
                 if kv.value() == value.as_bytes() {
                     let held = HeldKey::new(name, kv.create_revision(), value, false);
-                    return Ok(self.lease(key, &session, held, tally));
+                    return self.lease(key, &session, held, tally);
                 }
                 self.remove_leftover(key, &name, kv, budget, tally).await?;
                 continue;
@@ -424,7 +444,7 @@ impl EtcdRecipe {
         let poll = self.config.fallback_poll;
         wait_deletes(&self.client, &dir, &mine, my_rev, budget, poll, tally).await?;
         let held = HeldKey::new(mine, my_rev, value, true);
-        Ok(self.lease(key, &session, held, tally))
+        self.lease(key, &session, held, tally)
     }
 
     async fn acquire_native(
@@ -452,7 +472,7 @@ impl EtcdRecipe {
                 if e.is_indeterminate() {
                     attempt.unanswered.note(session.id, &e);
                 }
-                self.abandon_lease(&session, &e).await;
+                self.abandon_lease(&session, &e, tally).await;
                 return Err(e);
             }
         };
@@ -469,7 +489,7 @@ impl EtcdRecipe {
         {
             Ok(r) => r.kvs().first().map_or(0, |kv| kv.create_revision()),
             Err(e) => {
-                self.abandon_lease(&session, &e).await;
+                self.abandon_lease(&session, &e, tally).await;
                 return Err(e);
             }
         };
@@ -480,7 +500,7 @@ impl EtcdRecipe {
             });
         }
         let held = HeldKey::new(held, rev, "", true);
-        Ok(self.lease(key, &session, held, tally))
+        self.lease(key, &session, held, tally)
     }
 
     /// After an acquisition whose outcome is unknown (a request went unanswered: the put may
@@ -498,6 +518,7 @@ impl EtcdRecipe {
         err: LockError,
         leases: &[i64],
         until: Instant,
+        tally: &Tally,
     ) -> LockError {
         if let Some(s) = self.session.lock().await.as_ref()
             && leases.contains(&s.id)
@@ -507,7 +528,11 @@ impl EtcdRecipe {
             ));
         }
         for id in leases {
-            if !self.janitor.confirm(EtcdChore::Revoke(*id), until).await {
+            if !self
+                .janitor
+                .confirm(EtcdChore::Revoke(*id), until, tally)
+                .await
+            {
                 return err;
             }
         }
@@ -530,13 +555,13 @@ impl EtcdRecipe {
     /// no value of ours to guard a delete with. Revoking the lease removes it and anything that
     /// lands later; the next acquire grants a fresh lease. Other locks held under this lease
     /// go too, and their holders are told.
-    async fn abandon_lease(&self, session: &EtcdSession, why: &LockError) {
+    async fn abandon_lease(&self, session: &EtcdSession, why: &LockError, tally: &Tally) {
         // Revoked before the failure is reported (the key must not be granted to us after we
         // gave up), unless the server does not answer in a request timeout; then the janitor
         // goes on.
         let limit = Instant::now() + self.config.request_timeout;
         self.janitor
-            .confirm(EtcdChore::Revoke(session.id), limit)
+            .confirm(EtcdChore::Revoke(session.id), limit, tally)
             .await;
         session
             .holders
@@ -585,7 +610,7 @@ impl Recipe for EtcdRecipe {
             (Err(_), Some(e)) => {
                 let leases = attempt.unanswered.ids();
                 let until = deadline + self.config.resolve_timeout;
-                Err(self.withdraw(key, e, &leases, until).await)
+                Err(self.withdraw(key, e, &leases, until, tally).await)
             }
             (Err(e), None) => {
                 // A queue key this attempt made would hold a place (and, at the head, the
@@ -600,7 +625,7 @@ impl Recipe for EtcdRecipe {
                         target: mine,
                     };
                     let limit = Instant::now() + self.config.request_timeout;
-                    self.janitor.confirm(chore, limit).await;
+                    self.janitor.confirm(chore, limit, tally).await;
                 }
                 Err(e)
             }

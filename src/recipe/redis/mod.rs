@@ -21,11 +21,32 @@
 //! `unsafe-del` (the herd with a release that does not check the owner) and
 //! `unsafe-setnx-expire` (`SETNX` and `PEXPIRE` as two commands, herd waiting otherwise).
 //!
+//! **Unknown outcomes and clean-up.** A take whose answer was lost (a timeout, a dropped
+//! connection) is tried again with the same owner value, and the take scripts grant again to
+//! the owner that already holds the lock, so a lost grant is found within the deadline. If the
+//! acquisition fails in the end after such a take, it asks the master (the current one, through
+//! Sentinel, after a failover) until it answers, at most `resolve_timeout` past the deadline:
+//! is the lock key's value this attempt's owner value? Then a lost take granted it: the lock is
+//! renewed and the acquisition succeeds after all, with the fencing counter as its token (only
+//! grants raise it on a master, so it is still the one that grant drew). Otherwise its queue
+//! entry is removed in the same script, and the acquisition fails as
+//! [`LockError::Withdrawn`]. Without an answer by then, the outcome stays unknown
+//! ([`LockError::Connection`]) and the janitor goes on giving it back. The question travels on
+//! the connection the takes used, so the master answers it after any take it had still to read;
+//! only a take stranded elsewhere (on a connection that broke, or on a master a failover
+//! demoted) could land later, holding the key there until its TTL or the demotion though
+//! nobody holds the lock (no second holder from it: a delay, not a safety risk). A release that
+//! got no answer is retried by the janitor until the master confirms it, so the key goes as
+//! soon as the master answers, not at the end of its TTL. (`unsafe-del`'s plain `DEL` is not
+//! retried: its mistake stays as it is; `unsafe-setnx-expire` never claims a lost take, whose
+//! `SETNX` drew no token: it is given back.)
+//!
 //! Fencing tokens come from `INCR` on the master. After a Sentinel failover, writes that had not
 //! reached the promoted replica are lost, the lock key included: two clients may then hold the
 //! lock and tokens may repeat. That is Redis replication, measured by the chaos runs, not hidden.
 
 mod broken;
+mod cleanup;
 mod common;
 mod pubsub;
 pub mod redlock;
@@ -37,7 +58,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use crate::recipe::janitor::Janitor;
 use crate::recipe::redis::broken::{crashes_between_steps, simulated_crash};
+use crate::recipe::redis::cleanup::{Claim, GiveBack, RedisJanitorCtx, Target};
 use crate::recipe::redis::common::{
     Held, NodeSource, Poll, RedisHandle, ReleaseKind, Waiter, Watchdogs, entry_ttl, new_client_id,
     wake_message,
@@ -116,6 +139,10 @@ pub struct RedisRecipe {
     client_id: String,
     seq: AtomicU64,
     watchdogs: Watchdogs,
+    /// Gives back, until the master confirms it, what a release or a failed acquisition could
+    /// not: a key would hold the lock until its TTL, a queue entry block the queue for the
+    /// entry TTL.
+    janitor: Janitor<GiveBack>,
 }
 
 impl RedisRecipe {
@@ -144,12 +171,15 @@ impl RedisRecipe {
                 Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
             }
         };
+        let master = Arc::new(Master {
+            target,
+            cfg: cfg.clone(),
+            node: tokio::sync::RwLock::new(Arc::new(node)),
+        });
+        let ctx = RedisJanitorCtx::new(Target::Master(master.clone()), &cfg);
         Ok(RedisRecipe {
-            master: Arc::new(Master {
-                target,
-                cfg: cfg.clone(),
-                node: tokio::sync::RwLock::new(Arc::new(node)),
-            }),
+            janitor: Janitor::new(ctx, cfg.retry),
+            master,
             cfg,
             client_id: new_client_id(),
             seq: AtomicU64::new(0),
@@ -242,6 +272,8 @@ impl RedisRecipe {
         let mut node = self.master().await;
         let mut subscribed: Option<Arc<Server>> = None;
         let mut abandoned = false;
+        // The last take whose answer was lost: it may have granted, or queued, this owner.
+        let mut unanswered: Option<LockError> = None;
         let mut backoff = crate::recipe::retry::Backoff::new(self.cfg.retry);
         let outcome = loop {
             let left = deadline.saturating_duration_since(Instant::now());
@@ -264,6 +296,11 @@ impl RedisRecipe {
                     &mut requests,
                 )
                 .await;
+            match &attempt {
+                Ok(_) => self.janitor.cluster_answered(),
+                Err(e) if e.is_indeterminate() => unanswered = Some(e.clone()),
+                Err(_) => {}
+            }
             match attempt {
                 Ok(Step::Crashed) => {
                     // A dead client cleans nothing up: the key stays, with no TTL.
@@ -310,6 +347,13 @@ impl RedisRecipe {
         }
         tally.wakeups(waiter.wakeups);
         tally.requests(requests);
+        let outcome = match outcome {
+            Err(e) if !abandoned => self
+                .resolve(key, strategy, &keys, &owner, e, unanswered, deadline, tally)
+                .await
+                .map(|(token, granted_at)| (token, ticket, granted_at)),
+            other => other,
+        };
         match outcome {
             Ok((token, queue_position, granted_at)) => {
                 let held = Held {
@@ -336,23 +380,57 @@ impl RedisRecipe {
                     tally,
                 ))
             }
-            Err(e) if abandoned => Err(e),
-            Err(e) => {
-                // Leave nothing behind: our queue entry, or a lock a lost reply granted us.
-                tally.requests(1);
-                let wake = wake_message(&owner);
-                let _ = node
-                    .release(
-                        &keys,
-                        &owner,
-                        0,
-                        Some(&wake),
-                        QueueEntry::Leave,
-                        self.cfg.request_timeout,
-                    )
-                    .await;
-                Err(e)
-            }
+            // Resolved above, or abandoned: a dead client cleans nothing up.
+            Err(e) => Err(e),
+        }
+    }
+
+    /// After an acquisition failed with `err`: leaves nothing behind (its queue entry, a lock a
+    /// lost answer granted it). With no take unanswered, the give-back is confirmed before
+    /// `err` is reported, unless the master does not answer in a request timeout; then the
+    /// janitor goes on. After a take whose answer was lost (`unanswered`), the outcome waits
+    /// for the master, at most `resolve_timeout` past `deadline`: a grant the lost take made
+    /// (token and the send time of the request that renewed it), [`LockError::Withdrawn`], or
+    /// the unanswered error when the master never answered.
+    #[allow(clippy::too_many_arguments)]
+    async fn resolve(
+        &self,
+        key: &str,
+        strategy: Strategy,
+        keys: &Keys,
+        owner: &str,
+        err: LockError,
+        unanswered: Option<LockError>,
+        deadline: Instant,
+        tally: &Tally,
+    ) -> Result<(u64, Instant), LockError> {
+        let give_back = GiveBack::new(keys, owner, 0);
+        let Some(unknown) = unanswered else {
+            let limit = Instant::now() + self.cfg.request_timeout;
+            self.janitor.confirm(give_back, limit, tally).await;
+            return Err(err);
+        };
+        // `SETNX` draws no token: a lost one is given back, never claimed.
+        let claim = (strategy != Strategy::UnsafeSetnxExpire).then(Claim::new);
+        let chore = match &claim {
+            Some(c) => give_back.claiming(c),
+            None => give_back,
+        };
+        let until = deadline + self.cfg.resolve_timeout;
+        let confirmed = self.janitor.confirm(chore, until, tally).await;
+        if let Some(grant) = claim.and_then(|c| c.settle()) {
+            return Ok(grant);
+        }
+        if confirmed {
+            Err(LockError::Withdrawn {
+                key: key.to_string(),
+                why: format!(
+                    "{unknown}; the master confirmed the lock is not this attempt's and its \
+                     queue entry is gone"
+                ),
+            })
+        } else {
+            Err(unknown)
         }
     }
 }
@@ -415,6 +493,9 @@ impl Recipe for RedisRecipe {
                 if e.is_retryable() {
                     self.reresolve(&node, Instant::now() + self.cfg.request_timeout)
                         .await;
+                    // Redisson retries an unlock: until the master confirms it, the key would
+                    // hold the lock until its TTL.
+                    self.janitor.hand(GiveBack::new(&h.keys, &h.owner, 0));
                 }
                 Err(e)
             }

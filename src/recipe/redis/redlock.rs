@@ -19,6 +19,23 @@
 //!   the rest (it is first in line everywhere anyway), and gives it back only if some master's
 //!   queue puts another waiter first.
 //!
+//! **Unknown outcomes and clean-up.** A master whose answer to a take was lost may have granted
+//! it. An acquisition that fails after such a take gives back on every master (owner-checked
+//! delete and queue exit, through the janitor, retried until each master answers) and waits,
+//! at most `resolve_timeout` past its deadline, until at least N − quorum + 1 masters (3 of 5)
+//! confirmed. The rule: the attempt certainly does not hold the lock once fewer than a quorum
+//! of masters could still hold its owner value, since a grant needs a quorum; the masters that
+//! did not answer yet may still hold it until they do (the janitor goes on) or their TTL ends,
+//! which delays the next holder but never makes a second one. Then the outcome is
+//! [`LockError::Withdrawn`]; without enough confirmations it stays unknown
+//! ([`LockError::Connection`]). Unlike the single-master recipe, a lost grant is never claimed
+//! after the deadline: the spec counts a grant's validity from the start of the round that won
+//! it, that round is the one whose answers were lost, and the spec's own rule for a failed
+//! attempt is to unlock every instance. A release a master did not answer is retried by the
+//! janitor until that master confirms it, so the key goes when it is back, not at its TTL.
+//! Each master has a janitor of its own, so a paused master does not hold up the give-backs on
+//! the others.
+//!
 //! Fencing token: the largest per-master counter in the winning quorum, and a release raises
 //! every master's counter to that token, so the next winner (whose quorum shares a master with
 //! ours) gets a larger one. **Redlock cannot promise monotonic tokens under faults**: a lock that
@@ -34,6 +51,8 @@ use futures::future::join_all;
 use futures::stream::FuturesUnordered;
 use rand::Rng;
 
+use crate::recipe::janitor::{Janitor, confirmed};
+use crate::recipe::redis::cleanup::{GiveBack, RedisJanitorCtx, Target};
 use crate::recipe::redis::common::{
     Held, NodeSource, Poll, RedisHandle, ReleaseKind, Waiter, Watchdogs, entry_ttl, new_client_id,
     valid_until, wake_message,
@@ -72,6 +91,23 @@ pub struct RedlockRecipe {
     client_id: String,
     seq: AtomicU64,
     watchdogs: Watchdogs,
+    /// One per master, in `nodes` order: gives back there, until it answers, what a release or
+    /// a failed acquisition could not (shared with the release tasks that outlive their
+    /// caller).
+    janitors: Arc<Vec<Janitor<GiveBack>>>,
+}
+
+/// The confirmed give-backs after which an attempt whose outcome is unknown certainly does
+/// not hold the lock: fewer than `quorum` of `n` masters can then still hold its owner value.
+fn withdrawn_after(n: usize, quorum: usize) -> usize {
+    (n + 1).saturating_sub(quorum)
+}
+
+/// The deadline for one master in a round (see [`RedlockOptions::per_node_timeout`]).
+fn node_timeout(cfg: &RecipeConfig, opts: &RedlockOptions) -> Duration {
+    opts.per_node_timeout
+        .unwrap_or((cfg.ttl / 200).max(Duration::from_millis(10)))
+        .min(cfg.request_timeout)
 }
 
 /// One round's answers.
@@ -153,9 +189,19 @@ impl RedlockRecipe {
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
+        let janitors = nodes
+            .iter()
+            .map(|n| {
+                Janitor::new(
+                    RedisJanitorCtx::new(Target::Node(n.clone()), &cfg),
+                    cfg.retry,
+                )
+            })
+            .collect();
         Ok(RedlockRecipe {
-            nodes,
             quorum,
+            janitors: Arc::new(janitors),
+            nodes,
             cfg,
             opts,
             client_id: new_client_id(),
@@ -165,10 +211,7 @@ impl RedlockRecipe {
     }
 
     fn per_node_timeout(&self) -> Duration {
-        self.opts
-            .per_node_timeout
-            .unwrap_or((self.cfg.ttl / 200).max(Duration::from_millis(10)))
-            .min(self.cfg.request_timeout)
+        node_timeout(&self.cfg, &self.opts)
     }
 
     async fn round(
@@ -262,6 +305,8 @@ impl RedlockRecipe {
         let mut requests = 0u64;
         let mut subscribed = false;
         let mut mode = TicketMode::Tentative;
+        // The last take a master did not answer: it may have granted, or queued, this owner.
+        let mut unanswered: Option<LockError> = None;
         let outcome = loop {
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
@@ -272,6 +317,14 @@ impl RedlockRecipe {
             }
             requests += n;
             let round = self.round(&keys, &owner, strategy, mode, left).await;
+            for (a, janitor) in round.answers.iter().zip(self.janitors.iter()) {
+                match a {
+                    // This master answers again: what waits for it may go now.
+                    Ok(_) => janitor.cluster_answered(),
+                    Err(e) if e.is_indeterminate() => unanswered = Some(e.clone()),
+                    Err(_) => {}
+                }
+            }
             let granted: Vec<usize> = round.granted().map(|(i, _)| i).collect();
             // A master that did not answer in time may still have granted: undo there too.
             let maybe: Vec<usize> = round
@@ -387,21 +440,32 @@ impl RedlockRecipe {
             }
             Err(e) => {
                 // Leave nothing behind on any master: queue entries and partial grants.
-                tally.requests(n);
-                // The acquisition is over: the clean-up may take a whole request timeout, so a
-                // slow master does not keep a lock or queue entry a late reply left there.
-                let limit = self.cfg.request_timeout;
-                self.release_on(
-                    None,
-                    &keys,
-                    &owner,
-                    0,
-                    Notify::Waiters,
-                    QueueEntry::Leave,
-                    limit,
-                )
-                .await;
-                Err(e)
+                let give_backs = self
+                    .janitors
+                    .iter()
+                    .map(|j| j.watch(GiveBack::new(&keys, &owner, 0)));
+                let Some(unknown) = unanswered else {
+                    // The acquisition is over: the clean-up may take a whole request timeout
+                    // before the failure is reported, so a slow master does not keep a lock or
+                    // queue entry a late reply left there; then the janitors go on.
+                    let limit = Instant::now() + self.cfg.request_timeout;
+                    confirmed(give_backs, self.nodes.len(), limit, tally).await;
+                    return Err(e);
+                };
+                let needed = withdrawn_after(self.nodes.len(), self.quorum);
+                let until = deadline + self.cfg.resolve_timeout;
+                if confirmed(give_backs, needed, until, tally).await {
+                    Err(LockError::Withdrawn {
+                        key: key.to_string(),
+                        why: format!(
+                            "{unknown}; {needed} of {n} masters confirmed the give-back, so \
+                             fewer than a quorum ({}) can still hold this attempt's owner value",
+                            self.quorum
+                        ),
+                    })
+                } else {
+                    Err(unknown)
+                }
             }
         }
     }
@@ -434,19 +498,27 @@ impl Recipe for RedlockRecipe {
         let mut answers: FuturesUnordered<_> = self
             .nodes
             .iter()
-            .map(|node| {
+            .enumerate()
+            .map(|(i, node)| {
                 let (node, keys, owner) = (node.clone(), h.keys.clone(), h.owner.clone());
-                let wake = wake.clone();
+                let (wake, janitors) = (wake.clone(), self.janitors.clone());
                 tokio::spawn(async move {
-                    node.release(
-                        &keys,
-                        &owner,
-                        lease.token,
-                        Some(&wake),
-                        QueueEntry::Leave,
-                        limit,
-                    )
-                    .await
+                    let answer = node
+                        .release(
+                            &keys,
+                            &owner,
+                            lease.token,
+                            Some(&wake),
+                            QueueEntry::Leave,
+                            limit,
+                        )
+                        .await;
+                    if matches!(&answer, Err(e) if e.is_retryable()) {
+                        // Until this master confirms it, its key would hold its vote until
+                        // the TTL.
+                        janitors[i].hand(GiveBack::new(&keys, &owner, lease.token));
+                    }
+                    answer
                 })
             })
             .collect();
@@ -490,37 +562,41 @@ mod tests {
     use super::*;
     use crate::recipe::deadline::drift;
 
-    fn recipe(ttl: Duration) -> RedlockRecipe {
+    fn per_node_timeout(ttl: Duration) -> Duration {
         let cfg = RecipeConfig {
             ttl,
             ..RecipeConfig::default()
         };
-        RedlockRecipe {
-            nodes: Vec::new(),
-            quorum: 3,
-            cfg,
-            opts: RedlockOptions::default(),
-            client_id: new_client_id(),
-            seq: AtomicU64::new(0),
-            watchdogs: Watchdogs::default(),
-        }
+        node_timeout(&cfg, &RedlockOptions::default())
     }
 
     #[test]
     fn drift_and_per_node_timeout_follow_the_spec() {
-        let r = recipe(Duration::from_secs(10));
-        assert_eq!(drift(r.cfg.ttl), Duration::from_millis(102));
-        assert_eq!(r.per_node_timeout(), Duration::from_millis(50));
+        assert_eq!(drift(Duration::from_secs(10)), Duration::from_millis(102));
         assert_eq!(
-            recipe(Duration::from_secs(1)).per_node_timeout(),
+            per_node_timeout(Duration::from_secs(10)),
+            Duration::from_millis(50)
+        );
+        assert_eq!(
+            per_node_timeout(Duration::from_secs(1)),
             Duration::from_millis(10)
         );
-        let r = recipe(Duration::from_secs(1000));
         // Never longer than one request's deadline.
         assert_eq!(
-            r.per_node_timeout(),
+            per_node_timeout(Duration::from_secs(1000)),
             RecipeConfig::default().request_timeout
         );
+    }
+
+    #[test]
+    fn an_unknown_attempt_is_withdrawn_once_fewer_than_a_quorum_can_hold_it() {
+        // (masters, quorum, confirmations needed): the unconfirmed ones are one short of a
+        // quorum.
+        for (n, needed) in [(1, 1), (2, 1), (3, 2), (4, 2), (5, 3), (7, 4)] {
+            let quorum = n / 2 + 1;
+            assert_eq!(withdrawn_after(n, quorum), needed, "{n} masters");
+            assert_eq!(n - needed, quorum - 1, "{n} masters");
+        }
     }
 
     #[tokio::test]

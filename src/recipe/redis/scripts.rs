@@ -196,6 +196,30 @@ end
 return 1
 "#;
 
+/// Resolve an acquisition whose outcome is unknown (a take's answer was lost).
+/// KEYS: lock, fence, queue, expiry, tentative. ARGV: owner, ttl ms, wake message.
+/// If `owner` holds the lock, a lost take granted it: renew it (as a take that finds its own
+/// owner does) and return the fencing counter, which only grants raise on a Redis master, so it
+/// is still the token that grant drew. Otherwise leave the queue (as a give-back does, waking
+/// the head the entry may have blocked) and return 0. On the same connection as the takes, it
+/// runs after any of them the server still had to read.
+const RESOLVE: &str = r#"
+local now = now_ms()
+local owner = ARGV[1]
+if redis.call('GET', KEYS[1]) == owner then
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  if redis.call('ZSCORE', KEYS[4], owner) then
+    redis.call('ZADD', KEYS[4], now + tonumber(ARGV[2]), owner)
+  end
+  return tonumber(redis.call('GET', KEYS[2]) or '0')
+end
+redis.call('ZREM', KEYS[3], owner)
+redis.call('ZREM', KEYS[4], owner)
+redis.call('SREM', KEYS[5], owner)
+wake_head(KEYS[1], KEYS[3], KEYS[4], KEYS[5], now, owner, ARGV[3])
+return 0
+"#;
+
 pub(crate) static HERD_ACQUIRE_SCRIPT: LazyLock<Script> =
     LazyLock::new(|| Script::new(HERD_ACQUIRE));
 pub(crate) static FAIR_ACQUIRE_SCRIPT: LazyLock<Script> =
@@ -204,6 +228,8 @@ pub(crate) static RELEASE_SCRIPT: LazyLock<Script> =
     LazyLock::new(|| Script::new(&format!("{HELPERS}{RELEASE}")));
 pub(crate) static RENEW_SCRIPT: LazyLock<Script> =
     LazyLock::new(|| Script::new(&format!("{HELPERS}{RENEW}")));
+pub(crate) static RESOLVE_SCRIPT: LazyLock<Script> =
+    LazyLock::new(|| Script::new(&format!("{HELPERS}{RESOLVE}")));
 
 /// What a give-back does with the caller's place in the queue.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

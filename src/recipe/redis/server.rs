@@ -13,7 +13,7 @@ use crate::recipe::LockError;
 use crate::recipe::redis::pubsub::PubSub;
 use crate::recipe::redis::scripts::{
     FAIR_ACQUIRE_SCRIPT, HERD_ACQUIRE_SCRIPT, Keys, QueueEntry, RELEASE_SCRIPT, RENEW_SCRIPT,
-    TicketMode,
+    RESOLVE_SCRIPT, TicketMode,
 };
 
 /// One Redis server.
@@ -249,6 +249,32 @@ impl Server {
             )
             .await?;
         Ok(deleted == 1)
+    }
+
+    /// After a take whose answer was lost: the fencing token if `owner` holds the lock (now
+    /// renewed for `ttl`), else 0 once `owner`'s queue entry is gone (see `RESOLVE` in
+    /// `scripts.rs`). `wake` is the message for a queue head the entry may have blocked.
+    pub async fn resolve(
+        &self,
+        keys: &Keys,
+        owner: &str,
+        ttl: Duration,
+        wake: &str,
+        limit: Duration,
+    ) -> Result<u64, LockError> {
+        self.eval(
+            &RESOLVE_SCRIPT,
+            &[
+                &keys.lock,
+                &keys.fence,
+                &keys.queue,
+                &keys.expiry,
+                &keys.tentative,
+            ],
+            &[owner.to_string(), ms(ttl).to_string(), wake.to_string()],
+            limit,
+        )
+        .await
     }
 
     /// Extends `owner`'s lock; false if the lock is no longer `owner`'s.

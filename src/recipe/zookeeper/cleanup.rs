@@ -15,11 +15,11 @@ use std::sync::Mutex;
 
 use zookeeper_client as zk;
 
-use crate::recipe::RecipeConfig;
 use crate::recipe::deadline::Budget;
 use crate::recipe::janitor::{Chore, Tried, TryFuture};
 use crate::recipe::zookeeper::HERD_NODE;
 use crate::recipe::zookeeper::session::{Mine, delete_owned, sweep_owned};
+use crate::recipe::{RecipeConfig, Tally};
 
 /// A clean-up a ZooKeeper lock client leaves to its janitor.
 #[derive(Debug, Clone)]
@@ -80,7 +80,7 @@ impl ZkJanitorCtx {
 impl Chore for ZkChore {
     type Ctx = ZkJanitorCtx;
 
-    fn try_once<'a>(&'a self, ctx: &'a mut Self::Ctx) -> TryFuture<'a> {
+    fn try_once<'a>(&'a self, ctx: &'a mut Self::Ctx, sent: &'a Tally) -> TryFuture<'a> {
         Box::pin(async move {
             let Some(client) = ctx.client().await else {
                 return Tried::Again;
@@ -89,17 +89,20 @@ impl Chore for ZkChore {
             // One try is a handful of requests: the janitor's backoff paces the next.
             let budget = Budget::cleanup("clean-up", timeout, 4);
             let none = Mutex::new(HashSet::new());
+            // Requests counted as the acquisitions count them: a getData, and a delete when
+            // the node was to go; a sweep adds its getChildren. A failed try counts one.
             let done = match self {
                 ZkChore::Node { path, owner, which } => {
-                    delete_owned(&client, *owner, path, *which, &none, &budget).await
+                    delete_owned(&client, *owner, path, *which, &none, &budget)
+                        .await
+                        .map(|deleted| 1 + u64::from(deleted))
                 }
                 ZkChore::Dir { dir, owner, which } => {
                     let herd = Some(HERD_NODE);
-                    sweep_owned(&client, *owner, dir, herd, *which, &none, &budget)
-                        .await
-                        .map(|()| true)
+                    sweep_owned(&client, *owner, dir, herd, *which, &none, &budget).await
                 }
             };
+            sent.requests(*done.as_ref().unwrap_or(&1));
             match done {
                 Ok(_) => Tried::Done,
                 Err(_) => Tried::Again,

@@ -199,6 +199,7 @@ impl ZookeeperRecipe {
         attempt: &Attempt,
         err: LockError,
         until: Instant,
+        tally: &Tally,
     ) -> LockError {
         let dir = self.dir(key);
         for owner in attempt.unanswered.ids() {
@@ -207,7 +208,7 @@ impl ZookeeperRecipe {
                 owner,
                 which: Mine::Attempt(attempt.id),
             };
-            if !self.janitor.confirm(chore, until).await {
+            if !self.janitor.confirm(chore, until, tally).await {
                 return err;
             }
         }
@@ -627,12 +628,12 @@ impl Recipe for ZookeeperRecipe {
                 which: Mine::Attempt(att.id),
             };
             let limit = Instant::now() + self.config.request_timeout;
-            self.janitor.confirm(chore, limit).await;
+            self.janitor.confirm(chore, limit, tally).await;
         }
         match att.unanswered.last() {
             Some(unknown) => {
                 let until = deadline + self.config.resolve_timeout;
-                Err(self.withdraw(key, &att, unknown, until).await)
+                Err(self.withdraw(key, &att, unknown, until, tally).await)
             }
             None => Err(e),
         }

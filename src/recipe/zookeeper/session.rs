@@ -158,14 +158,15 @@ pub(super) async fn sweep_own(
     which: Mine,
     live: &Mutex<HashSet<u64>>,
     budget: &Budget,
-) -> Result<(), LockError> {
+) -> Result<u64, LockError> {
     let owner = s.client.session_id().0;
     sweep_owned(&s.client, owner, dir, None, which, live, budget).await
 }
 
 /// Deletes the nodes of session `owner` in `dir` that `which` allows (its queue nodes, found
 /// by their tag, and the child named `also` when it is there and `owner`'s: the herd's lock
-/// node), asking through `client`, which may be another session's.
+/// node), asking through `client`, which may be another session's. Returns the requests it
+/// sent, counted as the acquisitions count them (a retry within `budget` is not).
 pub(super) async fn sweep_owned(
     client: &zk::Client,
     owner: i64,
@@ -174,20 +175,24 @@ pub(super) async fn sweep_owned(
     which: Mine,
     live: &Mutex<HashSet<u64>>,
     budget: &Budget,
-) -> Result<(), LockError> {
+) -> Result<u64, LockError> {
     let children = match idempotent(budget, "getChildren", || client.list_children(dir)).await? {
         Ok(c) => c,
-        Err(zk::Error::NoNode) => return Ok(()),
+        Err(zk::Error::NoNode) => return Ok(1),
         Err(e) => return Err(zk_err(dir, e)),
     };
     let tag = owner_tag(owner);
+    let mut sent = 1;
     for c in &children {
         let queued = c.starts_with(&tag) && sequence(c).is_some();
         if queued || Some(c.as_str()) == also {
-            delete_owned(client, owner, &format!("{dir}/{c}"), which, live, budget).await?;
+            // getData, and a delete when the node was to go.
+            let deleted =
+                delete_owned(client, owner, &format!("{dir}/{c}"), which, live, budget).await?;
+            sent += 1 + u64::from(deleted);
         }
     }
-    Ok(())
+    Ok(sent)
 }
 
 /// Deletes `path` if it is our session's node and `which` allows it (read data and stat, then

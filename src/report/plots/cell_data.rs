@@ -120,12 +120,9 @@ pub fn fault_bands(faults: &[FaultWindow], end_us: u64) -> Vec<FaultBand> {
         .filter(|f| f.started)
         .map(|f| {
             let targets = f.targets.join(",");
-            // The clock fault is a model of a jump, and the plots say so.
-            let kind = if f.kind == "clock" {
-                "clock (modelled)".to_string()
-            } else {
-                f.kind.clone()
-            };
+            // The clock fault is a model of a jump: the plots say so and what it does, in the
+            // reports' words.
+            let kind = f.kind_label();
             let label = if targets.is_empty() {
                 kind
             } else {
@@ -154,4 +151,54 @@ pub fn fault_kinds(bands: &[FaultBand]) -> Vec<String> {
         }
     }
     kinds
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::check::faults::CLOCK_MODEL;
+
+    fn window(kind: &str, started: bool, effect: Option<&str>) -> FaultWindow {
+        serde_json::from_value(serde_json::json!({
+            "kind": kind, "targets": ["redis1"], "start_us": 1_000_000, "end_us": 3_000_000,
+            "started": started, "effect": effect, "acquisitions": 0, "verdict": "valid",
+            "overlaps": 0, "possible_overlaps": 0, "lost_updates": 0,
+            "stale_accesses_rejected": 0, "token_regressions": 0, "lost_leases": 0, "errors": {}
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn a_clock_band_says_what_the_model_does_in_the_reports_words() {
+        let bands = fault_bands(
+            &[
+                window(
+                    "clock",
+                    true,
+                    Some("modelled: ...; redis1: 3 TTLs cut, 1 keys expired"),
+                ),
+                window(
+                    "clock",
+                    true,
+                    Some("partial: modelled: ...; redis1: refused (READONLY)"),
+                ),
+                window("kill", true, None),
+                window("kill", false, None),
+            ],
+            10_000_000,
+        );
+        let labels: Vec<&str> = bands.iter().map(|b| b.label.as_str()).collect();
+        assert_eq!(
+            labels,
+            [
+                "clock (modelled: TTLs cut, no clock changed) redis1",
+                "clock (partial, modelled: TTLs cut, no clock changed) redis1",
+                "kill redis1",
+            ],
+            "a fault that did not start draws no band"
+        );
+        // The one wording the reports use too.
+        assert!(labels[0].contains(CLOCK_MODEL));
+        assert_eq!(bands[0].kind, "clock");
+    }
 }

@@ -100,15 +100,21 @@ fn shipped_schedules_mean_what_their_comments_say() {
         ));
     }
     assert_eq!(empty.faults[0].duration, Duration::ZERO);
-    // A majority: one master restarted empty leaves the holder four of five.
-    assert!(matches!(
-        empty.faults[0].kind,
-        FaultKind::Kill {
-            target: Target::Majority,
-            ..
-        }
-    ));
+    // A majority: one master restarted empty leaves the holder four of five. The delayed pair
+    // kills as many, once, and keeps them down past held-locks' 10 s lease, inside a 20 s cell.
+    for s in [&empty, &delayed] {
+        assert!(matches!(
+            s.faults[0].kind,
+            FaultKind::Kill {
+                target: Target::Majority,
+                ..
+            }
+        ));
+    }
     assert!(delayed.faults[0].duration > secs(10));
+    assert!(
+        matches!(delayed.faults[0].timing, Timing::At(t) if t + delayed.faults[0].duration < secs(20))
+    );
     assert_eq!(
         empty.expect_for(System::Redlock, Strategy::Herd),
         Some(Unsafe)
