@@ -12,8 +12,8 @@
 //! everything that happens lands in one **history** ([`history`]: events, operations, critical
 //! sections); **checkers** ([`check`]) and **statistics** ([`stats`]) read only the history and
 //! `cell.json`, through one entry point, [`check::evaluate`], that `lockbench run` and later
-//! `lockbench check` share; **exporters** ([`report`]) turn each finished cell and the run so far
-//! into files ([`environment`] records what the run ran on). [`plan`] expands the matrix (each cell has a [`plan::CellId`]); [`runner`] plays
+//! `lockbench check` share; **exporters** ([`report`]: pure renderers over a view of the run loaded
+//! once, and one writer) turn each finished cell and the run so far into files ([`environment`] records what the run ran on). [`plan`] expands the matrix (each cell has a [`plan::CellId`]); [`runner`] plays
 //! it, with clients from a [`runner::Backend`] (real clusters, or the mock), in-process or as
 //! `lockbench worker` processes that a client-pause fault can stop as a whole.
 //! [`capacity`] reads a concurrency sweep's cells (`lockbench capacity`): the Universal
@@ -69,9 +69,14 @@
 //!   [`check::Counts`], listed in [`check::checkers`]; a count the cell's `safety` shows is a
 //!   field of [`results::Safety`] (and a line of [`results::Safety::described_counts`]) that
 //!   the checker's counts set;
-//! - an exporter: a file in `report/` implementing [`report::Exporter`], listed in
-//!   [`report::Exporters::reports`] when `lockbench report DIR` should draw it again from
-//!   stored results (reports, plots), else in [`report::Exporters::files_only`].
+//! - an exporter: a file in `report/` implementing [`report::Exporter`] (its files as bytes,
+//!   from a [`report::model::RunView`] or [`report::model::CellView`]; [`report::writer`]
+//!   writes them), listed in [`report::Exporters::reports`] when `lockbench report DIR` should
+//!   draw it again from stored results (reports, plots), else in
+//!   [`report::Exporters::files_only`];
+//! - a report section: a [`report::sections::Section`] kind placed by
+//!   [`report::sections::sections`] (the one order both reports follow), and its arm in
+//!   `report/markdown.rs` and in `report/html.rs`.
 
 pub mod capacity;
 pub mod check;

@@ -1,10 +1,9 @@
 //! `acquire.hgrm`: a cell's acquire-latency histogram in HdrHistogram's percentile text format
 //! (milliseconds), ready for HdrHistogram's plotter.
 
-use std::path::Path;
-
+use super::model::CellView;
+use super::writer::OutFile;
 use super::{ExportError, Exporter};
-use crate::check::CellResult;
 
 /// The file name in a cell folder.
 pub const ACQUIRE_FILE: &str = "acquire.hgrm";
@@ -17,12 +16,16 @@ impl Exporter for Hgrm {
         "hgrm"
     }
 
-    fn cell_finished(&self, dir: &Path, cell: &CellResult) -> Result<(), ExportError> {
-        let path = dir.join(ACQUIRE_FILE);
-        crate::stats::write_hgrm_file(&cell.analysis.acquire, &path).map_err(|source| ExportError {
-            exporter: self.name(),
-            path,
-            source,
-        })
+    fn cell_files(&self, cell: &CellView<'_>) -> Result<Vec<OutFile>, ExportError> {
+        let path = cell.dir.join(ACQUIRE_FILE);
+        let mut bytes = Vec::new();
+        match crate::stats::write_hgrm(&cell.result.analysis.acquire, &mut bytes) {
+            Ok(()) => Ok(vec![OutFile::new(path, bytes)]),
+            Err(source) => Err(ExportError {
+                exporter: self.name(),
+                path,
+                source,
+            }),
+        }
     }
 }

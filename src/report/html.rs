@@ -5,13 +5,15 @@
 //! reference to anything outside the file, so it opens anywhere and can be attached to a ticket.
 
 use std::fmt::Write as _;
-use std::path::Path;
 
 use base64::Engine as _;
 
+use super::model::{RunView, StoredPlan, StoredPlots};
 use super::plot_index::{PLOTS_DIR, PlotEntry, PlotIndex};
+use super::sections::{Section, sections};
 use super::table::{self, Standing, Table};
-use super::{ExportError, Exporter, RunReport, write_file};
+use super::writer::OutFile;
+use super::{ExportError, Exporter};
 use crate::check::faults::CLOCK_MODEL;
 use crate::environment::RunEnvironment;
 use crate::plan::Plan;
@@ -28,8 +30,8 @@ impl Exporter for Html {
         "html"
     }
 
-    fn run_updated(&self, run: &RunReport<'_>) -> Result<(), ExportError> {
-        write_file(self.name(), &run.dir.join(REPORT_FILE), &page(run))
+    fn run_files(&self, run: &RunView) -> Result<Vec<OutFile>, ExportError> {
+        Ok(vec![OutFile::new(run.dir.join(REPORT_FILE), page(run))])
     }
 }
 
@@ -49,19 +51,10 @@ pub fn escape(text: &str) -> String {
     out
 }
 
-/// The whole page for `run`. Never fails: a file of the run folder that cannot be read is said
-/// in the page where its content would be.
-pub fn page(run: &RunReport<'_>) -> String {
-    let name = run
-        .dir
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| run.dir.display().to_string());
-    let (index, index_problem) = match PlotIndex::read(run.dir) {
-        Ok(i) => (i, None),
-        Err(e) => (PlotIndex::default(), Some(e.to_string())),
-    };
-    let env = RunEnvironment::read(run.dir);
+/// The whole page for `run`: a header, then each of its [`sections`]. Never fails: a file of
+/// the run folder that could not be read is said in the page where its content would be.
+pub fn page(run: &RunView) -> String {
+    let name = run.name();
     let mut h = String::with_capacity(64 * 1024);
     let _ = write!(
         h,
@@ -72,20 +65,30 @@ pub fn page(run: &RunReport<'_>) -> String {
     );
     h.push_str(&header(run, &name));
     h.push_str("<main>\n");
-    h.push_str(&comparison_section(run.cells));
-    h.push_str(&repetitions_section(run.cells));
-    h.push_str(&capacity_section(run.dir));
-    h.push_str(&safety_section(run.cells, &index));
-    h.push_str(&faults_section(run.cells));
-    h.push_str(&plots_section(run.dir, &index, index_problem.as_deref()));
-    h.push_str(&plan_section(run.dir));
-    h.push_str(&environment_section(&env));
+    for s in sections(run) {
+        h.push_str(&section(run, &s));
+    }
     h.push_str("</main>\n");
     let _ = write!(h, "<script>{SCRIPT}</script>\n</body>\n</html>\n");
     h
 }
 
-fn header(run: &RunReport<'_>, name: &str) -> String {
+/// One section of `run` in HTML; empty for the cells not run, which the header says.
+pub fn section(run: &RunView, s: &Section) -> String {
+    match s {
+        Section::Comparison => comparison_section(&run.cells),
+        Section::Repetitions(t) => repetitions_section(t),
+        Section::Capacity { table, lines } => capacity_section(table, lines),
+        Section::Safety => safety_section(&run.cells, &run.plots.index),
+        Section::Faults => faults_section(&run.cells),
+        Section::NotRun => String::new(),
+        Section::Plots => plots_section(&run.plots),
+        Section::Plan => plan_section(&run.plan),
+        Section::Environment => environment_section(&run.environment),
+    }
+}
+
+fn header(run: &RunView, name: &str) -> String {
     let mut status = format!(
         "{} cell{} finished",
         run.cells.len(),
@@ -197,35 +200,31 @@ fn comparison_section(cells: &[CellSummary]) -> String {
     s
 }
 
-/// Each cell over its repetitions; nothing without repetitions.
-fn repetitions_section(cells: &[CellSummary]) -> String {
-    super::sections::repetitions(cells).map_or(String::new(), |t| {
-        format!(
-            "<section id=\"repetitions\">\n<h2>Repetitions</h2>\n<p>Each cell over its \
-             repetitions (run in rounds, each on fresh clusters): the median and the interquartile range, which \
-             <code>lockbench gate</code> reads.</p>\n{}</section>\n",
-            html_table(&t, "repetitions", |_| String::new(), |_, _, text| text)
-        )
-    })
+/// Each cell over its repetitions.
+fn repetitions_section(t: &Table) -> String {
+    format!(
+        "<section id=\"repetitions\">\n<h2>Repetitions</h2>\n<p>Each cell over its \
+         repetitions (run in rounds, each on fresh clusters): the median and the interquartile range, which \
+         <code>lockbench gate</code> reads.</p>\n{}</section>\n",
+        html_table(t, "repetitions", |_| String::new(), |_, _, text| text)
+    )
 }
 
-/// The capacity report (`capacity.json`), when the run has one.
-fn capacity_section(dir: &Path) -> String {
-    super::sections::capacity(dir).map_or(String::new(), |(t, lines)| {
-        let mut s = String::from("<section id=\"capacity\">\n<h2>Capacity</h2>\n<ul>\n");
-        for l in lines {
-            let _ = writeln!(s, "<li>{}</li>", escape(&l));
-        }
-        s.push_str("</ul>\n");
-        s.push_str(&html_table(
-            &t,
-            "capacity",
-            |_| String::new(),
-            |_, _, text| text,
-        ));
-        s.push_str("</section>\n");
-        s
-    })
+/// The capacity report (`capacity.json`): its summary lines, then its table.
+fn capacity_section(t: &Table, lines: &[String]) -> String {
+    let mut s = String::from("<section id=\"capacity\">\n<h2>Capacity</h2>\n<ul>\n");
+    for l in lines {
+        let _ = writeln!(s, "<li>{}</li>", escape(l));
+    }
+    s.push_str("</ul>\n");
+    s.push_str(&html_table(
+        t,
+        "capacity",
+        |_| String::new(),
+        |_, _, text| text,
+    ));
+    s.push_str("</section>\n");
+    s
 }
 
 fn safety_section(cells: &[CellSummary], index: &PlotIndex) -> String {
@@ -336,10 +335,9 @@ fn faults_section(cells: &[CellSummary]) -> String {
     s
 }
 
-/// A plot's image as a `data:` URI (the SVG, else the PNG), or why neither could be read.
-fn plot_source(dir: &Path, p: &PlotEntry) -> Result<String, String> {
-    let plots = dir.join(PLOTS_DIR);
-    // Names come from a file: only plain file names inside plots/ are read.
+/// A plot's image as a `data:` URI (the SVG, else the PNG), or why neither can be shown.
+fn plot_source(images: &StoredPlots, p: &PlotEntry) -> Result<String, String> {
+    // Names come from a file: only plain file names inside plots/ are looked up.
     let plain = |name: &str| {
         !name.is_empty()
             && !name.contains(['/', '\\'])
@@ -353,22 +351,22 @@ fn plot_source(dir: &Path, p: &PlotEntry) -> Result<String, String> {
             why.push(format!("{name:?} is not a file name inside {PLOTS_DIR}/"));
             continue;
         }
-        match std::fs::read(plots.join(name)) {
-            Ok(bytes) if !bytes.is_empty() => {
+        match images.images.get(name.as_str()) {
+            Some(bytes) if !bytes.is_empty() => {
                 return Ok(format!(
                     "data:{mime};base64,{}",
                     base64::engine::general_purpose::STANDARD.encode(bytes)
                 ));
             }
-            Ok(_) => why.push(format!("{PLOTS_DIR}/{name} is empty")),
-            Err(e) => why.push(format!("{PLOTS_DIR}/{name}: {e}")),
+            Some(_) => why.push(format!("{PLOTS_DIR}/{name} is empty")),
+            None => why.push(format!("{PLOTS_DIR}/{name} is missing")),
         }
     }
     Err(why.join("; "))
 }
 
-fn figure(dir: &Path, p: &PlotEntry) -> String {
-    let body = match plot_source(dir, p) {
+fn figure(images: &StoredPlots, p: &PlotEntry) -> String {
+    let body = match plot_source(images, p) {
         Ok(src) => format!("<img alt=\"{}\" src=\"{src}\">", escape(&p.title)),
         Err(why) => format!(
             "<p class=\"missing\">Not shown: {} (`lockbench report DIR` draws the plots again).</p>",
@@ -384,9 +382,10 @@ fn figure(dir: &Path, p: &PlotEntry) -> String {
     )
 }
 
-fn plots_section(dir: &Path, index: &PlotIndex, problem: Option<&str>) -> String {
+fn plots_section(plots: &StoredPlots) -> String {
+    let index: &PlotIndex = &plots.index;
     let mut s = String::from("<section id=\"plots\">\n<h2>Plots</h2>\n");
-    if let Some(p) = problem {
+    if let Some(p) = &plots.problem {
         let _ = writeln!(s, "<p class=\"missing\">{}</p>", escape(p));
     }
     if index.plots.is_empty() {
@@ -394,7 +393,7 @@ fn plots_section(dir: &Path, index: &PlotIndex, problem: Option<&str>) -> String
         return s;
     }
     for p in index.plots.iter().filter(|p| p.cell.is_none()) {
-        s.push_str(&figure(dir, p));
+        s.push_str(&figure(plots, p));
     }
     let mut cells: Vec<&str> = Vec::new();
     for c in index.plots.iter().filter_map(|p| p.cell.as_deref()) {
@@ -413,42 +412,36 @@ fn plots_section(dir: &Path, index: &PlotIndex, problem: Option<&str>) -> String
             .iter()
             .filter(|p| p.cell.as_deref() == Some(cell))
         {
-            s.push_str(&figure(dir, p));
+            s.push_str(&figure(plots, p));
         }
     }
     s.push_str("</section>\n");
     s
 }
 
-fn plan_section(dir: &Path) -> String {
+fn plan_section(stored: &StoredPlan) -> String {
     let mut s = String::from("<section id=\"plan\">\n<h2>Plan</h2>\n");
-    let path = dir.join("plan.toml");
-    let text = match std::fs::read_to_string(&path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+    let (text, plan) = match stored {
+        StoredPlan::Absent => {
             s.push_str("<p>Not recorded (the run folder has no plan.toml).</p>\n</section>\n");
             return s;
         }
-        Err(e) => {
-            let _ = writeln!(
-                s,
-                "<p class=\"missing\">{}: {}</p>\n</section>",
-                escape(&path.display().to_string()),
-                escape(&e.to_string())
-            );
+        StoredPlan::Unreadable(why) => {
+            let _ = writeln!(s, "<p class=\"missing\">{}</p>\n</section>", escape(why));
             return s;
         }
+        StoredPlan::Stored { text, plan } => (text, plan),
     };
-    match Plan::from_toml(&text, "plan.toml") {
-        Ok(plan) => s.push_str(&plan_cells(&plan)),
+    match plan {
+        Ok(plan) => s.push_str(&plan_cells(plan)),
         Err(e) => {
-            let _ = writeln!(s, "<p class=\"missing\">{}</p>", escape(&e.to_string()));
+            let _ = writeln!(s, "<p class=\"missing\">{}</p>", escape(e));
         }
     }
     let _ = write!(
         s,
         "<details>\n<summary><code>plan.toml</code> as written</summary>\n<pre>{}</pre>\n</details>\n</section>\n",
-        escape(&text)
+        escape(text)
     );
     s
 }
@@ -643,17 +636,12 @@ mod tests {
     }
 
     #[test]
-    fn an_empty_folder_gives_a_whole_page_saying_what_is_missing() {
-        let dir = std::env::temp_dir().join(format!("lockbench-html-empty-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        let html = page(&RunReport {
-            dir: &dir,
-            cells: &[],
-            not_run: &["a-b-c-c1".into()],
-            interrupted: true,
-            finished: true,
-        });
+    fn an_empty_run_gives_a_whole_page_saying_what_is_missing() {
+        // A hand-made view: nothing on disk is read.
+        let mut run = RunView::empty(std::path::Path::new("/nonexistent/run-x"));
+        run.not_run = vec!["a-b-c-c1".into()];
+        (run.interrupted, run.finished) = (true, true);
+        let html = page(&run);
         for id in [
             "comparison",
             "safety",
@@ -664,22 +652,20 @@ mod tests {
         ] {
             assert!(html.contains(&format!("<section id=\"{id}\">")), "{id}");
         }
+        assert!(html.contains("<title>lockbench report: run-x</title>"));
         assert!(html.contains("No cell has finished yet."));
         assert!(html.contains("No plots were drawn for this run."));
         assert!(html.contains("the run was interrupted; not run: a-b-c-c1"));
         assert!(html.contains("Not recorded (the run folder has no plan.toml)"));
         assert!(html.contains("<td>not recorded</td>"));
         assert!(html.ends_with("</html>\n"));
-        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]
     fn a_plot_is_inlined_and_a_bad_name_is_refused() {
-        let dir = std::env::temp_dir().join(format!("lockbench-html-plot-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(dir.join(PLOTS_DIR)).unwrap();
         let svg = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"4\" height=\"3\"/>";
-        std::fs::write(dir.join(PLOTS_DIR).join("a.svg"), svg).unwrap();
+        let mut plots = StoredPlots::default();
+        plots.images.insert("a.svg".into(), svg.as_bytes().to_vec());
         let entry = |svg: &str, cell: Option<&str>| PlotEntry {
             kind: "fairness".into(),
             title: "T<1>".into(),
@@ -688,7 +674,7 @@ mod tests {
             png: "none.png".into(),
             cell: cell.map(str::to_string),
         };
-        let ok = figure(&dir, &entry("a.svg", None));
+        let ok = figure(&plots, &entry("a.svg", None));
         let b64 = base64::engine::general_purpose::STANDARD.encode(svg);
         assert!(
             ok.contains(&format!("src=\"data:image/svg+xml;base64,{b64}\"")),
@@ -697,10 +683,10 @@ mod tests {
         assert!(
             ok.contains("id=\"fairness\"") && ok.contains("<strong>T&lt;1&gt;</strong>. c &amp; d")
         );
-        let bad = figure(&dir, &entry("../../etc/passwd", Some("x")));
+        let bad = figure(&plots, &entry("../../etc/passwd", Some("x")));
         assert!(bad.contains("id=\"fairness-x\""), "{bad}");
         assert!(bad.contains("is not a file name inside plots/"), "{bad}");
+        assert!(bad.contains("plots/none.png is missing"), "{bad}");
         assert!(!bad.contains("<img"), "{bad}");
-        let _ = std::fs::remove_dir_all(&dir);
     }
 }

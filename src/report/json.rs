@@ -2,23 +2,25 @@
 //! finished cell, the cells not run, whether the run was interrupted) in the run folder. The
 //! fields are documented in `docs/results-schema.md`.
 
-use std::path::Path;
-
 use serde::Serialize;
 
-use super::{ExportError, Exporter, RunReport, write_file};
-use crate::check::CellResult;
+use super::model::{CellView, RunView};
+use super::writer::OutFile;
+use super::{ExportError, Exporter};
 use crate::results::{CellSummary, SCHEMA_VERSION, SUMMARY_FILE};
 
 /// The JSON exporter.
 pub struct Json;
 
-fn to_json<T: Serialize>(v: &T, path: &Path) -> Result<String, ExportError> {
-    serde_json::to_string_pretty(v).map_err(|e| ExportError {
-        exporter: "json",
-        path: path.to_path_buf(),
-        source: std::io::Error::other(e),
-    })
+fn to_json<T: Serialize>(v: &T, path: std::path::PathBuf) -> Result<OutFile, ExportError> {
+    match serde_json::to_string_pretty(v) {
+        Ok(text) => Ok(OutFile::new(path, text)),
+        Err(e) => Err(ExportError {
+            exporter: "json",
+            path,
+            source: std::io::Error::other(e),
+        }),
+    }
 }
 
 impl Exporter for Json {
@@ -26,12 +28,12 @@ impl Exporter for Json {
         "json"
     }
 
-    fn cell_finished(&self, dir: &Path, cell: &CellResult) -> Result<(), ExportError> {
-        let path = dir.join(SUMMARY_FILE);
-        write_file(self.name(), &path, &to_json(&cell.analysis.summary, &path)?)
+    fn cell_files(&self, cell: &CellView<'_>) -> Result<Vec<OutFile>, ExportError> {
+        let path = cell.dir.join(SUMMARY_FILE);
+        Ok(vec![to_json(&cell.result.analysis.summary, path)?])
     }
 
-    fn run_updated(&self, run: &RunReport<'_>) -> Result<(), ExportError> {
+    fn run_files(&self, run: &RunView) -> Result<Vec<OutFile>, ExportError> {
         #[derive(Serialize)]
         struct RunSummary<'a> {
             schema_version: u32,
@@ -46,14 +48,14 @@ impl Exporter for Json {
         let s = RunSummary {
             schema_version: SCHEMA_VERSION,
             interrupted: run.interrupted,
-            not_run: run.not_run,
-            cells: run.cells,
+            not_run: &run.not_run,
+            cells: &run.cells,
             repeated: if run.cells.iter().any(|c| c.id.repetition.is_some()) {
-                crate::gate::aggregate(run.cells)
+                crate::gate::aggregate(&run.cells)
             } else {
                 Vec::new()
             },
         };
-        write_file(self.name(), &path, &to_json(&s, &path)?)
+        Ok(vec![to_json(&s, path)?])
     }
 }

@@ -1,8 +1,12 @@
-//! `report.md`: the comparison table, one row per finished cell, the safety findings, the
-//! figures of each fault window, and the cells not run.
+//! `report.md`: the run's [`sections`] in Markdown (this file only formats each kind): the
+//! comparison table, one row per finished cell, the safety findings, the figures of each fault
+//! window, and the cells not run.
 
+use super::model::RunView;
+use super::sections::{Section, sections};
 use super::table::{self, Table};
-use super::{ExportError, Exporter, RunReport, write_file};
+use super::writer::OutFile;
+use super::{ExportError, Exporter};
 use crate::check::faults::CLOCK_MODEL;
 use crate::results::CellSummary;
 
@@ -17,60 +21,71 @@ impl Exporter for Markdown {
         "markdown"
     }
 
-    fn run_updated(&self, run: &RunReport<'_>) -> Result<(), ExportError> {
-        let mut md = String::from("# lockbench report\n\n");
-        md.push_str(&comparison_table(run.cells));
-        md.push_str(&repetitions_section(run.cells));
-        md.push_str(&capacity_section(run.dir));
-        md.push_str(&safety_section(run.cells));
-        md.push_str(&faults_section(run.cells));
-        if run.interrupted || !run.not_run.is_empty() {
-            md.push_str(&format!(
-                "\n{}Cells not run: {}\n",
-                if run.interrupted {
-                    "The run was interrupted. "
-                } else {
-                    ""
-                },
-                if run.not_run.is_empty() {
-                    "none".to_string()
-                } else {
-                    run.not_run.join(", ")
-                }
-            ));
-        }
-        md.push_str(&plots_section(
-            &super::plot_index::PlotIndex::read(run.dir).unwrap_or_default(),
-        ));
-        md.push_str(&environment_section(
-            &crate::environment::RunEnvironment::read(run.dir),
-        ));
-        write_file(self.name(), &run.dir.join(REPORT_FILE), &md)
+    fn run_files(&self, run: &RunView) -> Result<Vec<OutFile>, ExportError> {
+        Ok(vec![OutFile::new(run.dir.join(REPORT_FILE), render(run))])
     }
 }
 
-/// Each cell over its repetitions (`--repeat`); nothing without repetitions.
-pub fn repetitions_section(cells: &[CellSummary]) -> String {
-    super::sections::repetitions(cells).map_or(String::new(), |t| {
-        format!(
-            "\n## Repetitions\n\nEach cell over its repetitions (run in rounds, each on fresh clusters): the median and \
-             the interquartile range, which `lockbench gate` reads.\n\n{}",
-            markdown_table(&t)
-        )
-    })
+/// The whole of `report.md` for `run`: a title, then each of its [`sections`].
+pub fn render(run: &RunView) -> String {
+    let mut md = String::from("# lockbench report\n\n");
+    for s in sections(run) {
+        md.push_str(&section(run, &s));
+    }
+    md
 }
 
-/// The capacity report (`capacity.json`), when the run has one.
-pub fn capacity_section(dir: &std::path::Path) -> String {
-    super::sections::capacity(dir).map_or(String::new(), |(t, lines)| {
-        let mut s = String::from("\n## Capacity\n\n");
-        for l in lines {
-            s.push_str(&format!("- {l}\n"));
+/// One section of `run` in Markdown; empty for a section this format leaves out (the plan,
+/// which `plan.toml` beside the report holds) or that has nothing to say.
+pub fn section(run: &RunView, s: &Section) -> String {
+    match s {
+        Section::Comparison => comparison_table(&run.cells),
+        Section::Repetitions(t) => repetitions_section(t),
+        Section::Capacity { table, lines } => capacity_section(table, lines),
+        Section::Safety => safety_section(&run.cells),
+        Section::Faults => faults_section(&run.cells),
+        Section::NotRun => not_run_section(run.interrupted, &run.not_run),
+        Section::Plots => plots_section(&run.plots.index),
+        Section::Plan => String::new(),
+        Section::Environment => environment_section(&run.environment),
+    }
+}
+
+/// Each cell over its repetitions (`--repeat`).
+fn repetitions_section(t: &Table) -> String {
+    format!(
+        "\n## Repetitions\n\nEach cell over its repetitions (run in rounds, each on fresh clusters): the median and \
+         the interquartile range, which `lockbench gate` reads.\n\n{}",
+        markdown_table(t)
+    )
+}
+
+/// The capacity report (`capacity.json`): its summary lines, then its table.
+fn capacity_section(t: &Table, lines: &[String]) -> String {
+    let mut s = String::from("\n## Capacity\n\n");
+    for l in lines {
+        s.push_str(&format!("- {l}\n"));
+    }
+    s.push('\n');
+    s.push_str(&markdown_table(t));
+    s
+}
+
+/// Whether the run was interrupted, and the cells it did not run.
+fn not_run_section(interrupted: bool, not_run: &[String]) -> String {
+    format!(
+        "\n{}Cells not run: {}\n",
+        if interrupted {
+            "The run was interrupted. "
+        } else {
+            ""
+        },
+        if not_run.is_empty() {
+            "none".to_string()
+        } else {
+            not_run.join(", ")
         }
-        s.push('\n');
-        s.push_str(&markdown_table(&t));
-        s
-    })
+    )
 }
 
 /// The plots of `index` (PNG, relative to the run folder): run-level ones shown, each cell's

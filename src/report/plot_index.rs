@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::ExportError;
+use super::writer::OutFile;
 
 /// The folder of a run that holds the plots and their index.
 pub const PLOTS_DIR: &str = "plots";
@@ -60,37 +61,43 @@ impl PlotIndex {
     /// written before plots existed). A file that cannot be read or parsed is an error naming it.
     pub fn read(run_dir: &Path) -> Result<PlotIndex, ExportError> {
         let path = Self::path(run_dir);
-        let err = |source| ExportError {
-            exporter: "plots",
-            path: path.clone(),
-            source,
-        };
-        let text = match std::fs::read_to_string(&path) {
-            Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(PlotIndex::default()),
-            Err(e) => return Err(err(e)),
-        };
-        serde_json::from_str(&text).map_err(|e| {
-            err(std::io::Error::new(
-                std::io::ErrorKind::InvalidData,
-                format!(
-                    "not a plot index ({e}); `lockbench report DIR` draws the plots and writes it again"
+        match std::fs::read(&path) {
+            Ok(bytes) => Self::parse(&bytes, &path),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(PlotIndex::default()),
+            Err(e) => Err(Self::error(&path, e)),
+        }
+    }
+
+    /// The index in `bytes`, the content of the file `path` (named in the error).
+    pub fn parse(bytes: &[u8], path: &Path) -> Result<PlotIndex, ExportError> {
+        serde_json::from_slice(bytes).map_err(|e| {
+            Self::error(
+                path,
+                std::io::Error::new(
+                    std::io::ErrorKind::InvalidData,
+                    format!(
+                        "not a plot index ({e}); `lockbench report DIR` draws the plots and writes it again"
+                    ),
                 ),
-            ))
+            )
         })
     }
 
-    /// Writes the index to `run_dir/plots/index.json`, creating `plots/` if needed.
-    pub fn write(&self, run_dir: &Path) -> Result<(), ExportError> {
-        let path = Self::path(run_dir);
-        let err = |source| ExportError {
+    /// An error about the index file `path`: `source` says what went wrong.
+    pub fn error(path: &Path, source: std::io::Error) -> ExportError {
+        ExportError {
             exporter: "plots",
-            path: path.clone(),
+            path: path.to_path_buf(),
             source,
-        };
-        std::fs::create_dir_all(run_dir.join(PLOTS_DIR)).map_err(err)?;
-        let text = serde_json::to_string_pretty(self).map_err(|e| err(std::io::Error::other(e)))?;
-        std::fs::write(&path, text).map_err(err)
+        }
+    }
+
+    /// The index as the file `run_dir/plots/index.json`, for the writer.
+    pub fn to_file(&self, run_dir: &Path) -> Result<OutFile, ExportError> {
+        let path = Self::path(run_dir);
+        let text = serde_json::to_string_pretty(self)
+            .map_err(|e| Self::error(&path, std::io::Error::other(e)))?;
+        Ok(OutFile::new(path, text))
     }
 }
 
@@ -122,7 +129,7 @@ mod tests {
         assert_eq!(index.plots[1].anchor(), "safety-timeline-c1");
         assert_eq!(index.plots[1].cell.as_deref(), Some("c1"));
 
-        index.write(&dir).unwrap();
+        crate::report::writer::write("plots", &[index.to_file(&dir).unwrap()]).unwrap();
         assert_eq!(PlotIndex::read(&dir).unwrap(), index);
 
         std::fs::write(PlotIndex::path(&dir), "{ not json").unwrap();

@@ -1,12 +1,78 @@
-//! Two report sections that exist only for some runs, as plain text before any markup (like
-//! [`super::table`]): each cell over its repetitions (`--repeat`), and the capacity report of a
-//! `lockbench capacity` run (`capacity.json`).
+//! The reports' sections: [`sections`] decides which exist and in which order, once for
+//! both formats; `markdown.rs` and `html.rs` only format each [`Section`] kind. Also the
+//! content of the two sections that exist only for some runs, as plain tables before any
+//! markup (like [`super::table`]): each cell over its repetitions (`--repeat`), and the
+//! capacity report of a `lockbench capacity` run (`capacity.json`).
 
-use std::path::Path;
-
+use super::model::RunView;
 use super::table::{Table, number, text};
+use crate::capacity::Capacity;
 use crate::gate::{Metric, Spread, aggregate};
 use crate::results::CellSummary;
+
+/// One section of a report, in the order [`sections`] gives. A format may show a section as
+/// nothing (Markdown leaves the plan to `plan.toml`; HTML says the cells not run in its header)
+/// but never moves one.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Section {
+    /// The comparison table, one row per finished cell.
+    Comparison,
+    /// Each cell over its repetitions (`--repeat`).
+    Repetitions(Table),
+    /// The capacity report: its table and the summary lines `lockbench capacity` prints.
+    Capacity {
+        /// Measured points beside the fitted law's prediction.
+        table: Table,
+        /// The summary lines.
+        lines: Vec<String>,
+    },
+    /// The safety verdicts and each unsafe cell's first findings.
+    Safety,
+    /// The fault windows of each cell that had some.
+    Faults,
+    /// The run was interrupted or left cells out.
+    NotRun,
+    /// The plots of `plots/index.json`.
+    Plots,
+    /// The plan the run followed.
+    Plan,
+    /// Where the run ran.
+    Environment,
+}
+
+impl Section {
+    /// A short name, the same in both formats (the HTML section's id).
+    pub fn id(&self) -> &'static str {
+        match self {
+            Section::Comparison => "comparison",
+            Section::Repetitions(_) => "repetitions",
+            Section::Capacity { .. } => "capacity",
+            Section::Safety => "safety",
+            Section::Faults => "faults",
+            Section::NotRun => "not-run",
+            Section::Plots => "plots",
+            Section::Plan => "plan",
+            Section::Environment => "environment",
+        }
+    }
+}
+
+/// The sections of `run`'s reports, in order: the ones only some runs have (repetitions,
+/// capacity, cells not run) only when the run has them.
+pub fn sections(run: &RunView) -> Vec<Section> {
+    let mut out = vec![Section::Comparison];
+    out.extend(repetitions(&run.cells).map(Section::Repetitions));
+    if let Ok(Some(c)) = &run.capacity {
+        let (table, lines) = capacity(c);
+        out.push(Section::Capacity { table, lines });
+    }
+    out.extend([Section::Safety, Section::Faults]);
+    if run.interrupted || !run.not_run.is_empty() {
+        out.push(Section::NotRun);
+    }
+    out.extend([Section::Plots, Section::Plan, Section::Environment]);
+    out
+}
 
 /// Each cell over its repetitions: repetitions, each gated metric's median with its
 /// interquartile range, and the verdicts; `None` when the run had no repetitions.
@@ -51,11 +117,9 @@ pub fn repetitions(cells: &[CellSummary]) -> Option<Table> {
     Some(Table { columns, rows })
 }
 
-/// The capacity report in `dir`'s `capacity.json`, as a table of the measured points beside
-/// the fitted law's prediction, and the summary lines `lockbench capacity` prints; `None`
-/// when the run has no (readable) capacity report.
-pub fn capacity(dir: &Path) -> Option<(Table, Vec<String>)> {
-    let c = crate::capacity::file::read(dir).ok().flatten()?;
+/// The capacity report `c` (a run's `capacity.json`), as a table of the measured points
+/// beside the fitted law's prediction, and the summary lines `lockbench capacity` prints.
+pub fn capacity(c: &Capacity) -> (Table, Vec<String>) {
     let fit = c.fitted();
     let columns = vec![
         number("clients"),
@@ -79,10 +143,10 @@ pub fn capacity(dir: &Path) -> Option<(Table, Vec<String>)> {
             ]
         })
         .collect();
-    Some((
+    (
         Table { columns, rows },
-        crate::capacity::sweep::summary_lines(&c),
-    ))
+        crate::capacity::sweep::summary_lines(c),
+    )
 }
 
 #[cfg(test)]

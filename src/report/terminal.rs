@@ -1,20 +1,16 @@
-//! The comparison table on stdout once the run is over, and where its files are.
+//! The comparison table on stdout once the run is over, and where its files are. Not an
+//! exporter: it makes no file. [`super::Exporters`] with `print` (`lockbench run`) and
+//! `lockbench check` print [`text`].
 
-use super::{ExportError, Exporter, RunReport};
+use std::path::Path;
 
-/// Prints at the end of a run only (the progress display covers the cells as they finish).
-pub struct Terminal;
+use crate::results::CellSummary;
 
-impl Exporter for Terminal {
-    fn name(&self) -> &'static str {
-        "terminal"
-    }
-
-    fn run_updated(&self, run: &RunReport<'_>) -> Result<(), ExportError> {
-        if run.finished {
-            println!("{}", super::markdown::comparison_table(run.cells));
-            println!("results: {}", run.dir.display());
-        }
-        Ok(())
-    }
+/// The comparison table of `cells`, then the run folder `dir`.
+pub fn text(dir: &Path, cells: &[CellSummary]) -> String {
+    format!(
+        "{}\nresults: {}\n",
+        super::markdown::comparison_table(cells),
+        dir.display()
+    )
 }

@@ -5,13 +5,14 @@
 //! backend, so text is laid out (and rasterised into the PNG) with no font installed on the
 //! machine. The SVG names the family `sans-serif` and leaves drawing the glyphs to the viewer.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::OnceLock;
 
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
 use crate::report::ExportError;
+use crate::report::writer::OutFile;
 use crate::system::System;
 
 /// The exporter's name in errors.
@@ -45,38 +46,48 @@ pub(crate) fn ensure_font() -> Result<(), String> {
         .clone()
 }
 
-/// Draws `figure` into `<dir>/<stem>.png` and `<dir>/<stem>.svg`; returns the two file names.
-pub fn render(
-    figure: &impl Figure,
-    dir: &Path,
-    stem: &str,
-) -> Result<(String, String), ExportError> {
-    let (png, svg) = (format!("{stem}.png"), format!("{stem}.svg"));
-    let fail = |path: PathBuf, why: String| ExportError {
+/// Draws `figure` as `<dir>/<stem>.png` and `<dir>/<stem>.svg`, in memory; returns the two
+/// files, PNG first (`dir` only names them).
+pub fn render(figure: &impl Figure, dir: &Path, stem: &str) -> Result<[OutFile; 2], ExportError> {
+    let (png_path, svg_path) = (
+        dir.join(format!("{stem}.png")),
+        dir.join(format!("{stem}.svg")),
+    );
+    let fail = |path: &Path, why: String| ExportError {
         exporter: EXPORTER,
-        path,
+        path: path.to_path_buf(),
         source: std::io::Error::other(why),
     };
-    ensure_font().map_err(|why| fail(dir.join(&png), why))?;
+    ensure_font().map_err(|why| fail(&png_path, why))?;
     let size = figure.size();
 
-    let png_path = dir.join(&png);
+    let mut pixels = vec![0u8; size.0 as usize * size.1 as usize * 3];
     {
-        let area = BitMapBackend::new(&png_path, size).into_drawing_area();
-        paint(figure, &area).map_err(|why| fail(png_path.clone(), why))?;
+        let area = BitMapBackend::with_buffer(&mut pixels, size).into_drawing_area();
+        paint(figure, &area).map_err(|why| fail(&png_path, why))?;
         area.present()
-            .map_err(|e| fail(png_path.clone(), format!("encoding the PNG: {e}")))?;
+            .map_err(|e| fail(&png_path, format!("drawing the PNG: {e}")))?;
     }
+    // The encoder plotters uses when it saves a PNG itself, with its defaults, so the bytes
+    // are the same as when the backend wrote the file.
+    let mut png = Vec::new();
+    image::ImageEncoder::write_image(
+        image::codecs::png::PngEncoder::new(&mut png),
+        &pixels,
+        size.0,
+        size.1,
+        image::ColorType::Rgb8,
+    )
+    .map_err(|e| fail(&png_path, format!("encoding the PNG: {e}")))?;
 
     let mut text = String::new();
     {
         let area = SVGBackend::with_string(&mut text, size).into_drawing_area();
-        paint(figure, &area).map_err(|why| fail(dir.join(&svg), why))?;
+        paint(figure, &area).map_err(|why| fail(&svg_path, why))?;
         area.present()
-            .map_err(|e| fail(dir.join(&svg), format!("finishing the SVG: {e}")))?;
+            .map_err(|e| fail(&svg_path, format!("finishing the SVG: {e}")))?;
     }
-    crate::report::write_file(EXPORTER, &dir.join(&svg), &text)?;
-    Ok((png, svg))
+    Ok([OutFile::new(png_path, png), OutFile::new(svg_path, text)])
 }
 
 fn paint<DB: DrawingBackend>(

@@ -3,8 +3,6 @@
 //! workload, chaos and clients when the run has more than one); one colour per system, herd
 //! dashed, predecessor solid. The points come from each cell's `acquire.hgrm`.
 
-use std::path::Path;
-
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
@@ -13,7 +11,6 @@ use super::canvas::{
 };
 use super::legend::{self, Entry, Swatch};
 use crate::recipe::Strategy;
-use crate::report::hgrm::ACQUIRE_FILE;
 use crate::results::CellSummary;
 use crate::system::System;
 
@@ -70,9 +67,12 @@ pub fn parse_hgrm(text: &str) -> Vec<(f64, f64)> {
 }
 
 impl LatencyDistribution {
-    /// The curves of `cells`, read from `<run>/cells/<id>/acquire.hgrm`; cells without a
-    /// histogram or with no acquisition have no curve.
-    pub fn of_run(run: &Path, cells: &[CellSummary]) -> LatencyDistribution {
+    /// The curves of `cells`, from each one's `acquire.hgrm` text in `histograms` (by cell id);
+    /// cells without a histogram or with no acquisition have no curve.
+    pub fn of_run(
+        cells: &[CellSummary],
+        histograms: &std::collections::BTreeMap<String, String>,
+    ) -> LatencyDistribution {
         let varies = |f: fn(&CellSummary) -> String| {
             cells
                 .iter()
@@ -89,8 +89,7 @@ impl LatencyDistribution {
         let curves = cells
             .iter()
             .filter_map(|c| {
-                let path = run.join("cells").join(c.id.to_string()).join(ACQUIRE_FILE);
-                let text = std::fs::read_to_string(path).ok()?;
+                let text = histograms.get(&c.id.to_string())?;
                 let mut label = format!("{} {}", c.id.system, c.id.strategy);
                 if by_workload {
                     label += &format!(" {}", c.id.workload);
@@ -101,7 +100,7 @@ impl LatencyDistribution {
                 if by_clients {
                     label += &format!(" c{}", c.id.clients);
                 }
-                let points = to_nines(&parse_hgrm(&text));
+                let points = to_nines(&parse_hgrm(text));
                 (!points.is_empty()).then_some(Curve {
                     label,
                     system: c.id.system,

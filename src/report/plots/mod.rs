@@ -18,12 +18,14 @@ pub mod latency_over_time;
 pub mod legend;
 pub mod safety_timeline;
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
+use super::model::{CellView, RunView};
 use super::plot_index::{PLOTS_DIR, PlotEntry, PlotIndex};
-use super::{ExportError, Exporter, RunReport};
-use crate::check::CellResult;
-use crate::history::read_history;
+use super::writer::OutFile;
+use super::{ExportError, Exporter};
+use crate::history::Event;
 use crate::results::CellSummary;
 #[cfg(test)]
 use canvas::Figure;
@@ -62,106 +64,126 @@ fn stem(cell: &str, kind: &str) -> String {
     format!("{cell}.{kind}")
 }
 
-fn plots_dir(run: &Path) -> Result<std::path::PathBuf, ExportError> {
-    let dir = run.join(PLOTS_DIR);
-    std::fs::create_dir_all(&dir).map_err(|source| ExportError {
-        exporter: EXPORTER,
-        path: dir.clone(),
-        source,
-    })?;
-    Ok(dir)
+/// Whether a plot of the cell `id` is missing from `names` (the files of a run's `plots/`):
+/// such a cell's plots are drawn again from its history when the run's plots are.
+pub fn cell_plots_missing(names: &BTreeSet<String>, id: &str) -> bool {
+    CELL_KINDS
+        .iter()
+        .any(|k| !names.contains(&format!("{}.svg", stem(id, k.kind))))
 }
 
-/// Draws the three plots of one cell from its folder `cell_dir` and summary.
-pub fn draw_cell(plots: &Path, cell_dir: &Path, summary: &CellSummary) -> Result<(), ExportError> {
-    let history = cell_dir.join(crate::results::HISTORY_FILE);
-    let events = read_history(&history).map_err(|e| ExportError {
-        exporter: EXPORTER,
-        path: history.clone(),
-        source: std::io::Error::other(e.to_string()),
-    })?;
-    let data = CellData::of(&events, &summary.faults);
+/// The three plots of one cell, from its history `events` and summary, as files in `plots`.
+pub fn draw_cell(
+    plots: &Path,
+    events: &[Event],
+    summary: &CellSummary,
+) -> Result<Vec<OutFile>, ExportError> {
+    let data = CellData::of(events, &summary.faults);
     let id = summary.id.to_string();
     let over_time = latency_over_time::LatencyOverTime {
         title: id.clone(),
         data: &data,
         per_second: &summary.per_second,
     };
-    render(&over_time, plots, &stem(&id, CELL_KINDS[0].kind))?;
+    let mut files = Vec::with_capacity(6);
+    files.extend(render(&over_time, plots, &stem(&id, CELL_KINDS[0].kind))?);
     let timeline = safety_timeline::SafetyTimeline {
         title: id.clone(),
         data: &data,
         safety: summary.safety.as_ref(),
     };
-    render(&timeline, plots, &stem(&id, CELL_KINDS[1].kind))?;
+    files.extend(render(&timeline, plots, &stem(&id, CELL_KINDS[1].kind))?);
     let fair = fairness::Fairness {
         title: id.clone(),
         data: &data,
         jain: summary.jain_fairness,
         max_wait_us: summary.max_wait_us,
     };
-    render(&fair, plots, &stem(&id, CELL_KINDS[2].kind))?;
-    Ok(())
+    files.extend(render(&fair, plots, &stem(&id, CELL_KINDS[2].kind))?);
+    Ok(files)
 }
 
-/// Draws the run-level plots of `cells`; returns their index entries.
-fn draw_run(
-    run: &Path,
-    plots: &Path,
-    cells: &[CellSummary],
-) -> Result<Vec<PlotEntry>, ExportError> {
+/// The run-level plots of `run`, as files in `plots`, and their index entries.
+fn draw_run(run: &RunView, plots: &Path) -> Result<(Vec<OutFile>, Vec<PlotEntry>), ExportError> {
+    let mut files = Vec::new();
     let mut entries = Vec::new();
     let mut add = |kind: &str,
                    title: &str,
                    caption: &str,
-                   figure: &dyn Fn() -> Result<(String, String), ExportError>| {
-        let (png, svg) = figure()?;
+                   figure: &dyn Fn() -> Result<[OutFile; 2], ExportError>| {
+        let [png, svg] = figure()?;
         entries.push(PlotEntry {
             kind: kind.into(),
             title: title.into(),
             caption: caption.into(),
-            svg,
-            png,
+            svg: file_name(&svg),
+            png: file_name(&png),
             cell: None,
         });
+        files.extend([png, svg]);
         Ok::<(), ExportError>(())
     };
-    let dist = latency_distribution::LatencyDistribution::of_run(run, cells);
+    let dist = latency_distribution::LatencyDistribution::of_run(&run.cells, &run.histograms);
     add(
         "latency-distribution",
         "Acquire latency by percentile",
         "x: percentile on HdrHistogram's nines axis (1/(1−p), log); one line per cell, one colour per system, herd dashed, predecessor solid",
         &|| render(&dist, plots, "latency-distribution"),
     )?;
-    let wake = herd::Herd::of_run(cells, herd::HerdMeasure::Wakeups);
+    let wake = herd::Herd::of_run(&run.cells, herd::HerdMeasure::Wakeups);
     add(
         "herd-wakeups",
         "The herd: wake-ups per acquisition against clients",
         "how many waiters each release wakes, by number of contending clients (a --clients sweep draws the curve); herd dashed, predecessor solid",
         &|| render(&wake, plots, "herd-wakeups"),
     )?;
-    let handoff = herd::Herd::of_run(cells, herd::HerdMeasure::Handoff);
+    let handoff = herd::Herd::of_run(&run.cells, herd::HerdMeasure::Handoff);
     add(
         "herd-handoff",
         "Handoff latency against clients",
         "release → next grant on the same key, p50, by number of contending clients; herd dashed, predecessor solid",
         &|| render(&handoff, plots, "herd-handoff"),
     )?;
-    let report = crate::capacity::file::read(run).map_err(|e| ExportError {
+    let report = run.capacity.as_ref().map_err(|e| ExportError {
         exporter: EXPORTER,
-        path: crate::capacity::file::path(run),
-        source: std::io::Error::other(e.to_string()),
+        path: crate::capacity::file::path(&run.dir),
+        source: std::io::Error::other(e.clone()),
     })?;
     if let Some(report) = report {
-        let figure = capacity::CapacityFigure { capacity: &report };
+        let figure = capacity::CapacityFigure { capacity: report };
         add(
             "capacity",
             &format!("Capacity: {} {}", report.system, report.strategy),
             "from capacity.json; above: measured throughput (points) against clients, the fitted USL curve and its peak N* (dashed); below: measured acquire p99, the SLO (red dashed) and the USL's calibrated p99 prediction (dotted)",
-            &|| render(&figure, plots, &capacity::stem(&report)),
+            &|| render(&figure, plots, &capacity::stem(report)),
         )?;
     }
-    Ok(entries)
+    Ok((files, entries))
+}
+
+fn file_name(f: &OutFile) -> String {
+    f.path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+/// A cell's history as the view holds it, or the error naming its file.
+fn history<'a>(
+    histories: &'a BTreeMap<String, Result<Vec<Event>, String>>,
+    cell_dir: &Path,
+    id: &str,
+) -> Result<&'a [Event], ExportError> {
+    let fail = |why: String| ExportError {
+        exporter: EXPORTER,
+        path: cell_dir.join(crate::results::HISTORY_FILE),
+        source: std::io::Error::other(why),
+    };
+    match histories.get(id) {
+        Some(Ok(events)) => Ok(events),
+        Some(Err(why)) => Err(fail(why.clone())),
+        None => Err(fail("not loaded".into())),
+    }
 }
 
 impl Exporter for Plots {
@@ -169,26 +191,28 @@ impl Exporter for Plots {
         EXPORTER
     }
 
-    fn cell_finished(&self, dir: &Path, cell: &CellResult) -> Result<(), ExportError> {
-        // A cell folder is <run>/cells/<id>.
-        let Some(run) = dir.parent().and_then(Path::parent) else {
-            return Ok(());
+    fn cell_files(&self, cell: &CellView<'_>) -> Result<Vec<OutFile>, ExportError> {
+        let Some(run) = cell.run_dir() else {
+            return Ok(Vec::new());
         };
-        draw_cell(&plots_dir(run)?, dir, &cell.analysis.summary)
+        let events = cell.events.as_ref().map_err(|why| ExportError {
+            exporter: EXPORTER,
+            path: cell.dir.join(crate::results::HISTORY_FILE),
+            source: std::io::Error::other(why.clone()),
+        })?;
+        draw_cell(&run.join(PLOTS_DIR), events, &cell.result.analysis.summary)
     }
 
-    fn run_updated(&self, run: &RunReport<'_>) -> Result<(), ExportError> {
-        let plots = plots_dir(run.dir)?;
-        let mut index = PlotIndex {
-            plots: draw_run(run.dir, &plots, run.cells)?,
-        };
-        for cell in run.cells {
+    fn run_files(&self, run: &RunView) -> Result<Vec<OutFile>, ExportError> {
+        let plots = run.dir.join(PLOTS_DIR);
+        let (mut files, entries) = draw_run(run, &plots)?;
+        let mut index = PlotIndex { plots: entries };
+        for cell in &run.cells {
             let id = cell.id.to_string();
-            let missing = CELL_KINDS
-                .iter()
-                .any(|k| !plots.join(format!("{}.svg", stem(&id, k.kind))).exists());
-            if missing {
-                draw_cell(&plots, &run.dir.join("cells").join(&id), cell)?;
+            if cell_plots_missing(&run.plots.names, &id) {
+                let cell_dir = run.dir.join("cells").join(&id);
+                let events = history(&run.histories, &cell_dir, &id)?;
+                files.extend(draw_cell(&plots, events, cell)?);
             }
             for k in &CELL_KINDS {
                 let s = stem(&id, k.kind);
@@ -202,7 +226,8 @@ impl Exporter for Plots {
                 });
             }
         }
-        index.write(run.dir)
+        files.push(index.to_file(&run.dir)?);
+        Ok(files)
     }
 }
 

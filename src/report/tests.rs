@@ -1,0 +1,260 @@
+//! The reports rendered from a hand-made [`RunView`] whose folder does not exist: rendering
+//! reads no file, and both formats show the one section list in its order.
+
+use std::path::Path;
+
+use super::model::{RunView, StoredPlan};
+use super::plot_index::{PlotEntry, PlotIndex};
+use super::sections::{Section, sections};
+use super::{html, markdown};
+use crate::capacity::Capacity;
+use crate::capacity::report::tests::{cell, synthetic};
+use crate::results::{CellSummary, Safety, SafetyVerdict, Violation};
+
+/// Nothing is ever created here: a renderer that opened or wrote a file under it would fail
+/// or leave it behind.
+const NOWHERE: &str = "/nonexistent/lockbench-report-tests/run-1";
+
+/// A cell that broke its lock once, with a fault window.
+fn unsafe_cell() -> CellSummary {
+    let mut c = cell(3, 50.0, 20_000, 500);
+    c.id.chaos = "kill".into();
+    c.safety = Some(Safety {
+        verdict: SafetyVerdict::Unsafe,
+        violations: vec![Violation {
+            checker: "mutual_exclusion".into(),
+            class: Some("granted_twice".into()),
+            what: "clients 1 and 2 held k at once".into(),
+            key: Some("k".into()),
+            clients: vec![1, 2],
+            tokens: vec![],
+            t_us: vec![10, 20],
+            lines: vec![7, 9],
+        }],
+        ..Safety::default()
+    });
+    c.faults = vec![
+        serde_json::from_value(serde_json::json!({
+            "kind": "kill", "targets": ["n1"], "start_us": 1_000_000, "end_us": 2_000_000,
+            "started": true, "acquisitions": 4, "verdict": "invalid", "overlaps": 1,
+            "possible_overlaps": 0, "lost_updates": 0, "stale_accesses_rejected": 0,
+            "token_regressions": 0, "lost_leases": 2, "errors": {}
+        }))
+        .expect("a fault window"),
+    ];
+    c
+}
+
+/// A view with every section: repetitions, a capacity report, an unsafe cell, a fault window,
+/// a cell not run, a plot with its image, a plan.
+fn every_section() -> RunView {
+    let mut run = RunView::empty(Path::new(NOWHERE));
+    let mut cells = synthetic();
+    for (i, c) in cells.iter_mut().enumerate() {
+        c.id.repetition = Some(1 + i as u32 % 2);
+    }
+    cells.push(unsafe_cell());
+    run.cells = cells;
+    run.not_run = vec!["etcd-predecessor-w-c12".into()];
+    run.interrupted = true;
+    run.capacity = Ok(Some(
+        Capacity::of(&synthetic(), None).expect("the synthetic sweep"),
+    ));
+    run.plots.index = PlotIndex {
+        plots: vec![PlotEntry {
+            kind: "herd-wakeups".into(),
+            title: "Wake-ups".into(),
+            caption: "how to read it".into(),
+            svg: "herd-wakeups.svg".into(),
+            png: "herd-wakeups.png".into(),
+            cell: None,
+        }],
+    };
+    run.plots
+        .images
+        .insert("herd-wakeups.svg".into(), b"<svg/>".to_vec());
+    run.plan = StoredPlan::Stored {
+        text: "run_id = \"x\"\n".into(),
+        plan: Err("plan.toml: a hand-made test plan".into()),
+    };
+    run
+}
+
+#[test]
+fn a_hand_made_view_renders_every_section_without_a_file() {
+    let run = every_section();
+    let ids: Vec<&str> = sections(&run).iter().map(Section::id).collect();
+    assert_eq!(
+        ids,
+        [
+            "comparison",
+            "repetitions",
+            "capacity",
+            "safety",
+            "faults",
+            "not-run",
+            "plots",
+            "plan",
+            "environment"
+        ]
+    );
+    let md = markdown::render(&run);
+    let page = html::page(&run);
+    assert!(!Path::new(NOWHERE).exists(), "a renderer made the folder");
+
+    // Each section's content, as the view has it.
+    assert!(md.starts_with("# lockbench report\n\n| system |"), "{md}");
+    assert!(md.contains("\n## Repetitions\n"), "{md}");
+    assert!(md.contains("| etcd-predecessor-w-c1 | 1 |"), "{md}");
+    assert!(md.contains("\n## Capacity\n\n- "), "{md}");
+    assert!(
+        md.contains("| 10 | 3.4 |"),
+        "the capacity table's last point: {md}"
+    );
+    assert!(
+        md.contains("(`cells/etcd-predecessor-w-kill-c3/history.jsonl` lines 7, 9)"),
+        "{md}"
+    );
+    assert!(md.contains("| kill | n1 | 1.000 |"), "{md}");
+    assert!(
+        md.contains("\nThe run was interrupted. Cells not run: etcd-predecessor-w-c12\n"),
+        "{md}"
+    );
+    assert!(md.contains("![Wake-ups](plots/herd-wakeups.png)"), "{md}");
+    assert!(
+        md.ends_with("\n## Environment\n\n- environment: not recorded\n- clusters: not recorded\n")
+    );
+
+    assert!(
+        page.contains("not run: etcd-predecessor-w-c12"),
+        "the header"
+    );
+    assert!(
+        page.contains("data:image/svg+xml;base64,PHN2Zy8+"),
+        "the inlined image"
+    );
+    assert!(page.contains("plan.toml: a hand-made test plan"));
+    assert!(page.contains("<pre>run_id = &quot;x&quot;\n</pre>"));
+    assert!(page.contains("<a href=\"#faults\">Faults</a>"));
+
+    // The view without its optional parts: those sections are gone, the rest stay.
+    let mut calm = run.clone();
+    calm.cells.retain(|c| c.id.repetition.is_none());
+    (calm.capacity, calm.not_run, calm.interrupted) = (Ok(None), Vec::new(), false);
+    let ids: Vec<&str> = sections(&calm).iter().map(Section::id).collect();
+    assert_eq!(
+        ids,
+        [
+            "comparison",
+            "safety",
+            "faults",
+            "plots",
+            "plan",
+            "environment"
+        ]
+    );
+    let md = markdown::render(&calm);
+    assert!(!md.contains("## Repetitions") && !md.contains("## Capacity"));
+    assert!(!md.contains("Cells not run"));
+}
+
+/// The order of the sections each format shows, read from its output: Markdown's `## `
+/// headings, HTML's `<section id=...>`.
+fn shown_order(md: &str, page: &str) -> (Vec<String>, Vec<String>) {
+    let md_ids = md
+        .lines()
+        .filter_map(|l| l.strip_prefix("## "))
+        .map(|h| h.to_lowercase())
+        .collect();
+    let html_ids = page
+        .split("<section id=\"")
+        .skip(1)
+        .filter_map(|s| s.split('"').next())
+        .map(str::to_string)
+        .collect();
+    (md_ids, html_ids)
+}
+
+#[test]
+fn markdown_and_html_show_the_sections_in_one_order() {
+    let run = every_section();
+    let (md, page) = shown_order(&markdown::render(&run), &html::page(&run));
+    // The sections both show a heading for, in each one's order.
+    let both: Vec<&String> = md.iter().filter(|id| page.contains(id)).collect();
+    let in_html: Vec<&String> = page.iter().filter(|id| md.contains(id)).collect();
+    assert_eq!(both, in_html, "markdown {md:?}, html {page:?}");
+    for id in [
+        "repetitions",
+        "capacity",
+        "safety",
+        "faults",
+        "plots",
+        "environment",
+    ] {
+        assert!(
+            both.iter().any(|x| *x == id),
+            "{id} in both: markdown {md:?}, html {page:?}"
+        );
+    }
+    // And that order is the list's.
+    let list: Vec<&str> = sections(&run).iter().map(Section::id).collect();
+    let positions: Vec<usize> = both
+        .iter()
+        .map(|id| list.iter().position(|l| l == id).expect("a listed section"))
+        .collect();
+    assert!(positions.is_sorted(), "{both:?} against {list:?}");
+}
+
+/// Every file of `dir` (recursively) with its text up to its first `#[cfg(test)]`.
+fn sources(dir: &Path, out: &mut Vec<(std::path::PathBuf, String)>) {
+    for entry in std::fs::read_dir(dir).expect("src/report") {
+        let path = entry.expect("an entry").path();
+        if path.is_dir() {
+            sources(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            let text = std::fs::read_to_string(&path).expect("a source file");
+            let code = text.split("#[cfg(test)]").next().unwrap_or_default();
+            out.push((path, code.to_string()));
+        }
+    }
+}
+
+#[test]
+fn only_the_loader_and_the_writer_touch_files() {
+    // The loader (model.rs), the writer, `lockbench report`'s reading of stored summaries
+    // (rebuild.rs) and the index's reader for tests and tools (plot_index.rs).
+    let allowed = [
+        "model.rs",
+        "writer.rs",
+        "rebuild.rs",
+        "plot_index.rs",
+        "tests.rs",
+    ];
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/report");
+    let mut files = Vec::new();
+    sources(&root, &mut files);
+    assert!(files.len() > 15, "{} files read", files.len());
+    let mut found = Vec::new();
+    for (path, code) in &files {
+        let name = path.file_name().unwrap_or_default().to_string_lossy();
+        if allowed.contains(&name.as_ref()) {
+            continue;
+        }
+        for io in [
+            "std::fs",
+            "fs::",
+            "File::open",
+            "File::create",
+            "read_history",
+            "RunEnvironment::read",
+            "file::read",
+            "BitMapBackend::new",
+            "println!",
+        ] {
+            if code.contains(io) {
+                found.push(format!("{}: {io}", path.display()));
+            }
+        }
+    }
+    assert!(found.is_empty(), "file I/O in a renderer: {found:?}");
+}
