@@ -132,7 +132,7 @@ impl Faultable for Cluster {
             .collect()
     }
     async fn leader(&self) -> Result<Option<String>, ClusterError> {
-        if self.system() == System::Redlock {
+        if self.system().facts().leaderless {
             // No leader: `leader` faults hit the first master that is up (reproducibly).
             return Ok(Cluster::servers(self)
                 .find(|n| n.state() == NodeState::Running)
@@ -196,10 +196,7 @@ impl Faultable for Cluster {
 /// How a clock fault reaches a server of `system` at `endpoint`: Redis and Redlock expire keys
 /// by wall clock; ZooKeeper sessions and etcd leases run on monotonic time.
 pub fn clock_access(system: System, endpoint: String) -> ClockAccess {
-    match system {
-        System::Redis | System::Redlock => ClockAccess::Redis { endpoint },
-        System::Zookeeper | System::Etcd => ClockAccess::Monotonic,
-    }
+    system.service().clock_access(endpoint)
 }
 
 /// A fault that could not be started or undone.

@@ -8,22 +8,16 @@
 
 use super::node::Node;
 use super::{Cluster, NodeRole, NodeState, PROBE_TIMEOUT, etcd, redis, zookeeper};
-use crate::system::System;
 
 /// One check of `node`: `Ok` when it serves its cluster now, else why not.
 pub(crate) async fn serving(cluster: &Cluster, node: &Node) -> Result<(), String> {
     if node.state() != NodeState::Running {
         return Err(format!("{} is {:?}", node.name(), node.state()));
     }
-    match cluster.system {
-        System::Zookeeper => zookeeper_serving(node).await,
-        System::Etcd => etcd_serving(cluster, node).await,
-        System::Redis => redis_serving(cluster, node).await,
-        System::Redlock => redis_answers(node).await,
-    }
+    cluster.system.service().serving(cluster, node).await
 }
 
-async fn zookeeper_serving(node: &Node) -> Result<(), String> {
+pub(crate) async fn zookeeper_serving(node: &Node) -> Result<(), String> {
     let reply = zookeeper::four_letter_word(&node.endpoint(), "srvr").await?;
     match zookeeper::parse_mode(&reply).as_deref() {
         Some("leader" | "follower" | "standalone" | "observer") => Ok(()),
@@ -43,7 +37,7 @@ async fn etcd_status(endpoint: &str) -> Result<etcd_client::StatusResponse, Stri
 
 /// Healthy and caught up: it sees a leader, is a voting member, and has applied at least the
 /// index the leader reported just before (so it holds every lock granted until then).
-async fn etcd_serving(cluster: &Cluster, node: &Node) -> Result<(), String> {
+pub(crate) async fn etcd_serving(cluster: &Cluster, node: &Node) -> Result<(), String> {
     let leader = etcd::leader(cluster)
         .await
         .map_err(|e| e.to_string())?
@@ -67,7 +61,7 @@ async fn etcd_serving(cluster: &Cluster, node: &Node) -> Result<(), String> {
     Ok(())
 }
 
-async fn redis_answers(node: &Node) -> Result<(), String> {
+pub(crate) async fn redis_answers(node: &Node) -> Result<(), String> {
     let v = redis::command(&node.endpoint(), &::redis::cmd("PING")).await?;
     if v == ::redis::Value::SimpleString("PONG".into()) {
         Ok(())
@@ -77,7 +71,7 @@ async fn redis_answers(node: &Node) -> Result<(), String> {
 }
 
 /// The master Sentinel names, or a replica with its link up that no Sentinel sees down.
-async fn redis_serving(cluster: &Cluster, node: &Node) -> Result<(), String> {
+pub(crate) async fn redis_serving(cluster: &Cluster, node: &Node) -> Result<(), String> {
     let mut cmd = ::redis::cmd("INFO");
     cmd.arg("replication");
     let info = redis::command(&node.endpoint(), &cmd).await?;
@@ -145,11 +139,7 @@ pub(crate) async fn healthy(cluster: &Cluster) -> Result<(), String> {
         }
     }
     cluster.ready_once().await?;
-    if cluster.system == System::Redis {
-        // Agreeing on a master is not enough while a failover is pending: none may see it down.
-        master_unflagged(cluster).await?;
-    }
-    Ok(())
+    cluster.system.service().settled(cluster).await
 }
 
 /// The running Sentinels.
@@ -161,7 +151,7 @@ fn sentinels(cluster: &Cluster) -> impl Iterator<Item = &Node> {
 }
 
 /// No running Sentinel flags the master (down, failing over): its `flags` are just `master`.
-async fn master_unflagged(cluster: &Cluster) -> Result<(), String> {
+pub(crate) async fn master_unflagged(cluster: &Cluster) -> Result<(), String> {
     for s in sentinels(cluster) {
         let flags = redis::master_flags(&s.endpoint()).await?;
         if flags != "master" {

@@ -5,14 +5,16 @@
 //! A [`Cluster`] removes its containers and network when torn down or dropped (also on panic,
 //! by unwinding); `lockbench clean` removes anything a killed process left behind.
 
-mod etcd;
-mod health;
+// The providers' pieces are crate-visible: each system's folder (`crate::system::<name>`)
+// assembles its provider from them.
+pub(crate) mod etcd;
+pub(crate) mod health;
 mod node;
 mod partition;
-mod redis;
-mod redlock;
-mod version;
-mod zookeeper;
+pub(crate) mod redis;
+pub(crate) mod redlock;
+pub(crate) mod version;
+pub(crate) mod zookeeper;
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -20,7 +22,7 @@ use std::time::{Duration, Instant};
 use testcontainers::bollard::Docker;
 use testcontainers::bollard::models::NetworkCreateRequest;
 
-pub use node::{DataOnRestart, Node, NodeInfo, NodeRole, NodeState};
+pub use node::{DataOnRestart, Node, NodeInfo, NodeRole, NodeSpec, NodeState};
 pub use redis::MASTER_NAME as REDIS_MASTER_NAME;
 
 use crate::docker::{self, DockerError, RUN_LABEL, with_deadline};
@@ -161,12 +163,7 @@ impl Cluster {
             cuts: std::sync::Mutex::new(Vec::new()),
             torn_down: false,
         };
-        let specs = match system {
-            System::Zookeeper => zookeeper::node_specs(run_id, size),
-            System::Etcd => etcd::node_specs(run_id, size),
-            System::Redis => redis::node_specs(run_id, size, opts.redis.persistence),
-            System::Redlock => redlock::node_specs(size, opts.redis.persistence),
-        };
+        let specs = system.service().node_specs(run_id, size, &opts);
         // Start in order (a Redis master before its replicas and Sentinels); entrypoints wait for
         // their peers' names to resolve, so the readiness wait below covers the rest.
         for spec in specs {
@@ -182,12 +179,7 @@ impl Cluster {
 
     /// One check of readiness (as defined for [`Cluster::start`]).
     async fn ready_once(&self) -> Result<(), String> {
-        match self.system {
-            System::Zookeeper => zookeeper::ready(self).await,
-            System::Etcd => etcd::ready(self).await,
-            System::Redis => redis::ready(self).await,
-            System::Redlock => redlock::ready(self).await,
-        }
+        self.system.service().ready(self).await
     }
 
     /// One check that the cluster is healthy: every node (Sentinels included) running, and
@@ -227,12 +219,7 @@ impl Cluster {
     /// The current leader's node name: the ZooKeeper leader, the etcd leader, the master
     /// Sentinel names; `None` for Redlock (no leader) or when no single leader is seen now.
     pub async fn leader(&self) -> Result<Option<String>, ClusterError> {
-        match self.system {
-            System::Zookeeper => zookeeper::leader(self).await,
-            System::Etcd => etcd::leader(self).await,
-            System::Redis => redis::leader(self).await,
-            System::Redlock => Ok(None),
-        }
+        self.system.service().leader(self).await
     }
 
     /// Waits until a leader other than `old` is seen, returning it and how long it took.
@@ -363,9 +350,12 @@ impl Cluster {
             // Running already (an undo may be repeated), or paused (an error).
             return n.restart(&self.docker, data).await;
         }
-        if self.system == System::Etcd && data == DataOnRestart::Wipe {
-            etcd::replace_member(self, n).await?;
-            n.restart_etcd_joining(&self.docker).await?;
+        let rejoin = match data {
+            DataOnRestart::Wipe => self.system.service().rejoin_wiped(self, n),
+            DataOnRestart::Keep => None,
+        };
+        if let Some(rejoin) = rejoin {
+            rejoin.await?;
         } else {
             n.restart(&self.docker, data).await?;
         }

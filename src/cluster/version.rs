@@ -4,8 +4,7 @@
 
 use std::time::Duration;
 
-use super::{Cluster, NodeState, PROBE_TIMEOUT};
-use crate::system::System;
+use super::{Cluster, NodeState};
 
 /// How long asking for the version may take in all.
 const VERSION_DEADLINE: Duration = Duration::from_secs(6);
@@ -16,26 +15,7 @@ pub(crate) async fn server_version(cluster: &Cluster) -> String {
         return "unknown (no server node is running)".into();
     };
     let endpoint = node.endpoint();
-    let ask = async {
-        match cluster.system {
-            System::Zookeeper => super::zookeeper::four_letter_word(&endpoint, "srvr")
-                .await
-                .and_then(|r| zookeeper_version(&r).ok_or_else(|| no_version(&r))),
-            System::Etcd => {
-                let mut c = super::etcd::client_for(&endpoint).await?;
-                let st = tokio::time::timeout(PROBE_TIMEOUT, c.status())
-                    .await
-                    .map_err(|_| format!("status took over {PROBE_TIMEOUT:?}"))?
-                    .map_err(|e| e.to_string())?;
-                Ok(st.version().to_string())
-            }
-            System::Redis | System::Redlock => {
-                let v = super::redis::command(&endpoint, redis::cmd("INFO").arg("server")).await?;
-                let text: String = redis::from_redis_value_ref(&v).map_err(|e| e.to_string())?;
-                redis_version(&text).ok_or_else(|| no_version(&text))
-            }
-        }
-    };
+    let ask = async { cluster.system.service().server_version(&endpoint).await };
     match tokio::time::timeout(VERSION_DEADLINE, ask).await {
         Ok(Ok(v)) if !v.is_empty() => v,
         Ok(Ok(_)) => format!("unknown ({} reported an empty version)", node.name()),
@@ -47,13 +27,21 @@ pub(crate) async fn server_version(cluster: &Cluster) -> String {
     }
 }
 
-fn no_version(reply: &str) -> String {
+/// The version a Redis server at `endpoint` reports in `INFO server` (Redis and Redlock).
+pub(crate) async fn redis_server_version(endpoint: &str) -> Result<String, String> {
+    let v = super::redis::command(endpoint, redis::cmd("INFO").arg("server")).await?;
+    let text: String = redis::from_redis_value_ref(&v).map_err(|e| e.to_string())?;
+    redis_version(&text).ok_or_else(|| no_version(&text))
+}
+
+/// The error for a reply that holds no version.
+pub(crate) fn no_version(reply: &str) -> String {
     let head: String = reply.chars().take(80).collect();
     format!("no version in the reply {head:?}")
 }
 
 /// `Zookeeper version: 3.8.0-5a02a05eddb59aee6ac762f7ea82e92a68eb9c0f, built on ...` → `3.8.0`.
-fn zookeeper_version(srvr: &str) -> Option<String> {
+pub(crate) fn zookeeper_version(srvr: &str) -> Option<String> {
     let v = srvr
         .lines()
         .find_map(|l| l.strip_prefix("Zookeeper version:"))?
