@@ -2,7 +2,8 @@
 //! (Sentinel and Redlock) clusters started in Docker.
 //!
 //! A run, after Jepsen: **clusters** come up ([`cluster`], from images [`image`] builds
-//! offline; what each [`system`] is, is one entry of [`system::FACTS`]); **clients** run a
+//! offline; each [`system`] is a folder behind [`system::LockService`], listed once in
+//! [`system::registry::SYSTEMS`]); **clients** run a
 //! **workload** ([`spec`] reads `workloads/*.toml`, and the chaos schedules `chaos/*.toml`;
 //! [`workload`] draws its random choices and paces it) through a lock **recipe** ([`recipe`]: one folder of logic per system, both
 //! strategies side by side; [`recipe::mock`] stands in for a server only in Docker-free tests of
@@ -49,8 +50,17 @@
 //! (`chaos` → `runner`, the one arrow that points up).
 //!
 //! Where a new piece goes:
-//! - a system: a cluster provider in `cluster/`, a recipe folder in `recipe/`, one entry in
-//!   [`system::FACTS`] and one arm in [`recipe::AnyRecipe`];
+//! - a system: a folder `system/<name>/` and one line in [`system::registry::SYSTEMS`], no
+//!   other file edited. The folder defines its `System` constant, its [`system::Facts`] (name,
+//!   sizes, strategies, image, leaderless or not, plot colour) and a [`system::LockService`]:
+//!   node shapes, readiness, leader, per-node health, version probe, recipe connect
+//!   ([`recipe::AnyRecipe::new`] over any [`recipe::Recipe`]) and clock access. A system on a
+//!   new image also defines its [`system::ImageKind`] and adds `docker/<name>/` (the build
+//!   files it embeds). Its provider and recipe code may live in the folder; the four existing
+//!   systems keep theirs in `cluster/<name>.rs` and `recipe/<name>/` (moved later, when no
+//!   one else edits them), which their folders call. The CLI's `--zookeeper-image`,
+//!   `--etcd-image` and `--redis-image` flags name the three existing images; a new image is
+//!   overridden through its `LOCKBENCH_<NAME>_IMAGE` variable;
 //! - a fault: a variant of [`chaos::Fault`] (its start and its end), using [`chaos::Faultable`];
 //! - a checker: a file in `check/` implementing [`check::Checker`] with its own
 //!   [`check::Counts`], listed in [`check::checkers`]; a count the cell's `safety` shows is a
