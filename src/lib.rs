@@ -44,9 +44,12 @@
 //! doctor, cli, main                                      one verb, one function
 //! ```
 //!
-//! The circle is issue 18's items 1 and 2 ("a system is a folder", "a fault kind is one
-//! file"), not done yet: `system` ↔ `recipe`, `chaos` ↔ `cluster` and `chaos` ↔ `spec` import
-//! each other, and the nemesis (`chaos`) pauses worker processes through the runner's handle
+//! The circle: `system` ↔ `recipe` (a recipe names its `System`; a system's folder connects
+//! its recipe) and `system` → `cluster` → `system` (a provider reads its facts; the cluster asks
+//! its system) stay while the four systems' providers and recipes live outside their folders;
+//! `system` ↔ `chaos` (a system says how a clock fault reaches it, with `chaos`'s type);
+//! `chaos` ↔ `cluster` and `chaos` ↔ `spec` are issue 18's item 2 ("a fault kind is one file"),
+//! not done yet; and the nemesis (`chaos`) pauses worker processes through the runner's handle
 //! (`chaos` → `runner`, the one arrow that points up).
 //!
 //! Where a new piece goes:
