@@ -45,8 +45,8 @@
 //! ```
 //!
 //! The circle: `system` ↔ `recipe` (a recipe names its `System`; a system's folder connects
-//! its recipe) and `system` → `cluster` → `system` (a provider reads its facts; the cluster asks
-//! its system) stay while the four systems' providers and recipes live outside their folders;
+//! its recipe) stays while the four systems' recipes live outside their folders; `system` ↔
+//! `cluster` (a provider starts nodes through `cluster`; a `Cluster` asks its system);
 //! `system` ↔ `chaos` (a system says how a clock fault reaches it, with `chaos`'s type);
 //! `chaos` ↔ `cluster` and `chaos` ↔ `spec` are issue 18's item 2 ("a fault kind is one file"),
 //! not done yet; and the nemesis (`chaos`) pauses worker processes through the runner's handle
@@ -59,9 +59,10 @@
 //!   node shapes, readiness, leader, per-node health, version probe, recipe connect
 //!   ([`recipe::AnyRecipe::new`] over any [`recipe::Recipe`]) and clock access. A system on a
 //!   new image also defines its [`system::ImageKind`] and adds `docker/<name>/` (the build
-//!   files it embeds). Its provider and recipe code may live in the folder; the four existing
-//!   systems keep theirs in `cluster/<name>.rs` and `recipe/<name>/` (moved later, when no
-//!   one else edits them), which their folders call. The CLI's `--zookeeper-image`,
+//!   files it embeds). Its cluster provider is the folder's `provider.rs` (node shapes,
+//!   readiness, leader, health, version parsing); its recipe may live in the folder too. The
+//!   four existing systems keep their recipes in `recipe/<name>/` (`redis/` holding Redlock's;
+//!   moved later, when no one else edits them), which their folders connect. The CLI's `--zookeeper-image`,
 //!   `--etcd-image` and `--redis-image` flags name the three existing images; a new image is
 //!   overridden through its `LOCKBENCH_<NAME>_IMAGE` variable;
 //! - a fault: a variant of [`chaos::Fault`] (its start and its end), using [`chaos::Faultable`];

@@ -1,20 +1,15 @@
-//! Real clusters on testcontainers: one provider per system (`zookeeper`, `etcd`, `redis`,
-//! `redlock`), each on its own Docker network labelled with the run id, plus the fault primitives
+//! Real clusters on testcontainers: each system's provider (in its `crate::system` folder) says
+//! which nodes to start and when they are ready; here they run on their own Docker network
+//! labelled with the run id, plus the fault primitives
 //! the chaos schedules use: kill/restart, pause/resume, partition/heal, and logs.
 //!
 //! A [`Cluster`] removes its containers and network when torn down or dropped (also on panic,
 //! by unwinding); `lockbench clean` removes anything a killed process left behind.
 
-// The providers' pieces are crate-visible: each system's folder (`crate::system::<name>`)
-// assembles its provider from them.
-pub(crate) mod etcd;
-pub(crate) mod health;
+mod health;
 mod node;
 mod partition;
-pub(crate) mod redis;
-pub(crate) mod redlock;
-pub(crate) mod version;
-pub(crate) mod zookeeper;
+mod version;
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -22,8 +17,10 @@ use std::time::{Duration, Instant};
 use testcontainers::bollard::Docker;
 use testcontainers::bollard::models::NetworkCreateRequest;
 
+pub use crate::system::REDIS_MASTER_NAME;
+pub(crate) use node::container_hostname;
 pub use node::{DataOnRestart, Node, NodeInfo, NodeRole, NodeSpec, NodeState};
-pub use redis::MASTER_NAME as REDIS_MASTER_NAME;
+pub(crate) use version::no_version;
 
 use crate::docker::{self, DockerError, RUN_LABEL, with_deadline};
 use crate::system::System;

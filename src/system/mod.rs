@@ -14,6 +14,8 @@ mod redlock;
 pub mod registry;
 mod zookeeper;
 
+pub use redis::provider::MASTER_NAME as REDIS_MASTER_NAME;
+
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;

@@ -1,13 +1,15 @@
-//! etcd 3.4: members `etcd1..etcdN` (provider in `cluster/etcd.rs`), locked through the
+//! etcd 3.4: members `etcd1..etcdN` (provider in `provider.rs`), locked through the
 //! revision-ordered recipe or the server's own Lock API in `recipe/etcd/`. Leases run on
 //! monotonic time, so a clock fault has nothing to move.
+
+mod provider;
 
 use std::time::Instant;
 
 use super::{BoxFuture, Facts, ImageKind, LockService, System};
 use crate::chaos::ClockAccess;
 use crate::cluster::{
-    self, Cluster, ClusterError, ClusterOptions, ConnectInfo, Node, NodeSpec, PROBE_TIMEOUT,
+    Cluster, ClusterError, ClusterOptions, ConnectInfo, Node, NodeSpec, PROBE_TIMEOUT,
 };
 use crate::recipe::{AnyRecipe, EtcdRecipe, LockError, RecipeConfig, Strategy};
 
@@ -49,27 +51,27 @@ impl LockService for Etcd {
         &FACTS
     }
     fn node_specs(&self, run_id: &str, size: usize, _opts: &ClusterOptions) -> Vec<NodeSpec> {
-        cluster::etcd::node_specs(run_id, size)
+        provider::node_specs(run_id, size)
     }
     fn ready<'a>(&'a self, cluster: &'a Cluster) -> BoxFuture<'a, Result<(), String>> {
-        Box::pin(cluster::etcd::ready(cluster))
+        Box::pin(provider::ready(cluster))
     }
     fn leader<'a>(
         &'a self,
         cluster: &'a Cluster,
     ) -> BoxFuture<'a, Result<Option<String>, ClusterError>> {
-        Box::pin(cluster::etcd::leader(cluster))
+        Box::pin(provider::leader(cluster))
     }
     fn serving<'a>(
         &'a self,
         cluster: &'a Cluster,
         node: &'a Node,
     ) -> BoxFuture<'a, Result<(), String>> {
-        Box::pin(cluster::health::etcd_serving(cluster, node))
+        Box::pin(provider::serving(cluster, node))
     }
     fn server_version<'a>(&'a self, endpoint: &'a str) -> BoxFuture<'a, Result<String, String>> {
         Box::pin(async move {
-            let mut c = cluster::etcd::client_for(endpoint).await?;
+            let mut c = provider::client_for(endpoint).await?;
             let st = tokio::time::timeout(PROBE_TIMEOUT, c.status())
                 .await
                 .map_err(|_| format!("status took over {PROBE_TIMEOUT:?}"))?
@@ -85,7 +87,7 @@ impl LockService for Etcd {
         // etcd refuses to bootstrap a member twice: replace it through a running member and
         // start it empty with `--initial-cluster-state existing`.
         Some(Box::pin(async move {
-            cluster::etcd::replace_member(cluster, node).await?;
+            provider::replace_member(cluster, node).await?;
             node.restart_etcd_joining(&cluster.docker).await
         }))
     }

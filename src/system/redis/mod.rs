@@ -2,11 +2,13 @@
 //! `cluster/redis.rs`), locked through the single-instance recipe in `recipe/redis/`. Keys
 //! expire by wall clock, so a clock fault shortens their TTLs.
 
+pub(super) mod provider;
+
 use std::time::Instant;
 
 use super::{BoxFuture, Facts, ImageKind, LockService, System};
 use crate::chaos::ClockAccess;
-use crate::cluster::{self, Cluster, ClusterError, ClusterOptions, ConnectInfo, Node, NodeSpec};
+use crate::cluster::{Cluster, ClusterError, ClusterOptions, ConnectInfo, Node, NodeSpec};
 use crate::recipe::{AnyRecipe, LockError, RecipeConfig, RedisRecipe, RedisTarget, Strategy};
 
 impl System {
@@ -54,30 +56,30 @@ impl LockService for Redis {
         &FACTS
     }
     fn node_specs(&self, run_id: &str, size: usize, opts: &ClusterOptions) -> Vec<NodeSpec> {
-        cluster::redis::node_specs(run_id, size, opts.redis.persistence)
+        provider::node_specs(run_id, size, opts.redis.persistence)
     }
     fn ready<'a>(&'a self, cluster: &'a Cluster) -> BoxFuture<'a, Result<(), String>> {
-        Box::pin(cluster::redis::ready(cluster))
+        Box::pin(provider::ready(cluster))
     }
     fn leader<'a>(
         &'a self,
         cluster: &'a Cluster,
     ) -> BoxFuture<'a, Result<Option<String>, ClusterError>> {
-        Box::pin(cluster::redis::leader(cluster))
+        Box::pin(provider::leader(cluster))
     }
     fn serving<'a>(
         &'a self,
         cluster: &'a Cluster,
         node: &'a Node,
     ) -> BoxFuture<'a, Result<(), String>> {
-        Box::pin(cluster::health::redis_serving(cluster, node))
+        Box::pin(provider::serving(cluster, node))
     }
     fn settled<'a>(&'a self, cluster: &'a Cluster) -> BoxFuture<'a, Result<(), String>> {
         // Agreeing on a master is not enough while a failover is pending: none may see it down.
-        Box::pin(cluster::health::master_unflagged(cluster))
+        Box::pin(provider::master_unflagged(cluster))
     }
     fn server_version<'a>(&'a self, endpoint: &'a str) -> BoxFuture<'a, Result<String, String>> {
-        Box::pin(cluster::version::redis_server_version(endpoint))
+        Box::pin(provider::server_version(endpoint))
     }
     fn connect<'a>(
         &'a self,
@@ -88,7 +90,7 @@ impl LockService for Redis {
         Box::pin(async move {
             let target = RedisTarget::Sentinel {
                 sentinels: info.sentinel_endpoints.clone(),
-                master_name: cluster::REDIS_MASTER_NAME.to_string(),
+                master_name: provider::MASTER_NAME.to_string(),
                 address_map: info
                     .address_map
                     .iter()

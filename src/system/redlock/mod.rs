@@ -2,11 +2,13 @@
 //! `cluster/redlock.rs`), locked by quorum through `recipe/redis/redlock.rs`. No node leads;
 //! keys expire by wall clock, so a clock fault shortens their TTLs.
 
+mod provider;
+
 use std::time::Instant;
 
 use super::{BoxFuture, Facts, ImageKind, LockService, System};
 use crate::chaos::ClockAccess;
-use crate::cluster::{self, Cluster, ClusterError, ClusterOptions, ConnectInfo, Node, NodeSpec};
+use crate::cluster::{Cluster, ClusterError, ClusterOptions, ConnectInfo, Node, NodeSpec};
 use crate::recipe::{AnyRecipe, LockError, RecipeConfig, RedlockOptions, RedlockRecipe, Strategy};
 
 impl System {
@@ -36,10 +38,10 @@ impl LockService for Redlock {
         &FACTS
     }
     fn node_specs(&self, _run_id: &str, size: usize, opts: &ClusterOptions) -> Vec<NodeSpec> {
-        cluster::redlock::node_specs(size, opts.redis.persistence)
+        provider::node_specs(size, opts.redis.persistence)
     }
     fn ready<'a>(&'a self, cluster: &'a Cluster) -> BoxFuture<'a, Result<(), String>> {
-        Box::pin(cluster::redlock::ready(cluster))
+        Box::pin(provider::ready(cluster))
     }
     fn leader<'a>(
         &'a self,
@@ -52,10 +54,10 @@ impl LockService for Redlock {
         _cluster: &'a Cluster,
         node: &'a Node,
     ) -> BoxFuture<'a, Result<(), String>> {
-        Box::pin(cluster::health::redis_answers(node))
+        Box::pin(super::redis::provider::answers(node))
     }
     fn server_version<'a>(&'a self, endpoint: &'a str) -> BoxFuture<'a, Result<String, String>> {
-        Box::pin(cluster::version::redis_server_version(endpoint))
+        Box::pin(super::redis::provider::server_version(endpoint))
     }
     fn connect<'a>(
         &'a self,

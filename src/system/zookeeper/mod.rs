@@ -1,6 +1,8 @@
-//! Apache ZooKeeper 3.8: an ensemble `zk1..zkN` (provider in `cluster/zookeeper.rs`), locked
+//! Apache ZooKeeper 3.8: an ensemble `zk1..zkN` (provider in `provider.rs`), locked
 //! through the sequential-ephemeral recipe in `recipe/zookeeper/`. Sessions run on monotonic
 //! time, so a clock fault has nothing to move.
+
+mod provider;
 
 use std::time::Instant;
 
@@ -47,29 +49,28 @@ impl LockService for Zookeeper {
         &FACTS
     }
     fn node_specs(&self, run_id: &str, size: usize, _opts: &ClusterOptions) -> Vec<NodeSpec> {
-        cluster::zookeeper::node_specs(run_id, size)
+        provider::node_specs(run_id, size)
     }
     fn ready<'a>(&'a self, cluster: &'a Cluster) -> BoxFuture<'a, Result<(), String>> {
-        Box::pin(cluster::zookeeper::ready(cluster))
+        Box::pin(provider::ready(cluster))
     }
     fn leader<'a>(
         &'a self,
         cluster: &'a Cluster,
     ) -> BoxFuture<'a, Result<Option<String>, ClusterError>> {
-        Box::pin(cluster::zookeeper::leader(cluster))
+        Box::pin(provider::leader(cluster))
     }
     fn serving<'a>(
         &'a self,
         _cluster: &'a Cluster,
         node: &'a Node,
     ) -> BoxFuture<'a, Result<(), String>> {
-        Box::pin(cluster::health::zookeeper_serving(node))
+        Box::pin(provider::serving(node))
     }
     fn server_version<'a>(&'a self, endpoint: &'a str) -> BoxFuture<'a, Result<String, String>> {
         Box::pin(async move {
-            let reply = cluster::zookeeper::four_letter_word(endpoint, "srvr").await?;
-            cluster::version::zookeeper_version(&reply)
-                .ok_or_else(|| cluster::version::no_version(&reply))
+            let reply = provider::four_letter_word(endpoint, "srvr").await?;
+            provider::version(&reply).ok_or_else(|| cluster::no_version(&reply))
         })
     }
     fn connect<'a>(
