@@ -2,7 +2,7 @@
 //! that fixes each problem.
 
 use crate::image::{self, ImageState};
-use crate::system::ALL_IMAGES;
+use crate::system::all_images;
 
 /// One line of the doctor's report.
 #[derive(Debug, Clone, serde::Serialize)]
@@ -41,7 +41,7 @@ pub async fn diagnose() -> Vec<Finding> {
             return out;
         }
     }
-    for kind in ALL_IMAGES {
+    for kind in all_images() {
         let name = image::image_name(kind);
         let (ok, detail, fix) = match image::state(kind).await {
             Ok(ImageState::Current) => (true, format!("{} present", name.name), None),

@@ -57,35 +57,12 @@ pub enum ImageError {
     Docker(#[from] crate::docker::DockerError),
 }
 
-struct Embedded {
-    dockerfile: &'static str,
-    entrypoint: &'static str,
-}
-
-fn embedded(kind: ImageKind) -> Embedded {
-    match kind {
-        ImageKind::Zookeeper => Embedded {
-            dockerfile: include_str!("../docker/zookeeper/Dockerfile"),
-            entrypoint: include_str!("../docker/zookeeper/entrypoint.sh"),
-        },
-        ImageKind::Etcd => Embedded {
-            dockerfile: include_str!("../docker/etcd/Dockerfile"),
-            entrypoint: include_str!("../docker/etcd/entrypoint.sh"),
-        },
-        ImageKind::Redis => Embedded {
-            dockerfile: include_str!("../docker/redis/Dockerfile"),
-            entrypoint: include_str!("../docker/redis/entrypoint.sh"),
-        },
-    }
-}
-
 /// The hash recorded on a built image: it changes exactly when its build inputs change.
 pub fn content_hash(kind: ImageKind) -> String {
-    let e = embedded(kind);
     let mut h = Sha256::new();
-    h.update(e.dockerfile.as_bytes());
+    h.update(kind.dockerfile().as_bytes());
     h.update([0u8]);
-    h.update(e.entrypoint.as_bytes());
+    h.update(kind.entrypoint().as_bytes());
     let digest = h.finalize();
     digest.iter().take(8).map(|b| format!("{b:02x}")).collect()
 }
@@ -97,12 +74,7 @@ pub fn override_var(kind: ImageKind) -> String {
 
 /// The default, locally built image name.
 pub fn default_name(kind: ImageKind) -> String {
-    let tag = match kind {
-        ImageKind::Zookeeper => "3.8",
-        ImageKind::Etcd => "3.4",
-        ImageKind::Redis => "7.0",
-    };
-    format!("lockbench/{}:{tag}", kind.name())
+    format!("lockbench/{}:{}", kind.name(), kind.tag())
 }
 
 /// Which image a system runs on: the override variable when set, else the local default.
@@ -333,10 +305,9 @@ async fn debootstrap_base() -> Result<(), ImageError> {
 }
 
 async fn build_one(kind: ImageKind, name: &str, base: &str) -> Result<(), ImageError> {
-    let e = embedded(kind);
     let dir = ScratchDir::new(kind.name())?;
-    std::fs::write(dir.path().join("Dockerfile"), e.dockerfile)?;
-    std::fs::write(dir.path().join("entrypoint.sh"), e.entrypoint)?;
+    std::fs::write(dir.path().join("Dockerfile"), kind.dockerfile())?;
+    std::fs::write(dir.path().join("entrypoint.sh"), kind.entrypoint())?;
     let ctx = dir.path().to_string_lossy().to_string();
     let hash_label = format!("{HASH_LABEL}={}", content_hash(kind));
     let base_arg = format!("BASE={base}");

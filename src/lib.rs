@@ -2,7 +2,8 @@
 //! (Sentinel and Redlock) clusters started in Docker.
 //!
 //! A run, after Jepsen: **clusters** come up ([`cluster`], from images [`image`] builds
-//! offline; what each [`system`] is, is one entry of [`system::FACTS`]); **clients** run a
+//! offline; each [`system`] is a folder behind [`system::LockService`], listed once in
+//! [`system::registry::SYSTEMS`]); **clients** run a
 //! **workload** ([`spec`] reads `workloads/*.toml`, and the chaos schedules `chaos/*.toml`;
 //! [`workload`] draws its random choices and paces it) through a lock **recipe** ([`recipe`]: one folder of logic per system, both
 //! strategies side by side; [`recipe::mock`] stands in for a server only in Docker-free tests of
@@ -46,19 +47,31 @@
 //! doctor, cli, main                                      one verb, one function
 //! ```
 //!
-//! The circle is issue 18's item 1 ("a system is a folder"), not done yet: `system` ↔
-//! `recipe` import each other, `fault` ↔ `cluster` (a kind acts through
-//! [`fault::Faultable`], which the cluster implements with the partition shapes' grudges), and
-//! `fault` ↔ `spec` (a kind reads its parameters through [`spec::chaos::Params`]; a schedule
-//! holds [`fault::FaultKind`]s). The nemesis and the runner import each other: the runner
-//! starts the nemesis beside the clients, and hands it the cell's stage
-//! ([`runner::Running`]) and worker processes. The fault kinds need nothing from the runner
-//! (a client pause reaches workers through [`fault::WorkerProcesses`]), so no results module
-//! is on a circle.
+//! The circles left: `system` ↔ `recipe` (a recipe names its `System`; a system's folder
+//! connects its recipe) stays while the four systems' recipes live outside their folders;
+//! `system` ↔ `cluster` (a provider starts nodes through `cluster`; a `Cluster` asks its
+//! system); `system` ↔ `fault` (a system says how a clock fault reaches it, with
+//! [`fault::ClockAccess`]); `fault` ↔ `cluster` (a kind acts through [`fault::Faultable`],
+//! which the cluster implements with the partition shapes' grudges), and `fault` ↔ `spec` (a
+//! kind reads its parameters through [`spec::chaos::Params`]; a schedule holds
+//! [`fault::FaultKind`]s). The nemesis and the runner import each other: the runner starts the
+//! nemesis beside the clients, and hands it the cell's stage ([`runner::Running`]) and worker
+//! processes. The fault kinds need nothing from the runner (a client pause reaches workers
+//! through [`fault::WorkerProcesses`]), so no results module is on a circle.
 //!
 //! Where a new piece goes:
-//! - a system: a cluster provider in `cluster/`, a recipe folder in `recipe/`, one entry in
-//!   [`system::FACTS`] and one arm in [`recipe::AnyRecipe`];
+//! - a system: a folder `system/<name>/` and one line in [`system::registry::SYSTEMS`], no
+//!   other file edited. The folder defines its `System` constant, its [`system::Facts`] (name,
+//!   sizes, strategies, image, leaderless or not, plot colour) and a [`system::LockService`]:
+//!   node shapes, readiness, leader, per-node health, version probe, recipe connect
+//!   ([`recipe::AnyRecipe::new`] over any [`recipe::Recipe`]) and clock access. A system on a
+//!   new image also defines its [`system::ImageKind`] and adds `docker/<name>/` (the build
+//!   files it embeds). Its cluster provider is the folder's `provider.rs` (node shapes,
+//!   readiness, leader, health, version parsing); its recipe may live in the folder too. The
+//!   four existing systems keep their recipes in `recipe/<name>/` (`redis/` holding Redlock's;
+//!   moved later, when no one else edits them), which their folders connect. The CLI's `--zookeeper-image`,
+//!   `--etcd-image` and `--redis-image` flags name the three existing images; a new image is
+//!   overridden through its `LOCKBENCH_<NAME>_IMAGE` variable;
 //! - a fault kind: one file in `fault/` (its parameters and their validation, its one name, how
 //!   it resolves, starts and is undone, real or modelled: [`fault::Kind`] and
 //!   [`fault::Effect`]) plus one line in the `registry!` list in `fault/mod.rs`; no other

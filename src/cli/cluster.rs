@@ -9,8 +9,10 @@ use crate::{docker, doctor, image, system};
 
 /// `lockbench images`: builds every missing or outdated image, prints what was done as JSON.
 pub async fn images() -> anyhow::Result<Exit> {
-    let reports =
-        image::ensure(&system::ALL_IMAGES, &|line| eprintln!("lockbench: {line}")).await?;
+    let reports = image::ensure(&system::all_images(), &|line| {
+        eprintln!("lockbench: {line}")
+    })
+    .await?;
     println!("{}", serde_json::to_string_pretty(&reports)?);
     Ok(Exit::Ok)
 }

@@ -1,18 +1,15 @@
-//! Real clusters on testcontainers: one provider per system (`zookeeper`, `etcd`, `redis`,
-//! `redlock`), each on its own Docker network labelled with the run id, plus the fault primitives
+//! Real clusters on testcontainers: each system's provider (in its `crate::system` folder) says
+//! which nodes to start and when they are ready; here they run on their own Docker network
+//! labelled with the run id, plus the fault primitives
 //! the chaos schedules use: kill/restart, pause/resume, partition/heal, and logs.
 //!
 //! A [`Cluster`] removes its containers and network when torn down or dropped (also on panic,
 //! by unwinding); `lockbench clean` removes anything a killed process left behind.
 
-mod etcd;
 mod health;
 mod node;
 mod partition;
-mod redis;
-mod redlock;
 mod version;
-mod zookeeper;
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -20,8 +17,10 @@ use std::time::{Duration, Instant};
 use testcontainers::bollard::Docker;
 use testcontainers::bollard::models::NetworkCreateRequest;
 
-pub use node::{DataOnRestart, Node, NodeInfo, NodeRole, NodeState};
-pub use redis::MASTER_NAME as REDIS_MASTER_NAME;
+pub use crate::system::REDIS_MASTER_NAME;
+pub(crate) use node::container_hostname;
+pub use node::{DataOnRestart, Node, NodeInfo, NodeRole, NodeSpec, NodeState};
+pub(crate) use version::no_version;
 
 use crate::docker::{self, DockerError, RUN_LABEL, with_deadline};
 use crate::system::System;
@@ -161,12 +160,7 @@ impl Cluster {
             cuts: std::sync::Mutex::new(Vec::new()),
             torn_down: false,
         };
-        let specs = match system {
-            System::Zookeeper => zookeeper::node_specs(run_id, size),
-            System::Etcd => etcd::node_specs(run_id, size),
-            System::Redis => redis::node_specs(run_id, size, opts.redis.persistence),
-            System::Redlock => redlock::node_specs(size, opts.redis.persistence),
-        };
+        let specs = system.service().node_specs(run_id, size, &opts);
         // Start in order (a Redis master before its replicas and Sentinels); entrypoints wait for
         // their peers' names to resolve, so the readiness wait below covers the rest.
         for spec in specs {
@@ -182,12 +176,7 @@ impl Cluster {
 
     /// One check of readiness (as defined for [`Cluster::start`]).
     async fn ready_once(&self) -> Result<(), String> {
-        match self.system {
-            System::Zookeeper => zookeeper::ready(self).await,
-            System::Etcd => etcd::ready(self).await,
-            System::Redis => redis::ready(self).await,
-            System::Redlock => redlock::ready(self).await,
-        }
+        self.system.service().ready(self).await
     }
 
     /// One check that the cluster is healthy: every node (Sentinels included) running, and
@@ -227,12 +216,7 @@ impl Cluster {
     /// The current leader's node name: the ZooKeeper leader, the etcd leader, the master
     /// Sentinel names; `None` for Redlock (no leader) or when no single leader is seen now.
     pub async fn leader(&self) -> Result<Option<String>, ClusterError> {
-        match self.system {
-            System::Zookeeper => zookeeper::leader(self).await,
-            System::Etcd => etcd::leader(self).await,
-            System::Redis => redis::leader(self).await,
-            System::Redlock => Ok(None),
-        }
+        self.system.service().leader(self).await
     }
 
     /// Waits until a leader other than `old` is seen, returning it and how long it took.
@@ -363,9 +347,12 @@ impl Cluster {
             // Running already (an undo may be repeated), or paused (an error).
             return n.restart(&self.docker, data).await;
         }
-        if self.system == System::Etcd && data == DataOnRestart::Wipe {
-            etcd::replace_member(self, n).await?;
-            n.restart_etcd_joining(&self.docker).await?;
+        let rejoin = match data {
+            DataOnRestart::Wipe => self.system.service().rejoin_wiped(self, n),
+            DataOnRestart::Keep => None,
+        };
+        if let Some(rejoin) = rejoin {
+            rejoin.await?;
         } else {
             n.restart(&self.docker, data).await?;
         }

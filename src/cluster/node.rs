@@ -44,12 +44,16 @@ pub enum DataOnRestart {
     Wipe,
 }
 
-/// How to start one node.
+/// How to start one node, as a system's [`crate::system::LockService::node_specs`] says.
 #[derive(Debug, Clone)]
-pub(crate) struct NodeSpec {
+pub struct NodeSpec {
+    /// The short name (`zk1`, `redis2`, `sentinel1`).
     pub name: String,
+    /// A server or a watcher beside the servers.
     pub role: NodeRole,
+    /// The client port inside the container.
     pub port: u16,
+    /// The environment the image's entrypoint reads.
     pub env: Vec<(String, String)>,
 }
 

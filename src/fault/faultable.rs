@@ -10,7 +10,6 @@ use std::time::{Duration, Instant};
 use super::clock::{ClockAccess, clock_access};
 use super::partition::Grudge;
 use crate::cluster::{Cluster, ClusterError, DataOnRestart, NodeRole, NodeState};
-use crate::system::System;
 
 /// What faults act on: a cluster's servers by name.
 ///
@@ -101,7 +100,7 @@ impl Faultable for Cluster {
             .collect()
     }
     async fn leader(&self) -> Result<Option<String>, ClusterError> {
-        if self.system() == System::Redlock {
+        if self.system().facts().leaderless {
             // No leader: `leader` faults hit the first master that is up (reproducibly).
             return Ok(Cluster::servers(self)
                 .find(|n| n.state() == NodeState::Running)

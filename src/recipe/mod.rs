@@ -4,9 +4,10 @@
 //! when named, never in the default comparison.
 //!
 //! One recipe value is one client: one ZooKeeper session, one etcd lease, one Redis connection
-//! set. Contention is many recipe values on the same key. Each system's recipe is one folder
-//! (`etcd/`, `zookeeper/`, `redis/` with Redlock beside the single-master lock); its strategies
-//! live side by side in that folder, so the difference is visible in one place.
+//! set. Contention is many recipe values on the same key. Each system's recipe is one folder here
+//! (`etcd/`, `zookeeper/`, `redis/` with Redlock beside the single-master lock), which its
+//! `system/<name>/` folder connects; its strategies live side by side in that folder, so the
+//! difference is visible in one place. [`AnyRecipe`] holds a client of any system.
 
 use std::any::Any;
 use std::fmt;
@@ -363,7 +364,7 @@ pub trait Recipe: Send + Sync + 'static {
     /// The system this client talks to.
     fn system(&self) -> System;
 
-    /// The strategies this recipe implements: its system's, from [`crate::system::FACTS`].
+    /// The strategies this recipe implements: its system's, from [`crate::system::Facts`].
     fn strategies(&self) -> &'static [Strategy] {
         self.system().strategies()
     }
@@ -418,7 +419,7 @@ pub(crate) fn own_handle<T: Any + Send + Sync>(
     })
 }
 
-/// Checks that `system` offers `strategy` (see [`crate::system::FACTS`]), with the error users
+/// Checks that `system` offers `strategy` (see [`crate::system::Facts`]), with the error users
 /// see.
 pub fn check_strategy(system: System, strategy: Strategy) -> Result<(), LockError> {
     if system.strategies().contains(&strategy) {

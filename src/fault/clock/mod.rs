@@ -44,8 +44,6 @@ pub const FAST_TICK: Duration = Duration::from_millis(250);
 const MIN_JUMP: Duration = Duration::from_millis(1);
 const MAX_RATE: f64 = 1000.0;
 
-/// The systems whose locks run on monotonic time: a wall-clock skew does not reach them.
-const MONOTONIC: &[System] = &[System::Zookeeper, System::Etcd];
 
 /// Skew one server's clock (Redis and Redlock expire keys by wall clock), modelled.
 #[derive(Debug, Clone, PartialEq)]
@@ -100,11 +98,7 @@ pub struct Skewed {
 /// How a clock fault reaches a server of `system` at `endpoint`: Redis and Redlock expire keys
 /// by wall clock; ZooKeeper sessions and etcd leases run on monotonic time.
 pub fn clock_access(system: System, endpoint: String) -> ClockAccess {
-    if MONOTONIC.contains(&system) {
-        ClockAccess::Monotonic
-    } else {
-        ClockAccess::Redis { endpoint }
-    }
+    system.service().clock_access(endpoint)
 }
 
 impl Kind for Clock {

@@ -183,22 +183,13 @@ pub fn drawing<E: std::fmt::Display>(e: E) -> String {
 /// far apart in lightness so they stay apart in greyscale; [`system_marker`] tells them apart
 /// too.
 pub fn system_colour(system: System) -> RGBColor {
-    match system {
-        System::Zookeeper => RGBColor(0, 64, 140),
-        System::Etcd => RGBColor(230, 159, 0),
-        System::Redis => RGBColor(0, 140, 100),
-        System::Redlock => RGBColor(204, 121, 167),
-    }
+    let (r, g, b) = system.facts().colour;
+    RGBColor(r, g, b)
 }
 
 /// A point shape per system (0 circle, 1 triangle, 2 square, 3 cross), for greyscale prints.
 pub fn system_marker(system: System) -> u8 {
-    match system {
-        System::Zookeeper => 0,
-        System::Etcd => 1,
-        System::Redis => 2,
-        System::Redlock => 3,
-    }
+    (system.position() % 4) as u8
 }
 
 /// The colour of violations and refused stale accesses.

@@ -3,8 +3,9 @@
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use super::node::{NodeRole, NodeSpec, container_hostname};
-use super::{Cluster, ClusterError, NodeState, PROBE_TIMEOUT};
+use crate::cluster::{
+    Cluster, ClusterError, Node, NodeRole, NodeSpec, NodeState, PROBE_TIMEOUT, container_hostname,
+};
 
 pub(crate) const CLIENT_PORT: u16 = 2181;
 
@@ -96,6 +97,28 @@ pub(crate) async fn leader(cluster: &Cluster) -> Result<Option<String>, ClusterE
     })
 }
 
+/// A restarted server serves once it has found its leader (or runs alone).
+pub(super) async fn serving(node: &Node) -> Result<(), String> {
+    let reply = four_letter_word(&node.endpoint(), "srvr").await?;
+    match parse_mode(&reply).as_deref() {
+        Some("leader" | "follower" | "standalone" | "observer") => Ok(()),
+        Some(m) => Err(format!("srvr says Mode: {m}")),
+        None => Err(format!("srvr gave no mode: {:?}", reply.trim())),
+    }
+}
+
+/// `Zookeeper version: 3.8.0-5a02a05eddb59aee6ac762f7ea82e92a68eb9c0f, built on ...` → `3.8.0`.
+pub(super) fn version(srvr: &str) -> Option<String> {
+    let v = srvr
+        .lines()
+        .find_map(|l| l.strip_prefix("Zookeeper version:"))?
+        .trim();
+    let v = v.split([',', ' ']).next()?;
+    // Release builds append the commit after a dash: the version is what comes before it.
+    let v = v.split_once('-').map_or(v, |(release, _)| release);
+    (!v.is_empty()).then(|| v.to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -108,6 +131,22 @@ mod tests {
             parse_mode("This ZooKeeper instance is not currently serving requests\n"),
             None
         );
+    }
+
+    #[test]
+    fn reads_the_version_from_srvr() {
+        assert_eq!(
+            version(
+                "Zookeeper version: 3.8.0-5a02a05eddb59aee6ac762f7ea82e92a68eb9c0f, built on 2022-02-25 08:49 UTC\nMode: leader\n"
+            )
+            .as_deref(),
+            Some("3.8.0")
+        );
+        assert_eq!(
+            version("Zookeeper version: 3.8.0\n").as_deref(),
+            Some("3.8.0")
+        );
+        assert_eq!(version("Mode: leader\n"), None);
     }
 
     #[test]

@@ -4,8 +4,9 @@ use std::collections::BTreeMap;
 
 use etcd_client::{Client, ConnectOptions};
 
-use super::node::{Node, NodeRole, NodeSpec, container_hostname};
-use super::{Cluster, ClusterError, NodeState, PROBE_TIMEOUT};
+use crate::cluster::{
+    Cluster, ClusterError, Node, NodeRole, NodeSpec, NodeState, PROBE_TIMEOUT, container_hostname,
+};
 
 pub(crate) const CLIENT_PORT: u16 = 2379;
 
@@ -164,4 +165,39 @@ async fn replace_member_once(cluster: &Cluster, node: &Node) -> Result<(), Clust
         }
     }
     Err(fault(last))
+}
+
+/// A status call on one member, with its deadline.
+async fn status(endpoint: &str) -> Result<etcd_client::StatusResponse, String> {
+    let mut c = client_for(endpoint).await?;
+    tokio::time::timeout(PROBE_TIMEOUT, c.status())
+        .await
+        .map_err(|_| format!("status of {endpoint} timed out"))?
+        .map_err(|e| e.to_string())
+}
+
+/// Healthy and caught up: it sees a leader, is a voting member, and has applied at least the
+/// index the leader reported just before (so it holds every lock granted until then).
+pub(super) async fn serving(cluster: &Cluster, node: &Node) -> Result<(), String> {
+    let leader = leader(cluster)
+        .await
+        .map_err(|e| e.to_string())?
+        .ok_or("no leader that a majority agrees on")?;
+    let leader_index = status(&cluster.node(&leader).map_err(|e| e.to_string())?.endpoint())
+        .await?
+        .raft_index();
+    let st = status(&node.endpoint()).await?;
+    if st.leader() == 0 {
+        return Err("it sees no leader".into());
+    }
+    if st.is_learner() {
+        return Err("it is still a learner".into());
+    }
+    if st.raft_applied_index() < leader_index {
+        return Err(format!(
+            "applied index {} behind the leader's {leader_index}",
+            st.raft_applied_index()
+        ));
+    }
+    Ok(())
 }

@@ -5,8 +5,9 @@
 
 use std::collections::HashMap;
 
-use super::node::{NodeRole, NodeSpec, container_hostname};
-use super::{Cluster, ClusterError, NodeState, PROBE_TIMEOUT};
+use crate::cluster::{
+    Cluster, ClusterError, Node, NodeRole, NodeSpec, NodeState, PROBE_TIMEOUT, container_hostname,
+};
 
 pub(crate) const CLIENT_PORT: u16 = 6379;
 pub(crate) const SENTINEL_PORT: u16 = 26379;
@@ -216,6 +217,106 @@ pub(crate) async fn leader(cluster: &Cluster) -> Result<Option<String>, ClusterE
         .and_then(|(h, _)| cluster.node_by_hostname(&h).map(|n| n.name().to_string())))
 }
 
+/// A Redis server serves Redlock when it answers PING.
+pub(crate) async fn answers(node: &Node) -> Result<(), String> {
+    let v = command(&node.endpoint(), &::redis::cmd("PING")).await?;
+    if v == ::redis::Value::SimpleString("PONG".into()) {
+        Ok(())
+    } else {
+        Err(format!("PING answered {v:?}"))
+    }
+}
+
+/// The master Sentinel names, or a replica with its link up that no Sentinel sees down.
+pub(super) async fn serving(cluster: &Cluster, node: &Node) -> Result<(), String> {
+    let mut cmd = ::redis::cmd("INFO");
+    cmd.arg("replication");
+    let info = command(&node.endpoint(), &cmd).await?;
+    let info = parse_info(&::redis::from_redis_value_ref::<String>(&info).unwrap_or_default());
+    let role = info.get("role").map(String::as_str).unwrap_or_default();
+    let master = leader(cluster).await.map_err(|e| e.to_string())?;
+    match role {
+        // Named, but a restarted master may be named only until the failover its kill started
+        // completes: it serves once no Sentinel sees it down and every replica is connected.
+        "master" if master.as_deref() == Some(node.name()) => {
+            return master_settled(cluster, &info).await;
+        }
+        "master" => {
+            return Err(format!(
+                "it runs as a master, but Sentinel names {}",
+                master.as_deref().unwrap_or("no master")
+            ));
+        }
+        "slave" if info.get("master_link_status").map(String::as_str) == Some("up") => {}
+        _ => {
+            return Err(format!(
+                "role {role}, master_link_status {}",
+                info.get("master_link_status")
+                    .map(String::as_str)
+                    .unwrap_or("absent")
+            ));
+        }
+    }
+    for s in sentinels(cluster) {
+        let flags = replica_flags(&s.endpoint(), node.hostname()).await?;
+        match flags {
+            None => return Err(format!("{} does not list it as a replica", s.name())),
+            Some(f) if f.contains("s_down") || f.contains("disconnected") => {
+                return Err(format!("{} sees it as {f}", s.name()));
+            }
+            Some(_) => {}
+        }
+    }
+    Ok(())
+}
+
+async fn master_settled(cluster: &Cluster, info: &HashMap<String, String>) -> Result<(), String> {
+    let replicas = cluster.servers().count() - 1;
+    if info.get("connected_slaves") != Some(&replicas.to_string()) {
+        return Err(format!(
+            "master with {} of {replicas} replicas connected",
+            info.get("connected_slaves")
+                .map(String::as_str)
+                .unwrap_or("no")
+        ));
+    }
+    master_unflagged(cluster).await
+}
+
+/// The running Sentinels.
+fn sentinels(cluster: &Cluster) -> impl Iterator<Item = &Node> {
+    cluster
+        .nodes()
+        .iter()
+        .filter(|n| n.role() == NodeRole::Sentinel && n.state() == NodeState::Running)
+}
+
+/// No running Sentinel flags the master (down, failing over): its `flags` are just `master`.
+pub(super) async fn master_unflagged(cluster: &Cluster) -> Result<(), String> {
+    for s in sentinels(cluster) {
+        let flags = master_flags(&s.endpoint()).await?;
+        if flags != "master" {
+            return Err(format!("{} flags the master {flags}", s.name()));
+        }
+    }
+    Ok(())
+}
+
+/// The version a Redis server at `endpoint` reports in `INFO server` (Redis and Redlock).
+pub(crate) async fn server_version(endpoint: &str) -> Result<String, String> {
+    let v = command(endpoint, ::redis::cmd("INFO").arg("server")).await?;
+    let text: String = ::redis::from_redis_value_ref(&v).map_err(|e| e.to_string())?;
+    version(&text).ok_or_else(|| crate::cluster::no_version(&text))
+}
+
+/// The `redis_version:7.0.15` line of `INFO server`.
+fn version(info: &str) -> Option<String> {
+    info.lines()
+        .find_map(|l| l.strip_prefix("redis_version:"))
+        .map(|v| v.trim().to_string())
+        .filter(|v| !v.is_empty())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -225,6 +326,15 @@ mod tests {
         let m = parse_info("# Replication\r\nrole:master\r\nconnected_slaves:2\r\n");
         assert_eq!(m["role"], "master");
         assert_eq!(m["connected_slaves"], "2");
+    }
+
+    #[test]
+    fn reads_the_version_from_info_server() {
+        assert_eq!(
+            version("# Server\r\nredis_version:7.0.15\r\nredis_git_sha1:00000000\r\n").as_deref(),
+            Some("7.0.15")
+        );
+        assert_eq!(version("# Server\r\n"), None);
     }
 
     #[test]

@@ -1,8 +1,8 @@
 //! Redlock: `redlock1..N`, independent Redis masters with no replication (and, by default, no
 //! persistence, so a restarted master has forgotten its locks); ready when every one answers PING.
 
-use super::node::{NodeRole, NodeSpec};
-use super::{Cluster, NodeState, redis};
+use crate::cluster::{Cluster, NodeRole, NodeSpec, NodeState};
+use crate::system::redis::provider as redis;
 
 pub(crate) fn node_specs(size: usize, persist: bool) -> Vec<NodeSpec> {
     (1..=size)

@@ -1,0 +1,109 @@
+//! etcd 3.4: members `etcd1..etcdN` (provider in `provider.rs`), locked through the
+//! revision-ordered recipe or the server's own Lock API in `recipe/etcd/`. Leases run on
+//! monotonic time, so a clock fault has nothing to move.
+
+mod provider;
+
+use std::time::Instant;
+
+use super::{BoxFuture, Facts, ImageKind, LockService, System};
+use crate::cluster::{
+    Cluster, ClusterError, ClusterOptions, ConnectInfo, Node, NodeSpec, PROBE_TIMEOUT,
+};
+use crate::fault::ClockAccess;
+use crate::recipe::{AnyRecipe, EtcdRecipe, LockError, RecipeConfig, Strategy};
+
+impl System {
+    /// An etcd 3.4 cluster.
+    #[allow(non_upper_case_globals)]
+    pub const Etcd: System = System::named("etcd");
+}
+
+impl ImageKind {
+    /// etcd from Debian's package.
+    #[allow(non_upper_case_globals)]
+    pub const Etcd: ImageKind = ImageKind::new(
+        "etcd",
+        "3.4",
+        include_str!("../../../docker/etcd/Dockerfile"),
+        include_str!("../../../docker/etcd/entrypoint.sh"),
+    );
+}
+
+static FACTS: Facts = Facts {
+    system: System::Etcd,
+    name: "etcd",
+    aliases: &[],
+    default_size: 3,
+    sizes: &[1, 2, 3, 4, 5, 6, 7],
+    sizes_text: "1 to 7",
+    image: ImageKind::Etcd,
+    strategies: &[Strategy::Herd, Strategy::Predecessor, Strategy::Native],
+    leaderless: false,
+    colour: (230, 159, 0),
+};
+
+/// etcd behind [`LockService`].
+pub(super) struct Etcd;
+
+impl LockService for Etcd {
+    fn facts(&self) -> &'static Facts {
+        &FACTS
+    }
+    fn node_specs(&self, run_id: &str, size: usize, _opts: &ClusterOptions) -> Vec<NodeSpec> {
+        provider::node_specs(run_id, size)
+    }
+    fn ready<'a>(&'a self, cluster: &'a Cluster) -> BoxFuture<'a, Result<(), String>> {
+        Box::pin(provider::ready(cluster))
+    }
+    fn leader<'a>(
+        &'a self,
+        cluster: &'a Cluster,
+    ) -> BoxFuture<'a, Result<Option<String>, ClusterError>> {
+        Box::pin(provider::leader(cluster))
+    }
+    fn serving<'a>(
+        &'a self,
+        cluster: &'a Cluster,
+        node: &'a Node,
+    ) -> BoxFuture<'a, Result<(), String>> {
+        Box::pin(provider::serving(cluster, node))
+    }
+    fn server_version<'a>(&'a self, endpoint: &'a str) -> BoxFuture<'a, Result<String, String>> {
+        Box::pin(async move {
+            let mut c = provider::client_for(endpoint).await?;
+            let st = tokio::time::timeout(PROBE_TIMEOUT, c.status())
+                .await
+                .map_err(|_| format!("status took over {PROBE_TIMEOUT:?}"))?
+                .map_err(|e| e.to_string())?;
+            Ok(st.version().to_string())
+        })
+    }
+    fn rejoin_wiped<'a>(
+        &'a self,
+        cluster: &'a Cluster,
+        node: &'a Node,
+    ) -> Option<BoxFuture<'a, Result<(), ClusterError>>> {
+        // etcd refuses to bootstrap a member twice: replace it through a running member and
+        // start it empty with `--initial-cluster-state existing`.
+        Some(Box::pin(async move {
+            provider::replace_member(cluster, node).await?;
+            node.restart_etcd_joining(&cluster.docker).await
+        }))
+    }
+    fn connect<'a>(
+        &'a self,
+        info: &'a ConnectInfo,
+        config: RecipeConfig,
+        _deadline: Instant,
+    ) -> BoxFuture<'a, Result<AnyRecipe, LockError>> {
+        Box::pin(async move {
+            Ok(AnyRecipe::new(
+                EtcdRecipe::connect(&info.endpoints, config).await?,
+            ))
+        })
+    }
+    fn clock_access(&self, _endpoint: String) -> ClockAccess {
+        ClockAccess::Monotonic
+    }
+}

@@ -1,0 +1,490 @@
+//! The lock services lockbench can start and lock on. A system is one folder here behind one
+//! trait, [`LockService`]: its [`Facts`] (name, sizes, strategies, image, plot colour), its
+//! cluster provider (node shapes, readiness, leader, health), its version probe, how its recipe
+//! client connects, and how clock faults reach it. [`registry`] lists them, in the order reports
+//! show them; [`System`] is a system's name, and everything it does comes from that list.
+//!
+//! Adding a system: a folder `system/<name>/` that defines its `System` constant, its
+//! [`ImageKind`] (when it brings an image, with `docker/<name>/`), its [`Facts`] and a
+//! [`LockService`], plus one line in [`registry::SYSTEMS`].
+
+mod etcd;
+mod redis;
+mod redlock;
+pub mod registry;
+mod zookeeper;
+
+pub use redis::provider::MASTER_NAME as REDIS_MASTER_NAME;
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::str::FromStr;
+use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
+
+use crate::cluster::{Cluster, ClusterError, ClusterOptions, ConnectInfo, Node, NodeSpec};
+use crate::fault::ClockAccess;
+use crate::recipe::{AnyRecipe, LockError, RecipeConfig, Strategy};
+
+/// A boxed future, as [`LockService`]'s methods return them (a trait object cannot name its
+/// futures' types). None of them is on a per-acquisition path.
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// A lock service lockbench knows how to start and drive, named by its [`LockService`] entry in
+/// [`registry::SYSTEMS`]. The constants (`System::Zookeeper`, ...) live in each system's folder.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct System {
+    name: &'static str,
+}
+
+/// Every system, in the order reports list them (the order of [`registry::SYSTEMS`]): iterates
+/// by value and derefs to a slice, as the fixed array it replaced did.
+pub const ALL_SYSTEMS: AllSystems = AllSystems;
+
+/// The type of [`ALL_SYSTEMS`].
+#[derive(Debug, Clone, Copy)]
+pub struct AllSystems;
+
+static SYSTEM_LIST: std::sync::LazyLock<Vec<System>> =
+    std::sync::LazyLock::new(|| registry::SYSTEMS.iter().map(|s| s.facts().system).collect());
+
+impl std::ops::Deref for AllSystems {
+    type Target = [System];
+    fn deref(&self) -> &[System] {
+        &SYSTEM_LIST
+    }
+}
+
+impl IntoIterator for AllSystems {
+    type Item = System;
+    type IntoIter = std::iter::Copied<std::slice::Iter<'static, System>>;
+    fn into_iter(self) -> Self::IntoIter {
+        SYSTEM_LIST.iter().copied()
+    }
+}
+
+/// Every system's facts, in registry order: `FACTS.iter()` as the table it replaced.
+pub const FACTS: AllFacts = AllFacts;
+
+/// The type of [`FACTS`].
+#[derive(Debug, Clone, Copy)]
+pub struct AllFacts;
+
+impl AllFacts {
+    /// Each system's facts, in registry order.
+    pub fn iter(self) -> impl Iterator<Item = &'static Facts> {
+        registry::SYSTEMS.iter().map(|s| s.facts())
+    }
+}
+
+/// A system name or a size that lockbench does not accept, with the valid values.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SystemError {
+    #[error("unknown system '{0}': valid systems are {1}")]
+    Unknown(String, String),
+    #[error("invalid size {size} for {system}: valid sizes are {valid}")]
+    BadSize {
+        system: System,
+        size: usize,
+        valid: &'static str,
+    },
+}
+
+/// What lockbench knows about one system as data: the CLI, the plan, error messages, the
+/// cluster start and the plots read it here.
+#[derive(Debug)]
+pub struct Facts {
+    /// The system.
+    pub system: System,
+    /// The name used on the command line, in files and in image names.
+    pub name: &'static str,
+    /// Other names the command line accepts.
+    pub aliases: &'static [&'static str],
+    /// Server nodes started when no size is given.
+    pub default_size: usize,
+    /// Sizes that can be started.
+    pub sizes: &'static [usize],
+    /// The valid sizes, as error messages say them.
+    pub sizes_text: &'static str,
+    /// The server image it runs on.
+    pub image: ImageKind,
+    /// The waiting strategies its recipe offers, the unsafe calibration ones (`unsafe-*`)
+    /// included: defaults never pick those, a workload or `--strategies` must name them.
+    pub strategies: &'static [Strategy],
+    /// No node leads (Redlock's independent masters): `leader` faults hit the first server up.
+    pub leaderless: bool,
+    /// Its colour in plots, as RGB; chosen with the others' so all stay apart (see
+    /// `report::plots::canvas::system_colour`).
+    pub colour: (u8, u8, u8),
+}
+
+/// One lock service: its facts and how to start, probe and connect to it.
+///
+/// Contract: every method that talks to a server has a deadline (a probe ends within
+/// [`crate::cluster::PROBE_TIMEOUT`] per call) and reports failure as text or a typed error,
+/// never by hanging or panicking; none keeps state between calls (the [`Cluster`] holds it).
+pub trait LockService: Send + Sync + 'static {
+    /// The system's facts; `facts().system.name()` equals `facts().name`.
+    fn facts(&self) -> &'static Facts;
+
+    /// The nodes to start, in start order (a master before its replicas and watchers), for a
+    /// validated `size`.
+    fn node_specs(&self, run_id: &str, size: usize, opts: &ClusterOptions) -> Vec<NodeSpec>;
+
+    /// One readiness check: `Ok` when the cluster serves clients (one leader agreed on, every
+    /// server answering), else what is not yet so.
+    fn ready<'a>(&'a self, cluster: &'a Cluster) -> BoxFuture<'a, Result<(), String>>;
+
+    /// The node that leads now, `None` when the system has no leader or none is seen now.
+    fn leader<'a>(
+        &'a self,
+        cluster: &'a Cluster,
+    ) -> BoxFuture<'a, Result<Option<String>, ClusterError>>;
+
+    /// One check that a running `node` does its job in the cluster again (after a restart or
+    /// resume): `Err` says why not.
+    fn serving<'a>(
+        &'a self,
+        cluster: &'a Cluster,
+        node: &'a Node,
+    ) -> BoxFuture<'a, Result<(), String>>;
+
+    /// What must hold beyond readiness before a cell starts (e.g. no failover pending).
+    fn settled<'a>(&'a self, _cluster: &'a Cluster) -> BoxFuture<'a, Result<(), String>> {
+        Box::pin(async { Ok(()) })
+    }
+
+    /// The server version the server at `endpoint` reports (e.g. `3.8.0`), with a deadline.
+    fn server_version<'a>(&'a self, endpoint: &'a str) -> BoxFuture<'a, Result<String, String>>;
+
+    /// Brings a killed `node` back with an empty data directory when the system cannot simply
+    /// start it again (etcd refuses a member twice); `None` to restart it as it is.
+    fn rejoin_wiped<'a>(
+        &'a self,
+        _cluster: &'a Cluster,
+        _node: &'a Node,
+    ) -> Option<BoxFuture<'a, Result<(), ClusterError>>> {
+        None
+    }
+
+    /// Connects one lock client to the cluster `info` describes, by `deadline`.
+    fn connect<'a>(
+        &'a self,
+        info: &'a ConnectInfo,
+        config: RecipeConfig,
+        deadline: Instant,
+    ) -> BoxFuture<'a, Result<AnyRecipe, LockError>>;
+
+    /// How a clock fault reaches the server at `endpoint`.
+    fn clock_access(&self, endpoint: String) -> ClockAccess;
+}
+
+/// The valid system names, as error messages list them.
+fn valid_names() -> String {
+    FACTS.iter().map(|f| f.name).collect::<Vec<_>>().join(", ")
+}
+
+impl System {
+    /// A system's name as its folder declares it; it must be registered in
+    /// [`registry::SYSTEMS`] (a test checks every constant is).
+    pub(crate) const fn named(name: &'static str) -> System {
+        System { name }
+    }
+
+    /// This system's entry in [`registry::SYSTEMS`].
+    pub fn service(self) -> &'static dyn LockService {
+        registry::SYSTEMS
+            .iter()
+            .copied()
+            .find(|s| s.facts().name == self.name)
+            .expect("every System constant is registered in system::registry::SYSTEMS")
+    }
+
+    /// Where reports list this system: its place in [`registry::SYSTEMS`].
+    pub fn position(self) -> usize {
+        registry::SYSTEMS
+            .iter()
+            .position(|s| s.facts().name == self.name)
+            .expect("every System constant is registered in system::registry::SYSTEMS")
+    }
+
+    /// This system's facts.
+    pub fn facts(self) -> &'static Facts {
+        self.service().facts()
+    }
+
+    /// The name used on the command line, in files and in image names.
+    pub fn name(self) -> &'static str {
+        self.name
+    }
+
+    /// The number of server nodes started when no size is given.
+    pub fn default_size(self) -> usize {
+        self.facts().default_size
+    }
+
+    /// Checks a requested size. For `redis` the size counts the data nodes (one master plus
+    /// replicas); the three Sentinels come on top.
+    pub fn validate_size(self, size: usize) -> Result<usize, SystemError> {
+        let f = self.facts();
+        if f.sizes.contains(&size) {
+            Ok(size)
+        } else {
+            Err(SystemError::BadSize {
+                system: self,
+                size,
+                valid: f.sizes_text,
+            })
+        }
+    }
+
+    /// The server image this system runs on (Redlock uses the Redis image).
+    pub fn image_kind(self) -> ImageKind {
+        self.facts().image
+    }
+
+    /// The waiting strategies this system's recipe offers.
+    pub fn strategies(self) -> &'static [Strategy] {
+        self.facts().strategies
+    }
+
+    /// The strategies this system offers, as error messages and help texts list them; the
+    /// unsafe ones are labelled "unsafe, for calibration".
+    pub fn strategies_text(self) -> String {
+        self.strategies()
+            .iter()
+            .map(|s| s.labelled())
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
+// Reports list systems in registry order, not by name.
+impl Ord for System {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.position()
+            .cmp(&other.position())
+            .then(self.name.cmp(other.name))
+    }
+}
+
+impl PartialOrd for System {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl fmt::Debug for System {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name)
+    }
+}
+
+impl fmt::Display for System {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name)
+    }
+}
+
+impl FromStr for System {
+    type Err = SystemError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let wanted = s.trim().to_ascii_lowercase();
+        FACTS
+            .iter()
+            .find(|f| f.name == wanted || f.aliases.contains(&wanted.as_str()))
+            .map(|f| f.system)
+            .ok_or_else(|| SystemError::Unknown(s.to_string(), valid_names()))
+    }
+}
+
+// Files hold the bare name (`"zookeeper"`), as the enum this replaced wrote it.
+impl Serialize for System {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.name)
+    }
+}
+
+// Files must name a system exactly (no aliases, no other case), as with the enum before.
+impl<'de> Deserialize<'de> for System {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let name = std::borrow::Cow::<'de, str>::deserialize(d)?;
+        FACTS
+            .iter()
+            .find(|f| f.name == name)
+            .map(|f| f.system)
+            .ok_or_else(|| {
+                serde::de::Error::custom(format!(
+                    "unknown system '{name}': valid systems are {}",
+                    valid_names()
+                ))
+            })
+    }
+}
+
+/// A server image lockbench builds: its name, tag and embedded build files. The constants
+/// (`ImageKind::Zookeeper`, ...) live in the folder of the system that brings the image.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ImageKind {
+    name: &'static str,
+    tag: &'static str,
+    dockerfile: &'static str,
+    entrypoint: &'static str,
+}
+
+/// All images, in build order (the order systems first name them in the registry).
+pub fn all_images() -> Vec<ImageKind> {
+    let mut out: Vec<ImageKind> = Vec::new();
+    for f in FACTS.iter() {
+        if !out.contains(&f.image) {
+            out.push(f.image);
+        }
+    }
+    out
+}
+
+impl ImageKind {
+    /// An image built from `docker/<name>/` (its Dockerfile and entrypoint, embedded).
+    pub(crate) const fn new(
+        name: &'static str,
+        tag: &'static str,
+        dockerfile: &'static str,
+        entrypoint: &'static str,
+    ) -> ImageKind {
+        ImageKind {
+            name,
+            tag,
+            dockerfile,
+            entrypoint,
+        }
+    }
+
+    /// The folder under docker/ and the image's short name.
+    pub fn name(self) -> &'static str {
+        self.name
+    }
+
+    /// The tag of the locally built image (the server's major.minor).
+    pub fn tag(self) -> &'static str {
+        self.tag
+    }
+
+    /// The embedded Dockerfile.
+    pub fn dockerfile(self) -> &'static str {
+        self.dockerfile
+    }
+
+    /// The embedded entrypoint script.
+    pub fn entrypoint(self) -> &'static str {
+        self.entrypoint
+    }
+}
+
+impl fmt::Debug for ImageKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name)
+    }
+}
+
+impl fmt::Display for ImageKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name)
+    }
+}
+
+impl Serialize for ImageKind {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.name)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_known_systems_and_rejects_others() {
+        assert_eq!("ZooKeeper".parse::<System>(), Ok(System::Zookeeper));
+        assert_eq!("redlock".parse::<System>(), Ok(System::Redlock));
+        let err = "consul".parse::<System>().unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("valid systems are zookeeper, etcd, redis, redlock")
+        );
+    }
+
+    #[test]
+    fn sizes_are_checked_per_system() {
+        assert!(System::Zookeeper.validate_size(4).is_ok());
+        assert!(System::Zookeeper.validate_size(2).is_err());
+        assert!(System::Redlock.validate_size(4).is_err());
+        assert!(System::Redlock.validate_size(5).is_ok());
+        assert!(System::Etcd.validate_size(0).is_err());
+        let msg = System::Redlock.validate_size(6).unwrap_err().to_string();
+        assert!(msg.contains("odd numbers"), "{msg}");
+    }
+
+    #[test]
+    fn the_table_covers_every_system_once_and_says_its_strategies() {
+        for (i, f) in FACTS.iter().enumerate() {
+            assert_eq!(f.system.facts().name, f.name);
+            assert_eq!(ALL_SYSTEMS[i], f.system);
+            assert!(f.sizes.contains(&f.default_size), "{}", f.name);
+            assert_eq!(f.name.parse::<System>(), Ok(f.system));
+        }
+        assert!(System::Etcd.strategies().contains(&Strategy::Native));
+        assert!(!System::Redis.strategies().contains(&Strategy::Native));
+        assert_eq!(System::Zookeeper.strategies_text(), "herd, predecessor");
+        assert_eq!(
+            System::Redis.strategies_text(),
+            "herd, predecessor, unsafe-del (unsafe, for calibration), \
+             unsafe-setnx-expire (unsafe, for calibration)"
+        );
+        // The unsafe designs are Redis's alone.
+        for f in FACTS.iter().filter(|f| f.system != System::Redis) {
+            assert!(f.strategies.iter().all(|s| !s.is_unsafe()), "{}", f.name);
+        }
+        assert_eq!("zk".parse::<System>(), Ok(System::Zookeeper));
+    }
+
+    #[test]
+    fn the_registry_names_each_system_once_in_report_order() {
+        let names: Vec<&str> = ALL_SYSTEMS.into_iter().map(System::name).collect();
+        assert_eq!(names, ["zookeeper", "etcd", "redis", "redlock"]);
+        for (i, s) in ALL_SYSTEMS.into_iter().enumerate() {
+            assert_eq!(s.position(), i);
+            assert_eq!(s.service().facts().system, s);
+        }
+        // Ordering follows the registry, not the alphabet.
+        assert!(System::Zookeeper < System::Etcd && System::Redis < System::Redlock);
+        let mut colours: Vec<_> = FACTS.iter().map(|f| f.colour).collect();
+        colours.sort();
+        colours.dedup();
+        assert_eq!(colours.len(), ALL_SYSTEMS.len(), "one colour per system");
+        let images: Vec<&str> = all_images().into_iter().map(ImageKind::name).collect();
+        assert_eq!(images, ["zookeeper", "etcd", "redis"]);
+        assert_eq!(System::Redlock.image_kind(), ImageKind::Redis);
+        assert!(System::Redlock.facts().leaderless);
+        assert!(FACTS.iter().filter(|f| f.leaderless).count() == 1);
+    }
+
+    #[test]
+    fn files_hold_the_bare_name_and_only_exact_names_read_back() {
+        assert_eq!(
+            serde_json::to_string(&System::Zookeeper).unwrap(),
+            "\"zookeeper\""
+        );
+        let back: System = serde_json::from_str("\"redlock\"").unwrap();
+        assert_eq!(back, System::Redlock);
+        let e = serde_json::from_str::<System>("\"zk\"").unwrap_err();
+        assert!(e.to_string().contains("valid systems are"), "{e}");
+        let map: std::collections::BTreeMap<System, u8> =
+            serde_json::from_str(r#"{"etcd": 1, "zookeeper": 2}"#).unwrap();
+        assert_eq!(
+            map.keys().copied().collect::<Vec<_>>(),
+            [System::Zookeeper, System::Etcd]
+        );
+    }
+}
