@@ -6,7 +6,7 @@ use crate::system::all_images;
 
 /// One line of the doctor's report.
 #[derive(Debug, Clone, serde::Serialize)]
-pub struct Finding {
+pub struct Problem {
     pub what: String,
     pub ok: bool,
     pub detail: String,
@@ -14,7 +14,7 @@ pub struct Finding {
 }
 
 /// Checks the engine and every image; never fails, reports instead.
-pub async fn diagnose() -> Vec<Finding> {
+pub async fn diagnose() -> Vec<Problem> {
     let mut out = Vec::new();
     match crate::docker::connect().await {
         Ok(d) => {
@@ -24,7 +24,7 @@ pub async fn diagnose() -> Vec<Finding> {
                 .ok()
                 .and_then(|v| v.version)
                 .unwrap_or_default();
-            out.push(Finding {
+            out.push(Problem {
                 what: "docker engine".into(),
                 ok: true,
                 detail: format!("reachable, version {version}"),
@@ -32,7 +32,7 @@ pub async fn diagnose() -> Vec<Finding> {
             });
         }
         Err(e) => {
-            out.push(Finding {
+            out.push(Problem {
                 what: "docker engine".into(),
                 ok: false,
                 detail: e.to_string(),
@@ -61,7 +61,7 @@ pub async fn diagnose() -> Vec<Finding> {
                 Some("check `docker info`, then `lockbench images`".to_string()),
             ),
         };
-        out.push(Finding {
+        out.push(Problem {
             what: format!("image {kind}"),
             ok,
             detail,

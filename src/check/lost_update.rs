@@ -54,7 +54,7 @@ impl Counts for LostUpdateCounts {
 
 /// One key's accepted accesses, in time order (event indices).
 #[derive(Default)]
-struct Register {
+struct RegisterTrail {
     reads: Vec<usize>,
     writes: Vec<usize>,
     /// The first accepted access, if a read.
@@ -69,7 +69,7 @@ impl Checker for LostUpdate {
 
     fn check(&self, history: &History, _cell: &CellInfo) -> Verdict {
         let events = &history.events;
-        let mut keys: BTreeMap<&str, Register> = BTreeMap::new();
+        let mut keys: BTreeMap<&str, RegisterTrail> = BTreeMap::new();
         for i in in_time_order(events) {
             let e = events.at(i);
             if e.kind() != EventKind::Ok || !matches!(e.op(), Op::Read | Op::Write) {
@@ -160,7 +160,7 @@ impl Checker for LostUpdate {
 
 /// The read of `write`'s client that the write followed (its last accepted read of the key
 /// before it).
-fn read_before(events: &Events, r: &Register, write: usize) -> Option<usize> {
+fn read_before(events: &Events, r: &RegisterTrail, write: usize) -> Option<usize> {
     let (c, t) = (events.at(write).client(), events.at(write).t_us());
     r.reads
         .iter()
@@ -172,7 +172,7 @@ fn read_before(events: &Events, r: &Register, write: usize) -> Option<usize> {
 fn same_value(
     history: &History,
     key: &str,
-    r: &Register,
+    r: &RegisterTrail,
     earlier: usize,
     later: usize,
 ) -> Evidence {

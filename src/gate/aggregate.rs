@@ -40,12 +40,12 @@ pub struct SafetyRecord {
     pub repetitions_with_violations: u32,
     /// The first violation found, to walk to.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub first_violation: Option<Evidence>,
+    pub first_violation: Option<ViolationAt>,
 }
 
 /// Where a violation is: the cell folder of the repetition and its history lines.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Evidence {
+pub struct ViolationAt {
     /// The run folder the repetition is in, when the gate pooled several runs (`None`: the
     /// one run judged, or the run a baseline was saved from).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -141,7 +141,7 @@ fn of_repetitions(id: CellId, reps: &[&CellSummary]) -> CellAggregate {
         safety.verdicts.push(x.verdict);
         if let Some(v) = x.violations.first() {
             safety.repetitions_with_violations += 1;
-            safety.first_violation.get_or_insert_with(|| Evidence {
+            safety.first_violation.get_or_insert_with(|| ViolationAt {
                 run: None,
                 cell_folder: s.id.to_string(),
                 checker: v.checker.clone(),

@@ -130,7 +130,7 @@ pub enum Bound {
 
 /// A row's verdict.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Verdict {
+pub enum Judgement {
     /// Within the threshold either way.
     Pass,
     /// Better by more than the threshold: reported, never failed.
@@ -143,20 +143,20 @@ pub enum Verdict {
     NotGated(String),
 }
 
-impl Verdict {
+impl Judgement {
     /// Whether this row fails the gate.
     pub fn fails(&self) -> bool {
-        matches!(self, Verdict::Regressed | Verdict::Unsafe)
+        matches!(self, Judgement::Regressed | Judgement::Unsafe)
     }
 
     /// The table's word for it.
     pub fn word(&self) -> String {
         match self {
-            Verdict::Pass => "pass".into(),
-            Verdict::Improved => "improved".into(),
-            Verdict::Regressed => "REGRESSED".into(),
-            Verdict::Unsafe => "UNSAFE".into(),
-            Verdict::NotGated(why) => format!("not gated: {why}"),
+            Judgement::Pass => "pass".into(),
+            Judgement::Improved => "improved".into(),
+            Judgement::Regressed => "REGRESSED".into(),
+            Judgement::Unsafe => "UNSAFE".into(),
+            Judgement::NotGated(why) => format!("not gated: {why}"),
         }
     }
 }
@@ -177,7 +177,7 @@ pub struct Row {
     /// The threshold that applied and what set it.
     pub threshold: String,
     /// The verdict.
-    pub verdict: Verdict,
+    pub verdict: Judgement,
     /// For an unsafe row: where the evidence is.
     pub evidence: Option<String>,
 }
@@ -304,11 +304,11 @@ fn suite_row(m: Metric, f: &machine::Factor, limit: f64) -> Row {
         change: format!("{:+.1} %", 100.0 * (f.ratio - 1.0)),
         threshold: format!("{sign}{limit_pct:.1} % (machine limit ×{limit})"),
         verdict: if worse {
-            Verdict::Regressed
+            Judgement::Regressed
         } else if better {
-            Verdict::Improved
+            Judgement::Improved
         } else {
-            Verdict::Pass
+            Judgement::Pass
         },
         evidence: None,
     }
@@ -344,15 +344,15 @@ fn speed_row(
         current: show(c),
         change: String::new(),
         threshold: String::new(),
-        verdict: Verdict::Pass,
+        verdict: Judgement::Pass,
         evidence: None,
     };
     let (Some(b), Some(c)) = (b, c) else {
-        row.verdict = Verdict::NotGated("measured on one side only".into());
+        row.verdict = Judgement::NotGated("measured on one side only".into());
         return Some(row);
     };
     if cur.under_faults() {
-        row.verdict = Verdict::NotGated("a fault schedule's timing moves it".into());
+        row.verdict = Judgement::NotGated("a fault schedule's timing moves it".into());
         return Some(row);
     }
     let raw = percent_change(b.median, c.median);
@@ -372,7 +372,7 @@ pub(super) fn judge(
     change: f64,
     (allowed, bound): (f64, Bound),
     th: &Thresholds,
-) -> (String, Verdict) {
+) -> (String, Judgement) {
     // Positive `worse` is a worsening, whichever way the metric improves.
     let worse = if m.higher_is_better() {
         -change
@@ -385,11 +385,11 @@ pub(super) fn judge(
         Bound::Spread => format!("{sign}{allowed:.1} % ({}σ noise)", th.sigmas),
     };
     let verdict = if worse > allowed {
-        Verdict::Regressed
+        Judgement::Regressed
     } else if -worse > allowed {
-        Verdict::Improved
+        Judgement::Improved
     } else {
-        Verdict::Pass
+        Judgement::Pass
     };
     (threshold, verdict)
 }
@@ -415,13 +415,13 @@ pub(super) fn safety_row(base: Option<&CellAggregate>, cur: &CellAggregate) -> R
     let violated = s.repetitions_with_violations > 0 || worst == SafetyVerdict::Unsafe;
     let base_safe = base.is_some_and(|b| b.safety.worst() == SafetyVerdict::Safe);
     let (verdict, threshold) = if violated && base_safe {
-        (Verdict::Unsafe, "baseline safe".to_string())
+        (Judgement::Unsafe, "baseline safe".to_string())
     } else if violated && s.expected == Expect::Safe {
-        (Verdict::Unsafe, "expected safe".to_string())
+        (Judgement::Unsafe, "expected safe".to_string())
     } else if violated {
-        (Verdict::Pass, "expected unsafe".to_string())
+        (Judgement::Pass, "expected unsafe".to_string())
     } else {
-        (Verdict::Pass, format!("expected {}", s.expected.name()))
+        (Judgement::Pass, format!("expected {}", s.expected.name()))
     };
     let evidence = s.first_violation.as_ref().map(|e| {
         let lines: Vec<String> = e.lines.iter().map(usize::to_string).collect();

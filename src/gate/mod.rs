@@ -101,7 +101,7 @@ pub fn gate_paired(
 /// several runs pooled, repetition numbers repeat from run to run.
 fn run_holding<'a>(
     runs: &'a [(&'a PathBuf, current::RunResults)],
-    e: &aggregate::Evidence,
+    e: &aggregate::ViolationAt,
 ) -> Option<&'a PathBuf> {
     runs.iter()
         .find(|(_, run)| {

@@ -1,14 +1,14 @@
 //! The gate's outcome as a Markdown table (a CI job summary) and as JUnit XML.
 
-use super::compare::{Outcome, Verdict};
+use super::compare::{Judgement, Outcome};
 
 /// The outcome as Markdown: a verdict line, the table (cell, metric, baseline, current,
 /// change, threshold, verdict), the evidence of each unsafe row, and the notes.
 pub fn markdown(o: &Outcome) -> String {
-    let count = |f: fn(&Verdict) -> bool| o.rows.iter().filter(|r| f(&r.verdict)).count();
-    let regressed = count(|v| *v == Verdict::Regressed);
-    let unsafe_ = count(|v| *v == Verdict::Unsafe);
-    let improved = count(|v| *v == Verdict::Improved);
+    let count = |f: fn(&Judgement) -> bool| o.rows.iter().filter(|r| f(&r.verdict)).count();
+    let regressed = count(|v| *v == Judgement::Regressed);
+    let unsafe_ = count(|v| *v == Judgement::Unsafe);
+    let improved = count(|v| *v == Judgement::Improved);
     let cells: std::collections::BTreeSet<&str> = o
         .rows
         .iter()
@@ -68,7 +68,7 @@ pub fn junit(o: &Outcome) -> String {
     let skipped = o
         .rows
         .iter()
-        .filter(|r| matches!(r.verdict, Verdict::NotGated(_)))
+        .filter(|r| matches!(r.verdict, Judgement::NotGated(_)))
         .count();
     let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
     out.push_str(&format!(
@@ -104,7 +104,7 @@ pub fn junit(o: &Outcome) -> String {
                     xml(&body)
                 ));
             }
-            Verdict::NotGated(why) => {
+            Judgement::NotGated(why) => {
                 out.push_str(&format!("<skipped message=\"{}\"/>", xml(why)));
             }
             _ => out.push_str(&format!("<system-out>{}</system-out>", xml(&summary))),

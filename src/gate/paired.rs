@@ -20,7 +20,7 @@ use std::path::PathBuf;
 
 use super::GateError;
 use super::aggregate::aggregate;
-use super::compare::{Outcome, Row, Thresholds, Verdict, judge, safety_row};
+use super::compare::{Judgement, Outcome, Row, Thresholds, judge, safety_row};
 use super::metric::Metric;
 use super::spread::Spread;
 use crate::plan::CellId;
@@ -155,15 +155,15 @@ fn paired_row(cell: &str, m: Metric, values: &[(f64, f64)], th: &Thresholds) -> 
         current: show(side(|v| v.1)),
         change: String::new(),
         threshold: String::new(),
-        verdict: Verdict::Pass,
+        verdict: Judgement::Pass,
         evidence: None,
     };
     if values.iter().any(|&(a, _)| a <= 0.0) {
-        row.verdict = Verdict::NotGated("zero in a baseline round: no ratio".into());
+        row.verdict = Judgement::NotGated("zero in a baseline round: no ratio".into());
         return row;
     }
     let Some(ratios) = Spread::of(values.iter().map(|&(a, b)| b / a).collect()) else {
-        row.verdict = Verdict::NotGated("no finite ratio".into());
+        row.verdict = Judgement::NotGated("no finite ratio".into());
         return row;
     };
     let change = 100.0 * (ratios.median - 1.0);
@@ -218,7 +218,7 @@ mod tests {
         vec![(PathBuf::from("run"), cells)]
     }
 
-    fn verdict(o: &Outcome, metric: &str) -> Verdict {
+    fn verdict(o: &Outcome, metric: &str) -> Judgement {
         o.rows
             .iter()
             .find(|r| r.metric == metric)
@@ -232,10 +232,10 @@ mod tests {
         let slow = compare_paired(&rounds(1.2), &pair, &th(10.0)).unwrap();
         assert_eq!(
             verdict(&slow, "handoff_p50"),
-            Verdict::Regressed,
+            Judgement::Regressed,
             "{slow:?}"
         );
-        assert_eq!(verdict(&slow, "throughput"), Verdict::Pass);
+        assert_eq!(verdict(&slow, "throughput"), Judgement::Pass);
         assert!(slow.rows.iter().any(|r| r.metric == "safety"));
         // The same data unpaired: the rounds' ±30 % spread hides the 20 %.
         let level_iqr = Spread::of(
@@ -253,7 +253,7 @@ mod tests {
         let same = compare_paired(&rounds(1.0), &pair, &th(10.0)).unwrap();
         assert!(same.passed(), "{same:?}");
         let fast = compare_paired(&rounds(0.7), &pair, &th(10.0)).unwrap();
-        assert_eq!(verdict(&fast, "handoff_p50"), Verdict::Improved);
+        assert_eq!(verdict(&fast, "handoff_p50"), Judgement::Improved);
         assert!(fast.passed());
     }
 

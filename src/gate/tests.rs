@@ -1,6 +1,6 @@
 //! The gate's rules on hand-made cells.
 
-use super::compare::{Verdict, parse_threshold};
+use super::compare::{Judgement, parse_threshold};
 use super::*;
 use crate::plan::CellId;
 use crate::recipe::Strategy;
@@ -59,7 +59,7 @@ fn baseline_of(cells: &[CellSummary]) -> Baseline {
     }
 }
 
-fn verdicts(o: &Outcome, metric: &str) -> Vec<Verdict> {
+fn verdicts(o: &Outcome, metric: &str) -> Vec<Judgement> {
     o.rows
         .iter()
         .filter(|r| r.metric == metric)
@@ -95,9 +95,12 @@ fn the_same_numbers_pass_and_a_slowdown_past_the_floor_fails() {
     let slow = compare(Some(&base), &aggregate(&five(0.02, 1.30)), None, &th).unwrap();
     assert!(!slow.passed());
     for m in ["throughput", "acquire_p99", "handoff_p50"] {
-        assert_eq!(verdicts(&slow, m), [Verdict::Regressed], "{m}");
+        assert_eq!(verdicts(&slow, m), [Judgement::Regressed], "{m}");
     }
-    assert_eq!(verdicts(&slow, "wakeups_per_acquisition"), [Verdict::Pass]);
+    assert_eq!(
+        verdicts(&slow, "wakeups_per_acquisition"),
+        [Judgement::Pass]
+    );
     let md = output::markdown(&slow);
     assert!(md.contains("## lockbench gate: FAIL"), "{md}");
     assert!(
@@ -108,8 +111,8 @@ fn the_same_numbers_pass_and_a_slowdown_past_the_floor_fails() {
     // A tighter floor catches the mild one.
     let tight = Thresholds::with(&[parse_threshold("handoff_p50=10").unwrap()], 3.0);
     let caught = compare(Some(&base), &aggregate(&five(0.02, 1.15)), None, &tight).unwrap();
-    assert_eq!(verdicts(&caught, "handoff_p50"), [Verdict::Regressed]);
-    assert_eq!(verdicts(&caught, "acquire_p99"), [Verdict::Pass]);
+    assert_eq!(verdicts(&caught, "handoff_p50"), [Judgement::Regressed]);
+    assert_eq!(verdicts(&caught, "acquire_p99"), [Judgement::Pass]);
 }
 
 #[test]
@@ -136,8 +139,8 @@ fn a_noisy_baseline_widens_its_threshold_and_improvements_never_fail() {
     let quiet = baseline_of(&five(0.02, 1.0));
     let fast = compare(Some(&quiet), &aggregate(&five(0.02, 0.5)), None, &th).unwrap();
     assert!(fast.passed());
-    assert_eq!(verdicts(&fast, "throughput"), [Verdict::Improved]);
-    assert_eq!(verdicts(&fast, "handoff_p50"), [Verdict::Improved]);
+    assert_eq!(verdicts(&fast, "throughput"), [Judgement::Improved]);
+    assert_eq!(verdicts(&fast, "handoff_p50"), [Judgement::Improved]);
 }
 
 #[test]
@@ -150,11 +153,11 @@ fn more_wakeups_per_acquisition_past_ten_percent_fail() {
     let base = baseline_of(&herd(10.0));
     let th = Thresholds::default();
     let ok = compare(Some(&base), &aggregate(&herd(10.9)), None, &th).unwrap();
-    assert_eq!(verdicts(&ok, "wakeups_per_acquisition"), [Verdict::Pass]);
+    assert_eq!(verdicts(&ok, "wakeups_per_acquisition"), [Judgement::Pass]);
     let bad = compare(Some(&base), &aggregate(&herd(11.2)), None, &th).unwrap();
     assert_eq!(
         verdicts(&bad, "wakeups_per_acquisition"),
-        [Verdict::Regressed]
+        [Judgement::Regressed]
     );
 }
 
@@ -177,7 +180,7 @@ fn safety_is_strict_and_the_evidence_names_the_history_lines() {
     let o = compare(Some(&base), &aggregate(&cur), None, &Thresholds::default()).unwrap();
     assert!(!o.passed());
     let row = o.rows.iter().find(|r| r.metric == "safety").unwrap();
-    assert_eq!(row.verdict, Verdict::Unsafe);
+    assert_eq!(row.verdict, Judgement::Unsafe);
     assert_eq!(row.baseline, "safe 5/5");
     assert_eq!(row.current, "unsafe 1/5");
     assert_eq!(
@@ -229,7 +232,7 @@ fn safety_is_strict_and_the_evidence_names_the_history_lines() {
     // Without a baseline: the safety gate alone, one row per cell.
     let o = compare(None, &aggregate(&cur), None, &Thresholds::default()).unwrap();
     assert_eq!(o.rows.len(), 1);
-    assert_eq!(o.rows[0].verdict, Verdict::Unsafe);
+    assert_eq!(o.rows[0].verdict, Judgement::Unsafe);
     assert_eq!(o.rows[0].threshold, "expected safe");
     let calm = compare(
         None,
@@ -305,7 +308,7 @@ fn missing_cells_and_new_cells_and_faulted_cells() {
     assert!(o.passed());
     assert!(matches!(
         verdicts(&o, "throughput")[0],
-        Verdict::NotGated(_)
+        Judgement::NotGated(_)
     ));
 }
 
@@ -390,7 +393,7 @@ fn normalizing_divides_out_a_slower_machine_but_not_one_system_slower_than_the_r
     let raw = compare(Some(&base), &current, None, &Thresholds::default()).unwrap();
     assert_eq!(
         verdicts(&raw, "handoff_p50"),
-        vec![Verdict::Regressed; 4],
+        vec![Judgement::Regressed; 4],
         "as measured, every cell looks slower"
     );
     let th = Thresholds {
@@ -399,7 +402,7 @@ fn normalizing_divides_out_a_slower_machine_but_not_one_system_slower_than_the_r
     };
     let o = compare(Some(&base), &current, None, &th).unwrap();
     let md = output::markdown(&o);
-    let handoff: Vec<(&str, Verdict)> = o
+    let handoff: Vec<(&str, Judgement)> = o
         .rows
         .iter()
         .filter(|r| r.metric == "handoff_p50")
@@ -408,11 +411,11 @@ fn normalizing_divides_out_a_slower_machine_but_not_one_system_slower_than_the_r
     assert_eq!(
         handoff,
         [
-            ("suite (machine factor)", Verdict::Pass),
-            ("zookeeper-predecessor-w-c4", Verdict::Pass),
-            ("etcd-predecessor-w-c4", Verdict::Regressed),
-            ("redis-predecessor-w-c4", Verdict::Pass),
-            ("redlock-predecessor-w-c4", Verdict::Pass),
+            ("suite (machine factor)", Judgement::Pass),
+            ("zookeeper-predecessor-w-c4", Judgement::Pass),
+            ("etcd-predecessor-w-c4", Judgement::Regressed),
+            ("redis-predecessor-w-c4", Judgement::Pass),
+            ("redlock-predecessor-w-c4", Judgement::Pass),
         ],
         "{md}"
     );
@@ -425,7 +428,7 @@ fn normalizing_divides_out_a_slower_machine_but_not_one_system_slower_than_the_r
     assert!(md.contains("handoff_p50 ×1.400"), "{md}");
     // A uniform slowdown past the limit is not a machine any more: the suite rows fail.
     let uniform = compare(Some(&base), &aggregate(&suite_of([2.5; 4])), None, &th).unwrap();
-    let suite: Vec<Verdict> = uniform
+    let suite: Vec<Judgement> = uniform
         .rows
         .iter()
         .filter(|r| r.cell.starts_with("suite"))
@@ -433,7 +436,7 @@ fn normalizing_divides_out_a_slower_machine_but_not_one_system_slower_than_the_r
         .collect();
     assert_eq!(
         suite[..3],
-        vec![Verdict::Regressed; 3],
+        vec![Judgement::Regressed; 3],
         "{}",
         output::markdown(&uniform)
     );
@@ -447,5 +450,5 @@ fn normalizing_divides_out_a_slower_machine_but_not_one_system_slower_than_the_r
     .unwrap();
     assert!(!few.rows.iter().any(|r| r.cell.starts_with("suite")));
     assert!(few.notes.iter().any(|n| n.contains("no machine factor")));
-    assert_eq!(verdicts(&few, "handoff_p50"), [Verdict::Regressed]);
+    assert_eq!(verdicts(&few, "handoff_p50"), [Judgement::Regressed]);
 }

@@ -39,20 +39,20 @@ pub enum Process {
     /// Lock client number n (from 0).
     Client(u32),
     /// The fault injector.
-    Nemesis(Nemesis),
+    Nemesis(NemesisName),
 }
 
 /// The nemesis' name in a history (`"nemesis"`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Nemesis {
+pub enum NemesisName {
     /// The one fault injector of a cell.
     Nemesis,
 }
 
 impl Process {
     /// The nemesis.
-    pub const NEMESIS: Process = Process::Nemesis(Nemesis::Nemesis);
+    pub const NEMESIS: Process = Process::Nemesis(NemesisName::Nemesis);
 
     /// The client's index, `None` for the nemesis.
     pub fn client(self) -> Option<u32> {

@@ -175,7 +175,7 @@ pub fn standing(c: &CellSummary) -> Standing {
 
 /// One finding of a checker, ready to show.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Finding {
+pub struct FindingLine {
     /// The checker, and the finding's class after a ` / ` when it has one other than the
     /// checker's name.
     pub source: String,
@@ -195,7 +195,7 @@ pub struct SafetyFindings<'a> {
     /// The counts behind the verdict, in a sentence without a final stop.
     pub counts: String,
     /// The first violations, then the first possible ones, at most [`SHOWN_FINDINGS`].
-    pub findings: Vec<Finding>,
+    pub findings: Vec<FindingLine>,
 }
 
 /// How many findings a report shows per cell.
@@ -217,7 +217,7 @@ pub fn safety_findings(cells: &[CellSummary]) -> Vec<SafetyFindings<'_>> {
             .iter()
             .chain(&safety.possible_violations)
             .take(SHOWN_FINDINGS)
-            .map(|v| Finding {
+            .map(|v| FindingLine {
                 source: format!(
                     "{}{}",
                     v.checker,
