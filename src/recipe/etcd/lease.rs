@@ -117,16 +117,12 @@ async fn keep_alive(
     // etcd's own client retries its keep-alive stream after about half a second): a client
     // whose connection went to a killed member would otherwise spend a whole TTL on two or
     // three tries and tell its holders the lock was lost while the lease is still alive.
-    let mut after_failure = RETRY_FIRST;
-    let mut last_failed = false;
+    // The wait after the last renewal when it got no answer; `None` after one that did.
+    let mut retry_after: Option<Duration> = None;
     loop {
         // Never wait past the moment the lease may be gone, so the holder hears it in time.
         let give_up = alive_since + valid;
-        let wait = if last_failed {
-            after_failure.min(ttl / 3)
-        } else {
-            ttl / 3
-        };
+        let wait = retry_after.map_or(ttl / 3, |d| d.min(ttl / 3));
         tokio::time::sleep_until((Instant::now() + wait).min(give_up).into()).await;
         let sent = Instant::now();
         let limit = (sent + request_timeout).min(give_up).into();
@@ -161,14 +157,10 @@ async fn keep_alive(
             Ok(true) => {
                 alive_since = sent;
                 *renewed_at.locked() = sent;
-                last_failed = false;
-                after_failure = RETRY_FIRST;
+                retry_after = None;
             }
             Ok(false) => {
-                if last_failed {
-                    after_failure = (after_failure * 2).min(ttl / 3);
-                }
-                last_failed = true;
+                retry_after = Some(retry_after.map_or(RETRY_FIRST, |d| (d * 2).min(ttl / 3)));
             }
             Err(why) => {
                 holders.lose_all(&format!("etcd lease {id:x}: {why}"));
