@@ -50,6 +50,12 @@ pub trait Faultable: Sync {
     }
     /// How a clock fault reaches `node`: a Redis server, or monotonic leases that ignore it.
     fn clock(&self, node: &str) -> Result<ClockAccess, ClusterError>;
+    /// The servers a partition in effect now cuts `node` off from, in name order (none by
+    /// default): a node restarted inside a partition may not serve its cluster until the heal.
+    fn cut_from(&self, node: &str) -> Vec<String> {
+        let _ = node;
+        Vec::new()
+    }
     /// One check that `node` serves its cluster now (after a restart): `Err` says why not.
     /// Every node serves by default (a test double with nothing to rejoin).
     fn serving(&self, node: &str) -> impl Future<Output = Result<(), String>> {
@@ -145,6 +151,17 @@ impl Faultable for Cluster {
     }
     async fn serving(&self, node: &str) -> Result<(), String> {
         Cluster::serving(self, node).await
+    }
+    fn cut_from(&self, node: &str) -> Vec<String> {
+        let servers = Faultable::servers(self);
+        let cuts = self.cuts.lock().unwrap_or_else(|e| e.into_inner());
+        let blocked: std::collections::BTreeSet<&String> = cuts
+            .iter()
+            .filter_map(|g| g.blocked().get(node))
+            .flatten()
+            .filter(|peer| servers.contains(peer))
+            .collect();
+        blocked.into_iter().cloned().collect()
     }
     async fn healthy(&self) -> Result<(), String> {
         Cluster::healthy(self).await

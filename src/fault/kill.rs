@@ -148,6 +148,17 @@ impl Effect for Killed {
         let timeout = ctx.rejoin_timeout;
         let mut ended = Ended::default();
         for n in &self.nodes {
+            // A node a partition still cuts off may not serve until the heal, which waiting
+            // here would hold up (the nemesis plays one step at a time): say so at once.
+            let cut = on.cut_from(n);
+            if !cut.is_empty() {
+                ended.not_rejoined.push(format!(
+                    "{n} was restarted inside a partition that cuts it off from {}: whether it \
+                     serves its cluster was not waited for (it may not until the heal)",
+                    cut.join(", ")
+                ));
+                continue;
+            }
             match wait_until(timeout, || on.serving(n)).await {
                 Ok(took) => ended.rejoined.push((n.clone(), took)),
                 Err(why) => ended.not_rejoined.push(format!(

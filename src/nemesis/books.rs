@@ -504,6 +504,8 @@ mod tests {
     struct Rejoining {
         inner: Recording,
         rejoins: bool,
+        /// The servers a partition in effect cuts every node off from.
+        cut: Vec<String>,
     }
 
     impl Faultable for Rejoining {
@@ -534,6 +536,9 @@ mod tests {
         fn clock(&self, node: &str) -> Result<ClockAccess, ClusterError> {
             self.inner.clock(node)
         }
+        fn cut_from(&self, _: &str) -> Vec<String> {
+            self.cut.clone()
+        }
         async fn serving(&self, node: &str) -> Result<(), String> {
             if self.rejoins {
                 Ok(())
@@ -554,6 +559,7 @@ mod tests {
         let ok = Rejoining {
             inner: Recording::default(),
             rejoins: true,
+            cut: Vec::new(),
         };
         let mut f = Faults::default().rejoin_within(Duration::from_millis(300));
         f.start(&ok, kill()).await.unwrap();
@@ -565,6 +571,7 @@ mod tests {
         let stuck = Rejoining {
             inner: Recording::default(),
             rejoins: false,
+            cut: Vec::new(),
         };
         f.start(&stuck, kill()).await.unwrap();
         let ended = f.end_last(&stuck).await.unwrap();
@@ -576,6 +583,41 @@ mod tests {
         assert_eq!(
             ended.not_rejoined,
             ["b did not serve its cluster within 0.3 s of its restart: b sees no leader"]
+        );
+    }
+
+    #[tokio::test]
+    async fn a_node_restarted_inside_a_partition_is_not_waited_for() {
+        // It would not serve until the heal: waiting the whole rejoin timeout would hold the
+        // nemesis, and so that partition's own heal, for as long.
+        let cut_off = Rejoining {
+            inner: Recording::default(),
+            rejoins: false,
+            cut: names(&["d", "e"]),
+        };
+        let mut f = Faults::default().rejoin_within(Duration::from_secs(30));
+        f.start(
+            &cut_off,
+            Fault::Kill(Killed {
+                nodes: names(&["b"]),
+                data: DataOnRestart::Keep,
+            }),
+        )
+        .await
+        .unwrap();
+        let asked = std::time::Instant::now();
+        let ended = f.end_last(&cut_off).await.unwrap();
+        assert!(
+            asked.elapsed() < Duration::from_secs(5),
+            "the end waited {:?} for a node a partition cuts off",
+            asked.elapsed()
+        );
+        assert!(cut_off.inner.down.lock().unwrap().is_empty(), "b was restarted");
+        assert!(ended.rejoined.is_empty());
+        assert_eq!(
+            ended.not_rejoined,
+            ["b was restarted inside a partition that cuts it off from d, e: whether it serves \
+              its cluster was not waited for (it may not until the heal)"]
         );
     }
 

@@ -33,7 +33,7 @@ pub const HISTORY_FILE: &str = "history.jsonl";
 pub const SUMMARY_FILE: &str = "summary.json";
 
 /// Version of the [`CellSummary`] (and of `cell.json`) layout; bump on any incompatible change.
-pub const SCHEMA_VERSION: u32 = 5;
+pub const SCHEMA_VERSION: u32 = 6;
 
 /// Why a results file's `schema_version` does not let this lockbench read it. The messages
 /// say what to do; the caller names the file.
