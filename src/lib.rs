@@ -34,6 +34,8 @@
 //! system, recipe, spec, cluster, image, fault            systems, recipes, workload and chaos
 //!                                                        files, clusters, fault kinds: one
 //!                                                        circle
+//! nemesis                                                plays a schedule's faults beside the
+//!                                                        clients, on the stage it defines
 //! plan                                                   the matrix; CellId
 //! results                                                the schema: cell.json, summary.json
 //! stats                                                  figures from the history
@@ -42,7 +44,7 @@
 //!                                                        capacity's cells)
 //! report                                                 exporters: cells, gate aggregates,
 //!                                                        capacity
-//! runner, nemesis                                        plays the plan (the nemesis beside
+//! runner                                                 plays the plan (the nemesis beside
 //!                                                        the clients), writes through report
 //! doctor, cli, main                                      one verb, one function
 //! ```
@@ -54,10 +56,10 @@
 //! [`fault::ClockAccess`]); `fault` ↔ `cluster` (a kind acts through [`fault::Faultable`],
 //! which the cluster implements with the partition shapes' grudges), and `fault` ↔ `spec` (a
 //! kind reads its parameters through [`spec::chaos::Params`]; a schedule holds
-//! [`fault::FaultKind`]s). The nemesis and the runner import each other: the runner starts the
-//! nemesis beside the clients, and hands it the cell's stage ([`runner::Running`]) and worker
-//! processes. The fault kinds need nothing from the runner (a client pause reaches workers
-//! through [`fault::WorkerProcesses`]), so no results module is on a circle.
+//! [`fault::FaultKind`]s). The runner starts the nemesis beside the clients and hands it the
+//! cell's stage ([`nemesis::Running`]), whose worker processes the nemesis and the fault kinds
+//! see only through [`fault::WorkerProcesses`] (the runner's worker control implements it), so
+//! neither imports the runner and no results module is on a circle.
 //!
 //! Where a new piece goes:
 //! - a system: a folder `system/<name>/` and one line in [`system::registry::SYSTEMS`], no
