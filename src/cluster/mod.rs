@@ -6,6 +6,7 @@
 //! A [`Cluster`] removes its containers and network when torn down or dropped (also on panic,
 //! by unwinding); `lockbench clean` removes anything a killed process left behind.
 
+pub mod grudge;
 mod health;
 mod node;
 mod partition;
@@ -19,6 +20,7 @@ use testcontainers::bollard::models::NetworkCreateRequest;
 
 pub use crate::system::REDIS_MASTER_NAME;
 pub(crate) use node::container_hostname;
+pub use grudge::{CLIENTS, Grudge};
 pub use node::{DataOnRestart, Node, NodeInfo, NodeRole, NodeSpec, NodeState};
 pub(crate) use version::no_version;
 
@@ -89,7 +91,7 @@ pub struct Cluster {
     pub(crate) started_in: Duration,
     /// The partitions in effect (until [`Cluster::heal`]), applied again to a node that
     /// restarts or resumes.
-    pub(crate) cuts: std::sync::Mutex<Vec<crate::fault::Grudge>>,
+    pub(crate) cuts: std::sync::Mutex<Vec<Grudge>>,
     torn_down: bool,
 }
 
