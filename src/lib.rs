@@ -2,8 +2,9 @@
 //! (Sentinel and Redlock) clusters started in Docker.
 //!
 //! A run, after Jepsen: **clusters** come up ([`cluster`], from images [`image`] builds
-//! offline; each [`system`] is a folder behind [`system::LockService`], listed once in
-//! [`system::registry::SYSTEMS`]); **clients** run a
+//! offline; each [`system`] is a name and its facts as data, listed once in
+//! [`system::registry::SYSTEMS`], and a folder behind [`service::LockService`] that starts,
+//! probes and connects to it, listed once in [`service::registry::SERVICES`]); **clients** run a
 //! **workload** ([`spec`] reads `workloads/*.toml`, and the chaos schedules `chaos/*.toml`;
 //! [`workload`] draws its random choices and paces it) through a lock **recipe** ([`recipe`]: one folder of logic per system, both
 //! strategies side by side; [`recipe::mock`] stands in for a server only in Docker-free tests of
@@ -62,16 +63,21 @@
 //! neither imports the runner and no results module is on a circle.
 //!
 //! Where a new piece goes:
-//! - a system: a folder `system/<name>/` and one line in [`system::registry::SYSTEMS`], no
-//!   other file edited. The folder defines its `System` constant, its [`system::Facts`] (name,
-//!   sizes, strategies, image, leaderless or not, plot colour) and a [`system::LockService`]:
-//!   node shapes, readiness, leader, per-node health, version probe, recipe connect
-//!   ([`recipe::AnyRecipe::new`] over any [`recipe::Recipe`]) and clock access. A system on a
-//!   new image also defines its [`system::ImageKind`] and adds `docker/<name>/` (the build
-//!   files it embeds). Its cluster provider is the folder's `provider.rs` (node shapes,
-//!   readiness, leader, health, version parsing); its recipe may live in the folder too. The
-//!   four existing systems keep their recipes in `recipe/<name>/` (`redis/` holding Redlock's;
-//!   moved later, when no one else edits them), which their folders connect. The CLI's `--zookeeper-image`,
+//! - a system: its facts in a file `system/<name>.rs` plus one line in
+//!   [`system::registry::SYSTEMS`], and its behaviour in a folder `service/<name>/` plus one
+//!   line in [`service::registry::SERVICES`] (a test checks both lists agree), no other file
+//!   edited. The facts file defines its `System` constant and its [`system::Facts`] (name,
+//!   sizes, strategies, image, leaderless or not, what times its leases, which says how a clock
+//!   fault reaches it, plot colour); a system on a new image also defines its
+//!   [`system::ImageKind`] and adds `docker/<name>/` (the build files it embeds). The service
+//!   folder implements [`cluster::Provider`] in its `provider.rs` (node shapes, readiness,
+//!   leader, per-node health, version probe, a wiped node's rejoin) and
+//!   [`service::LockService`] (recipe connect: [`recipe::AnyRecipe::new`] over any
+//!   [`recipe::Recipe`]); its recipe may live in the folder too. The four existing systems keep
+//!   their recipes in `recipe/<name>/` (`redis/` holding Redlock's; moved later, when no one
+//!   else edits them), which their service folders connect. The facts sit below everything
+//!   (every module may name a system), the services above the clusters and recipes they use:
+//!   that split is what keeps `system` off every circle. The CLI's `--zookeeper-image`,
 //!   `--etcd-image` and `--redis-image` flags name the three existing images; a new image is
 //!   overridden through its `LOCKBENCH_<NAME>_IMAGE` variable;
 //! - a fault kind: one file in `fault/` (its parameters and their validation, its one name, how
@@ -113,9 +119,11 @@ pub mod report;
 pub mod resource;
 pub mod results;
 pub mod runner;
+pub mod service;
 pub mod signal;
 pub mod spec;
 pub mod stats;
+pub mod strategy;
 mod sync;
 pub mod system;
 pub mod workload;

@@ -95,7 +95,7 @@ impl Backend for DockerBackend {
             size: Some(size),
             ..ClusterOptions::default()
         };
-        let cluster = Cluster::start_with_run_id(system, options, run_id)
+        let cluster = Cluster::start_with_run_id(crate::service::of(system), options, run_id)
             .await
             .with_context(|| format!("starting the {system} cluster of {size}"))?;
         progress.line(&format!(
@@ -115,7 +115,7 @@ impl Backend for DockerBackend {
         cluster: &Cluster,
         config: RecipeConfig,
     ) -> Result<AnyRecipe, LockError> {
-        AnyRecipe::connect(cluster, config).await
+        crate::service::connect(cluster, config).await
     }
 
     fn worker_target(&self, cluster: &Cluster) -> anyhow::Result<WorkerTarget> {
