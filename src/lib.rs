@@ -26,15 +26,21 @@
 //!
 //! The layers, lowest first: a module imports only modules on lines above its own (or to its
 //! left on its line), so arrows only point down, except inside the one circle named below.
-//! `layering_tests` checks this on the sources from `history` to `report`, and that no new
-//! circle appears; `scripts/module-deps.py` prints the whole import graph and its circles.
+//! `layering_tests` checks that the results layer (`history` to `report`) imports only
+//! downward and that no circle but that one exists; `scripts/module-deps.py` prints the whole
+//! import graph and its circles.
 //!
 //! ```text
-//! history, workload, environment, docker, signal, sync   import no other module
+//! history, workload, environment, docker, signal, sync,  import no other module
+//!   strategy
 //! resource                                               the protected register
-//! system, recipe, spec, cluster, image, fault            systems, recipes, workload and chaos
-//!                                                        files, clusters, fault kinds: one
-//!                                                        circle
+//! system                                                 a system's name and facts, as data
+//! image                                                  server images, built offline
+//! cluster                                                clusters, asking a Provider
+//! recipe                                                 the lock recipes (and the mock)
+//! fault, spec                                            fault kinds; workload and chaos
+//!                                                        files: one circle
+//! service                                                each system's Provider and connect
 //! nemesis                                                plays a schedule's faults beside the
 //!                                                        clients, on the stage it defines
 //! plan                                                   the matrix; CellId
@@ -45,22 +51,31 @@
 //!                                                        capacity's cells)
 //! report                                                 exporters: cells, gate aggregates,
 //!                                                        capacity
+//! doctor                                                 checks the machine and the images
 //! runner                                                 plays the plan (the nemesis beside
 //!                                                        the clients), writes through report
-//! doctor, cli, main                                      one verb, one function
+//! cli, main                                              one verb, one function
 //! ```
 //!
-//! The circles left: `system` ↔ `recipe` (a recipe names its `System`; a system's folder
-//! connects its recipe) stays while the four systems' recipes live outside their folders;
-//! `system` ↔ `cluster` (a provider starts nodes through `cluster`; a `Cluster` asks its
-//! system); `system` ↔ `fault` (a system says how a clock fault reaches it, with
-//! [`fault::ClockAccess`]); `fault` ↔ `cluster` (a kind acts through [`fault::Faultable`],
-//! which the cluster implements with the partition shapes' grudges), and `fault` ↔ `spec` (a
-//! kind reads its parameters through [`spec::chaos::Params`]; a schedule holds
-//! [`fault::FaultKind`]s). The runner starts the nemesis beside the clients and hands it the
+//! How the other circles were broken (issue 18 item 3): a system's name and facts
+//! ([`system::System`], [`system::Facts`], including [`system::Facts::lease_clock`], which
+//! says how a clock fault reaches it) are data in [`system`], which imports only [`strategy`]
+//! (the [`strategy::Strategy`] names its facts list); what a system does lives above the
+//! clusters and recipes it uses, in [`service`] (its [`cluster::Provider`], handed to
+//! [`cluster::Cluster::start`], and its recipe connect). The partition [`cluster::Grudge`]
+//! lives with the cluster that keeps and applies it, so the cluster imports no fault kind; the
+//! mock's pretend servers meet the nemesis in the runner's mock backend, so the recipes import
+//! no fault kind either. The runner starts the nemesis beside the clients and hands it the
 //! cell's stage ([`nemesis::Running`]), whose worker processes the nemesis and the fault kinds
 //! see only through [`fault::WorkerProcesses`] (the runner's worker control implements it), so
-//! neither imports the runner and no results module is on a circle.
+//! neither imports the runner.
+//!
+//! The circle left: `fault` ↔ `spec`. A fault kind reads its parameters through the schedule
+//! file's reader ([`spec::chaos::Params`], whose errors are [`spec::SpecError`]s with the
+//! file, field and valid values), while a schedule holds [`fault::FaultKind`]s and parses them
+//! through the kinds' registry; a mixed fault's nested kinds go from one to the other and back.
+//! Breaking it means a parameter source trait in `fault` that the schedule reader implements,
+//! and the error type moved below both. No other module is on a circle.
 //!
 //! Where a new piece goes:
 //! - a system: its facts in a file `system/<name>.rs` plus one line in
