@@ -137,6 +137,7 @@ pub mod runner;
 pub mod service;
 pub mod signal;
 pub mod spec;
+pub mod spec_error;
 pub mod stats;
 pub mod strategy;
 mod sync;

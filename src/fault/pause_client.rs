@@ -24,7 +24,7 @@ use toml::{Table, Value};
 
 use super::{Ctx, Effect, Ended, Fault, FaultError, Faultable, Kind, Param, Params, Scene};
 use super::{Started, clock::Ticker};
-use crate::spec::SpecError;
+use crate::spec_error::SpecError;
 
 /// The cell's worker processes as a client pause stops and continues them. The runner's worker
 /// control implements it, so neither the fault kinds nor the nemesis need anything from the

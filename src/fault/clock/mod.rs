@@ -29,7 +29,7 @@ pub use model::{
 use super::target::Target::{self, All, Leader, Majority, Minority, One};
 use super::{Ctx, Effect, Ended, Fault, FaultError, Faultable, Kind, Param, Params, Refusal};
 use super::{Scene, Started};
-use crate::spec::SpecError;
+use crate::spec_error::SpecError;
 use crate::system::{FACTS, LeaseClock, System};
 
 /// What the clock fault is, in one line every report repeats: it is modelled.

@@ -23,7 +23,7 @@ pub use shape::{SHAPES, Shape};
 
 use super::{Ctx, Effect, Ended, Fault, FaultError, Faultable, Kind, Param, Params, Scene};
 use super::{Started, clock::Ticker};
-use crate::spec::SpecError;
+use crate::spec_error::SpecError;
 
 /// Cut the servers' network into a shape, then heal it.
 #[derive(Debug, Clone, PartialEq)]
