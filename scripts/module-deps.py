@@ -12,8 +12,7 @@ every module reaches every other (strongly connected), and the elementary circle
     scripts/module-deps.py --without chaos:runner   # as if that edge were gone
 
 The test `layering_tests` (src/layering_tests.rs) keeps the results layer importing only
-downward and pins the circles left (a new one fails); this script is for reading the whole
-picture.
+downward and fails on any circle; this script is for reading the whole picture.
 """
 
 import argparse

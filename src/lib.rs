@@ -25,21 +25,21 @@
 //! version checks.
 //!
 //! The layers, lowest first: a module imports only modules on lines above its own (or to its
-//! left on its line), so arrows only point down, except inside the one circle named below.
-//! `layering_tests` checks that the results layer (`history` to `report`) imports only
-//! downward and that no circle but that one exists; `scripts/module-deps.py` prints the whole
-//! import graph and its circles.
+//! left on its line), so arrows only point down; no two top-level modules import each other,
+//! directly or around a circle. `layering_tests` checks that the results layer (`history` to
+//! `report`) imports only downward and that no circle exists; `scripts/module-deps.py` prints
+//! the whole import graph.
 //!
 //! ```text
 //! history, workload, environment, docker, signal, sync,  import no other module
-//!   strategy
+//!   strategy, spec_error
 //! resource                                               the protected register
 //! system                                                 a system's name and facts, as data
 //! image                                                  server images, built offline
 //! cluster                                                clusters, asking a Provider
 //! recipe                                                 the lock recipes (and the mock)
-//! fault, spec                                            fault kinds; workload and chaos
-//!                                                        files: one circle
+//! fault                                                  fault kinds, one file each
+//! spec                                                   workload and chaos files
 //! service                                                each system's Provider and connect
 //! nemesis                                                plays a schedule's faults beside the
 //!                                                        clients, on the stage it defines
@@ -57,7 +57,7 @@
 //! cli, main                                              one verb, one function
 //! ```
 //!
-//! How the other circles were broken (issue 18 item 3): a system's name and facts
+//! How the circles were broken (issue 18 item 3): a system's name and facts
 //! ([`system::System`], [`system::Facts`], including [`system::Facts::lease_clock`], which
 //! says how a clock fault reaches it) are data in [`system`], which imports only [`strategy`]
 //! (the [`strategy::Strategy`] names its facts list); what a system does lives above the
@@ -65,17 +65,13 @@
 //! [`cluster::Cluster::start`], and its recipe connect). The partition [`cluster::Grudge`]
 //! lives with the cluster that keeps and applies it, so the cluster imports no fault kind; the
 //! mock's pretend servers meet the nemesis in the runner's mock backend, so the recipes import
-//! no fault kind either. The runner starts the nemesis beside the clients and hands it the
-//! cell's stage ([`nemesis::Running`]), whose worker processes the nemesis and the fault kinds
-//! see only through [`fault::WorkerProcesses`] (the runner's worker control implements it), so
-//! neither imports the runner.
-//!
-//! The circle left: `fault` ↔ `spec`. A fault kind reads its parameters through the schedule
-//! file's reader ([`spec::chaos::Params`], whose errors are [`spec::SpecError`]s with the
-//! file, field and valid values), while a schedule holds [`fault::FaultKind`]s and parses them
-//! through the kinds' registry; a mixed fault's nested kinds go from one to the other and back.
-//! Breaking it means a parameter source trait in `fault` that the schedule reader implements,
-//! and the error type moved below both. No other module is on a circle.
+//! no fault kind either. A fault kind reads its parameters through [`fault::Params`] over a
+//! [`fault::ParamSource`], which the schedule reader implements for each table, and raises
+//! [`spec_error::SpecError`]s, which sit below both: the schedule imports the kinds, never the
+//! reverse. The runner starts the nemesis beside the clients and hands it the cell's stage
+//! ([`nemesis::Running`]), whose worker processes the nemesis and the fault kinds see only
+//! through [`fault::WorkerProcesses`] (the runner's worker control implements it), so neither
+//! imports the runner.
 //!
 //! Where a new piece goes:
 //! - a system: its facts in a file `system/<name>.rs` plus one line in
