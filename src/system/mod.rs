@@ -3,8 +3,8 @@
 //! everything the rest of lockbench reads about it without talking to it. [`registry`] lists
 //! them, in the order reports show them. What a system *does* (its cluster provider, version
 //! probe, recipe connect) is its [`crate::service::LockService`], in `service/<name>/`, which
-//! sits above the clusters and recipes it uses; this module imports no other, so every module
-//! may name a system.
+//! sits above the clusters and recipes it uses; this module imports only [`crate::strategy`],
+//! so every module may name a system.
 //!
 //! Adding a system: a file `system/<name>.rs` that defines its `System` constant, its
 //! [`ImageKind`] (when it brings an image, with `docker/<name>/`) and its [`Facts`], plus one
