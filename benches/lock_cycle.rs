@@ -23,7 +23,7 @@ fn lock_cycle(c: &mut Criterion) {
     for system in ALL_SYSTEMS {
         let started = rt.block_on(async {
             lockbench::image::require(system.image_kind()).await?;
-            Cluster::start(system, ClusterOptions::default()).await
+            Cluster::start(lockbench::service::of(system), ClusterOptions::default()).await
         });
         let cluster = match started {
             Ok(c) => c,
@@ -46,7 +46,7 @@ fn lock_cycle(c: &mut Criterion) {
                 let clients = rt.block_on(async {
                     let mut v = Vec::new();
                     for _ in 0..n {
-                        v.push(AnyRecipe::connect(&cluster, config.clone()).await?);
+                        v.push(lockbench::service::connect(&cluster, config.clone()).await?);
                     }
                     Ok::<_, lockbench::recipe::LockError>(v)
                 });

@@ -11,8 +11,8 @@ every module reaches every other (strongly connected), and the elementary circle
     scripts/module-deps.py --edges    # also every edge with the files behind it
     scripts/module-deps.py --without chaos:runner   # as if that edge were gone
 
-The test `layering_tests` (src/layering_tests.rs) keeps the results layer out of every circle;
-this script is for reading the whole picture.
+The test `layering_tests` (src/layering_tests.rs) keeps the results layer importing only
+downward and fails on any circle; this script is for reading the whole picture.
 """
 
 import argparse

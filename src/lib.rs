@@ -2,8 +2,9 @@
 //! (Sentinel and Redlock) clusters started in Docker.
 //!
 //! A run, after Jepsen: **clusters** come up ([`cluster`], from images [`image`] builds
-//! offline; each [`system`] is a folder behind [`system::LockService`], listed once in
-//! [`system::registry::SYSTEMS`]); **clients** run a
+//! offline; each [`system`] is a name and its facts as data, listed once in
+//! [`system::registry::SYSTEMS`], and a folder behind [`service::LockService`] that starts,
+//! probes and connects to it, listed once in [`service::registry::SERVICES`]); **clients** run a
 //! **workload** ([`spec`] reads `workloads/*.toml`, and the chaos schedules `chaos/*.toml`;
 //! [`workload`] draws its random choices and paces it) through a lock **recipe** ([`recipe`]: one folder of logic per system, both
 //! strategies side by side; [`recipe::mock`] stands in for a server only in Docker-free tests of
@@ -24,16 +25,24 @@
 //! version checks.
 //!
 //! The layers, lowest first: a module imports only modules on lines above its own (or to its
-//! left on its line), so arrows only point down, except inside the one circle named below.
-//! `layering_tests` checks this on the sources from `history` to `report`, and that no new
-//! circle appears; `scripts/module-deps.py` prints the whole import graph and its circles.
+//! left on its line), so arrows only point down; no two top-level modules import each other,
+//! directly or around a circle. `layering_tests` checks that the results layer (`history` to
+//! `report`) imports only downward and that no circle exists; `scripts/module-deps.py` prints
+//! the whole import graph.
 //!
 //! ```text
-//! history, workload, environment, docker, signal, sync   import no other module
+//! history, workload, environment, docker, signal, sync,  import no other module
+//!   strategy, spec_error
 //! resource                                               the protected register
-//! system, recipe, spec, cluster, image, fault            systems, recipes, workload and chaos
-//!                                                        files, clusters, fault kinds: one
-//!                                                        circle
+//! system                                                 a system's name and facts, as data
+//! image                                                  server images, built offline
+//! cluster                                                clusters, asking a Provider
+//! recipe                                                 the lock recipes (and the mock)
+//! fault                                                  fault kinds, one file each
+//! spec                                                   workload and chaos files
+//! service                                                each system's Provider and connect
+//! nemesis                                                plays a schedule's faults beside the
+//!                                                        clients, on the stage it defines
 //! plan                                                   the matrix; CellId
 //! results                                                the schema: cell.json, summary.json
 //! stats                                                  figures from the history
@@ -42,34 +51,44 @@
 //!                                                        capacity's cells)
 //! report                                                 exporters: cells, gate aggregates,
 //!                                                        capacity
-//! runner, nemesis                                        plays the plan (the nemesis beside
+//! doctor                                                 checks the machine and the images
+//! runner                                                 plays the plan (the nemesis beside
 //!                                                        the clients), writes through report
-//! doctor, cli, main                                      one verb, one function
+//! cli, main                                              one verb, one function
 //! ```
 //!
-//! The circles left: `system` ↔ `recipe` (a recipe names its `System`; a system's folder
-//! connects its recipe) stays while the four systems' recipes live outside their folders;
-//! `system` ↔ `cluster` (a provider starts nodes through `cluster`; a `Cluster` asks its
-//! system); `system` ↔ `fault` (a system says how a clock fault reaches it, with
-//! [`fault::ClockAccess`]); `fault` ↔ `cluster` (a kind acts through [`fault::Faultable`],
-//! which the cluster implements with the partition shapes' grudges), and `fault` ↔ `spec` (a
-//! kind reads its parameters through [`spec::chaos::Params`]; a schedule holds
-//! [`fault::FaultKind`]s). The nemesis and the runner import each other: the runner starts the
-//! nemesis beside the clients, and hands it the cell's stage ([`runner::Running`]) and worker
-//! processes. The fault kinds need nothing from the runner (a client pause reaches workers
-//! through [`fault::WorkerProcesses`]), so no results module is on a circle.
+//! How the circles were broken (issue 18 item 3): a system's name and facts
+//! ([`system::System`], [`system::Facts`], including [`system::Facts::lease_clock`], which
+//! says how a clock fault reaches it) are data in [`system`], which imports only [`strategy`]
+//! (the [`strategy::Strategy`] names its facts list); what a system does lives above the
+//! clusters and recipes it uses, in [`service`] (its [`cluster::Provider`], handed to
+//! [`cluster::Cluster::start`], and its recipe connect). The partition [`cluster::Grudge`]
+//! lives with the cluster that keeps and applies it, so the cluster imports no fault kind; the
+//! mock's pretend servers meet the nemesis in the runner's mock backend, so the recipes import
+//! no fault kind either. A fault kind reads its parameters through [`fault::Params`] over a
+//! [`fault::ParamSource`], which the schedule reader implements for each table, and raises
+//! [`spec_error::SpecError`]s, which sit below both: the schedule imports the kinds, never the
+//! reverse. The runner starts the nemesis beside the clients and hands it the cell's stage
+//! ([`nemesis::Running`]), whose worker processes the nemesis and the fault kinds see only
+//! through [`fault::WorkerProcesses`] (the runner's worker control implements it), so neither
+//! imports the runner.
 //!
 //! Where a new piece goes:
-//! - a system: a folder `system/<name>/` and one line in [`system::registry::SYSTEMS`], no
-//!   other file edited. The folder defines its `System` constant, its [`system::Facts`] (name,
-//!   sizes, strategies, image, leaderless or not, plot colour) and a [`system::LockService`]:
-//!   node shapes, readiness, leader, per-node health, version probe, recipe connect
-//!   ([`recipe::AnyRecipe::new`] over any [`recipe::Recipe`]) and clock access. A system on a
-//!   new image also defines its [`system::ImageKind`] and adds `docker/<name>/` (the build
-//!   files it embeds). Its cluster provider is the folder's `provider.rs` (node shapes,
-//!   readiness, leader, health, version parsing); its recipe may live in the folder too. The
-//!   four existing systems keep their recipes in `recipe/<name>/` (`redis/` holding Redlock's;
-//!   moved later, when no one else edits them), which their folders connect. The CLI's `--zookeeper-image`,
+//! - a system: its facts in a file `system/<name>.rs` plus one line in
+//!   [`system::registry::SYSTEMS`], and its behaviour in a folder `service/<name>/` plus one
+//!   line in [`service::registry::SERVICES`] (a test checks both lists agree), no other file
+//!   edited. The facts file defines its `System` constant and its [`system::Facts`] (name,
+//!   sizes, strategies, image, leaderless or not, what times its leases, which says how a clock
+//!   fault reaches it, plot colour); a system on a new image also defines its
+//!   [`system::ImageKind`] and adds `docker/<name>/` (the build files it embeds). The service
+//!   folder implements [`cluster::Provider`] in its `provider.rs` (node shapes, readiness,
+//!   leader, per-node health, version probe, a wiped node's rejoin) and
+//!   [`service::LockService`] (recipe connect: [`recipe::AnyRecipe::new`] over any
+//!   [`recipe::Recipe`]); its recipe may live in the folder too. The four existing systems keep
+//!   their recipes in `recipe/<name>/` (`redis/` holding Redlock's; moved later, when no one
+//!   else edits them), which their service folders connect. The facts sit below everything
+//!   (every module may name a system), the services above the clusters and recipes they use:
+//!   that split is what keeps `system` off every circle. The CLI's `--zookeeper-image`,
 //!   `--etcd-image` and `--redis-image` flags name the three existing images; a new image is
 //!   overridden through its `LOCKBENCH_<NAME>_IMAGE` variable;
 //! - a fault kind: one file in `fault/` (its parameters and their validation, its one name, how
@@ -111,9 +130,12 @@ pub mod report;
 pub mod resource;
 pub mod results;
 pub mod runner;
+pub mod service;
 pub mod signal;
 pub mod spec;
+pub mod spec_error;
 pub mod stats;
+pub mod strategy;
 mod sync;
 pub mod system;
 pub mod workload;

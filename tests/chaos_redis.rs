@@ -83,7 +83,7 @@ async fn redlock_faults_clock_ring_restarts_and_one_heal() {
         .await
         .unwrap();
     let cluster = Cluster::start(
-        System::Redlock,
+        lockbench::service::of(System::Redlock),
         ClusterOptions {
             size: Some(5),
             redis: RedisOptions { persistence: true },

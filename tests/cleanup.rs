@@ -28,9 +28,10 @@ async fn a_panic_removes_the_cluster() {
             size: Some(1),
             ..Default::default()
         };
-        let cluster = Cluster::start_with_run_id(System::Redlock, opts, &id)
-            .await
-            .unwrap();
+        let cluster =
+            Cluster::start_with_run_id(lockbench::service::of(System::Redlock), opts, &id)
+                .await
+                .unwrap();
         assert_eq!(cluster.endpoints().len(), 1);
         panic!("simulated failure while the cluster is up");
     });
@@ -46,9 +47,10 @@ async fn clean_removes_what_a_killed_process_left() {
         size: Some(1),
         ..Default::default()
     };
-    let cluster = Cluster::start_with_run_id(System::Redlock, opts, &run_id)
-        .await
-        .unwrap();
+    let cluster =
+        Cluster::start_with_run_id(lockbench::service::of(System::Redlock), opts, &run_id)
+            .await
+            .unwrap();
     // As if the process were SIGKILLed: no destructor runs.
     std::mem::forget(cluster);
     let out = std::process::Command::new("docker")

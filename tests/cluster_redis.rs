@@ -129,7 +129,7 @@ async fn persistence_keeps_keys_and_wipe_empties_the_data_dir() {
         redis: lockbench::cluster::RedisOptions { persistence: true },
         ..Default::default()
     };
-    let cluster = lockbench::Cluster::start(System::Redlock, opts)
+    let cluster = lockbench::Cluster::start(lockbench::service::of(System::Redlock), opts)
         .await
         .expect("start");
     let node = cluster.servers().next().unwrap().name().to_string();

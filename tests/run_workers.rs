@@ -17,9 +17,10 @@ use std::time::{Duration, Instant};
 use lockbench::history::{
     ErrorKind, Event, EventKind, Op, critical_sections, operations, read_history,
 };
+use lockbench::nemesis::Running;
 use lockbench::plan::Cell;
 use lockbench::recipe::Strategy;
-use lockbench::runner::{ClientsRun, DockerBackend, Running, run_clients};
+use lockbench::runner::{ClientsRun, DockerBackend, run_clients};
 use lockbench::spec::Workload;
 use lockbench::{Cluster, System};
 
@@ -252,7 +253,9 @@ async fn pause_first_holder(mut r: Running, out: Arc<Mutex<Option<Paused>>>) {
         }
     };
     let victim = ok.client().unwrap();
-    let worker = control.worker_of(victim).unwrap();
+    let worker = (0..control.count())
+        .find(|&i| control.clients(i).contains(&victim))
+        .expect("the victim runs in a worker");
     control.pause(worker).unwrap();
     let stopped_us = r.clock.now_us();
     let target = vec![format!("worker {worker} (client {victim})")];

@@ -49,7 +49,7 @@ pub async fn up(system: System, size: Option<usize>, persistence: bool) -> anyho
     .await?;
     let run_id = docker::new_run_id();
     eprintln!("lockbench: starting {system} (run {run_id}); Ctrl-C stops and removes it");
-    let start = Cluster::start_with_run_id(system, opts, &run_id);
+    let start = Cluster::start_with_run_id(crate::service::of(system), opts, &run_id);
     // Ctrl-C during start-up must still remove what was started.
     let cluster = tokio::select! {
         c = start => c.with_context(|| format!("starting {system}"))?,

@@ -2,7 +2,7 @@
 //! healthy before a cell: the checks behind [`Cluster::serving`] and [`Cluster::healthy`].
 //!
 //! A restarted container is not yet a member doing its job: what "doing its job" means is each
-//! system's [`crate::system::LockService::serving`] (its folder says it per system).
+//! system's [`super::Provider::serving`] (its service folder says it per system).
 
 use super::node::Node;
 use super::{Cluster, NodeState};
@@ -12,7 +12,7 @@ pub(crate) async fn serving(cluster: &Cluster, node: &Node) -> Result<(), String
     if node.state() != NodeState::Running {
         return Err(format!("{} is {:?}", node.name(), node.state()));
     }
-    cluster.system.service().serving(cluster, node).await
+    cluster.provider.serving(cluster, node).await
 }
 
 /// One pass of the health check a cell starts on: every node up and one leader (the readiness
@@ -24,5 +24,5 @@ pub(crate) async fn healthy(cluster: &Cluster) -> Result<(), String> {
         }
     }
     cluster.ready_once().await?;
-    cluster.system.service().settled(cluster).await
+    cluster.provider.settled(cluster).await
 }

@@ -1,14 +1,16 @@
-//! Real clusters on testcontainers: each system's provider (in its `crate::system` folder) says
-//! which nodes to start and when they are ready; here they run on their own Docker network
+//! Real clusters on testcontainers: each system's [`Provider`] (in its `crate::service` folder)
+//! says which nodes to start and when they are ready; here they run on their own Docker network
 //! labelled with the run id, plus the fault primitives
 //! the chaos schedules use: kill/restart, pause/resume, partition/heal, and logs.
 //!
 //! A [`Cluster`] removes its containers and network when torn down or dropped (also on panic,
 //! by unwinding); `lockbench clean` removes anything a killed process left behind.
 
+pub mod grudge;
 mod health;
 mod node;
 mod partition;
+mod provider;
 mod version;
 
 use std::collections::HashMap;
@@ -17,9 +19,10 @@ use std::time::{Duration, Instant};
 use testcontainers::bollard::Docker;
 use testcontainers::bollard::models::NetworkCreateRequest;
 
-pub use crate::system::REDIS_MASTER_NAME;
+pub use grudge::{CLIENTS, Grudge};
 pub(crate) use node::container_hostname;
 pub use node::{DataOnRestart, Node, NodeInfo, NodeRole, NodeSpec, NodeState};
+pub use provider::{BoxFuture, Provider};
 pub(crate) use version::no_version;
 
 use crate::docker::{self, DockerError, RUN_LABEL, with_deadline};
@@ -82,6 +85,7 @@ pub struct RedisOptions {
 /// A started cluster of one system.
 pub struct Cluster {
     pub(crate) system: System,
+    pub(crate) provider: &'static dyn Provider,
     pub(crate) run_id: String,
     pub(crate) network: String,
     pub(crate) nodes: Vec<Node>,
@@ -89,7 +93,7 @@ pub struct Cluster {
     pub(crate) started_in: Duration,
     /// The partitions in effect (until [`Cluster::heal`]), applied again to a node that
     /// restarts or resumes.
-    pub(crate) cuts: std::sync::Mutex<Vec<crate::fault::Grudge>>,
+    pub(crate) cuts: std::sync::Mutex<Vec<Grudge>>,
     torn_down: bool,
 }
 
@@ -126,18 +130,23 @@ pub struct ConnectInfo {
 impl Cluster {
     /// Starts a cluster of `system` and waits until it is ready: ZooKeeper has exactly one leader,
     /// every etcd member reports the same leader, Sentinel names the Redis master, every Redlock
-    /// master answers PING. Whatever was started is removed again if this fails.
-    pub async fn start(system: System, opts: ClusterOptions) -> Result<Cluster, ClusterError> {
-        Self::start_with_run_id(system, opts, &docker::new_run_id()).await
+    /// master answers PING. Whatever was started is removed again if this fails. `provider` is
+    /// the system's (`crate::service::of(system)`).
+    pub async fn start(
+        provider: &'static dyn Provider,
+        opts: ClusterOptions,
+    ) -> Result<Cluster, ClusterError> {
+        Self::start_with_run_id(provider, opts, &docker::new_run_id()).await
     }
 
     /// [`Cluster::start`] under a given run id (the label value every container gets).
     pub async fn start_with_run_id(
-        system: System,
+        provider: &'static dyn Provider,
         opts: ClusterOptions,
         run_id: &str,
     ) -> Result<Cluster, ClusterError> {
         let started = Instant::now();
+        let system = provider.system();
         let size = system.validate_size(opts.size.unwrap_or(system.default_size()))?;
         let image = crate::image::require(system.image_kind()).await?;
         let docker = docker::connect().await?;
@@ -152,6 +161,7 @@ impl Cluster {
         .await?;
         let mut cluster = Cluster {
             system,
+            provider,
             run_id: run_id.to_string(),
             network,
             nodes: Vec::new(),
@@ -160,7 +170,7 @@ impl Cluster {
             cuts: std::sync::Mutex::new(Vec::new()),
             torn_down: false,
         };
-        let specs = system.service().node_specs(run_id, size, &opts);
+        let specs = provider.node_specs(run_id, size, &opts);
         // Start in order (a Redis master before its replicas and Sentinels); entrypoints wait for
         // their peers' names to resolve, so the readiness wait below covers the rest.
         for spec in specs {
@@ -176,7 +186,7 @@ impl Cluster {
 
     /// One check of readiness (as defined for [`Cluster::start`]).
     async fn ready_once(&self) -> Result<(), String> {
-        self.system.service().ready(self).await
+        self.provider.ready(self).await
     }
 
     /// One check that the cluster is healthy: every node (Sentinels included) running, and
@@ -216,7 +226,7 @@ impl Cluster {
     /// The current leader's node name: the ZooKeeper leader, the etcd leader, the master
     /// Sentinel names; `None` for Redlock (no leader) or when no single leader is seen now.
     pub async fn leader(&self) -> Result<Option<String>, ClusterError> {
-        self.system.service().leader(self).await
+        self.provider.leader(self).await
     }
 
     /// Waits until a leader other than `old` is seen, returning it and how long it took.
@@ -348,7 +358,7 @@ impl Cluster {
             return n.restart(&self.docker, data).await;
         }
         let rejoin = match data {
-            DataOnRestart::Wipe => self.system.service().rejoin_wiped(self, n),
+            DataOnRestart::Wipe => self.provider.rejoin_wiped(self, n),
             DataOnRestart::Keep => None,
         };
         if let Some(rejoin) = rejoin {

@@ -44,7 +44,7 @@ pub enum DataOnRestart {
     Wipe,
 }
 
-/// How to start one node, as a system's [`crate::system::LockService::node_specs`] says.
+/// How to start one node, as a system's [`super::Provider::node_specs`] says.
 #[derive(Debug, Clone)]
 pub struct NodeSpec {
     /// The short name (`zk1`, `redis2`, `sentinel1`).

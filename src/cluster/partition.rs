@@ -1,15 +1,15 @@
 //! Network partitions between groups of nodes, made with iptables DROP rules inside the
 //! containers (a `LOCKBENCH` chain hooked into INPUT and OUTPUT), so any split is possible,
 //! even ones (2|2) that leave no side with a majority, and shapes that are no groups at all
-//! (a majorities ring). Which node drops whom is worked out by [`crate::fault::partition::grudge`] as a
+//! (a majorities ring). Which node drops whom is worked out by [`super::grudge`] as a
 //! [`Grudge`]; this file only turns it into rules.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use futures::future::join_all;
 
+use super::{CLIENTS, Grudge};
 use super::{Cluster, ClusterError, NodeState};
-use crate::fault::partition::{CLIENTS, Grudge};
 
 /// Picks the iptables flavour that works in this kernel, then makes sure our chain is hooked.
 const PREAMBLE: &str = r#"set -e

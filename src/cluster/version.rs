@@ -1,5 +1,5 @@
 //! The server version a cluster runs, asked of one running server node through its system's
-//! [`crate::system::LockService::server_version`], for the environment a run records. Every call has a
+//! [`super::Provider::server_version`], for the environment a run records. Every call has a
 //! deadline; a failure reads "unknown (why)" and never fails a run.
 
 use std::time::Duration;
@@ -15,7 +15,7 @@ pub(crate) async fn server_version(cluster: &Cluster) -> String {
         return "unknown (no server node is running)".into();
     };
     let endpoint = node.endpoint();
-    let ask = async { cluster.system.service().server_version(&endpoint).await };
+    let ask = async { cluster.provider.server_version(&endpoint).await };
     match tokio::time::timeout(VERSION_DEADLINE, ask).await {
         Ok(Ok(v)) if !v.is_empty() => v,
         Ok(Ok(_)) => format!("unknown ({} reported an empty version)", node.name()),

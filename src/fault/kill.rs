@@ -32,7 +32,7 @@ use super::target::Target::{self, Leader, Majority, Minority, One};
 use super::{Ctx, Effect, Ended, Fault, FaultError, Faultable, Kind, Param, Params, Scene};
 use super::{Started, clock::Ticker, on_each_node, wait_until};
 use crate::cluster::DataOnRestart;
-use crate::spec::SpecError;
+use crate::spec_error::SpecError;
 
 /// Kill nodes (SIGKILL) and restart them after the fault's window.
 #[derive(Debug, Clone, PartialEq)]

@@ -18,7 +18,7 @@ use toml::{Table, Value};
 
 use super::{Ctx, Effect, Ended, Fault, FaultError, FaultKind, Faultable, Kind, Param, Params};
 use super::{Refusal, Scene, Started, clock::Ticker};
-use crate::spec::SpecError;
+use crate::spec_error::SpecError;
 
 /// Each occurrence draws one of these kinds from the schedule's seed (never `mixed` again).
 #[derive(Debug, Clone, PartialEq)]

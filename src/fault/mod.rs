@@ -40,6 +40,7 @@
 #[macro_use]
 mod registry;
 mod faultable;
+mod params;
 pub mod target;
 
 use std::time::Duration;
@@ -49,11 +50,11 @@ pub use clock::{
 };
 pub use faultable::{Faultable, REJOIN_TIMEOUT, wait_until};
 pub use kill::RedlockRestart;
+pub use params::{DAY, Param, ParamSource, ParamType, Params, valid_kinds};
 pub use partition::{Grudge, Shape};
 pub use pause_client::{ClientTarget, PickError, WorkerProcesses, pick_worker};
 pub use registry::{
-    Ctx, Effect, Entry, Kind, Param, Params, Refusal, Scene, entry, on_each_node, plain_kinds,
-    read, write,
+    Ctx, Effect, Entry, Kind, Refusal, Scene, entry, on_each_node, plain_kinds, read, write,
 };
 pub use target::{Target, TargetError, resolve};
 

@@ -24,11 +24,12 @@ use toml::{Table, Value};
 
 use super::{Ctx, Effect, Ended, Fault, FaultError, Faultable, Kind, Param, Params, Scene};
 use super::{Started, clock::Ticker};
-use crate::spec::SpecError;
+use crate::spec_error::SpecError;
 
 /// The cell's worker processes as a client pause stops and continues them. The runner's worker
-/// control implements it (in `nemesis`), so the fault kinds need nothing from the runner.
-pub trait WorkerProcesses: Sync {
+/// control implements it, so neither the fault kinds nor the nemesis need anything from the
+/// runner.
+pub trait WorkerProcesses: Send + Sync + fmt::Debug {
     /// How many worker processes the cell runs.
     fn count(&self) -> usize;
     /// Whether worker `index` runs now (neither paused by a fault nor exited).
@@ -242,6 +243,7 @@ mod tests {
     use std::sync::Mutex;
 
     /// Workers that run the given clients and are never signalled: pausing only marks them.
+    #[derive(Debug)]
     struct Stand {
         clients: Vec<Vec<u32>>,
         paused: Mutex<Vec<usize>>,

@@ -15,7 +15,7 @@ use toml::{Table, Value};
 use super::target::Target::{self, Leader, One};
 use super::{Ctx, Effect, Ended, Fault, FaultError, Faultable, Kind, Param, Params, Scene};
 use super::{Started, clock::Ticker, on_each_node};
-use crate::spec::SpecError;
+use crate::spec_error::SpecError;
 
 /// Freeze a server (`docker pause`), then resume it.
 #[derive(Debug, Clone, PartialEq)]

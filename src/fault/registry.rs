@@ -13,12 +13,12 @@ use rand::rngs::StdRng;
 use toml::{Table, Value};
 
 use super::clock::{Realism, Ticker, TickerTotals};
+use super::params::{Param, Params};
 use super::pause_client::WorkerProcesses;
 use super::target::{Target, resolve};
 use super::{Ended, Fault, FaultError, FaultKind, Faultable, KINDS, Started};
 use crate::cluster::ClusterError;
-use crate::spec::SpecError;
-pub use crate::spec::chaos::{Param, Params};
+use crate::spec_error::SpecError;
 use crate::system::System;
 
 /// One fault kind's parameters: the `[[faults]]` table read into a value, and everything the

@@ -1,8 +1,8 @@
 //! The registry: one name per kind, parameters that mean one thing across kinds, and what
 //! kinds and effects say of themselves.
 
+use super::ParamType;
 use super::*;
-use crate::spec::chaos::ParamType;
 
 #[test]
 fn every_kind_has_one_name_and_the_names_are_the_files_and_histories() {

@@ -15,7 +15,6 @@ use crate::fault::{
     WorkerProcesses,
 };
 use crate::history::{Clock, Event, EventKind, HistoryHandle};
-use crate::runner::{WorkerControl, WorkerError, WorkerState};
 
 /// One fault window in effect.
 #[derive(Debug)]
@@ -206,29 +205,6 @@ impl Ledger {
 /// cluster in time (the end is `info`).
 pub const REJOIN_FAILED: &str = "rejoin:";
 
-/// The runner's worker control as the fault kinds see it.
-impl WorkerProcesses for WorkerControl {
-    fn count(&self) -> usize {
-        self.len()
-    }
-    fn running(&self, index: usize) -> bool {
-        self.state(index) == Some(WorkerState::Running)
-    }
-    fn clients(&self, index: usize) -> &[u32] {
-        WorkerControl::clients(self, index)
-    }
-    fn pause(&self, index: usize) -> Result<(), String> {
-        WorkerControl::pause(self, index).map_err(|e| e.to_string())
-    }
-    fn resume(&self, index: usize) -> Result<(), String> {
-        match WorkerControl::resume(self, index) {
-            // An exited worker has nothing left to resume.
-            Ok(()) | Err(WorkerError::Gone { .. }) => Ok(()),
-            Err(e) => Err(e.to_string()),
-        }
-    }
-}
-
 /// A fault in effect, with the fast clock that runs until it ends.
 #[derive(Debug)]
 struct Active {
@@ -240,7 +216,7 @@ struct Active {
 #[derive(Debug, Default)]
 pub struct Faults {
     active: Vec<Active>,
-    workers: Option<WorkerControl>,
+    workers: Option<Arc<dyn WorkerProcesses>>,
     ticks: Arc<Mutex<TickerTotals>>,
     /// How long a restarted node may take to serve again; `None` for [`REJOIN_TIMEOUT`].
     rejoin_timeout: Option<Duration>,
@@ -248,7 +224,7 @@ pub struct Faults {
 
 impl Faults {
     /// Bookkeeping that can also pause the cell's worker processes.
-    pub fn with_workers(workers: WorkerControl) -> Faults {
+    pub fn with_workers(workers: Arc<dyn WorkerProcesses>) -> Faults {
         Faults {
             workers: Some(workers),
             ..Faults::default()
@@ -288,7 +264,7 @@ impl Faults {
     /// What a fault's start and undo may use besides the cluster.
     fn ctx(&self) -> Ctx<'_> {
         Ctx {
-            workers: self.workers.as_ref().map(|w| w as &dyn WorkerProcesses),
+            workers: self.workers.as_deref(),
             ticks: &self.ticks,
             rejoin_timeout: self.rejoin_timeout.unwrap_or(REJOIN_TIMEOUT),
         }
@@ -378,10 +354,9 @@ mod tests {
     use crate::cluster::{ClusterError, DataOnRestart};
     use crate::fault::clock::clock_access;
     use crate::fault::{
-        ClientTarget, ClockAccess, ClockEffect, ClockError, Grudge, Killed, Partitioned,
-        PausedClients, PausedNodes, Realism, Skew, Skewed, Target, pick_worker, resolve,
+        ClockAccess, ClockEffect, ClockError, Grudge, Killed, Partitioned, PausedNodes, Realism,
+        Skew, Skewed, Target, resolve,
     };
-    use crate::runner::WorkerControl;
     use crate::system::System;
 
     /// Records what faults did, refuses to pause `stuck` and to resume `frozen`.
@@ -733,62 +708,5 @@ mod tests {
                 endpoint: "e".into()
             }
         );
-    }
-
-    /// The state letter of `/proc/<pid>/stat` (`T` when stopped).
-    fn proc_state(pid: u32) -> char {
-        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
-        let after = &stat[stat.rfind(')').unwrap() + 2..];
-        after.chars().next().unwrap()
-    }
-
-    async fn wait_state(pid: u32, stopped: bool) -> char {
-        for _ in 0..100 {
-            let s = proc_state(pid);
-            if (s == 'T') == stopped {
-                return s;
-            }
-            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-        }
-        proc_state(pid)
-    }
-
-    #[tokio::test]
-    async fn paused_clients_are_resumed_by_heal_all() {
-        let mut kids: Vec<std::process::Child> = (0..2)
-            .map(|_| {
-                std::process::Command::new("sleep")
-                    .arg("30")
-                    .spawn()
-                    .unwrap()
-            })
-            .collect();
-        let pids: Vec<u32> = kids.iter().map(|k| k.id()).collect();
-        let control = WorkerControl::from_pids(vec![(pids[0], vec![0, 1]), (pids[1], vec![2, 3])]);
-        let c = Recording::default();
-        let mut f = Faults::with_workers(control.clone());
-        let mut rng = rand::rngs::StdRng::seed_from_u64(5);
-        let w = pick_worker(ClientTarget::Holder, &[3], &control, &mut rng).unwrap();
-        assert_eq!(w, 1);
-        f.start(&c, Fault::PauseClient(PausedClients { workers: vec![w] }))
-            .await
-            .unwrap();
-        assert_eq!(wait_state(pids[1], true).await, 'T', "worker 1 stopped");
-        assert_ne!(proc_state(pids[0]), 'T', "worker 0 untouched");
-        f.heal_all(&c).await.unwrap();
-        assert_ne!(wait_state(pids[1], false).await, 'T', "worker 1 resumed");
-        f.heal_all(&c).await.unwrap();
-        // Without workers the pause is refused, and healing it is harmless.
-        let mut bare = Faults::default();
-        assert!(matches!(
-            bare.start(&c, Fault::PauseClient(PausedClients { workers: vec![0] }))
-                .await,
-            Err(FaultError::NoWorkers)
-        ));
-        bare.heal_all(&c).await.unwrap();
-        for k in &mut kids {
-            k.kill().unwrap();
-            k.wait().unwrap();
-        }
     }
 }

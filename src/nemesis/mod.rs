@@ -20,18 +20,35 @@
 mod books;
 
 use std::collections::BTreeSet;
+use std::sync::Arc;
 use std::time::Duration;
 
 use rand::SeedableRng;
 use rand::rngs::StdRng;
-use tokio::sync::broadcast;
+use tokio::sync::{broadcast, watch};
 
 pub use books::{Books, Faults, REJOIN_FAILED};
 
 use crate::fault::{Fault, Faultable, Scene, WorkerProcesses};
-use crate::history::{Event, EventKind, Op};
-use crate::runner::{Running, WorkerControl};
+use crate::history::{Clock, Event, EventKind, HistoryHandle, Op};
 use crate::spec::chaos::{PlannedFault, Schedule};
+
+/// A cell's clients at work, as what runs beside them sees it (the nemesis, a test): the runner
+/// makes it when the clients start.
+pub struct Running {
+    /// The cell's clock: t_us = 0 at the cell's start.
+    pub clock: Clock,
+    /// For recording what runs beside the clients (fault events).
+    pub history: HistoryHandle,
+    /// Every event as it is recorded, from the cell's start.
+    pub events: broadcast::Receiver<Event>,
+    /// The worker processes, when the cell's clients run as processes (the runner's worker
+    /// control).
+    pub workers: Option<Arc<dyn WorkerProcesses>>,
+    /// Turns true once the clients have stopped (or failed): what runs beside them ends then
+    /// (the nemesis heals). A dropped sender counts as stopped.
+    pub stopped: watch::Receiver<bool>,
+}
 
 /// How long a `holder` client pause waits past its time for some client to hold a lock
 /// (between holds nobody does), checking every `HOLDER_RECHECK`.
@@ -172,7 +189,7 @@ impl Nemesis {
                             continue;
                         }
                         let mut resolved =
-                            self.resolve(on, p, &holders.list(), stage.workers.as_ref()).await;
+                            self.resolve(on, p, &holders.list(), stage.workers.as_deref()).await;
                         if waits_for_holder && let Ok((fault, _)) = &resolved {
                             // The pick may be stale by now (a release since): right before the
                             // SIGSTOP, the chosen worker must still run a holder, else pick again
@@ -231,14 +248,14 @@ impl Nemesis {
         on: &C,
         p: &PlannedFault,
         holders: &[u32],
-        workers: Option<&WorkerControl>,
+        workers: Option<&dyn WorkerProcesses>,
     ) -> Result<Resolved, String> {
         let mut rng = StdRng::seed_from_u64(p.pick_seed);
         let scene = Scene {
             on,
             servers: on.servers(),
             holders,
-            workers: workers.map(|w| w as &dyn WorkerProcesses),
+            workers,
             prefix: &self.prefix,
         };
         // Boxed for the same reason as the books' start and undo.

@@ -1,13 +1,13 @@
 //! One type over every system's recipe, so the runner can hold clients of any system; connecting
-//! one asks the cluster's system ([`crate::system::LockService::connect`]) with what it needs from
-//! a started [`Cluster`], or from its [`ConnectInfo`] in a worker process.
+//! one asks the cluster's service ([`crate::service::connect`], through its
+//! [`crate::service::LockService::connect`]) with what it needs from a started cluster, or from
+//! its `ConnectInfo` in a worker process.
 
 use std::future::Future;
 use std::pin::Pin;
 use std::time::{Duration, Instant};
 
-use super::{Lease, LockError, Recipe, RecipeConfig, Strategy, Tally};
-use crate::cluster::{Cluster, ConnectInfo};
+use super::{Lease, LockError, Recipe, Strategy, Tally};
 use crate::system::System;
 
 /// How long connecting one client may take.
@@ -62,29 +62,9 @@ impl<R: Recipe> DynRecipe for R {
 pub struct AnyRecipe(Box<dyn DynRecipe>);
 
 impl AnyRecipe {
-    /// Wraps one system's recipe (what a [`crate::system::LockService::connect`] returns).
+    /// Wraps one system's recipe (what a [`crate::service::LockService::connect`] returns).
     pub fn new(recipe: impl Recipe) -> AnyRecipe {
         AnyRecipe(Box::new(recipe))
-    }
-
-    /// Connects one client to `cluster` (Redis: through its Sentinels, with the cluster's host
-    /// names mapped to the endpoints this machine can reach).
-    pub async fn connect(cluster: &Cluster, config: RecipeConfig) -> Result<AnyRecipe, LockError> {
-        AnyRecipe::connect_to(&cluster.connect_info(), config).await
-    }
-
-    /// [`AnyRecipe::connect`] from a cluster's description, as a worker process gets it.
-    pub async fn connect_to(
-        cluster: &ConnectInfo,
-        config: RecipeConfig,
-    ) -> Result<AnyRecipe, LockError> {
-        let deadline = Instant::now() + CONNECT_TIMEOUT;
-        super::inject::connecting(&config.prefix);
-        cluster
-            .system
-            .service()
-            .connect(cluster, config, deadline)
-            .await
     }
 }
 

@@ -49,12 +49,13 @@ struct Inner {
 
 /// What faults did to the mock's three pretend servers (the lock itself is unaffected: the
 /// mock drives the nemesis and the runner's healing, not a system's behaviour under faults).
+/// The runner's mock backend plays the nemesis' calls on them (its `Faultable` impl).
 #[derive(Debug, Default)]
-struct MockFaults {
+pub(crate) struct MockFaults {
     log: Vec<String>,
-    killed: BTreeSet<String>,
-    paused: BTreeSet<String>,
-    partitioned: bool,
+    pub(crate) killed: BTreeSet<String>,
+    pub(crate) paused: BTreeSet<String>,
+    pub(crate) partitioned: bool,
 }
 
 struct KeyState {
@@ -117,7 +118,21 @@ impl MockService {
         (down, f.partitioned)
     }
 
-    fn fault(&self, call: String, change: impl FnOnce(&mut MockFaults)) {
+    /// The pretend servers: `mock1`..`mock3`.
+    pub fn servers(&self) -> Vec<String> {
+        (1..=3).map(|i| format!("mock{i}")).collect()
+    }
+
+    /// The first pretend server neither killed nor paused: `mock1` leads while it is up.
+    pub fn leader(&self) -> Option<String> {
+        let f = self.inner.faults.locked();
+        self.servers()
+            .into_iter()
+            .find(|n| !f.killed.contains(n) && !f.paused.contains(n))
+    }
+
+    /// Plays one fault call on the pretend servers and adds it to [`MockService::fault_log`].
+    pub(crate) fn fault(&self, call: String, change: impl FnOnce(&mut MockFaults)) {
         let mut f = self.inner.faults.locked();
         change(&mut f);
         f.log.push(call);
@@ -338,67 +353,6 @@ impl Recipe for MockRecipe {
         for (key, id) in held {
             self.service.free(&key, id);
         }
-    }
-}
-
-/// The mock's pretend servers: `mock1`..`mock3`, `mock1` leading while it is up.
-impl crate::fault::Faultable for MockService {
-    fn servers(&self) -> Vec<String> {
-        (1..=3).map(|i| format!("mock{i}")).collect()
-    }
-    async fn leader(&self) -> Result<Option<String>, crate::cluster::ClusterError> {
-        let f = self.inner.faults.locked();
-        Ok(self
-            .servers()
-            .into_iter()
-            .find(|n| !f.killed.contains(n) && !f.paused.contains(n)))
-    }
-    async fn kill(&self, node: &str) -> Result<(), crate::cluster::ClusterError> {
-        self.fault(format!("kill {node}"), |f| {
-            f.killed.insert(node.to_string());
-        });
-        Ok(())
-    }
-    async fn restart(
-        &self,
-        node: &str,
-        _data: crate::cluster::DataOnRestart,
-    ) -> Result<(), crate::cluster::ClusterError> {
-        self.fault(format!("restart {node}"), |f| {
-            f.killed.remove(node);
-        });
-        Ok(())
-    }
-    async fn pause(&self, node: &str) -> Result<(), crate::cluster::ClusterError> {
-        self.fault(format!("pause {node}"), |f| {
-            f.paused.insert(node.to_string());
-        });
-        Ok(())
-    }
-    async fn resume(&self, node: &str) -> Result<(), crate::cluster::ClusterError> {
-        self.fault(format!("resume {node}"), |f| {
-            f.paused.remove(node);
-        });
-        Ok(())
-    }
-    async fn partition(
-        &self,
-        grudge: &crate::fault::Grudge,
-    ) -> Result<(), crate::cluster::ClusterError> {
-        self.fault(format!("partition {}", grudge.nodes().join(",")), |f| {
-            f.partitioned = true
-        });
-        Ok(())
-    }
-    async fn heal(&self) -> Result<(), crate::cluster::ClusterError> {
-        self.fault("heal".into(), |f| f.partitioned = false);
-        Ok(())
-    }
-    fn clock(
-        &self,
-        _node: &str,
-    ) -> Result<crate::fault::ClockAccess, crate::cluster::ClusterError> {
-        Ok(crate::fault::ClockAccess::Monotonic)
     }
 }
 

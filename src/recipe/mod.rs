@@ -6,12 +6,12 @@
 //! One recipe value is one client: one ZooKeeper session, one etcd lease, one Redis connection
 //! set. Contention is many recipe values on the same key. Each system's recipe is one folder here
 //! (`etcd/`, `zookeeper/`, `redis/` with Redlock beside the single-master lock), which its
-//! `system/<name>/` folder connects; its strategies live side by side in that folder, so the
-//! difference is visible in one place. [`AnyRecipe`] holds a client of any system.
+//! `service/<name>/` folder connects; its strategies ([`Strategy`], named in
+//! [`crate::strategy`]) live side by side in that folder, so the difference is visible in one
+//! place. [`AnyRecipe`] holds a client of any system.
 
 use std::any::Any;
 use std::fmt;
-use std::str::FromStr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
@@ -40,94 +40,7 @@ pub use redlock::{RedlockOptions, RedlockRecipe};
 pub use retry::RetryPolicy;
 pub use zookeeper::ZookeeperRecipe;
 
-/// How a waiter learns it may try again.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Strategy {
-    /// Every waiter is woken by every release (or change) and races again: up to N-1 wake-ups
-    /// per release, of which one wins.
-    Herd,
-    /// Waiters queue in FIFO order and each watches only the one ahead of it: a release wakes
-    /// exactly one waiter, which then holds the lock.
-    Predecessor,
-    /// etcd only: the server-side `Lock`/`Unlock` RPC (the v3lock service).
-    Native,
-    /// Redis only; unsafe, for calibration. The herd's acquire, but the release is a plain
-    /// `DEL key` with no owner check: a holder whose key expired deletes the next holder's key,
-    /// and a third client is granted the lock while the second still holds it.
-    #[serde(rename = "unsafe-del")]
-    UnsafeDel,
-    /// Redis only; unsafe, for calibration. `SETNX key value`, then `PEXPIRE key ttl` as a second
-    /// command (herd waiting, owner-checked release): a client that dies between the two leaves a
-    /// key with no TTL that nobody ever deletes (see `RecipeConfig::crash_between_steps_every`).
-    #[serde(rename = "unsafe-setnx-expire")]
-    UnsafeSetnxExpire,
-}
-
-/// The two strategies every system offers, and the only ones a workload runs by default.
-pub const BOTH_STRATEGIES: [Strategy; 2] = [Strategy::Herd, Strategy::Predecessor];
-
-/// Every strategy, in the order help texts list them.
-pub const ALL_STRATEGIES: [Strategy; 5] = [
-    Strategy::Herd,
-    Strategy::Predecessor,
-    Strategy::Native,
-    Strategy::UnsafeDel,
-    Strategy::UnsafeSetnxExpire,
-];
-
-/// How help texts and error messages label the unsafe strategies.
-pub const UNSAFE_LABEL: &str = "unsafe, for calibration";
-
-impl Strategy {
-    /// The name used in files, flags and result folders.
-    pub fn name(self) -> &'static str {
-        match self {
-            Strategy::Herd => "herd",
-            Strategy::Predecessor => "predecessor",
-            Strategy::Native => "native",
-            Strategy::UnsafeDel => "unsafe-del",
-            Strategy::UnsafeSetnxExpire => "unsafe-setnx-expire",
-        }
-    }
-
-    /// True for the known-broken designs (`unsafe-*`): offered to calibrate the checkers, never
-    /// part of the default comparison.
-    pub fn is_unsafe(self) -> bool {
-        matches!(self, Strategy::UnsafeDel | Strategy::UnsafeSetnxExpire)
-    }
-
-    /// The name as help texts list it: unsafe ones carry [`UNSAFE_LABEL`].
-    pub fn labelled(self) -> String {
-        if self.is_unsafe() {
-            format!("{} ({UNSAFE_LABEL})", self.name())
-        } else {
-            self.name().to_string()
-        }
-    }
-}
-
-impl fmt::Display for Strategy {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-impl FromStr for Strategy {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        let wanted = s.trim().to_ascii_lowercase();
-        ALL_STRATEGIES
-            .into_iter()
-            .find(|st| st.name() == wanted)
-            .ok_or_else(|| {
-                format!(
-                    "unknown strategy '{s}': valid strategies are herd, predecessor, native (etcd \
-                     only), unsafe-del and unsafe-setnx-expire (redis only; {UNSAFE_LABEL})"
-                )
-            })
-    }
-}
+pub use crate::strategy::{ALL_STRATEGIES, BOTH_STRATEGIES, Strategy, UNSAFE_LABEL};
 
 /// Tells a holder that its lock may no longer be its own (session expired, lease revoked or not
 /// renewed in time, connection lost while holding). Cheap to clone; once lost, stays lost.

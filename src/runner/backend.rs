@@ -95,7 +95,7 @@ impl Backend for DockerBackend {
             size: Some(size),
             ..ClusterOptions::default()
         };
-        let cluster = Cluster::start_with_run_id(system, options, run_id)
+        let cluster = Cluster::start_with_run_id(crate::service::of(system), options, run_id)
             .await
             .with_context(|| format!("starting the {system} cluster of {size}"))?;
         progress.line(&format!(
@@ -115,7 +115,7 @@ impl Backend for DockerBackend {
         cluster: &Cluster,
         config: RecipeConfig,
     ) -> Result<AnyRecipe, LockError> {
-        AnyRecipe::connect(cluster, config).await
+        crate::service::connect(cluster, config).await
     }
 
     fn worker_target(&self, cluster: &Cluster) -> anyhow::Result<WorkerTarget> {
@@ -192,5 +192,63 @@ impl Backend for MockBackend {
 
     async fn stop(&self, _service: MockService, _progress: &dyn Progress) -> anyhow::Result<()> {
         Ok(())
+    }
+}
+
+/// The mock's pretend servers as the nemesis acts on them: `mock1`..`mock3`, `mock1` leading
+/// while it is up. Here, not beside the mock, so the recipes import no fault kind.
+impl Faultable for MockService {
+    fn servers(&self) -> Vec<String> {
+        MockService::servers(self)
+    }
+    async fn leader(&self) -> Result<Option<String>, crate::cluster::ClusterError> {
+        Ok(MockService::leader(self))
+    }
+    async fn kill(&self, node: &str) -> Result<(), crate::cluster::ClusterError> {
+        self.fault(format!("kill {node}"), |f| {
+            f.killed.insert(node.to_string());
+        });
+        Ok(())
+    }
+    async fn restart(
+        &self,
+        node: &str,
+        _data: crate::cluster::DataOnRestart,
+    ) -> Result<(), crate::cluster::ClusterError> {
+        self.fault(format!("restart {node}"), |f| {
+            f.killed.remove(node);
+        });
+        Ok(())
+    }
+    async fn pause(&self, node: &str) -> Result<(), crate::cluster::ClusterError> {
+        self.fault(format!("pause {node}"), |f| {
+            f.paused.insert(node.to_string());
+        });
+        Ok(())
+    }
+    async fn resume(&self, node: &str) -> Result<(), crate::cluster::ClusterError> {
+        self.fault(format!("resume {node}"), |f| {
+            f.paused.remove(node);
+        });
+        Ok(())
+    }
+    async fn partition(
+        &self,
+        grudge: &crate::fault::Grudge,
+    ) -> Result<(), crate::cluster::ClusterError> {
+        self.fault(format!("partition {}", grudge.nodes().join(",")), |f| {
+            f.partitioned = true
+        });
+        Ok(())
+    }
+    async fn heal(&self) -> Result<(), crate::cluster::ClusterError> {
+        self.fault("heal".into(), |f| f.partitioned = false);
+        Ok(())
+    }
+    fn clock(
+        &self,
+        _node: &str,
+    ) -> Result<crate::fault::ClockAccess, crate::cluster::ClusterError> {
+        Ok(crate::fault::ClockAccess::Monotonic)
     }
 }

@@ -14,11 +14,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use tokio::sync::{Barrier, broadcast, watch};
+use tokio::sync::{Barrier, watch};
 
 use crate::fault::Faultable;
-use crate::history::{Clock, Event, HistoryHandle, Recorder};
-use crate::nemesis::{self, Books, Nemesis};
+use crate::history::{Clock, Recorder};
+use crate::nemesis::{self, Books, Nemesis, Running};
 use crate::plan::{Cell, Plan};
 use crate::recipe::{Recipe, RecipeConfig};
 use crate::report::{Exporters, RunReport};
@@ -247,21 +247,6 @@ async fn run_cell<B: Backend>(
     Ok(result.analysis.summary)
 }
 
-/// A cell's clients at work, as what runs beside them sees it (the nemesis, a test).
-pub struct Running {
-    /// The cell's clock: t_us = 0 at the cell's start.
-    pub clock: Clock,
-    /// For recording what runs beside the clients (fault events).
-    pub history: HistoryHandle,
-    /// Every event as it is recorded, from the cell's start.
-    pub events: broadcast::Receiver<Event>,
-    /// The worker processes, when the cell's clients run as processes.
-    pub workers: Option<WorkerControl>,
-    /// Turns true once the clients have stopped (or failed): what runs beside them ends then
-    /// (the nemesis heals). A dropped sender counts as stopped.
-    pub stopped: watch::Receiver<bool>,
-}
-
 /// How a cell's clients ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ClientsRun {
@@ -448,7 +433,7 @@ where
         clock: recorder.clock(),
         history: recorder.handle(),
         events: recorder.subscribe(),
-        workers: Some(workers.control()),
+        workers: Some(Arc::new(workers.control())),
         stopped,
     };
     let handle = recorder.handle();

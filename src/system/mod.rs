@@ -1,12 +1,14 @@
-//! The lock services lockbench can start and lock on. A system is one folder here behind one
-//! trait, [`LockService`]: its [`Facts`] (name, sizes, strategies, image, plot colour), its
-//! cluster provider (node shapes, readiness, leader, health), its version probe, how its recipe
-//! client connects, and how clock faults reach it. [`registry`] lists them, in the order reports
-//! show them; [`System`] is a system's name, and everything it does comes from that list.
+//! The lock services lockbench can start and lock on, as data: [`System`] is a system's name,
+//! and its [`Facts`] (name, sizes, strategies, image, what times its leases, plot colour) are
+//! everything the rest of lockbench reads about it without talking to it. [`registry`] lists
+//! them, in the order reports show them. What a system *does* (its cluster provider, version
+//! probe, recipe connect) is its [`crate::service::LockService`], in `service/<name>/`, which
+//! sits above the clusters and recipes it uses; this module imports only [`crate::strategy`],
+//! so every module may name a system.
 //!
-//! Adding a system: a folder `system/<name>/` that defines its `System` constant, its
-//! [`ImageKind`] (when it brings an image, with `docker/<name>/`), its [`Facts`] and a
-//! [`LockService`], plus one line in [`registry::SYSTEMS`].
+//! Adding a system: a file `system/<name>.rs` that defines its `System` constant, its
+//! [`ImageKind`] (when it brings an image, with `docker/<name>/`) and its [`Facts`], plus one
+//! line in [`registry::SYSTEMS`]; and its service (see [`crate::service`]).
 
 mod etcd;
 mod redis;
@@ -14,26 +16,15 @@ mod redlock;
 pub mod registry;
 mod zookeeper;
 
-pub use redis::provider::MASTER_NAME as REDIS_MASTER_NAME;
-
 use std::fmt;
-use std::future::Future;
-use std::pin::Pin;
 use std::str::FromStr;
-use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
-use crate::cluster::{Cluster, ClusterError, ClusterOptions, ConnectInfo, Node, NodeSpec};
-use crate::fault::ClockAccess;
-use crate::recipe::{AnyRecipe, LockError, RecipeConfig, Strategy};
+use crate::strategy::Strategy;
 
-/// A boxed future, as [`LockService`]'s methods return them (a trait object cannot name its
-/// futures' types). None of them is on a per-acquisition path.
-pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
-
-/// A lock service lockbench knows how to start and drive, named by its [`LockService`] entry in
-/// [`registry::SYSTEMS`]. The constants (`System::Zookeeper`, ...) live in each system's folder.
+/// A lock service lockbench knows how to start and drive, named by its [`Facts`] entry in
+/// [`registry::SYSTEMS`]. The constants (`System::Zookeeper`, ...) live in each system's file.
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub struct System {
     name: &'static str,
@@ -48,7 +39,7 @@ pub const ALL_SYSTEMS: AllSystems = AllSystems;
 pub struct AllSystems;
 
 static SYSTEM_LIST: std::sync::LazyLock<Vec<System>> =
-    std::sync::LazyLock::new(|| registry::SYSTEMS.iter().map(|s| s.facts().system).collect());
+    std::sync::LazyLock::new(|| registry::SYSTEMS.iter().map(|f| f.system).collect());
 
 impl std::ops::Deref for AllSystems {
     type Target = [System];
@@ -75,7 +66,7 @@ pub struct AllFacts;
 impl AllFacts {
     /// Each system's facts, in registry order.
     pub fn iter(self) -> impl Iterator<Item = &'static Facts> {
-        registry::SYSTEMS.iter().map(|s| s.facts())
+        registry::SYSTEMS.iter().copied()
     }
 }
 
@@ -115,70 +106,22 @@ pub struct Facts {
     pub strategies: &'static [Strategy],
     /// No node leads (Redlock's independent masters): `leader` faults hit the first server up.
     pub leaderless: bool,
+    /// What times its leases, which says how a clock fault reaches its servers.
+    pub lease_clock: LeaseClock,
     /// Its colour in plots, as RGB; chosen with the others' so all stay apart (see
     /// `report::plots::canvas::system_colour`).
     pub colour: (u8, u8, u8),
 }
 
-/// One lock service: its facts and how to start, probe and connect to it.
-///
-/// Contract: every method that talks to a server has a deadline (a probe ends within
-/// [`crate::cluster::PROBE_TIMEOUT`] per call) and reports failure as text or a typed error,
-/// never by hanging or panicking; none keeps state between calls (the [`Cluster`] holds it).
-pub trait LockService: Send + Sync + 'static {
-    /// The system's facts; `facts().system.name()` equals `facts().name`.
-    fn facts(&self) -> &'static Facts;
-
-    /// The nodes to start, in start order (a master before its replicas and watchers), for a
-    /// validated `size`.
-    fn node_specs(&self, run_id: &str, size: usize, opts: &ClusterOptions) -> Vec<NodeSpec>;
-
-    /// One readiness check: `Ok` when the cluster serves clients (one leader agreed on, every
-    /// server answering), else what is not yet so.
-    fn ready<'a>(&'a self, cluster: &'a Cluster) -> BoxFuture<'a, Result<(), String>>;
-
-    /// The node that leads now, `None` when the system has no leader or none is seen now.
-    fn leader<'a>(
-        &'a self,
-        cluster: &'a Cluster,
-    ) -> BoxFuture<'a, Result<Option<String>, ClusterError>>;
-
-    /// One check that a running `node` does its job in the cluster again (after a restart or
-    /// resume): `Err` says why not.
-    fn serving<'a>(
-        &'a self,
-        cluster: &'a Cluster,
-        node: &'a Node,
-    ) -> BoxFuture<'a, Result<(), String>>;
-
-    /// What must hold beyond readiness before a cell starts (e.g. no failover pending).
-    fn settled<'a>(&'a self, _cluster: &'a Cluster) -> BoxFuture<'a, Result<(), String>> {
-        Box::pin(async { Ok(()) })
-    }
-
-    /// The server version the server at `endpoint` reports (e.g. `3.8.0`), with a deadline.
-    fn server_version<'a>(&'a self, endpoint: &'a str) -> BoxFuture<'a, Result<String, String>>;
-
-    /// Brings a killed `node` back with an empty data directory when the system cannot simply
-    /// start it again (etcd refuses a member twice); `None` to restart it as it is.
-    fn rejoin_wiped<'a>(
-        &'a self,
-        _cluster: &'a Cluster,
-        _node: &'a Node,
-    ) -> Option<BoxFuture<'a, Result<(), ClusterError>>> {
-        None
-    }
-
-    /// Connects one lock client to the cluster `info` describes, by `deadline`.
-    fn connect<'a>(
-        &'a self,
-        info: &'a ConnectInfo,
-        config: RecipeConfig,
-        deadline: Instant,
-    ) -> BoxFuture<'a, Result<AnyRecipe, LockError>>;
-
-    /// How a clock fault reaches the server at `endpoint`.
-    fn clock_access(&self, endpoint: String) -> ClockAccess;
+/// What times a system's leases, as the clock fault sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LeaseClock {
+    /// Sessions or leases run on monotonic time (ZooKeeper, etcd): a wall-clock jump does not
+    /// move them.
+    Monotonic,
+    /// Keys expire by their Redis TTLs, on the wall clock (Redis, Redlock): the clock model
+    /// reaches them over the Redis protocol.
+    RedisTtl,
 }
 
 /// The valid system names, as error messages list them.
@@ -193,26 +136,21 @@ impl System {
         System { name }
     }
 
-    /// This system's entry in [`registry::SYSTEMS`].
-    pub fn service(self) -> &'static dyn LockService {
-        registry::SYSTEMS
-            .iter()
-            .copied()
-            .find(|s| s.facts().name == self.name)
-            .expect("every System constant is registered in system::registry::SYSTEMS")
-    }
-
     /// Where reports list this system: its place in [`registry::SYSTEMS`].
     pub fn position(self) -> usize {
         registry::SYSTEMS
             .iter()
-            .position(|s| s.facts().name == self.name)
+            .position(|f| f.name == self.name)
             .expect("every System constant is registered in system::registry::SYSTEMS")
     }
 
-    /// This system's facts.
+    /// This system's facts: its entry in [`registry::SYSTEMS`].
     pub fn facts(self) -> &'static Facts {
-        self.service().facts()
+        registry::SYSTEMS
+            .iter()
+            .copied()
+            .find(|f| f.name == self.name)
+            .expect("every System constant is registered in system::registry::SYSTEMS")
     }
 
     /// The name used on the command line, in files and in image names.
@@ -455,7 +393,7 @@ mod tests {
         assert_eq!(names, ["zookeeper", "etcd", "redis", "redlock"]);
         for (i, s) in ALL_SYSTEMS.into_iter().enumerate() {
             assert_eq!(s.position(), i);
-            assert_eq!(s.service().facts().system, s);
+            assert_eq!(s.facts().system, s);
         }
         // Ordering follows the registry, not the alphabet.
         assert!(System::Zookeeper < System::Etcd && System::Redis < System::Redlock);

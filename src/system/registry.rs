@@ -1,13 +1,14 @@
 //! The one list of systems: parsing, `--systems` and its default, the plan, doctor, `images`,
-//! the plots and every per-system behaviour read it. A new system is one line here (and its
-//! folder); the order is the order reports list systems in.
+//! the plots and every per-system fact read it. A new system is one line here (and its file,
+//! and its service in [`crate::service::registry::SERVICES`]); the order is the order reports
+//! list systems in.
 
-use super::LockService;
+use super::Facts;
 
 /// Every system lockbench can run, in report order.
-pub static SYSTEMS: &[&dyn LockService] = &[
-    &super::zookeeper::Zookeeper,
-    &super::etcd::Etcd,
-    &super::redis::Redis,
-    &super::redlock::Redlock,
+pub static SYSTEMS: &[&Facts] = &[
+    &super::zookeeper::FACTS,
+    &super::etcd::FACTS,
+    &super::redis::FACTS,
+    &super::redlock::FACTS,
 ];

@@ -35,7 +35,7 @@ pub async fn start_with_run_id(
         size,
         ..Default::default()
     };
-    let c = Cluster::start_with_run_id(system, opts, run_id)
+    let c = Cluster::start_with_run_id(lockbench::service::of(system), opts, run_id)
         .await
         .map_err(|e| format!("could not start {system}: {e}"))?;
     eprintln!(

@@ -29,8 +29,8 @@ pub use model::{
 use super::target::Target::{self, All, Leader, Majority, Minority, One};
 use super::{Ctx, Effect, Ended, Fault, FaultError, Faultable, Kind, Param, Params, Refusal};
 use super::{Scene, Started};
-use crate::spec::SpecError;
-use crate::system::{FACTS, System};
+use crate::spec_error::SpecError;
+use crate::system::{FACTS, LeaseClock, System};
 
 /// What the clock fault is, in one line every report repeats: it is modelled.
 pub const MODEL: &str = "modelled: no server clock is changed; on each targeted Redis master every \
@@ -95,10 +95,14 @@ pub struct Skewed {
     pub realism: Realism,
 }
 
-/// How a clock fault reaches a server of `system` at `endpoint`: Redis and Redlock expire keys
-/// by wall clock; ZooKeeper sessions and etcd leases run on monotonic time.
+/// How a clock fault reaches a server of `system` at `endpoint`, from what times its leases
+/// ([`crate::system::Facts::lease_clock`]): Redis and Redlock expire keys by wall clock;
+/// ZooKeeper sessions and etcd leases run on monotonic time.
 pub fn clock_access(system: System, endpoint: String) -> ClockAccess {
-    system.service().clock_access(endpoint)
+    match system.facts().lease_clock {
+        LeaseClock::Monotonic => ClockAccess::Monotonic,
+        LeaseClock::RedisTtl => ClockAccess::Redis { endpoint },
+    }
 }
 
 impl Kind for Clock {

@@ -1,6 +1,7 @@
 //! `partition`: cut the servers' network into a shape for the fault's `duration`, then heal
-//! exactly those cuts. The shapes ([`shape`]) and the links they cut ([`grudge`]) are pure and
-//! tested here; the iptables rules that carry a grudge out are `cluster/partition.rs`'s.
+//! exactly those cuts. The shapes ([`shape`]) are pure and tested here; the links they cut
+//! ([`Grudge`]) and the iptables rules that carry a grudge out are the cluster's
+//! (`cluster/grudge.rs`, `cluster/partition.rs`).
 //!
 //! ```toml
 //! [[faults]]
@@ -11,19 +12,18 @@
 //! duration = "20s"
 //! ```
 
-pub mod grudge;
 pub mod shape;
 
 use rand::rngs::StdRng;
 use rand::seq::IndexedRandom;
 use toml::{Table, Value};
 
-pub use grudge::{CLIENTS, Grudge};
+pub use crate::cluster::{CLIENTS, Grudge};
 pub use shape::{SHAPES, Shape};
 
 use super::{Ctx, Effect, Ended, Fault, FaultError, Faultable, Kind, Param, Params, Scene};
 use super::{Started, clock::Ticker};
-use crate::spec::SpecError;
+use crate::spec_error::SpecError;
 
 /// Cut the servers' network into a shape, then heal it.
 #[derive(Debug, Clone, PartialEq)]

@@ -19,7 +19,7 @@ use std::str::FromStr;
 use rand::Rng;
 use rand::seq::SliceRandom;
 
-use super::grudge::Grudge;
+use super::Grudge;
 use crate::cluster::ClusterError;
 
 /// A named partition shape.

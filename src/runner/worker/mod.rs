@@ -30,6 +30,7 @@ use tokio::task::JoinHandle;
 use protocol::{AccessResult, FromWorker, Setup, ToWorker, line};
 
 use crate::cluster::ConnectInfo;
+use crate::fault::WorkerProcesses;
 use crate::history::{Clock, Event, EventKind, HistoryHandle, Op};
 use crate::recipe::{RecipeConfig, Strategy};
 use crate::resource::{AccessOp, Register};
@@ -266,6 +267,29 @@ impl WorkerControl {
     fn mark_exited(&self, index: usize) {
         if let Some(p) = self.0.get(index) {
             *lock(&p.state) = WorkerState::Exited;
+        }
+    }
+}
+
+/// The runner's worker control as the fault kinds see it.
+impl WorkerProcesses for WorkerControl {
+    fn count(&self) -> usize {
+        self.len()
+    }
+    fn running(&self, index: usize) -> bool {
+        self.state(index) == Some(WorkerState::Running)
+    }
+    fn clients(&self, index: usize) -> &[u32] {
+        WorkerControl::clients(self, index)
+    }
+    fn pause(&self, index: usize) -> Result<(), String> {
+        WorkerControl::pause(self, index).map_err(|e| e.to_string())
+    }
+    fn resume(&self, index: usize) -> Result<(), String> {
+        match WorkerControl::resume(self, index) {
+            // An exited worker has nothing left to resume.
+            Ok(()) | Err(WorkerError::Gone { .. }) => Ok(()),
+            Err(e) => Err(e.to_string()),
         }
     }
 }
@@ -789,4 +813,71 @@ fn spawn_one(
 
 fn list(ids: &[u32]) -> String {
     ids.iter().map(u32::to_string).collect::<Vec<_>>().join(",")
+}
+
+#[cfg(test)]
+mod tests {
+    use rand::SeedableRng;
+
+    use super::*;
+    use crate::fault::{ClientTarget, Fault, FaultError, PausedClients, pick_worker};
+    use crate::nemesis::Faults;
+    use crate::recipe::mock::{MockOptions, MockService};
+
+    /// The state letter of `/proc/<pid>/stat` (`T` when stopped).
+    fn proc_state(pid: u32) -> char {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+        let after = &stat[stat.rfind(')').unwrap() + 2..];
+        after.chars().next().unwrap()
+    }
+
+    async fn wait_state(pid: u32, stopped: bool) -> char {
+        for _ in 0..100 {
+            let s = proc_state(pid);
+            if (s == 'T') == stopped {
+                return s;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+        proc_state(pid)
+    }
+
+    #[tokio::test]
+    async fn paused_clients_are_resumed_by_heal_all() {
+        let mut kids: Vec<std::process::Child> = (0..2)
+            .map(|_| {
+                std::process::Command::new("sleep")
+                    .arg("30")
+                    .spawn()
+                    .unwrap()
+            })
+            .collect();
+        let pids: Vec<u32> = kids.iter().map(|k| k.id()).collect();
+        let control = WorkerControl::from_pids(vec![(pids[0], vec![0, 1]), (pids[1], vec![2, 3])]);
+        let c = MockService::new(MockOptions::default());
+        let mut f = Faults::with_workers(Arc::new(control.clone()));
+        let mut rng = rand::rngs::StdRng::seed_from_u64(5);
+        let w = pick_worker(ClientTarget::Holder, &[3], &control, &mut rng).unwrap();
+        assert_eq!(w, 1);
+        f.start(&c, Fault::PauseClient(PausedClients { workers: vec![w] }))
+            .await
+            .unwrap();
+        assert_eq!(wait_state(pids[1], true).await, 'T', "worker 1 stopped");
+        assert_ne!(proc_state(pids[0]), 'T', "worker 0 untouched");
+        f.heal_all(&c).await.unwrap();
+        assert_ne!(wait_state(pids[1], false).await, 'T', "worker 1 resumed");
+        f.heal_all(&c).await.unwrap();
+        // Without workers the pause is refused, and healing it is harmless.
+        let mut bare = Faults::default();
+        assert!(matches!(
+            bare.start(&c, Fault::PauseClient(PausedClients { workers: vec![0] }))
+                .await,
+            Err(FaultError::NoWorkers)
+        ));
+        bare.heal_all(&c).await.unwrap();
+        for k in &mut kids {
+            k.kill().unwrap();
+            k.wait().unwrap();
+        }
+    }
 }

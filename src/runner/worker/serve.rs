@@ -16,7 +16,7 @@ use tokio::sync::{mpsc, watch};
 use super::protocol::{FromWorker, Setup, ToWorker, line};
 use super::remote::{ACCESS_TIMEOUT, RemoteRegister};
 use crate::history::{Clock, Event, EventSink};
-use crate::recipe::{AnyRecipe, Recipe};
+use crate::recipe::Recipe;
 use crate::runner::client::{CellShared, Resource, Rounds, drive};
 use crate::spec::Workload;
 
@@ -202,7 +202,7 @@ async fn run(out: &Output, mut input: mpsc::UnboundedReceiver<Input>) -> Result<
         .map_err(|e| Failure::Setup(e.to_string()))?;
     let mut recipes = Vec::new();
     for &id in &clients {
-        match AnyRecipe::connect_to(&cluster, recipe.clone()).await {
+        match crate::service::connect_to(&cluster, recipe.clone()).await {
             Ok(r) => recipes.push((id, r)),
             Err(e) => {
                 for (_, r) in recipes {

@@ -26,7 +26,7 @@ use crate::system::System;
 
 use super::{Expectations, SpecError, parse_error};
 
-pub use params::{Param, ParamType, Params};
+pub use crate::fault::{Param, ParamType, Params};
 pub use timeline::PlannedFault;
 
 /// The name of the schedule with no faults: cells without chaos carry it, and their folder

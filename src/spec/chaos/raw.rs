@@ -13,8 +13,8 @@ use std::sync::LazyLock;
 use serde::Deserialize;
 use serde::de::{self, MapAccess, Visitor};
 
-use super::params::ParamType;
 use crate::fault::KINDS;
+use crate::fault::ParamType;
 use crate::spec::raw::{FromBare, StrOrTable};
 
 #[derive(Debug, Deserialize)]

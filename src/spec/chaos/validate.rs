@@ -4,10 +4,11 @@
 
 use std::time::Duration;
 
-use super::params::{DAY, Params, valid_kinds};
+use super::params::Table;
 use super::raw::{RawFault, RawSchedule};
 use super::{FaultKind, FaultSpec, NO_CHAOS, Schedule, Timing};
 use crate::fault;
+use crate::fault::{DAY, Params, valid_kinds};
 use crate::spec::SpecError;
 use crate::spec::validate::Validator;
 use crate::system::{FACTS, System};
@@ -164,7 +165,7 @@ fn fault(v: &Validator, f: &str, raw: RawFault) -> Result<FaultSpec, SpecError> 
     let kind = kind(v, f, &raw, false)?;
     let name = raw.kind.as_deref().map(str::trim).unwrap_or_default();
     let entry = fault::entry(name).expect("kind() read a registered kind");
-    let window = (entry.window)(&Params::new(v, f.to_string(), name, &raw))?;
+    let window = (entry.window)(&Params::new(&Table::new(v, f.to_string(), name, &raw)))?;
     let timing = match (&raw.start, &raw.every) {
         (Some(_), Some(_)) => {
             return Err(v.conflict(format!(
@@ -266,5 +267,5 @@ pub(super) fn kind(
             )));
         }
     }
-    fault::read(&Params::new(v, f.to_string(), name, raw))
+    fault::read(&Params::new(&Table::new(v, f.to_string(), name, raw)))
 }

@@ -2,7 +2,9 @@
 //! from (Jepsen's word). Disjoint groups are one way to make one ([`Grudge::from_groups`]);
 //! shapes that are not disjoint groups (`majorities-ring`) build theirs link by link
 //! ([`Grudge::from_cuts`]). The iptables rules that carry a grudge out live in
-//! `cluster/partition.rs`; the shapes in [`super::shape`].
+//! `cluster/partition.rs`; the shapes that draw one, in the `partition` fault kind
+//! (`fault/partition/shape.rs`). It lives here, below the fault kinds, because the cluster
+//! keeps the grudges in effect to apply them again to a node that comes back.
 //!
 //! A cut is a link: the rules drop a peer's traffic in both directions, so a grudge is kept
 //! symmetric (if `a` blocks `b`, `b` blocks `a`). Jepsen drops inbound traffic only and its
@@ -10,7 +12,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::cluster::ClusterError;
+use super::ClusterError;
 
 /// For each node named in `groups`, the set of nodes it must no longer hear from: every node in
 /// another group. Nodes named in no group are not touched (they keep talking to both sides, a

@@ -2,7 +2,7 @@
 //! persistence, so a restarted master has forgotten its locks); ready when every one answers PING.
 
 use crate::cluster::{Cluster, NodeRole, NodeSpec, NodeState};
-use crate::system::redis::provider as redis;
+use crate::service::redis::provider as redis;
 
 pub(crate) fn node_specs(size: usize, persist: bool) -> Vec<NodeSpec> {
     (1..=size)

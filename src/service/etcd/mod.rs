@@ -6,49 +6,20 @@ mod provider;
 
 use std::time::Instant;
 
-use super::{BoxFuture, Facts, ImageKind, LockService, System};
+use super::LockService;
 use crate::cluster::{
-    Cluster, ClusterError, ClusterOptions, ConnectInfo, Node, NodeSpec, PROBE_TIMEOUT,
+    BoxFuture, Cluster, ClusterError, ClusterOptions, ConnectInfo, Node, NodeSpec, PROBE_TIMEOUT,
+    Provider,
 };
-use crate::fault::ClockAccess;
-use crate::recipe::{AnyRecipe, EtcdRecipe, LockError, RecipeConfig, Strategy};
+use crate::recipe::{AnyRecipe, EtcdRecipe, LockError, RecipeConfig};
+use crate::system::System;
 
-impl System {
-    /// An etcd 3.4 cluster.
-    #[allow(non_upper_case_globals)]
-    pub const Etcd: System = System::named("etcd");
-}
-
-impl ImageKind {
-    /// etcd from Debian's package.
-    #[allow(non_upper_case_globals)]
-    pub const Etcd: ImageKind = ImageKind::new(
-        "etcd",
-        "3.4",
-        include_str!("../../../docker/etcd/Dockerfile"),
-        include_str!("../../../docker/etcd/entrypoint.sh"),
-    );
-}
-
-static FACTS: Facts = Facts {
-    system: System::Etcd,
-    name: "etcd",
-    aliases: &[],
-    default_size: 3,
-    sizes: &[1, 2, 3, 4, 5, 6, 7],
-    sizes_text: "1 to 7",
-    image: ImageKind::Etcd,
-    strategies: &[Strategy::Herd, Strategy::Predecessor, Strategy::Native],
-    leaderless: false,
-    colour: (230, 159, 0),
-};
-
-/// etcd behind [`LockService`].
+/// etcd behind [`Provider`] and [`LockService`].
 pub(super) struct Etcd;
 
-impl LockService for Etcd {
-    fn facts(&self) -> &'static Facts {
-        &FACTS
+impl Provider for Etcd {
+    fn system(&self) -> System {
+        System::Etcd
     }
     fn node_specs(&self, run_id: &str, size: usize, _opts: &ClusterOptions) -> Vec<NodeSpec> {
         provider::node_specs(run_id, size)
@@ -91,6 +62,9 @@ impl LockService for Etcd {
             node.restart_etcd_joining(&cluster.docker).await
         }))
     }
+}
+
+impl LockService for Etcd {
     fn connect<'a>(
         &'a self,
         info: &'a ConnectInfo,
@@ -102,8 +76,5 @@ impl LockService for Etcd {
                 EtcdRecipe::connect(&info.endpoints, config).await?,
             ))
         })
-    }
-    fn clock_access(&self, _endpoint: String) -> ClockAccess {
-        ClockAccess::Monotonic
     }
 }

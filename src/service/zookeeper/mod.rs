@@ -6,47 +6,19 @@ mod provider;
 
 use std::time::Instant;
 
-use super::{BoxFuture, Facts, ImageKind, LockService, System};
-use crate::cluster::{self, Cluster, ClusterError, ClusterOptions, ConnectInfo, Node, NodeSpec};
-use crate::fault::ClockAccess;
-use crate::recipe::{AnyRecipe, LockError, RecipeConfig, Strategy, ZookeeperRecipe};
-
-impl System {
-    /// An Apache ZooKeeper 3.8 ensemble.
-    #[allow(non_upper_case_globals)]
-    pub const Zookeeper: System = System::named("zookeeper");
-}
-
-impl ImageKind {
-    /// ZooKeeper from Debian's package.
-    #[allow(non_upper_case_globals)]
-    pub const Zookeeper: ImageKind = ImageKind::new(
-        "zookeeper",
-        "3.8",
-        include_str!("../../../docker/zookeeper/Dockerfile"),
-        include_str!("../../../docker/zookeeper/entrypoint.sh"),
-    );
-}
-
-static FACTS: Facts = Facts {
-    system: System::Zookeeper,
-    name: "zookeeper",
-    aliases: &["zk"],
-    default_size: 3,
-    sizes: &[1, 3, 4, 5],
-    sizes_text: "1, 3, 4 (to show the even split), 5",
-    image: ImageKind::Zookeeper,
-    strategies: &[Strategy::Herd, Strategy::Predecessor],
-    leaderless: false,
-    colour: (0, 64, 140),
+use super::LockService;
+use crate::cluster::{
+    self, BoxFuture, Cluster, ClusterError, ClusterOptions, ConnectInfo, Node, NodeSpec, Provider,
 };
+use crate::recipe::{AnyRecipe, LockError, RecipeConfig, ZookeeperRecipe};
+use crate::system::System;
 
-/// ZooKeeper behind [`LockService`].
+/// ZooKeeper behind [`Provider`] and [`LockService`].
 pub(super) struct Zookeeper;
 
-impl LockService for Zookeeper {
-    fn facts(&self) -> &'static Facts {
-        &FACTS
+impl Provider for Zookeeper {
+    fn system(&self) -> System {
+        System::Zookeeper
     }
     fn node_specs(&self, run_id: &str, size: usize, _opts: &ClusterOptions) -> Vec<NodeSpec> {
         provider::node_specs(run_id, size)
@@ -73,6 +45,9 @@ impl LockService for Zookeeper {
             provider::version(&reply).ok_or_else(|| cluster::no_version(&reply))
         })
     }
+}
+
+impl LockService for Zookeeper {
     fn connect<'a>(
         &'a self,
         info: &'a ConnectInfo,
@@ -84,8 +59,5 @@ impl LockService for Zookeeper {
                 ZookeeperRecipe::connect(&info.endpoints, config).await?,
             ))
         })
-    }
-    fn clock_access(&self, _endpoint: String) -> ClockAccess {
-        ClockAccess::Monotonic
     }
 }

@@ -1,0 +1,43 @@
+//! redis's facts: its name, sizes, image and strategies, as data (how it is started, probed
+//! and connected to is `service/redis/`).
+
+use super::{Facts, ImageKind, LeaseClock, System};
+use crate::strategy::Strategy;
+
+impl System {
+    /// One Redis 7.0 master with replicas, watched by three Sentinels.
+    #[allow(non_upper_case_globals)]
+    pub const Redis: System = System::named("redis");
+}
+
+impl ImageKind {
+    /// Redis and Sentinel from Debian's package (Redlock runs on it too).
+    #[allow(non_upper_case_globals)]
+    pub const Redis: ImageKind = ImageKind::new(
+        "redis",
+        "7.0",
+        include_str!("../../docker/redis/Dockerfile"),
+        include_str!("../../docker/redis/entrypoint.sh"),
+    );
+}
+
+pub(super) static FACTS: Facts = Facts {
+    system: System::Redis,
+    name: "redis",
+    aliases: &[],
+    // Data nodes (one master plus replicas); the three Sentinels come on top.
+    default_size: 3,
+    sizes: &[1, 2, 3, 4, 5],
+    sizes_text: "1 to 5 (one master plus replicas)",
+    image: ImageKind::Redis,
+    // The unsafe ones run only when named (a workload's `strategies`, `--strategies`).
+    strategies: &[
+        Strategy::Herd,
+        Strategy::Predecessor,
+        Strategy::UnsafeDel,
+        Strategy::UnsafeSetnxExpire,
+    ],
+    leaderless: false,
+    lease_clock: LeaseClock::RedisTtl,
+    colour: (0, 140, 100),
+};

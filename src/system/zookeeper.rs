@@ -1,0 +1,36 @@
+//! zookeeper's facts: its name, sizes, image and strategies, as data (how it is started, probed
+//! and connected to is `service/zookeeper/`).
+
+use super::{Facts, ImageKind, LeaseClock, System};
+use crate::strategy::Strategy;
+
+impl System {
+    /// An Apache ZooKeeper 3.8 ensemble.
+    #[allow(non_upper_case_globals)]
+    pub const Zookeeper: System = System::named("zookeeper");
+}
+
+impl ImageKind {
+    /// ZooKeeper from Debian's package.
+    #[allow(non_upper_case_globals)]
+    pub const Zookeeper: ImageKind = ImageKind::new(
+        "zookeeper",
+        "3.8",
+        include_str!("../../docker/zookeeper/Dockerfile"),
+        include_str!("../../docker/zookeeper/entrypoint.sh"),
+    );
+}
+
+pub(super) static FACTS: Facts = Facts {
+    system: System::Zookeeper,
+    name: "zookeeper",
+    aliases: &["zk"],
+    default_size: 3,
+    sizes: &[1, 3, 4, 5],
+    sizes_text: "1, 3, 4 (to show the even split), 5",
+    image: ImageKind::Zookeeper,
+    strategies: &[Strategy::Herd, Strategy::Predecessor],
+    leaderless: false,
+    lease_clock: LeaseClock::Monotonic,
+    colour: (0, 64, 140),
+};
