@@ -587,12 +587,17 @@ mod tests {
             "the end waited {:?} for a node a partition cuts off",
             asked.elapsed()
         );
-        assert!(cut_off.inner.down.lock().unwrap().is_empty(), "b was restarted");
+        assert!(
+            cut_off.inner.down.lock().unwrap().is_empty(),
+            "b was restarted"
+        );
         assert!(ended.rejoined.is_empty());
         assert_eq!(
             ended.not_rejoined,
-            ["b was restarted inside a partition that cuts it off from d, e: whether it serves \
-              its cluster was not waited for (it may not until the heal)"]
+            [
+                "b was restarted inside a partition that cuts it off from d, e: whether it serves \
+              its cluster was not waited for (it may not until the heal)"
+            ]
         );
     }
 
