@@ -26,7 +26,7 @@ use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use super::evidence::token_text;
 use super::{
-    Checker, Counts, Evidence, EvidenceLog, History, Safety, Validity, Verdict, VerdictCounts,
+    Checker, Counts, Evidence, EvidenceLog, History, Safety, SafetyVerdict, Verdict, VerdictCounts,
 };
 use crate::history::{EventKind, Op, Operations, Section, in_time_order};
 use crate::results::CellInfo;
@@ -222,7 +222,7 @@ impl Checker for Availability {
                 None => "the history ended".to_string(),
             };
             let ev = Evidence::new(
-                Validity::Valid,
+                SafetyVerdict::Safe,
                 LONGEST_WINDOW,
                 format!(
                     "key {}: clients waited {:.3} ms with nothing granted, from {} µs until {} µs, when {closed}",
@@ -265,9 +265,9 @@ impl Checker for Availability {
         counts.stuck_locks = stuck;
 
         let validity = if stuck > 0 {
-            Validity::Invalid
+            SafetyVerdict::Unsafe
         } else {
-            Validity::Valid
+            SafetyVerdict::Safe
         };
         let first = first_acquisition.map_or("nothing granted".to_string(), |f| {
             format!(
@@ -377,7 +377,7 @@ fn stuck_locks(history: &History, end: u64, ttl_ms: u64, log: &mut EvidenceLog) 
                 last: last_vain,
                 waiters,
             };
-            log.push_with(s0, Validity::Invalid, STUCK_LOCKS, || {
+            log.push_with(s0, SafetyVerdict::Unsafe, STUCK_LOCKS, || {
                 stuck_evidence(history, sections, ops, &found, ttl_ms)
             });
         }
@@ -467,7 +467,7 @@ fn stuck_evidence(
     let events = &history.events;
     let (key, s0, s1) = (found.key, found.from_us, found.to_us);
     let mut lines: Vec<usize> = Vec::new();
-    let mut ev = Evidence::new(Validity::Invalid, STUCK_LOCKS, "")
+    let mut ev = Evidence::new(SafetyVerdict::Unsafe, STUCK_LOCKS, "")
         .key(key)
         .at([s0, s1]);
     // Built only for the findings kept (see `EvidenceLog::push_with`), so a scan is cheap here.

@@ -3,9 +3,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{History, Validity};
+use super::{History, SafetyVerdict};
 
-/// Findings kept per checker and per [`Validity`] (violations, possible violations, notes);
+/// Findings kept per checker and per [`SafetyVerdict`] (violations, possible violations, notes);
 /// counts are always complete.
 pub const MAX_EVIDENCE: usize = 10;
 
@@ -20,7 +20,7 @@ pub struct Evidence {
     /// (it needs an unknown outcome), `valid` a note that the property held where it was
     /// tested (a stale access the fenced register refused, the longest wait).
     #[serde(default = "violation")]
-    pub validity: Validity,
+    pub validity: SafetyVerdict,
     /// The kind of finding, snake_case (`granted_twice`, `lost_update`, `token_regression`, ...).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub class: Option<String>,
@@ -38,13 +38,13 @@ pub struct Evidence {
     pub t_us: Vec<u64>,
 }
 
-fn violation() -> Validity {
-    Validity::Invalid
+fn violation() -> SafetyVerdict {
+    SafetyVerdict::Unsafe
 }
 
 impl Evidence {
     /// A finding of `class` pointing `validity`'s way, described by `what`.
-    pub fn new(validity: Validity, class: &str, what: impl Into<String>) -> Evidence {
+    pub fn new(validity: SafetyVerdict, class: &str, what: impl Into<String>) -> Evidence {
         Evidence {
             what: what.into(),
             lines: Vec::new(),
@@ -98,7 +98,7 @@ impl Evidence {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Finding {
     /// A violation (`invalid`), a possible violation (`unknown`) or a note (`valid`).
-    pub validity: Validity,
+    pub validity: SafetyVerdict,
     /// The evidence's class.
     pub class: Option<String>,
     /// When it happened, µs: the time its checker logged it at (for an overlap, the moment it
@@ -123,11 +123,11 @@ pub struct EvidenceLog {
     kept: [Vec<(u64, u64, Evidence)>; 3],
 }
 
-fn slot(validity: Validity) -> usize {
+fn slot(validity: SafetyVerdict) -> usize {
     match validity {
-        Validity::Invalid => 0,
-        Validity::Unknown => 1,
-        Validity::Valid => 2,
+        SafetyVerdict::Unsafe => 0,
+        SafetyVerdict::Unknown => 1,
+        SafetyVerdict::Safe => 2,
     }
 }
 
@@ -143,7 +143,7 @@ impl EvidenceLog {
     pub fn push_with(
         &mut self,
         t_us: u64,
-        validity: Validity,
+        validity: SafetyVerdict,
         class: &str,
         evidence: impl FnOnce() -> Evidence,
     ) {
@@ -153,7 +153,7 @@ impl EvidenceLog {
     fn record(
         &mut self,
         t_us: u64,
-        validity: Validity,
+        validity: SafetyVerdict,
         class: Option<String>,
         evidence: impl FnOnce() -> Evidence,
     ) {
@@ -199,7 +199,7 @@ mod tests {
     use super::*;
 
     fn note(t: u64) -> Evidence {
-        Evidence::new(Validity::Invalid, "c", format!("at {t}")).at([t])
+        Evidence::new(SafetyVerdict::Unsafe, "c", format!("at {t}")).at([t])
     }
 
     #[test]
@@ -208,7 +208,7 @@ mod tests {
         let mut log = EvidenceLog::default();
         let mut built = 0;
         for t in 0..1000 {
-            log.push_with(t, Validity::Invalid, "c", || {
+            log.push_with(t, SafetyVerdict::Unsafe, "c", || {
                 built += 1;
                 note(t)
             });

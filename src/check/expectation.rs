@@ -3,7 +3,7 @@
 //! a known-unsafe design that shows its violations is a finding; `unknown` is reported, and fails
 //! only under `--strict`.
 
-use super::{Expect, Safety, SafetyVerdict, Validity};
+use super::{Expect, Safety, SafetyVerdict};
 use crate::results::CellSummary;
 
 /// How one cell's verdict compares with its expectation.
@@ -21,12 +21,14 @@ pub enum Judged {
 }
 
 /// Compares `verdict` with `expected`.
-pub fn judge(verdict: Validity, expected: Expect) -> Judged {
+pub fn judge(verdict: SafetyVerdict, expected: Expect) -> Judged {
     match (verdict, expected) {
-        (Validity::Unknown, _) => Judged::Unknown,
-        (Validity::Valid, Expect::Safe) | (Validity::Invalid, Expect::Unsafe) => Judged::AsExpected,
-        (Validity::Invalid, Expect::Safe) => Judged::Broke,
-        (Validity::Valid, Expect::Unsafe) => Judged::NotExposed,
+        (SafetyVerdict::Unknown, _) => Judged::Unknown,
+        (SafetyVerdict::Safe, Expect::Safe) | (SafetyVerdict::Unsafe, Expect::Unsafe) => {
+            Judged::AsExpected
+        }
+        (SafetyVerdict::Unsafe, Expect::Safe) => Judged::Broke,
+        (SafetyVerdict::Safe, Expect::Unsafe) => Judged::NotExposed,
     }
 }
 
@@ -36,7 +38,7 @@ pub struct CellVerdict {
     /// The cell's id (its folder name).
     pub cell: String,
     /// Its merged verdict.
-    pub verdict: Validity,
+    pub verdict: SafetyVerdict,
     /// What its workload expects.
     pub expected: Expect,
     /// Why, in a line: counts and the first violation with its history lines.
@@ -61,9 +63,9 @@ impl Judgement {
                 Some(CellVerdict {
                     cell: c.id.to_string(),
                     verdict: match s.verdict {
-                        SafetyVerdict::Safe => Validity::Valid,
-                        SafetyVerdict::Unsafe => Validity::Invalid,
-                        SafetyVerdict::Unknown => Validity::Unknown,
+                        SafetyVerdict::Safe => SafetyVerdict::Safe,
+                        SafetyVerdict::Unsafe => SafetyVerdict::Unsafe,
+                        SafetyVerdict::Unknown => SafetyVerdict::Unknown,
                     },
                     expected: s.expected,
                     why: why(s),
@@ -113,7 +115,7 @@ impl Judgement {
             ));
         }
         for c in self.judged(Judged::AsExpected) {
-            if c.verdict == Validity::Invalid {
+            if c.verdict == SafetyVerdict::Unsafe {
                 out.push(format!(
                     "finding {} (unsafe, as expected): {}",
                     c.cell, c.why
@@ -153,7 +155,7 @@ pub fn why(s: &Safety) -> String {
 mod tests {
     use super::*;
 
-    fn cell(name: &str, verdict: Validity, expected: Expect) -> CellVerdict {
+    fn cell(name: &str, verdict: SafetyVerdict, expected: Expect) -> CellVerdict {
         CellVerdict {
             cell: name.into(),
             verdict,
@@ -164,18 +166,18 @@ mod tests {
 
     #[test]
     fn only_an_unexpected_unsafe_fails_unless_strict() {
-        use Validity::*;
+        use SafetyVerdict::*;
         let j = |cells: Vec<CellVerdict>| Judgement { cells };
         let safe = j(vec![
-            cell("a", Valid, Expect::Safe),
-            cell("b", Invalid, Expect::Unsafe),
+            cell("a", Safe, Expect::Safe),
+            cell("b", Unsafe, Expect::Unsafe),
         ]);
         assert!(!safe.fails(false) && !safe.fails(true));
         assert_eq!(safe.lines(false), ["finding b (unsafe, as expected): w"]);
 
         let broke = j(vec![
-            cell("a", Invalid, Expect::Safe),
-            cell("b", Valid, Expect::Safe),
+            cell("a", Unsafe, Expect::Safe),
+            cell("b", Safe, Expect::Safe),
         ]);
         assert!(broke.fails(false));
         assert_eq!(broke.lines(false), ["UNSAFE a (expected safe): w"]);
@@ -184,7 +186,7 @@ mod tests {
         assert!(!unknown.fails(false) && unknown.fails(true));
         assert!(unknown.lines(false)[0].starts_with("unknown u (reported, not failed"));
 
-        let missed = j(vec![cell("m", Valid, Expect::Unsafe)]);
+        let missed = j(vec![cell("m", Safe, Expect::Unsafe)]);
         assert!(!missed.fails(false) && missed.fails(true));
         assert!(missed.lines(false)[0].starts_with("not exposed m"));
     }

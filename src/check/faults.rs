@@ -42,7 +42,7 @@
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
-use super::{History, Validity, Verdict};
+use super::{History, SafetyVerdict, Verdict};
 use super::{fencing, lost_update, mutex};
 use crate::history::{ErrorKind, EventKind, EventRef, Events, Op, TIMEOUT_ERROR, in_time_order};
 use crate::results::{CellInfo, FaultWindow};
@@ -234,7 +234,7 @@ pub fn fault_windows(history: &History, cell: &CellInfo, verdicts: &[Verdict]) -
                 started: p.started,
                 error: p.error,
                 acquisitions,
-                verdict: Validity::Valid,
+                verdict: SafetyVerdict::Safe,
                 overlaps: 0,
                 possible_overlaps: 0,
                 lost_updates: 0,
@@ -328,13 +328,13 @@ fn attribute_findings(w: &mut FaultWindow, verdicts: &[Verdict], span: (u64, u64
     let (mut violation, mut possible) = (false, false);
     for v in verdicts {
         for f in inside(&v.findings, span, |f| f.t_us) {
-            violation |= f.validity == Validity::Invalid;
-            possible |= f.validity == Validity::Unknown;
+            violation |= f.validity == SafetyVerdict::Unsafe;
+            possible |= f.validity == SafetyVerdict::Unknown;
             let class = f.class.as_deref().unwrap_or_default();
             let counter = match (v.checker.as_str(), f.validity) {
-                (mutex::NAME, Validity::Invalid) => &mut w.overlaps,
-                (mutex::NAME, Validity::Unknown) => &mut w.possible_overlaps,
-                (lost_update::NAME, Validity::Invalid) => &mut w.lost_updates,
+                (mutex::NAME, SafetyVerdict::Unsafe) => &mut w.overlaps,
+                (mutex::NAME, SafetyVerdict::Unknown) => &mut w.possible_overlaps,
+                (lost_update::NAME, SafetyVerdict::Unsafe) => &mut w.lost_updates,
                 (fencing::NAME, _) if class == fencing::TOKEN_REGRESSIONS => {
                     &mut w.token_regressions
                 }
@@ -347,11 +347,11 @@ fn attribute_findings(w: &mut FaultWindow, verdicts: &[Verdict], span: (u64, u64
         }
     }
     w.verdict = if violation {
-        Validity::Invalid
+        SafetyVerdict::Unsafe
     } else if possible {
-        Validity::Unknown
+        SafetyVerdict::Unknown
     } else {
-        Validity::Valid
+        SafetyVerdict::Safe
     };
 }
 

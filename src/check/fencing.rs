@@ -8,7 +8,7 @@
 use std::collections::HashMap;
 
 use super::{
-    Checker, Counts, Evidence, EvidenceLog, History, Safety, Validity, Verdict, VerdictCounts,
+    Checker, Counts, Evidence, EvidenceLog, History, Safety, SafetyVerdict, Verdict, VerdictCounts,
 };
 use crate::history::{ErrorKind, EventKind, Op, in_time_order};
 use crate::results::CellInfo;
@@ -83,7 +83,7 @@ impl Checker for Fencing {
                                 "went back below"
                             };
                             let ev = Evidence::new(
-                                Validity::Invalid,
+                                SafetyVerdict::Unsafe,
                                 TOKEN_REGRESSIONS,
                                 format!(
                                     "key {key}: client {client} was granted token {token} at {} µs, which {how} client {}'s token {before} granted at {} µs: fencing tokens must increase",
@@ -119,7 +119,7 @@ impl Checker for Fencing {
                     stale += 1;
                     let access = if e.op() == Op::Read { "read" } else { "write" };
                     let value = e.value().map_or(String::new(), |v| format!(" of {v}"));
-                    let mut ev = Evidence::new(Validity::Valid, STALE_ACCESSES_REJECTED, "")
+                    let mut ev = Evidence::new(SafetyVerdict::Safe, STALE_ACCESSES_REJECTED, "")
                         .key(key)
                         .client(client)
                         .token(e.token())
@@ -149,9 +149,9 @@ impl Checker for Fencing {
         }
 
         let validity = if regressions > 0 {
-            Validity::Invalid
+            SafetyVerdict::Unsafe
         } else {
-            Validity::Valid
+            SafetyVerdict::Safe
         };
         let summary = format!(
             "{regressions} token regressions over {grants} fenced grants; {stale} stale accesses refused by the fenced register (fencing saved the data; not a violation by itself)"

@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 
 use super::evidence::token_text;
 use super::{
-    Checker, Counts, Evidence, EvidenceLog, History, Safety, Validity, Verdict, VerdictCounts,
+    Checker, Counts, Evidence, EvidenceLog, History, Safety, SafetyVerdict, Verdict, VerdictCounts,
 };
 use crate::history::{EventKind, EventRef, Events, Op, in_time_order};
 use crate::results::CellInfo;
@@ -120,7 +120,7 @@ impl Checker for LostUpdate {
             if pairs == 0 {
                 // Overwritten by smaller values: no pair to show, so the key's totals.
                 let ev = Evidence::new(
-                    Validity::Invalid,
+                    SafetyVerdict::Unsafe,
                     LOST_UPDATES,
                     format!(
                         "key {key}: {accepted} accepted writes raised the register from {initial} to {} ({increase}): {lost} updates lost",
@@ -135,9 +135,9 @@ impl Checker for LostUpdate {
         }
 
         let validity = if lost_total > 0 {
-            Validity::Invalid
+            SafetyVerdict::Unsafe
         } else {
-            Validity::Valid
+            SafetyVerdict::Safe
         };
         let summary = format!(
             "{lost_total} lost updates: {writes_total} accepted writes over {} keys",
@@ -196,7 +196,7 @@ fn same_value(
     };
     let (ra, rb) = (read_text(earlier), read_text(later));
     let mut ev = Evidence::new(
-        Validity::Invalid,
+        SafetyVerdict::Unsafe,
         SAME_VALUE,
         format!(
             "key {key}: {} ({}) wrote {v} at {} µs{ra} and {} ({}) wrote {v} again at {} µs{rb}: one of the two increments was lost",

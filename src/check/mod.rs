@@ -31,8 +31,7 @@ pub use evidence::{Evidence, EvidenceLog, Finding, MAX_EVIDENCE};
 // The verdict types and file names are the results schema's, where the statistics and the
 // reports read them too; the checkers' paths stay as they were.
 pub use crate::results::{
-    CELL_FILE, Expect, FaultWindow, HISTORY_FILE, Overlaps, Safety, SafetyVerdict, Validity,
-    Violation,
+    CELL_FILE, Expect, FaultWindow, HISTORY_FILE, Overlaps, Safety, SafetyVerdict, Violation,
 };
 
 use std::collections::BTreeMap;
@@ -123,7 +122,7 @@ pub struct Verdict {
     /// The checker's name.
     pub checker: String,
     /// Whether its property held.
-    pub validity: Validity,
+    pub validity: SafetyVerdict,
     /// The counts it found, in a line.
     pub summary: String,
     /// The first findings, each with the history lines to read.
@@ -189,8 +188,8 @@ impl History {
 
 /// Judges one property of a cell's history.
 ///
-/// Contract: reads only `history` and `cell`; returns [`Validity::Invalid`] only with evidence
-/// naming the events, and [`Validity::Unknown`] where an unknown (`info`) outcome could explain
+/// Contract: reads only `history` and `cell`; returns [`SafetyVerdict::Unsafe`] only with evidence
+/// naming the events, and [`SafetyVerdict::Unknown`] where an unknown (`info`) outcome could explain
 /// what it saw.
 pub trait Checker: Send + Sync {
     /// A short snake_case name, used as the verdict's `checker`.
@@ -218,8 +217,8 @@ pub struct CellResult {
     pub analysis: Analysis,
     /// One verdict per checker.
     pub verdicts: Vec<Verdict>,
-    /// The verdicts merged ([`Validity::merge`]).
-    pub validity: Validity,
+    /// The verdicts merged ([`SafetyVerdict::merge`]).
+    pub validity: SafetyVerdict,
 }
 
 /// Why a cell folder could not be evaluated.
@@ -281,7 +280,7 @@ pub(crate) fn evaluate_with(
             .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
         (analysis, verdicts)
     });
-    let validity = Validity::merge(verdicts.iter().map(|v| v.validity));
+    let validity = SafetyVerdict::merge(verdicts.iter().map(|v| v.validity));
     analysis.summary.safety = Some(Safety::of(&verdicts, validity, info.expect));
     analysis.summary.faults = faults::fault_windows(history, &info, &verdicts);
     CellResult {
@@ -315,9 +314,9 @@ fn check_safe(checker: &dyn Checker, history: &History, cell: &CellInfo) -> Verd
             );
             Verdict {
                 checker: checker.name().into(),
-                validity: Validity::Unknown,
+                validity: SafetyVerdict::Unknown,
                 summary: what.clone(),
-                evidence: vec![Evidence::new(Validity::Unknown, PANICKED, what)],
+                evidence: vec![Evidence::new(SafetyVerdict::Unknown, PANICKED, what)],
                 counts: VerdictCounts::new(NoCounts),
                 findings: Vec::new(),
             }
@@ -331,12 +330,16 @@ mod tests {
 
     #[test]
     fn merge_is_jepsens_merge_valid() {
-        use Validity::*;
-        assert_eq!(Validity::merge([Valid, Valid]), Valid);
-        assert_eq!(Validity::merge([Valid, Unknown, Valid]), Unknown);
-        assert_eq!(Validity::merge([Unknown, Invalid, Valid]), Invalid);
-        assert_eq!(Validity::merge([]), Unknown, "no evidence settles nothing");
-        assert_eq!(serde_json::to_string(&Invalid).unwrap(), "\"invalid\"");
+        use SafetyVerdict::*;
+        assert_eq!(SafetyVerdict::merge([Safe, Safe]), Safe);
+        assert_eq!(SafetyVerdict::merge([Safe, Unknown, Safe]), Unknown);
+        assert_eq!(SafetyVerdict::merge([Unknown, Unsafe, Safe]), Unsafe);
+        assert_eq!(
+            SafetyVerdict::merge([]),
+            Unknown,
+            "no evidence settles nothing"
+        );
+        assert_eq!(serde_json::to_string(&Unsafe).unwrap(), "\"unsafe\"");
     }
 
     #[test]
@@ -410,9 +413,9 @@ mod tests {
     #[test]
     fn a_clean_history_is_safe() {
         let (r, s) = safety(clean());
-        assert_eq!(r.validity, Validity::Valid);
+        assert_eq!(r.validity, SafetyVerdict::Safe);
         assert!(
-            r.verdicts.iter().all(|v| v.validity == Validity::Valid),
+            r.verdicts.iter().all(|v| v.validity == SafetyVerdict::Safe),
             "{:?}",
             r.verdicts
         );
@@ -445,7 +448,7 @@ mod tests {
         let (r, s) = safety(h);
         assert_eq!(
             (r.validity, s.verdict),
-            (Validity::Unknown, SafetyVerdict::Unknown)
+            (SafetyVerdict::Unknown, SafetyVerdict::Unknown)
         );
         assert_eq!(
             s.overlaps,
@@ -558,7 +561,7 @@ mod tests {
         let p = &r.verdicts[4];
         assert_eq!(
             (p.checker.as_str(), p.validity),
-            ("panicking", Validity::Unknown)
+            ("panicking", SafetyVerdict::Unknown)
         );
         assert!(
             p.summary.contains("index 7 out of range for length 3"),
@@ -568,7 +571,7 @@ mod tests {
         assert_eq!(p.evidence[0].class.as_deref(), Some(PANICKED));
         assert_eq!(
             (r.validity, s.verdict),
-            (Validity::Unknown, SafetyVerdict::Unknown)
+            (SafetyVerdict::Unknown, SafetyVerdict::Unknown)
         );
         // Its message is the cell's first note, and the counts are the four checkers'.
         let note = &s.possible_violations[0];
@@ -596,10 +599,10 @@ mod tests {
         let (r, s) = with(granted_twice());
         assert_eq!(
             (r.validity, s.verdict),
-            (Validity::Invalid, SafetyVerdict::Unsafe)
+            (SafetyVerdict::Unsafe, SafetyVerdict::Unsafe)
         );
         assert_eq!(s.overlaps.granted_twice, 1);
-        assert_eq!(r.verdicts[4].validity, Validity::Unknown);
+        assert_eq!(r.verdicts[4].validity, SafetyVerdict::Unknown);
     }
 
     #[test]

@@ -29,7 +29,7 @@ use rustc_hash::FxHashMap as HashMap;
 
 use super::evidence::token_text;
 use super::{
-    Checker, Counts, Evidence, EvidenceLog, History, Safety, Validity, Verdict, VerdictCounts,
+    Checker, Counts, Evidence, EvidenceLog, History, Safety, SafetyVerdict, Verdict, VerdictCounts,
 };
 use crate::history::{EventKind, Events, Op, in_time_order};
 use crate::results::CellInfo;
@@ -309,11 +309,11 @@ impl Checker for Mutex {
 
         let violations = counts.granted_twice + counts.told_and_went_on + counts.expired_untold;
         let validity = if violations > 0 {
-            Validity::Invalid
+            SafetyVerdict::Unsafe
         } else if counts.unknown > 0 {
-            Validity::Unknown
+            SafetyVerdict::Unknown
         } else {
-            Validity::Valid
+            SafetyVerdict::Safe
         };
         let summary = format!(
             "{violations} overlapping holds ({} granted twice, {} told and went on, {} expired untold), {} possible overlaps with unknown acquisitions; {certain} holds, {possible} unknown acquisitions",
@@ -359,7 +359,7 @@ fn overlapping_pairs(hs: &[&Hold]) -> Vec<(usize, usize)> {
 
 /// What an overlap is: the judgement of `a` (granted first) and `b` on `key`, with the write
 /// that proved a possible hold, if one did.
-type Judged = (Validity, &'static str, u64, Option<usize>);
+type Judged = (SafetyVerdict, &'static str, u64, Option<usize>);
 
 /// The overlap of `a` (granted first) and `b` on `key`: its validity, class and time, and the
 /// accepted write that proved a possible hold.
@@ -392,14 +392,14 @@ fn judge(
         (false, false) => None,
     };
     let Some(write) = proof else {
-        return (Validity::Unknown, UNKNOWN, b.from_us, None);
+        return (SafetyVerdict::Unknown, UNKNOWN, b.from_us, None);
     };
     // B's grant, or for a possible B granted somewhere before its write, that write.
     let t = match (b.certain, write) {
         (false, Some(w)) => events.at(w).t_us(),
         _ => b.from_us,
     };
-    (Validity::Invalid, classify(a, t).0, t, write)
+    (SafetyVerdict::Unsafe, classify(a, t).0, t, write)
 }
 
 /// The evidence of the overlap of `a` and `b` on `key`, as [`judge`] found it.
@@ -415,7 +415,7 @@ fn evidence(history: &History, key: &str, a: &Hold, b: &Hold, judged: Judged) ->
         .events(history, a.events().chain(b.events()))
         .events(history, write)
         .at([a.from_us, t]);
-    if validity == Validity::Unknown {
+    if validity == SafetyVerdict::Unknown {
         ev.what = format!(
             "key {key}: {} and {}: they overlap only if the unknown acquisition was granted, and no accepted write by its client inside the other's hold shows it was",
             a.describe(),

@@ -1,19 +1,9 @@
 //! The `safety` field of a cell's summary filled from the checkers' verdicts: merged into one,
 //! with their typed counts ([`super::Counts`]) and the first violations.
 
-use super::{Evidence, Expect, MAX_EVIDENCE, Validity, Verdict};
-use super::{SafetyVerdict, Violation};
+use super::Violation;
+use super::{Evidence, Expect, MAX_EVIDENCE, SafetyVerdict, Verdict};
 use crate::results::Safety;
-
-impl From<Validity> for SafetyVerdict {
-    fn from(v: Validity) -> SafetyVerdict {
-        match v {
-            Validity::Valid => SafetyVerdict::Safe,
-            Validity::Invalid => SafetyVerdict::Unsafe,
-            Validity::Unknown => SafetyVerdict::Unknown,
-        }
-    }
-}
 
 impl Violation {
     fn of(checker: &str, e: &Evidence) -> Violation {
@@ -34,8 +24,8 @@ impl Safety {
     /// The safety of a cell whose checkers gave `verdicts` (merged: `validity`): each
     /// verdict's counts fill the fields its checker owns; a checker that did not run (or
     /// panicked) leaves its fields at zero (`first_acquisition_ms` absent).
-    pub fn of(verdicts: &[Verdict], validity: Validity, expected: Expect) -> Safety {
-        let findings = |validity: Validity| {
+    pub fn of(verdicts: &[Verdict], validity: SafetyVerdict, expected: Expect) -> Safety {
+        let findings = |validity: SafetyVerdict| {
             let mut all: Vec<Violation> = verdicts
                 .iter()
                 .flat_map(|v| {
@@ -50,10 +40,10 @@ impl Safety {
             all
         };
         let mut safety = Safety {
-            verdict: validity.into(),
+            verdict: validity,
             expected,
-            violations: findings(Validity::Invalid),
-            possible_violations: findings(Validity::Unknown),
+            violations: findings(SafetyVerdict::Unsafe),
+            possible_violations: findings(SafetyVerdict::Unknown),
             ..Safety::default()
         };
         for v in verdicts {

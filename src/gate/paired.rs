@@ -194,7 +194,7 @@ mod tests {
         s.handoff_latency_us.count = 90;
         s.safety = Some(Safety::of(
             &[],
-            crate::results::Validity::Valid,
+            crate::results::SafetyVerdict::Safe,
             Expect::Safe,
         ));
         s

@@ -24,7 +24,7 @@ fn rep(strategy: Strategy, r: u32, x: f64, p99: u64, handoff: u64, wakeups: f64)
 }
 
 fn safety(verdict: SafetyVerdict, expected: Expect) -> Safety {
-    let mut s = Safety::of(&[], crate::results::Validity::Valid, expected);
+    let mut s = Safety::of(&[], crate::results::SafetyVerdict::Safe, expected);
     s.verdict = verdict;
     s
 }

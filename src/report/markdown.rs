@@ -243,7 +243,7 @@ mod tests {
 
     #[test]
     fn the_faults_section_has_a_row_per_window_and_only_with_windows() {
-        use crate::results::{FaultWindow, Validity};
+        use crate::results::{FaultWindow, SafetyVerdict};
         let cell = CellInfo {
             id: crate::plan::CellId::new(
                 crate::system::System::Etcd,
@@ -279,7 +279,7 @@ mod tests {
             requests_per_client_s: None,
             most_failed_per_client: 0,
             acquisitions: 0,
-            verdict: Validity::Valid,
+            verdict: SafetyVerdict::Safe,
             overlaps: 0,
             possible_overlaps: 0,
             lost_updates: 0,
@@ -294,7 +294,7 @@ mod tests {
         partition.first_grant_ms = Some(250.5);
         partition.applying_ms = Some(20.5);
         partition.recovery_ms = Some(12.25);
-        partition.verdict = Validity::Invalid;
+        partition.verdict = SafetyVerdict::Unsafe;
         (partition.overlaps, partition.possible_overlaps) = (2, 1);
         (partition.lost_updates, partition.stale_accesses_rejected) = (1, 3);
         partition.lost_leases = 4;
@@ -322,11 +322,11 @@ mod tests {
         assert_eq!(rows.len(), 3, "{md}");
         assert_eq!(
             rows[1],
-            "| partition | n1, n2 | 1.500 | 20.50 | 4.250 | 250.50 | 12.25 | invalid | 2/1 | 1 | 3 | 4 | connection:1, timeout:5 |"
+            "| partition | n1, n2 | 1.500 | 20.50 | 4.250 | 250.50 | 12.25 | unsafe | 2/1 | 1 | 3 | 4 | connection:1, timeout:5 |"
         );
         assert_eq!(
             rows[2],
-            "| kill (did not start) | - | 6.000 | n/a | not healed | n/a | n/a | valid | 0/0 | 0 | 0 | 0 | - |"
+            "| kill (did not start) | - | 6.000 | n/a | not healed | n/a | n/a | safe | 0/0 | 0 | 0 | 0 | - |"
         );
         let header_cols = rows[0].matches('|').count();
         assert!(

@@ -36,7 +36,7 @@ fn unsafe_cell() -> CellSummary {
     c.faults = vec![
         serde_json::from_value(serde_json::json!({
             "kind": "kill", "targets": ["n1"], "start_us": 1_000_000, "end_us": 2_000_000,
-            "started": true, "acquisitions": 4, "verdict": "invalid", "overlaps": 1,
+            "started": true, "acquisitions": 4, "verdict": "unsafe", "overlaps": 1,
             "possible_overlaps": 0, "lost_updates": 0, "stale_accesses_rejected": 0,
             "token_regressions": 0, "lost_leases": 2, "errors": {}
         }))

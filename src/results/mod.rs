@@ -20,9 +20,7 @@ pub use cell::CellInfo;
 pub use safety::{Overlaps, Safety, SafetyVerdict, Violation};
 pub use summary::{CellSummary, FaultWindow, FifoBasis, LatencySummary, SecondStats};
 
-use std::fmt;
-
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 
 /// The file beside `history.jsonl` that says what the history does not (see [`CellInfo`]).
 pub const CELL_FILE: &str = "cell.json";
@@ -85,36 +83,6 @@ pub fn check_summary_version(text: &str) -> Result<(), SchemaError> {
         Some(SCHEMA_VERSION) => Ok(()),
         Some(v) => Err(SchemaError::OtherSummary(v)),
         None => Err(SchemaError::Missing),
-    }
-}
-
-/// Whether a property held: Jepsen's `:valid?` with its `:unknown`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Validity {
-    /// The history shows the property held.
-    Valid,
-    /// The history cannot settle it (outcomes unknown, nothing to judge).
-    Unknown,
-    /// The history shows a violation.
-    Invalid,
-}
-
-impl Validity {
-    /// Several verdicts as one: any invalid makes it invalid, else any unknown makes it
-    /// unknown, else valid (Jepsen's `merge-valid`). No verdict at all is unknown.
-    pub fn merge(all: impl IntoIterator<Item = Validity>) -> Validity {
-        all.into_iter().max().unwrap_or(Validity::Unknown)
-    }
-}
-
-impl fmt::Display for Validity {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Validity::Valid => "valid",
-            Validity::Unknown => "unknown",
-            Validity::Invalid => "invalid",
-        })
     }
 }
 

@@ -6,21 +6,36 @@ use serde::{Deserialize, Serialize};
 
 use super::Expect;
 
-/// A cell's verdict on "is it still a lock".
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+/// Whether a property held, three-valued (Jepsen's `:valid?` with its `:unknown`): one
+/// checker's verdict on its property, a fault window's, and a cell's on "is it still a lock"
+/// (its checkers' verdicts merged). One type and one vocabulary everywhere: `safe`, `unsafe`,
+/// `unknown` (histories and summaries of schema 5 and earlier wrote `valid` and `invalid` for a
+/// fault window's verdict, read as `safe` and `unsafe`). Ordered safe < unknown < unsafe, so
+/// that merging is taking the largest.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default, Serialize, Deserialize,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum SafetyVerdict {
-    /// Every checker found its property held.
+    /// The history shows the property held.
+    #[serde(alias = "valid")]
     Safe,
-    /// Some checker found a violation.
-    Unsafe,
-    /// No violation, but an unknown outcome could hide one (and, as no checker's verdict
-    /// settles nothing, the default).
+    /// The history cannot settle it: an unknown outcome could hide a violation, or there was
+    /// nothing to judge (and, as no verdict settles nothing, the default).
     #[default]
     Unknown,
+    /// The history shows a violation.
+    #[serde(alias = "invalid")]
+    Unsafe,
 }
 
 impl SafetyVerdict {
+    /// Several verdicts as one: any unsafe makes it unsafe, else any unknown makes it
+    /// unknown, else safe (Jepsen's `merge-valid`). No verdict at all is unknown.
+    pub fn merge(all: impl IntoIterator<Item = SafetyVerdict>) -> SafetyVerdict {
+        all.into_iter().max().unwrap_or(SafetyVerdict::Unknown)
+    }
+
     /// The name used in summaries and reports.
     pub fn name(self) -> &'static str {
         match self {
@@ -28,6 +43,12 @@ impl SafetyVerdict {
             SafetyVerdict::Unsafe => "unsafe",
             SafetyVerdict::Unknown => "unknown",
         }
+    }
+}
+
+impl std::fmt::Display for SafetyVerdict {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
     }
 }
 
@@ -118,5 +139,25 @@ impl Safety {
             ("stuck locks", self.stuck_locks),
             ("stale accesses rejected", self.stale_accesses_rejected),
         ]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::SafetyVerdict;
+
+    #[test]
+    fn one_vocabulary_is_written_and_the_old_window_words_are_read() {
+        for (v, word) in [
+            (SafetyVerdict::Safe, "safe"),
+            (SafetyVerdict::Unknown, "unknown"),
+            (SafetyVerdict::Unsafe, "unsafe"),
+        ] {
+            assert_eq!(serde_json::to_string(&v).unwrap(), format!("\"{word}\""));
+            assert_eq!(v.to_string(), word);
+        }
+        // Fault windows of schema 5 and earlier said valid / invalid.
+        let old: Vec<SafetyVerdict> = serde_json::from_str(r#"["valid", "invalid"]"#).unwrap();
+        assert_eq!(old, [SafetyVerdict::Safe, SafetyVerdict::Unsafe]);
     }
 }

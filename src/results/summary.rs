@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::{Safety, Validity};
+use super::{Safety, SafetyVerdict};
 use crate::plan::CellId;
 
 /// The per-cell results (`summary.json`); see `docs/results-schema.md`.
@@ -197,7 +197,7 @@ pub struct FaultWindow {
     pub acquisitions: u64,
     /// The findings attributed to the window merged: `invalid` with any violation, else
     /// `unknown` with any possible violation, else `valid`.
-    pub verdict: Validity,
+    pub verdict: SafetyVerdict,
     /// Mutex violations (certain overlapping holds) attributed to the window.
     pub overlaps: u64,
     /// Possible overlaps (they need an unknown acquisition to have been granted).

@@ -17,7 +17,7 @@ fn the_longest_window_and_the_first_acquisition() {
         release(1100, 1, "k"),
     ];
     let v = run(&Availability, h);
-    assert_eq!(v.validity, Validity::Valid);
+    assert_eq!(v.validity, SafetyVerdict::Safe);
     assert_eq!(count(&v, MAX_UNAVAILABLE_US), 600);
     assert_eq!(v.counts.get(FIRST_ACQUISITION_US), Some(200));
     assert_eq!(
@@ -27,7 +27,7 @@ fn the_longest_window_and_the_first_acquisition() {
     let e = &v.evidence[0];
     assert_eq!(
         (e.validity, e.class.as_deref()),
-        (Validity::Valid, Some(LONGEST_WINDOW))
+        (SafetyVerdict::Safe, Some(LONGEST_WINDOW))
     );
     // Opened by client 1's invoke (line 3), closed by its grant (line 7).
     assert_eq!((&e.t_us[..], &e.lines[..]), (&[400, 1000][..], &[3, 7][..]));
@@ -47,7 +47,10 @@ fn nothing_granted_has_no_first_acquisition() {
     assert_eq!(v.counts.get(FIRST_ACQUISITION_US), None);
     assert_eq!(count(&v, MAX_UNAVAILABLE_US), 5000);
     // No lease TTL known: never stuck, however long.
-    assert_eq!((v.validity, count(&v, STUCK_LOCKS)), (Validity::Valid, 0));
+    assert_eq!(
+        (v.validity, count(&v, STUCK_LOCKS)),
+        (SafetyVerdict::Safe, 0)
+    );
     // A TTL of 0 is an unreported one, not a known lease.
     let h = vec![
         invoke(0, 0, "k"),
@@ -85,7 +88,10 @@ fn a_lock_nobody_holds_that_keeps_refusing_past_two_leases_is_stuck() {
     // as late as 160, so the stretch is judged after it: client 1 waited in vain from 200 to
     // 4000 = 3800 µs > 2 × 1 ms.
     let v = run(&Availability, abandoned_lock(100));
-    assert_eq!((v.validity, count(&v, STUCK_LOCKS)), (Validity::Invalid, 1));
+    assert_eq!(
+        (v.validity, count(&v, STUCK_LOCKS)),
+        (SafetyVerdict::Unsafe, 1)
+    );
     let e = &v.evidence[0];
     assert_eq!(
         (e.class.as_deref(), &e.t_us[..]),
@@ -108,7 +114,10 @@ fn the_same_stretch_while_a_fault_is_open_is_not_stuck() {
     let mut h = abandoned_lock(100);
     h.extend([fault(50, EventKind::Invoke), fault(3000, EventKind::Ok)]);
     let v = run(&Availability, h.clone());
-    assert_eq!((v.validity, count(&v, STUCK_LOCKS)), (Validity::Valid, 0));
+    assert_eq!(
+        (v.validity, count(&v, STUCK_LOCKS)),
+        (SafetyVerdict::Safe, 0)
+    );
     // A fault that never healed stays open to the end.
     h.pop();
     assert_eq!(count(&run(&Availability, h), STUCK_LOCKS), 0);
@@ -134,7 +143,10 @@ fn an_unknown_acquisition_between_two_refusals_may_have_started_a_new_lease() {
         timeout(3500, 1, "k"),
     ];
     let v = run(&Availability, h.clone());
-    assert_eq!((v.validity, count(&v, STUCK_LOCKS)), (Validity::Valid, 0));
+    assert_eq!(
+        (v.validity, count(&v, STUCK_LOCKS)),
+        (SafetyVerdict::Safe, 0)
+    );
     // Without client 2, client 1 waited in vain from 100 to 3500 with nothing between: stuck.
     let mut alone = h;
     alone.drain(4..6);
@@ -146,7 +158,10 @@ fn a_long_legitimate_hold_is_not_stuck() {
     // Client 0 holds until 5000 (renewing: longer than its 1 ms ttl); client 1's waits are
     // all inside that hold. The longest window is client 1's second wait, 1900 µs.
     let v = run(&Availability, abandoned_lock(5000));
-    assert_eq!((v.validity, count(&v, STUCK_LOCKS)), (Validity::Valid, 0));
+    assert_eq!(
+        (v.validity, count(&v, STUCK_LOCKS)),
+        (SafetyVerdict::Safe, 0)
+    );
     assert_eq!(count(&v, MAX_UNAVAILABLE_US), 1900);
 }
 
@@ -164,7 +179,10 @@ fn a_short_refusal_then_a_quiet_lock_is_not_stuck() {
         release(9020, 2, "k"),
     ];
     let v = run(&Availability, h);
-    assert_eq!((v.validity, count(&v, STUCK_LOCKS)), (Validity::Valid, 0));
+    assert_eq!(
+        (v.validity, count(&v, STUCK_LOCKS)),
+        (SafetyVerdict::Safe, 0)
+    );
 }
 
 #[test]

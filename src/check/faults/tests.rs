@@ -166,7 +166,7 @@ fn an_open_window_runs_to_the_end_of_the_history() {
         (w.first_grant_ms, w.recovery_ms, w.acquisitions),
         (Some(500.0), None, 2)
     );
-    assert_eq!(w.verdict, Validity::Valid);
+    assert_eq!(w.verdict, SafetyVerdict::Safe);
 }
 
 #[test]
@@ -234,7 +234,10 @@ fn an_overlap_counts_in_its_window_and_not_in_one_long_before() {
         .collect();
     assert_eq!(
         figures,
-        [(Validity::Valid, 0, 0, 0), (Validity::Invalid, 1, 1, 2)]
+        [
+            (SafetyVerdict::Safe, 0, 0, 0),
+            (SafetyVerdict::Unsafe, 1, 1, 2)
+        ]
     );
     // Healed at 100 ms; client 0's clean section was granted at 200.01 ms.
     assert_eq!(ws[0].recovery_ms, Some(100.01));
@@ -252,7 +255,7 @@ fn a_finding_in_the_settle_after_the_heal_is_the_faults() {
     let ws = windows(h);
     assert_eq!(
         (ws[0].overlaps, ws[0].verdict, ws[0].acquisitions),
-        (1, Validity::Invalid, 0)
+        (1, SafetyVerdict::Unsafe, 0)
     );
 
     // With leases of 200 ms the settle is its floor of 1 s: the span ends at 3 s, so the
@@ -264,7 +267,7 @@ fn a_finding_in_the_settle_after_the_heal_is_the_faults() {
     h.extend(overlap(3_000_000, "a", 200));
     h.extend(overlap(3_100_000, "b", 200));
     let ws = windows(h);
-    assert_eq!((ws[0].overlaps, ws[0].verdict), (1, Validity::Invalid));
+    assert_eq!((ws[0].overlaps, ws[0].verdict), (1, SafetyVerdict::Unsafe));
     assert_eq!(
         super::settle_us(&overlap(100, "a", 200).into()),
         MIN_SETTLE_US
@@ -287,7 +290,7 @@ fn an_overlap_with_a_holder_granted_before_the_fault_is_the_faults() {
         release(2_100_000, 0, "k"),
     ];
     let ws = windows(h);
-    assert_eq!((ws[0].overlaps, ws[0].verdict), (1, Validity::Invalid));
+    assert_eq!((ws[0].overlaps, ws[0].verdict), (1, SafetyVerdict::Unsafe));
 }
 
 #[test]
@@ -345,8 +348,8 @@ fn possible_overlaps_stale_accesses_and_regressions_count_where_they_happened() 
     assert_eq!(
         figures,
         [
-            (Validity::Unknown, 0, 1, 0, 0),
-            (Validity::Invalid, 0, 0, 1, 1)
+            (SafetyVerdict::Unknown, 0, 1, 0, 0),
+            (SafetyVerdict::Unsafe, 0, 0, 1, 1)
         ]
     );
     // Client 2's unknown outcome is window 1's error.
@@ -428,7 +431,7 @@ fn windows_are_in_summary_json_and_read_back_equal() {
     assert_eq!(w["kind"], "kill");
     assert_eq!(w["targets"], serde_json::json!(["n1", "n2"]));
     assert_eq!(w["end_us"], serde_json::Value::Null);
-    assert_eq!(w["verdict"], "invalid");
+    assert_eq!(w["verdict"], "unsafe");
     assert_eq!(w["first_grant_ms"], 499.99);
     assert_eq!(w["errors"], serde_json::json!({}));
     let back: crate::results::CellSummary = serde_json::from_value(json).unwrap();

@@ -19,7 +19,7 @@ fn a_token_below_or_equal_to_the_previous_grants_is_a_regression() {
         grant(70, 3, "j", 1, 1000), // line 8: another key starts afresh
     ];
     let v = run(&Fencing, h);
-    assert_eq!(v.validity, Validity::Invalid);
+    assert_eq!(v.validity, SafetyVerdict::Unsafe);
     assert_eq!(
         (count(&v, TOKEN_REGRESSIONS), count(&v, FENCED_GRANTS)),
         (2, 7)
@@ -47,7 +47,7 @@ fn refused_stale_accesses_are_counted_as_notes_not_violations() {
         stale_read(70, 0, "k", 1),     // line 7
     ];
     let v = run(&Fencing, h.clone());
-    assert_eq!(v.validity, Validity::Valid);
+    assert_eq!(v.validity, SafetyVerdict::Safe);
     assert_eq!(
         (
             count(&v, STALE_ACCESSES_REJECTED),
@@ -61,7 +61,7 @@ fn refused_stale_accesses_are_counted_as_notes_not_violations() {
         v.summary
     );
     let e = &v.evidence[0];
-    assert_eq!(e.validity, Validity::Valid);
+    assert_eq!(e.validity, SafetyVerdict::Safe);
     // The refused write and the accepted access with the highest token before it (line 4).
     assert_eq!(
         (&e.clients[..], &e.tokens[..], &e.lines[..]),

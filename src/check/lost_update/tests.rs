@@ -27,7 +27,7 @@ fn two_read_the_same(stale: bool) -> Vec<Event> {
 fn unfenced_two_writes_of_the_same_value_lose_an_update() {
     // 3 accepted writes, the register went 0 → 2: one update lost.
     let v = run(&LostUpdate, two_read_the_same(false));
-    assert_eq!(v.validity, Validity::Invalid);
+    assert_eq!(v.validity, SafetyVerdict::Unsafe);
     assert_eq!(
         (count(&v, LOST_UPDATES), count(&v, ACCEPTED_WRITES)),
         (1, 3)
@@ -55,7 +55,7 @@ fn unfenced_two_writes_of_the_same_value_lose_an_update() {
 fn a_refused_stale_write_loses_nothing() {
     // 2 accepted writes (the refused one changed nothing), the register went 0 → 2.
     let v = run(&LostUpdate, two_read_the_same(true));
-    assert_eq!(v.validity, Validity::Valid);
+    assert_eq!(v.validity, SafetyVerdict::Safe);
     assert_eq!(
         (count(&v, LOST_UPDATES), count(&v, ACCEPTED_WRITES)),
         (0, 2)
@@ -73,7 +73,10 @@ fn a_register_that_did_not_start_at_zero_starts_at_its_first_read() {
         write(40, 1, "k", 2, 9),
     ];
     let v = run(&LostUpdate, h);
-    assert_eq!((v.validity, count(&v, LOST_UPDATES)), (Validity::Valid, 0));
+    assert_eq!(
+        (v.validity, count(&v, LOST_UPDATES)),
+        (SafetyVerdict::Safe, 0)
+    );
     // Both read 7 and wrote 8: 2 writes, increase 1 (from 7, not from 0): one lost.
     let h = vec![
         read(10, 0, "k", 1, 7),
@@ -84,7 +87,7 @@ fn a_register_that_did_not_start_at_zero_starts_at_its_first_read() {
     let v = run(&LostUpdate, h);
     assert_eq!(
         (v.validity, count(&v, LOST_UPDATES)),
-        (Validity::Invalid, 1)
+        (SafetyVerdict::Unsafe, 1)
     );
 }
 

@@ -26,7 +26,7 @@ fn two_holders(b_at: u64, ttl_ms: u64, extra: Vec<Event>) -> Vec<Event> {
 #[test]
 fn a_second_grant_inside_a_live_lease_is_granted_twice() {
     let v = run(&Mutex, two_holders(100, 1000, vec![]));
-    assert_eq!(v.validity, Validity::Invalid);
+    assert_eq!(v.validity, SafetyVerdict::Unsafe);
     assert_eq!(counts(&v), [1, 0, 0, 0]);
     let e = &v.evidence[0];
     assert_eq!(e.class.as_deref(), Some(GRANTED_TWICE));
@@ -70,7 +70,10 @@ fn a_holder_told_before_the_next_grant_went_on() {
 fn a_holder_told_only_after_the_next_grant_had_expired_untold() {
     // Told at 200, after client 1's grant at 100, with no TTL reported: the paused-client case.
     let v = run(&Mutex, two_holders(100, 0, vec![lost(200, 0, "k")]));
-    assert_eq!((v.validity, counts(&v)), (Validity::Invalid, [0, 0, 1, 0]));
+    assert_eq!(
+        (v.validity, counts(&v)),
+        (SafetyVerdict::Unsafe, [0, 0, 1, 0])
+    );
     assert!(v.evidence[0].what.contains("told only at 200 µs"));
 }
 
@@ -80,7 +83,10 @@ fn a_grant_inside_the_first_lease_is_granted_twice_even_if_the_holder_is_told_la
     // told at 200 µs: expiry cannot explain it, the service lost the lock (a Redlock master
     // restarted empty, seen in the chaos matrix).
     let v = run(&Mutex, two_holders(100, 1000, vec![lost(200, 0, "k")]));
-    assert_eq!((v.validity, counts(&v)), (Validity::Invalid, [1, 0, 0, 0]));
+    assert_eq!(
+        (v.validity, counts(&v)),
+        (SafetyVerdict::Unsafe, [1, 0, 0, 0])
+    );
     // Past the first lease, a later signal is the paused holder again.
     let mut h = two_holders(2_000, 1, vec![lost(2_500, 0, "k")]);
     h[4] = release(3_000, 0, "k");
@@ -115,11 +121,14 @@ fn a_grant_past_the_first_holders_ttl_is_expired_untold() {
 fn back_to_back_holds_and_one_clients_own_holds_do_not_overlap() {
     // Client 1 granted at client 0's release invoke (500): inner bounds do not overlap.
     let v = run(&Mutex, two_holders(500, 1000, vec![]));
-    assert_eq!((v.validity, counts(&v)), (Validity::Valid, [0, 0, 0, 0]));
+    assert_eq!(
+        (v.validity, counts(&v)),
+        (SafetyVerdict::Safe, [0, 0, 0, 0])
+    );
     assert!(v.evidence.is_empty());
     // Different keys never overlap.
     let h = vec![grant(10, 0, "a", 1, 1000), grant(20, 1, "b", 1, 1000)];
-    assert_eq!(run(&Mutex, h).validity, Validity::Valid);
+    assert_eq!(run(&Mutex, h).validity, SafetyVerdict::Safe);
 }
 
 /// Client 0 holds k from 10 to 500; client 1's acquisition invoked at 20 ends unknown at 300.
@@ -138,11 +147,14 @@ fn info_overlap(extra: Vec<Event>) -> Vec<Event> {
 #[test]
 fn an_unknown_acquisition_inside_a_hold_is_unknown() {
     let v = run(&Mutex, info_overlap(vec![]));
-    assert_eq!((v.validity, counts(&v)), (Validity::Unknown, [0, 0, 0, 1]));
+    assert_eq!(
+        (v.validity, counts(&v)),
+        (SafetyVerdict::Unknown, [0, 0, 0, 1])
+    );
     let e = &v.evidence[0];
     assert_eq!(
         (e.validity, e.class.as_deref()),
-        (Validity::Unknown, Some(UNKNOWN))
+        (SafetyVerdict::Unknown, Some(UNKNOWN))
     );
     assert_eq!(e.lines, [2, 3, 4, 5]);
     assert_eq!(e.clients, [0, 1]);
@@ -159,7 +171,10 @@ fn an_unknown_acquisition_whose_client_wrote_inside_the_hold_is_a_certain_overla
     // Client 1 wrote at 200: inside its possible hold [20, 300] and client 0's [10, 500).
     // Client 0 was granted first, untold, 200 µs < 10 + 1 s: granted twice, at the write.
     let v = run(&Mutex, info_overlap(vec![write(200, 1, "k", 6, 1)]));
-    assert_eq!((v.validity, counts(&v)), (Validity::Invalid, [1, 0, 0, 0]));
+    assert_eq!(
+        (v.validity, counts(&v)),
+        (SafetyVerdict::Unsafe, [1, 0, 0, 0])
+    );
     let e = &v.evidence[0];
     assert_eq!(e.t_us, [10, 200]);
     assert_eq!(e.lines, [2, 3, 4, 5, 6], "the write is line 6");
@@ -178,7 +193,10 @@ fn a_write_inside_the_possible_hold_but_after_the_other_hold_proves_no_overlap()
         info(800, 1, "k"),
     ];
     let v = run(&Mutex, h);
-    assert_eq!((v.validity, counts(&v)), (Validity::Unknown, [0, 0, 0, 1]));
+    assert_eq!(
+        (v.validity, counts(&v)),
+        (SafetyVerdict::Unknown, [0, 0, 0, 1])
+    );
 }
 
 #[test]
@@ -231,11 +249,17 @@ fn reentrant(b_at: u64) -> Vec<Event> {
 fn two_grants_released_twice_hold_until_the_last_release_not_to_the_end() {
     // Client 0 holds [10, 40) and [20, 30); client 1's grant at 50 comes after both.
     let v = run(&Mutex, reentrant(50));
-    assert_eq!((v.validity, counts(&v)), (Validity::Valid, [0, 0, 0, 0]));
+    assert_eq!(
+        (v.validity, counts(&v)),
+        (SafetyVerdict::Safe, [0, 0, 0, 0])
+    );
     assert!(v.summary.contains("3 holds"), "{}", v.summary);
     // At 35 client 0 still holds its first grant (released at 40), not its second (30).
     let v = run(&Mutex, reentrant(35));
-    assert_eq!((v.validity, counts(&v)), (Validity::Invalid, [1, 0, 0, 0]));
+    assert_eq!(
+        (v.validity, counts(&v)),
+        (SafetyVerdict::Unsafe, [1, 0, 0, 0])
+    );
     let e = &v.evidence[0];
     assert_eq!(
         (&e.t_us[..], &e.lines[..]),

@@ -161,7 +161,7 @@ mod tests {
     fn window(kind: &str, started: bool, effect: Option<&str>) -> FaultWindow {
         serde_json::from_value(serde_json::json!({
             "kind": kind, "targets": ["redis1"], "start_us": 1_000_000, "end_us": 3_000_000,
-            "started": started, "effect": effect, "acquisitions": 0, "verdict": "valid",
+            "started": started, "effect": effect, "acquisitions": 0, "verdict": "safe",
             "overlaps": 0, "possible_overlaps": 0, "lost_updates": 0,
             "stale_accesses_rejected": 0, "token_regressions": 0, "lost_leases": 0, "errors": {}
         }))
