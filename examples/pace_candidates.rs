@@ -27,7 +27,7 @@ enum Candidate {
     TimerFd,
     /// A timerfd for the whole wait.
     TimerFdOnly,
-    /// What `lockbench::workload::pace` does (whichever candidate was chosen).
+    /// What `lockbench::pace` does (whichever candidate was chosen).
     Pace,
 }
 
@@ -84,7 +84,7 @@ async fn wait(c: Candidate, timer: Option<&mpsc::Sender<Registration>>, target: 
         Candidate::TimerFdOnly => {
             let _ = timerfd_wait(target).await;
         }
-        Candidate::Pace => lockbench::workload::pace::sleep_until(target).await,
+        Candidate::Pace => lockbench::pace::sleep_until(target).await,
     }
 }
 

@@ -5,12 +5,13 @@
 //! offline; each [`system`] is a name and its facts as data, listed once in
 //! [`system::registry::SYSTEMS`], and a folder behind [`service::LockService`] that starts,
 //! probes and connects to it, listed once in [`service::registry::SERVICES`]); **clients** run a
-//! **workload** ([`spec`] reads `workloads/*.toml`, and the chaos schedules `chaos/*.toml`;
-//! [`workload`] draws its random choices and paces it) through a lock **recipe** ([`recipe`]: one folder of logic per system, both
+//! **workload** ([`workload`] reads `workloads/*.toml` and draws its random choices; [`pace`]
+//! keeps its holds, thinks and arrivals on time) through a lock **recipe** ([`recipe`]: one folder of logic per system, both
 //! strategies side by side; [`recipe::mock`] stands in for a server only in Docker-free tests of
 //! the runner), each critical section reading and writing a protected **resource**
 //! ([`resource::Register`], fenced or not, kept by the runner); the **nemesis** ([`nemesis`])
-//! plays a schedule's faults ([`fault`]: one file per kind, as verb pairs) against the cluster;
+//! reads the chaos schedules `chaos/*.toml` ([`nemesis::schedule`]) and plays their faults
+//! ([`fault`]: one file per kind, as verb pairs) against the cluster;
 //! everything that happens lands in one **history** ([`history`]: events, operations, critical
 //! sections); **checkers** ([`check`]) and **statistics** ([`stats`]) read only the history and
 //! `cell.json`, through one entry point, [`check::evaluate`], that `lockbench run` and later
@@ -31,7 +32,7 @@
 //! the whole import graph.
 //!
 //! ```text
-//! history, workload, environment, docker, signal, sync,  import no other module
+//! history, pace, environment, docker, signal, sync,      import no other module
 //!   strategy, spec_error
 //! resource                                               the protected register
 //! system                                                 a system's name and facts, as data
@@ -39,10 +40,12 @@
 //! cluster                                                clusters, asking a Provider
 //! recipe                                                 the lock recipes (and the mock)
 //! fault                                                  fault kinds, one file each
-//! spec                                                   workload and chaos files
+//! workload                                               workload files and their random
+//!                                                        choices
 //! service                                                each system's Provider and connect
-//! nemesis                                                plays a schedule's faults beside the
-//!                                                        clients, on the stage it defines
+//! nemesis                                                reads chaos files and plays their
+//!                                                        faults beside the clients, on the
+//!                                                        stage it defines
 //! plan                                                   the matrix; CellId
 //! results                                                the schema: cell.json, summary.json
 //! stats                                                  figures from the history
@@ -124,6 +127,7 @@ pub mod image;
 #[cfg(test)]
 mod layering_tests;
 pub mod nemesis;
+pub mod pace;
 pub mod plan;
 pub mod recipe;
 pub mod report;
@@ -132,7 +136,6 @@ pub mod results;
 pub mod runner;
 pub mod service;
 pub mod signal;
-pub mod spec;
 pub mod spec_error;
 pub mod stats;
 pub mod strategy;

@@ -6,13 +6,14 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::nemesis::schedule::Schedule;
 use crate::recipe::Strategy;
-use crate::spec::Expect;
-use crate::spec::{ClientsAs, Schedule, Stop, Workload};
 use crate::system::System;
+use crate::workload::Expect;
+use crate::workload::{ClientsAs, Stop, Workload};
 
 /// The chaos coordinate of a cell with no fault schedule.
-pub use crate::spec::chaos::NO_CHAOS;
+pub use crate::nemesis::schedule::NO_CHAOS;
 
 /// One cell of the matrix: a workload at one client count on one system under one strategy
 /// and one chaos schedule.
@@ -661,7 +662,7 @@ mod tests {
 
     #[test]
     fn chaos_is_a_coordinate_with_its_systems_sizes_and_expectations() {
-        use crate::spec::Expect::{Safe, Unsafe};
+        use crate::workload::Expect::{Safe, Unsafe};
         let ov = Overrides {
             schedules: [
                 "none",
@@ -756,7 +757,7 @@ mod tests {
 
     #[test]
     fn a_schedules_expect_merges_with_the_workloads_unsafe_winning() {
-        use crate::spec::Expect::{Safe, Unsafe};
+        use crate::workload::Expect::{Safe, Unsafe};
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("workloads");
         let no_renew = Workload::from_file(&dir.join("long-hold-no-renew.toml")).unwrap();
         let ov = Overrides {

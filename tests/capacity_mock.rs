@@ -9,7 +9,7 @@ use lockbench::recipe::Strategy;
 use lockbench::recipe::mock::MockOptions;
 use lockbench::report::Exporters;
 use lockbench::report::plot_index::PlotIndex;
-use lockbench::spec::Workload;
+use lockbench::workload::Workload;
 
 mod mock_support;
 

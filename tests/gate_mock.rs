@@ -12,7 +12,7 @@ use std::time::Duration;
 use lockbench::System;
 use lockbench::plan::{Overrides, Plan};
 use lockbench::recipe::mock::MockOptions;
-use lockbench::spec::Workload;
+use lockbench::workload::Workload;
 
 mod mock_support;
 

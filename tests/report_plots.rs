@@ -8,7 +8,7 @@ use lockbench::System;
 use lockbench::plan::{Overrides, Plan};
 use lockbench::recipe::mock::MockOptions;
 use lockbench::report::plot_index::PlotIndex;
-use lockbench::spec::Workload;
+use lockbench::workload::Workload;
 
 mod mock_support;
 

@@ -21,7 +21,7 @@ use lockbench::nemesis::Running;
 use lockbench::plan::Cell;
 use lockbench::recipe::Strategy;
 use lockbench::runner::{ClientsRun, DockerBackend, run_clients};
-use lockbench::spec::Workload;
+use lockbench::workload::Workload;
 use lockbench::{Cluster, System};
 
 /// One cluster at a time on this machine: the tests take turns.
@@ -98,7 +98,7 @@ where
         system,
         strategy: Strategy::Predecessor,
         workload: Workload::from_str(workload, name).expect("a valid test workload"),
-        chaos: lockbench::spec::Schedule::none(),
+        chaos: lockbench::nemesis::schedule::Schedule::none(),
         repetition: None,
     };
     let dir = scratch(&format!("{system}-{name}"));

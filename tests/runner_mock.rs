@@ -11,8 +11,8 @@ use lockbench::recipe::mock::MockOptions;
 use lockbench::report::Exporters;
 use lockbench::runner::progress::PlainProgress;
 use lockbench::runner::{MockBackend, RunFolder, RunOutcome, run_on};
-use lockbench::spec::Workload;
 use lockbench::stats::CellSummary;
+use lockbench::workload::Workload;
 
 const WORKLOAD: &str = r#"
 clients = 8
@@ -376,7 +376,7 @@ async fn check_exits_1_on_an_unexpected_unsafe_cell_and_names_the_events() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn chaos_schedules_are_cell_coordinates_and_their_faults_are_played() {
     use lockbench::check::Expect;
-    use lockbench::spec::Schedule;
+    use lockbench::nemesis::schedule::Schedule;
     let wl = Workload::from_str(WORKLOAD, "mock-hot").expect("workload");
     // A control schedule: no faults, its own name, size and expectation.
     let calm = Schedule::from_str(

@@ -15,7 +15,7 @@ use lockbench::history::{EventKind, Op, Recorder, read_history};
 use lockbench::recipe::{RecipeConfig, Strategy};
 use lockbench::resource::Register;
 use lockbench::runner::{WorkerError, WorkerPlan, WorkerState, WorkerTarget, Workers};
-use lockbench::spec::{ClientsAs, Workload};
+use lockbench::workload::{ClientsAs, Workload};
 
 fn scratch(name: &str) -> PathBuf {
     let p = std::env::temp_dir().join(format!("lockbench-wp-{name}-{}", std::process::id()));
@@ -297,7 +297,7 @@ async fn the_mock_refuses_worker_processes_and_says_why() {
             "mock",
         )
         .unwrap(),
-        chaos: lockbench::spec::Schedule::none(),
+        chaos: lockbench::nemesis::schedule::Schedule::none(),
         repetition: None,
     };
     let service = lockbench::recipe::mock::MockService::new(MockOptions::default());

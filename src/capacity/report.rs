@@ -28,7 +28,7 @@ pub const CAPACITY_FILE: &str = "capacity.json";
 
 /// The highest concurrency the USL's SLO prediction looks at (the most clients a cell may
 /// have), so an extrapolation past the sweep stays bounded.
-pub const PREDICTION_LIMIT: u32 = crate::spec::CLIENTS.1 as u32;
+pub const PREDICTION_LIMIT: u32 = crate::workload::CLIENTS.1 as u32;
 
 /// How far past the largest measured client count the prediction may reach: a fit on 1–4
 /// clients once predicted 1 226 (mock), which no sweep had come near.

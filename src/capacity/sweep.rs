@@ -14,8 +14,8 @@ use crate::check::folder::ResultsWriter;
 use crate::plan::{Overrides, Plan};
 use crate::recipe::Strategy;
 use crate::results::CellSummary;
-use crate::spec::Workload;
 use crate::system::System;
+use crate::workload::Workload;
 
 /// The least number of distinct client counts a sweep needs (the USL has three parameters).
 pub const MIN_LEVELS: usize = 3;

@@ -130,7 +130,7 @@ pub struct RunArgs {
     #[arg(
         long,
         value_delimiter = ',',
-        value_parser = clap::value_parser!(u32).range(crate::spec::CLIENTS.0..=crate::spec::CLIENTS.1)
+        value_parser = clap::value_parser!(u32).range(crate::workload::CLIENTS.0..=crate::workload::CLIENTS.1)
     )]
     pub clients: Option<Vec<u32>>,
     /// Length of each cell (e.g. 30s), 1s to 1day; default: the workload's.
@@ -150,7 +150,7 @@ pub struct RunArgs {
     /// workload's `clients_per_process`, else 1.
     #[arg(
         long,
-        value_parser = clap::value_parser!(u32).range(1..=crate::spec::CLIENTS.1)
+        value_parser = clap::value_parser!(u32).range(1..=crate::workload::CLIENTS.1)
     )]
     pub clients_per_process: Option<u32>,
     /// Exit 1 also when a verdict is unknown or a design expected unsafe was not exposed
@@ -181,7 +181,7 @@ pub struct CapacityArgs {
         long,
         required = true,
         value_delimiter = ',',
-        value_parser = clap::value_parser!(u32).range(crate::spec::CLIENTS.0..=crate::spec::CLIENTS.1)
+        value_parser = clap::value_parser!(u32).range(crate::workload::CLIENTS.0..=crate::workload::CLIENTS.1)
     )]
     pub clients: Vec<u32>,
     /// Latency objective, e.g. p99=50ms: report the most clients that keep it.
@@ -330,7 +330,7 @@ impl From<Exit> for std::process::ExitCode {
 fn run_duration(text: &str) -> Result<std::time::Duration, String> {
     let d = humantime::parse_duration(text)
         .map_err(|e| format!("{e}; write a duration such as \"30s\" or \"2m\""))?;
-    let (min, max) = crate::spec::RUN_DURATION;
+    let (min, max) = crate::workload::RUN_DURATION;
     if d < min || d > max {
         return Err(format!(
             "out of range: valid {} to {}",

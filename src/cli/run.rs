@@ -7,7 +7,7 @@ use super::{CapacityArgs, Exit, RunArgs};
 use crate::docker;
 use crate::plan::{Overrides, Plan};
 use crate::runner::RunOutcome;
-use crate::spec::Workload;
+use crate::workload::Workload;
 
 /// The built-in default workload (the file in workloads/, embedded so the binary runs anywhere).
 const DEFAULT_WORKLOAD: &str = include_str!("../../workloads/hot-lock.toml");
@@ -26,7 +26,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<Exit> {
     let schedules = args
         .chaos
         .iter()
-        .map(|p| crate::spec::Schedule::from_file(p))
+        .map(|p| crate::nemesis::schedule::Schedule::from_file(p))
         .collect::<Result<Vec<_>, _>>()?;
     let clients_as = args.clients_override().map_err(anyhow::Error::msg)?;
     let ov = Overrides {

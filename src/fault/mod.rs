@@ -25,16 +25,16 @@
 //!
 //! **What a new fault kind touches:** its file here (parameters, validation, name, start, undo,
 //! realism), plus one line in the `registry!` list below. Nothing else: the schedule file
-//! (`spec/chaos/`) reads any registered kind's fields and writes them back, the nemesis
+//! (`nemesis/schedule/`) reads any registered kind's fields and writes them back, the nemesis
 //! (`nemesis/`) plays and heals any [`Fault`], and the checkers and reports read windows by the
 //! kind's name. (Tried with a throw-away kind taking a new parameter: it compiled and read,
 //! wrote back and played with those two changes; the one test that failed pins the whole
-//! "valid kinds are ..." message in `spec/chaos/tests.rs`, which then lists the new kind too.)
+//! "valid kinds are ..." message in `nemesis/schedule/tests.rs`, which then lists the new kind too.)
 //! A kind that needs a new *primitive* (a way to act on a server that [`Faultable`] lacks)
 //! adds it to [`Faultable`] with a default, and implements it for the cluster. Docs: its row
 //! in the table above and in docs/faults.md.
 //!
-//! Layering: this module is the vocabulary; `spec::chaos` reads a schedule's timing and hands
+//! Layering: this module is the vocabulary; `nemesis::schedule` reads a schedule's timing and hands
 //! each fault's table to [`read`]; `nemesis` keeps the books and plays the timeline.
 
 #[macro_use]

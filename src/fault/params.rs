@@ -1,7 +1,7 @@
 //! What a fault kind reads its parameters through: one `[[faults]]` table (or one entry of a
 //! mixed fault's `kinds`) with its path, so every error a kind raises names the file, the
 //! field's path (`faults[2].target`) and what would be valid. The table itself is the schedule
-//! reader's ([`crate::spec::chaos`]), behind [`ParamSource`]: the kinds need nothing from the
+//! reader's ([`crate::nemesis::schedule`]), behind [`ParamSource`]: the kinds need nothing from the
 //! reader but this, so `fault` does not import `spec` (the schedule imports the kinds).
 
 use std::fmt;

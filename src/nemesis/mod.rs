@@ -18,6 +18,7 @@
 //! undone, so a start or undo cancelled half-way is still healed.
 
 mod books;
+pub mod schedule;
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -31,7 +32,7 @@ pub use books::{Books, Faults, REJOIN_FAILED};
 
 use crate::fault::{Fault, Faultable, Scene, WorkerProcesses};
 use crate::history::{Clock, Event, EventKind, HistoryHandle, Op};
-use crate::spec::chaos::{PlannedFault, Schedule};
+use crate::nemesis::schedule::{PlannedFault, Schedule};
 
 /// A cell's clients at work, as what runs beside them sees it (the nemesis, a test): the runner
 /// makes it when the clients start.

@@ -1,7 +1,7 @@
 //! A test-only slowdown, to prove the regression gate catches one: with the `inject-delay`
 //! cargo feature compiled in **and** `LOCKBENCH_INJECT_RELEASE_DELAY` set, every real recipe's
 //! release waits that long before it lets go of the lock, which lengthens the hold-to-handoff
-//! path by exactly that much (waited with [`crate::workload::pace::sleep`], within tens of
+//! path by exactly that much (waited with [`crate::pace::sleep`], within tens of
 //! microseconds: tokio's own sleep has a 1 ms tick and turned a 0.23 ms delay into more than
 //! 1 ms). Without the feature these are empty functions: no build a user makes (`cargo build`,
 //! `cargo install`, the README's commands) enables it.
@@ -43,7 +43,7 @@ pub async fn before_release(system: crate::system::System) {
     });
     let cell = CELL.lock().map(|c| c.clone()).unwrap_or_default();
     if let Some(d) = delay_for(delays, &system.to_string(), &cell) {
-        crate::workload::pace::sleep(d).await;
+        crate::pace::sleep(d).await;
     }
 }
 

@@ -462,8 +462,8 @@ fn plan_cells(plan: &Plan) -> String {
     );
     for c in &plan.cells {
         let length = match c.workload.stop {
-            crate::spec::Stop::Duration(d) => humantime::format_duration(d).to_string(),
-            crate::spec::Stop::Acquisitions(n) => format!("{n} acquisitions"),
+            crate::workload::Stop::Duration(d) => humantime::format_duration(d).to_string(),
+            crate::workload::Stop::Acquisitions(n) => format!("{n} acquisitions"),
         };
         let chaos_seed = if c.chaos.is_calm() {
             "-".to_string()

@@ -11,11 +11,11 @@ use tokio::sync::{Barrier, watch};
 use super::outcome;
 use super::worker::RemoteRegister;
 use crate::history::{Event, EventKind, EventSink, Op};
+use crate::pace;
 use crate::recipe::{Recipe, Strategy, Tally};
 use crate::resource::{AccessOp, Refused, Register};
-use crate::spec::{Stop, Workload};
 use crate::workload::distribution::{KeyChooser, client_rng};
-use crate::workload::pace;
+use crate::workload::{Stop, Workload};
 
 /// What every client of a cell (or, in a worker process, of that process) shares.
 pub(crate) struct CellShared {
@@ -196,7 +196,7 @@ pub(crate) async fn drive<R: Recipe>(recipe: R, id: u32, shared: Arc<CellShared>
         }
         let ended = one_cycle(&recipe, id, &key, intended, thought, &shared, &mut rng).await;
         n += 1;
-        if wl.arrival == crate::spec::Arrival::Closed {
+        if wl.arrival == crate::workload::Arrival::Closed {
             let think = wl.think.sample(&mut rng);
             // Counted from the outcome the history shows last, so the recorded think is the
             // gap between that event and the next invoke. A zero think does not wait at all.
@@ -326,12 +326,12 @@ mod tests {
     use super::*;
     use crate::history::ErrorKind;
     use crate::history::{Recorder, read_history};
+    use crate::pace::tests::{within, within_tolerance_in_one_of_three};
     use crate::recipe::mock::{MockOptions, MockService};
     use crate::recipe::{BOTH_STRATEGIES, Lease, LockError, LostSignal};
     use crate::results::{CellInfo, CellSummary};
     use crate::stats::analyze_events as analyze;
     use crate::system::System;
-    use crate::workload::pace::tests::{within, within_tolerance_in_one_of_three};
 
     /// Grants every acquire at once; with `lose_after`, each lease is lost that long after.
     struct InstantLock {
@@ -439,7 +439,7 @@ mod tests {
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn closed_loop_holds_and_thinks_as_asked() {
-        let _turn = crate::workload::pace::tests::TIMING.lock().await;
+        let _turn = crate::pace::tests::TIMING.lock().await;
         within_tolerance_in_one_of_three(|| async {
             let wl = "clients = 4\nkeys = 4\nhold = \"1ms\"\nthink = \"2ms\"\nacquisitions = 200\nseed = 1\n";
             let (_, s) = run("closed", wl, None).await;
@@ -460,7 +460,7 @@ mod tests {
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn open_loop_acquisitions_start_on_schedule() {
-        let _turn = crate::workload::pace::tests::TIMING.lock().await;
+        let _turn = crate::pace::tests::TIMING.lock().await;
         within_tolerance_in_one_of_three(|| async {
             // 2000/s over 4 clients: each is due every 2 ms and holds 0.5 ms, so it is free in
             // time.
@@ -475,7 +475,7 @@ mod tests {
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_lease_lost_mid_hold_is_recorded_and_the_hold_still_ends_on_time() {
-        let _turn = crate::workload::pace::tests::TIMING.lock().await;
+        let _turn = crate::pace::tests::TIMING.lock().await;
         within_tolerance_in_one_of_three(|| async {
             let wl = "clients = 1\nkeys = 1\nhold = \"20ms\"\nacquisitions = 3\nseed = 1\n";
             let (events, s) = run("lost", wl, Some(Duration::from_millis(1))).await;

@@ -24,7 +24,7 @@ use crate::recipe::{Recipe, RecipeConfig};
 use crate::report::{Exporters, RunReport};
 use crate::resource::Register;
 use crate::results::{CellInfo, CellSummary};
-use crate::spec::ClientsAs;
+use crate::workload::ClientsAs;
 
 pub use backend::{Backend, DockerBackend, MockBackend};
 pub use output::RunFolder;
@@ -196,8 +196,8 @@ async fn run_cell<B: Backend>(
     // Calm cells run exactly as before: nothing beside the clients.
     let nemesis = (!cell.chaos.is_calm()).then(|| {
         let length = match cell.workload.stop {
-            crate::spec::Stop::Duration(d) => d,
-            crate::spec::Stop::Acquisitions(_) => nemesis::OPEN_CELL_BOUND,
+            crate::workload::Stop::Duration(d) => d,
+            crate::workload::Stop::Acquisitions(_) => nemesis::OPEN_CELL_BOUND,
         };
         Nemesis::new(&cell.chaos, length, &prefix, books.clone())
     });
@@ -378,8 +378,8 @@ where
     // A client that hangs past its own deadlines must not hang the run.
     let grace = client::drain(wl);
     let limit = match wl.stop {
-        crate::spec::Stop::Duration(d) => Some(d + grace),
-        crate::spec::Stop::Acquisitions(_) => None,
+        crate::workload::Stop::Duration(d) => Some(d + grace),
+        crate::workload::Stop::Acquisitions(_) => None,
     };
     let clock = recorder.clock();
     let join = async {

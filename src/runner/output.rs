@@ -103,7 +103,7 @@ impl RunFolder {
             schema_version: crate::results::SCHEMA_VERSION,
             info,
             workload_spec: cell.workload.to_table(),
-            chaos_spec: (cell.chaos != crate::spec::Schedule::none())
+            chaos_spec: (cell.chaos != crate::nemesis::schedule::Schedule::none())
                 .then(|| cell.chaos.to_table()),
         };
         write(

@@ -6,13 +6,14 @@
 use std::path::{Path, PathBuf};
 
 use lockbench::System;
+use lockbench::nemesis::schedule::Schedule;
 use lockbench::plan::{Overrides, Plan};
 use lockbench::recipe::Strategy;
 use lockbench::recipe::mock::MockOptions;
 use lockbench::report::Exporters;
 use lockbench::runner::progress::PlainProgress;
 use lockbench::runner::{MockBackend, RunFolder, RunOutcome, run_on};
-use lockbench::spec::{Schedule, Workload};
+use lockbench::workload::Workload;
 
 const WORKLOAD: &str = r#"
 clients = 6

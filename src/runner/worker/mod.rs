@@ -34,7 +34,7 @@ use crate::fault::WorkerProcesses;
 use crate::history::{Clock, Event, EventKind, HistoryHandle, Op};
 use crate::recipe::{RecipeConfig, Strategy};
 use crate::resource::{AccessOp, Register};
-use crate::spec::{Stop, Workload};
+use crate::workload::{Stop, Workload};
 
 /// How long one write of a control line to a worker may take (a line is far smaller than a
 /// pipe's buffer, so only a wedged pipe takes any time at all).

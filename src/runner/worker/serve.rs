@@ -18,7 +18,7 @@ use super::remote::{ACCESS_TIMEOUT, RemoteRegister};
 use crate::history::{Clock, Event, EventSink};
 use crate::recipe::Recipe;
 use crate::runner::client::{CellShared, Resource, Rounds, drive};
-use crate::spec::Workload;
+use crate::workload::Workload;
 
 /// How long a worker waits for its setup line (the runner writes it right after spawning).
 const SETUP_TIMEOUT: Duration = Duration::from_secs(30);

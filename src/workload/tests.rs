@@ -319,8 +319,8 @@ fn clients_run_as_tasks_unless_asked_for_processes() {
 #[test]
 fn expect_names_systems_and_pairs_and_the_most_specific_wins() {
     use crate::resource::ResourceMode;
-    use crate::spec::Expect::{Safe, Unsafe};
     use crate::system::System;
+    use crate::workload::Expect::{Safe, Unsafe};
     let base = "clients = 1\nduration = \"5s\"\n";
     let w = Workload::from_str(base, "x").unwrap();
     assert_eq!(w.expect_for(System::Redis, Strategy::Herd), Safe);
@@ -394,8 +394,8 @@ fn crash_between_steps_every_is_absent_zero_or_in_range() {
 
 #[test]
 fn unsafe_strategies_run_only_when_named() {
-    use crate::spec::Expect::{Safe, Unsafe};
     use crate::system::System;
+    use crate::workload::Expect::{Safe, Unsafe};
     let base = "clients = 1\nduration = \"5s\"\n";
     let w = Workload::from_str(base, "x").unwrap();
     assert!(

@@ -7,7 +7,7 @@ use toml::{Table, Value};
 
 use super::{FaultSpec, Schedule, Timing};
 use crate::fault;
-use crate::spec::Expectations;
+use crate::workload::Expectations;
 
 fn text(d: Duration) -> Value {
     Value::String(humantime::format_duration(d).to_string())

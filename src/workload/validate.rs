@@ -22,12 +22,12 @@ const MAX_RATE: f64 = 1_000_000.0;
 const MAX_EXPONENT: f64 = 10.0;
 const HOUR: Duration = Duration::from_secs(3600);
 
-pub(super) struct Validator<'a> {
-    pub(super) origin: &'a str,
+pub(crate) struct Validator<'a> {
+    pub(crate) origin: &'a str,
 }
 
 impl Validator<'_> {
-    pub(in crate::spec) fn range(
+    pub(crate) fn range(
         &self,
         field: &str,
         v: Option<i64>,
@@ -48,7 +48,7 @@ impl Validator<'_> {
         Ok(v)
     }
 
-    pub(in crate::spec) fn out_of_range(
+    pub(crate) fn out_of_range(
         &self,
         field: &str,
         value: impl fmt::Display,
@@ -62,7 +62,7 @@ impl Validator<'_> {
         }
     }
 
-    pub(in crate::spec) fn invalid(
+    pub(crate) fn invalid(
         &self,
         field: &str,
         value: impl fmt::Display,
@@ -76,7 +76,7 @@ impl Validator<'_> {
         }
     }
 
-    pub(in crate::spec) fn missing(&self, field: &str, hint: &str) -> SpecError {
+    pub(crate) fn missing(&self, field: &str, hint: &str) -> SpecError {
         SpecError::Missing {
             origin: self.origin.into(),
             field: field.into(),
@@ -84,7 +84,7 @@ impl Validator<'_> {
         }
     }
 
-    pub(in crate::spec) fn conflict(&self, message: String) -> SpecError {
+    pub(crate) fn conflict(&self, message: String) -> SpecError {
         SpecError::Conflict {
             origin: self.origin.into(),
             message,
@@ -92,7 +92,7 @@ impl Validator<'_> {
     }
 
     /// A humantime duration within `[min, max]`.
-    pub(in crate::spec) fn duration(
+    pub(crate) fn duration(
         &self,
         field: &str,
         text: &str,
@@ -117,7 +117,7 @@ impl Validator<'_> {
         Ok(d)
     }
 
-    pub(in crate::spec) fn opt_duration(
+    pub(crate) fn opt_duration(
         &self,
         field: &str,
         text: Option<&str>,
@@ -325,10 +325,7 @@ impl Validator<'_> {
         }
     }
 
-    pub(in crate::spec) fn expect(
-        &self,
-        raw: Option<toml::Value>,
-    ) -> Result<Expectations, SpecError> {
+    pub(crate) fn expect(&self, raw: Option<toml::Value>) -> Result<Expectations, SpecError> {
         const VALUES: &str = "valid values are \"safe\" (the default) and \"unsafe\"";
         let one = |field: &str, v: &toml::Value| match v.as_str().and_then(parse_expect) {
             Some(e) => Ok(e),
@@ -381,7 +378,7 @@ impl Validator<'_> {
         Ok(n as u32)
     }
 
-    pub(in crate::spec) fn name(&self, raw: Option<String>) -> Result<String, SpecError> {
+    pub(crate) fn name(&self, raw: Option<String>) -> Result<String, SpecError> {
         let name = raw.unwrap_or_else(|| {
             Path::new(self.origin)
                 .file_stem()

@@ -63,7 +63,7 @@ pub(super) struct RawStampede {
 }
 
 /// What a bare string stands for in a field that also takes a table.
-pub(in crate::spec) trait FromBare {
+pub(crate) trait FromBare {
     fn from_bare(s: String) -> Self;
 }
 impl FromBare for RawKind {
@@ -85,7 +85,7 @@ impl FromBare for RawDist {
 }
 
 #[derive(Debug)]
-pub(in crate::spec) struct StrOrTable<T>(pub(in crate::spec) T);
+pub(crate) struct StrOrTable<T>(pub(crate) T);
 
 impl<'de, T: Deserialize<'de> + FromBare> Deserialize<'de> for StrOrTable<T> {
     fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {

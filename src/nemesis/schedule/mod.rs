@@ -21,10 +21,10 @@ use std::time::Duration;
 
 pub use crate::fault::FaultKind;
 use crate::recipe::Strategy;
-use crate::spec::Expect;
 use crate::system::System;
+use crate::workload::Expect;
 
-use super::{Expectations, SpecError, parse_error};
+use crate::workload::{Expectations, SpecError, parse_error};
 
 pub use crate::fault::{Param, ParamType, Params};
 pub use timeline::PlannedFault;

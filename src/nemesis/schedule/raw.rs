@@ -15,7 +15,7 @@ use serde::de::{self, MapAccess, Visitor};
 
 use crate::fault::KINDS;
 use crate::fault::ParamType;
-use crate::spec::raw::{FromBare, StrOrTable};
+use crate::workload::raw::{FromBare, StrOrTable};
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]

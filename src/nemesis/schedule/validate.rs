@@ -9,9 +9,9 @@ use super::raw::{RawFault, RawSchedule};
 use super::{FaultKind, FaultSpec, NO_CHAOS, Schedule, Timing};
 use crate::fault;
 use crate::fault::{DAY, Params, valid_kinds};
-use crate::spec::SpecError;
-use crate::spec::validate::Validator;
 use crate::system::{FACTS, System};
+use crate::workload::SpecError;
+use crate::workload::validate::Validator;
 
 const MIN_EVERY: Duration = Duration::from_millis(100);
 

@@ -9,7 +9,7 @@ use crate::cluster::DataOnRestart;
 use crate::fault::{
     ClientTarget, Clock, ClockSkew, Kill, Mixed, Partition, PauseClient, Shape, Target,
 };
-use crate::spec::Expect::{Safe, Unsafe};
+use crate::workload::Expect::{Safe, Unsafe};
 
 fn secs(s: u64) -> Duration {
     Duration::from_secs(s)

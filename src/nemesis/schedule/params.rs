@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use super::raw::{RawFault, RawValue};
 use crate::fault::{FaultKind, ParamSource};
-use crate::spec::SpecError;
-use crate::spec::validate::Validator;
+use crate::workload::SpecError;
+use crate::workload::validate::Validator;
 
 /// One fault's table, with its path and the validator of its file.
 pub(super) struct Table<'a> {
