@@ -6,6 +6,8 @@ mod client;
 mod outcome;
 mod output;
 pub mod progress;
+#[cfg(test)]
+mod tests;
 pub mod worker;
 
 use std::future::Future;
