@@ -212,11 +212,15 @@ pub fn checkers() -> Vec<Box<dyn Checker>> {
     all
 }
 
+/// Makes a checker (what a test plants).
+#[cfg(test)]
+pub(crate) type MakeChecker = fn() -> Box<dyn Checker>;
+
 #[cfg(test)]
 thread_local! {
     /// Checkers this crate's tests add after the suite's own, on their thread only (so tests
     /// running beside them are untouched): a checker that panics inside a whole run.
-    pub(crate) static PLANTED: std::cell::RefCell<Vec<fn() -> Box<dyn Checker>>> =
+    pub(crate) static PLANTED: std::cell::RefCell<Vec<MakeChecker>> =
         const { std::cell::RefCell::new(Vec::new()) };
 }
 
