@@ -7,10 +7,16 @@
 //! when too few masters answered to tell, the connection error).
 //!
 //! - **herd**: a failed round that won some masters gives them back at once (without notifying:
-//!   the lock was never free) and retries after a random delay, so split votes untangle. A round
-//!   that won nothing waits for a release notification from any master (subscribed on all; the
+//!   the lock was never free). The take script names the owner value of each master that
+//!   refused. When no single owner holds a quorum of the masters that answered, the round was a
+//!   split vote: it retries after a random delay (0 to `retry_delay_max`), so split votes
+//!   untangle. When one does (it holds the lock, or its round is winning it), or when the round
+//!   won nothing, it waits for a release notification from any master (subscribed on all; the
 //!   same release heard from several masters counts as one wake-up), the holder's TTL, or the
-//!   fallback poll.
+//!   fallback poll: a holder on a bare quorum (3 of 5, the other 2 free) does not make its
+//!   waiters win and give back the free masters in a loop. A round that won a quorum too late
+//!   (its validity ran out) gives back with a release notification, as its waiters wait for
+//!   one.
 //! - **predecessor**: a FIFO queue on each master with a wake-up for the head only. The order
 //!   must agree across masters, or each master's head differs and nobody wins a majority. So the
 //!   ticket is taken in two phases (Skeen's total-order multicast): each master hands out a
@@ -42,6 +48,7 @@
 //! expires while held, a master that restarts without persistence, or a release that does not
 //! reach the shared master lets the next quorum see only smaller counters.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -137,6 +144,29 @@ impl Round {
             && answered
                 .iter()
                 .all(|a| a.token == 0 && a.retry_within.is_none())
+    }
+    /// The owner value that holds at least `quorum` of the masters that answered (so at most
+    /// one): a client that has won the lock, or whose round is winning it. Only herd takes name
+    /// the holder of a refusing master.
+    fn quorum_holder(&self, quorum: usize) -> Option<&str> {
+        let mut held: HashMap<&str, usize> = HashMap::new();
+        for a in self.answers.iter().filter_map(|a| a.as_ref().ok()) {
+            if let (0, Some(h)) = (a.token, a.holder.as_deref()) {
+                *held.entry(h).or_default() += 1;
+            }
+        }
+        held.into_iter().find(|&(_, n)| n >= quorum).map(|(h, _)| h)
+    }
+    /// True for a herd round that did not win but won some masters while no single owner holds
+    /// a quorum of those that answered: nobody can win until some contender gives back, so a
+    /// short random pause untangles it. When one owner does hold a quorum, the lock is taken
+    /// and only its release (or TTL) can free it: retrying after a short pause would only win
+    /// and give back the same free masters again and again for as long as it holds (a holder
+    /// on a bare 3 of 5 after `redlock-restart-delayed`: 80–217 requests per waiting
+    /// client-second with the pause, 13–18 with the wait), so such a round waits as one that
+    /// won nothing does.
+    fn split_vote(&self, quorum: usize) -> bool {
+        self.granted().next().is_some() && self.quorum_holder(quorum).is_none()
     }
     /// The shortest wait any master that refused suggested (a holder's remaining TTL). A grant
     /// suggests nothing: what the round lacks is elsewhere, and retrying at once would only
@@ -347,7 +377,7 @@ struct RoundTaker<'a> {
 
 impl RoundTaker<'_> {
     /// After a round that did not win: gives back what it won where keeping it would block
-    /// others (a queue puts another waiter first; a split herd vote), `maybe` being the masters
+    /// others (a queue puts another waiter first; any herd round), `maybe` being the masters
     /// that granted or did not answer.
     async fn give_back(
         &self,
@@ -373,9 +403,16 @@ impl RoundTaker<'_> {
                     .await;
             }
         } else if !maybe.is_empty() {
-            // Give back silently (the lock was never free for anyone else to take).
+            // Give back silently: the lock was never free for anyone else to take. Except after
+            // a round that won a quorum but too late (its validity ran out): the other waiters
+            // saw a quorum holder and wait for its release, so this give-back is one.
             progress.requests += maybe.len() as u64;
-            let (notify, entry) = (Notify::Nobody, QueueEntry::Leave);
+            let notify = if granted.len() >= r.quorum {
+                Notify::Waiters
+            } else {
+                Notify::Nobody
+            };
+            let entry = QueueEntry::Leave;
             r.release_on(Some(maybe), &self.keys, &self.owner, notify, entry, limit)
                 .await;
         }
@@ -444,8 +481,11 @@ impl Taker for RoundTaker<'_> {
                 r.quorum
             )));
         }
-        if self.strategy == Strategy::Herd && !granted.is_empty() {
-            // Split vote: pause at random so the contenders spread out.
+        if self.strategy == Strategy::Herd && round.split_vote(r.quorum) {
+            // Split vote (won some, nobody holds a quorum): pause at random so the contenders
+            // spread out. Behind a quorum holder the round waits below, as one that won
+            // nothing. A holder whose round won a quorum too late (validity gone) gives back
+            // with a wake-up (`give_back`), so its waiters do not sit out the poll for it.
             let pause = rand::rng().random_range(Duration::ZERO..=r.opts.retry_delay_max);
             return Ok(Take::Again(Some(pause)));
         }
@@ -646,6 +686,62 @@ mod tests {
             let quorum = n / 2 + 1;
             assert_eq!(withdrawn_after(n, quorum), needed, "{n} masters");
             assert_eq!(n - needed, quorum - 1, "{n} masters");
+        }
+    }
+
+    /// A round from one letter per master: `w` granted, `-` no answer, any other letter
+    /// refused by the owner of that name.
+    fn round(answers: &str) -> Round {
+        let answer = |c: char| match c {
+            'w' => Ok(Attempt {
+                token: 7,
+                ticket: None,
+                retry_within: None,
+                holder: None,
+            }),
+            '-' => Err(LockError::Connection("no answer".into())),
+            h => Ok(Attempt {
+                token: 0,
+                ticket: None,
+                retry_within: Some(Duration::from_secs(5)),
+                holder: Some(h.to_string()),
+            }),
+        };
+        Round {
+            answers: answers.chars().map(answer).collect(),
+            started: Instant::now(),
+        }
+    }
+
+    #[test]
+    fn a_herd_round_is_a_split_vote_only_when_nobody_holds_a_quorum() {
+        // (answers, the holder of a quorum, split vote: else the round waits for a release)
+        let cases = [
+            // Another owner holds a bare quorum, the other masters are free: wait.
+            ("wwaaa", Some("a"), false),
+            ("awawa", Some("a"), false),
+            ("waaaa", Some("a"), false),
+            ("w-aaa", Some("a"), false),
+            // Nobody holds a quorum of the masters that answered: a split vote.
+            ("wwaab", None, true),
+            ("wabab", None, true),
+            ("wwaa-", None, true),
+            ("w-aa-", None, true),
+            // Our own quorum, won too late: nobody else holds it, retry after the pause.
+            ("wwwaa", None, true),
+            // Won nothing: wait, whoever holds.
+            ("aaabb", Some("a"), false),
+            ("aabb-", None, false),
+            // Three masters (quorum 2) and one.
+            ("waa", Some("a"), false),
+            ("wab", None, true),
+            ("a", Some("a"), false),
+        ];
+        for (answers, holder, split) in cases {
+            let r = round(answers);
+            let quorum = answers.len() / 2 + 1;
+            assert_eq!(r.quorum_holder(quorum), holder, "{answers}");
+            assert_eq!(r.split_vote(quorum), split, "{answers}");
         }
     }
 
