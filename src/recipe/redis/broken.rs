@@ -63,6 +63,7 @@ impl Server {
                     -1 => None,
                     p => Some(Duration::from_millis(p.max(0) as u64)),
                 },
+                holder: None,
             },
         ))
     }

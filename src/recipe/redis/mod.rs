@@ -235,6 +235,7 @@ impl RedisRecipe {
                     token,
                     ticket: None,
                     retry_within: None,
+                    holder: None,
                 }))
             }
             _ => {

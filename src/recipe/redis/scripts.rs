@@ -84,19 +84,21 @@ end
 "#;
 
 /// Herd take. KEYS: lock, fence. ARGV: owner, ttl ms.
-/// Returns {token, pttl}: token > 0 when granted; else the holder's remaining TTL.
+/// Returns {token, pttl, holder}: token > 0 when granted (pttl 0, holder ''); else the
+/// holder's remaining TTL and its owner value (Redlock tells a holder that has a quorum of
+/// masters from a split vote by it).
 /// Granting again to the same owner makes a retried request (first reply lost) idempotent.
 const HERD_ACQUIRE: &str = r#"
 local cur = redis.call('GET', KEYS[1])
 if not cur then
   redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
-  return {redis.call('INCR', KEYS[2]), 0}
+  return {redis.call('INCR', KEYS[2]), 0, ''}
 end
 if cur == ARGV[1] then
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
-  return {tonumber(redis.call('GET', KEYS[2]) or '0'), 0}
+  return {tonumber(redis.call('GET', KEYS[2]) or '0'), 0, ''}
 end
-return {0, redis.call('PTTL', KEYS[1])}
+return {0, redis.call('PTTL', KEYS[1]), cur}
 "#;
 
 /// Queue take. KEYS: lock, fence, queue, expiry, tickets, tentative.

@@ -25,7 +25,7 @@ pub(crate) struct Server {
 }
 
 /// What one take attempt answered.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub(crate) struct Attempt {
     /// Fencing token, > 0 when granted.
     pub token: u64,
@@ -35,6 +35,9 @@ pub(crate) struct Attempt {
     /// others are ahead of this waiter), else the holder's remaining TTL (after which the lock
     /// is free without a release).
     pub retry_within: Option<Duration>,
+    /// The owner value that holds the lock on this server when a herd take was refused;
+    /// `None` for a grant and for the other takes.
+    pub holder: Option<String>,
 }
 
 /// How one queue take goes, beyond the lock and its owner.
@@ -165,7 +168,7 @@ impl Server {
         ttl: Duration,
         limit: Duration,
     ) -> Result<Attempt, LockError> {
-        let (token, pttl): (u64, i64) = self
+        let (token, pttl, holder): (u64, i64, String) = self
             .eval(
                 &HERD_ACQUIRE_SCRIPT,
                 &[&keys.lock, &keys.fence],
@@ -182,6 +185,7 @@ impl Server {
                 -1 => None,
                 p => Some(Duration::from_millis(p.max(0) as u64)),
             },
+            holder: (token == 0).then_some(holder),
         })
     }
 
@@ -227,6 +231,7 @@ impl Server {
             token,
             ticket: Some(ticket),
             retry_within: (hint >= 0).then(|| Duration::from_millis(hint as u64)),
+            holder: None,
         })
     }
 
