@@ -547,18 +547,7 @@ mod tests {
         assert_eq!(t.violations[1].t_us, s.violations[1].t_us);
     }
 
-    /// A checker with a bug: it panics on every history.
-    struct Panicking;
-
-    impl Checker for Panicking {
-        fn name(&self) -> &'static str {
-            "panicking"
-        }
-
-        fn check(&self, _: &History, _: &CellInfo) -> Verdict {
-            panic!("index 7 out of range for length 3");
-        }
-    }
+    use super::testkit::Panicking;
 
     #[test]
     fn a_checker_that_panics_gives_unknown_with_its_message_and_the_others_stand() {

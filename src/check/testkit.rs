@@ -2,6 +2,7 @@
 
 use super::{Checker, History, Verdict};
 use crate::history::{ErrorKind, Event, EventKind, Op};
+use crate::results::CellInfo;
 pub use crate::results::testkit::cell;
 
 /// Runs `checker` on `events` (lines 1.. in this order).
@@ -97,4 +98,18 @@ pub fn section(t: u64, c: u32, key: &str, token: u64, v: u64) -> Vec<Event> {
         write(t + 80, c, key, token, v + 1),
         release(t + 90, c, key),
     ]
+}
+
+/// A checker with a bug: it panics on every history, with the message
+/// `index 7 out of range for length 3`.
+pub struct Panicking;
+
+impl Checker for Panicking {
+    fn name(&self) -> &'static str {
+        "panicking"
+    }
+
+    fn check(&self, _: &History, _: &CellInfo) -> Verdict {
+        panic!("index 7 out of range for length 3");
+    }
 }

@@ -4,11 +4,12 @@ use std::path::PathBuf;
 
 use super::progress::PlainProgress;
 use super::{MockBackend, RunFolder, run_on};
-use crate::check::{Checker, History, PANICKED, PLANTED, Verdict};
+use crate::check::testkit::Panicking;
+use crate::check::{PANICKED, PLANTED};
 use crate::plan::{Overrides, Plan};
 use crate::recipe::mock::MockOptions;
 use crate::report::Exporters;
-use crate::results::{CellInfo, SafetyVerdict};
+use crate::results::SafetyVerdict;
 use crate::system::System;
 use crate::workload::Workload;
 
@@ -26,19 +27,6 @@ acquire_timeout = "5s"
 strategies = ["herd", "predecessor"]
 seed = 3
 "#;
-
-/// A new checker with a bug.
-struct Panicking;
-
-impl Checker for Panicking {
-    fn name(&self) -> &'static str {
-        "panicking"
-    }
-
-    fn check(&self, _: &History, _: &CellInfo) -> Verdict {
-        panic!("index 7 out of range for length 3");
-    }
-}
 
 fn scratch() -> PathBuf {
     let p = std::env::temp_dir().join(format!("lockbench-runner-panic-{}", std::process::id()));
