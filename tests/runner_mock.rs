@@ -94,7 +94,11 @@ async fn a_mock_run_writes_every_file_and_shows_the_herd() {
         }
         let cell: serde_json::Value =
             serde_json::from_str(&std::fs::read_to_string(dir.join("cell.json")).unwrap()).unwrap();
-        assert_eq!(cell["schema_version"], 5, "check::evaluate checks it");
+        assert_eq!(
+            cell["schema_version"],
+            lockbench::results::SCHEMA_VERSION,
+            "check::evaluate checks it"
+        );
         // The folder alone gives back what the run wrote (what `lockbench check` relies on).
         let again = lockbench::check::evaluate(&dir).expect("evaluate the cell folder");
         let written: CellSummary =
