@@ -55,6 +55,18 @@ impl Cluster {
         Ok(())
     }
 
+    /// The servers the partitions in effect cut `node` off from, in name order.
+    pub fn cut_from(&self, node: &str) -> Vec<String> {
+        let cuts = self.cuts.lock().expect("cuts lock");
+        let blocked: BTreeSet<&String> = cuts
+            .iter()
+            .filter_map(|g| g.blocked().get(node))
+            .flatten()
+            .filter(|peer| self.servers().any(|n| n.name() == peer.as_str()))
+            .collect();
+        blocked.into_iter().cloned().collect()
+    }
+
     fn validate_grudge(&self, grudge: &Grudge) -> Result<(), ClusterError> {
         let plan = grudge.blocked();
         for name in plan.keys().chain(plan.values().flatten()) {

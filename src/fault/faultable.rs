@@ -153,15 +153,7 @@ impl Faultable for Cluster {
         Cluster::serving(self, node).await
     }
     fn cut_from(&self, node: &str) -> Vec<String> {
-        let servers = Faultable::servers(self);
-        let cuts = self.cuts.lock().unwrap_or_else(|e| e.into_inner());
-        let blocked: std::collections::BTreeSet<&String> = cuts
-            .iter()
-            .filter_map(|g| g.blocked().get(node))
-            .flatten()
-            .filter(|peer| servers.contains(peer))
-            .collect();
-        blocked.into_iter().cloned().collect()
+        Cluster::cut_from(self, node)
     }
     async fn healthy(&self) -> Result<(), String> {
         Cluster::healthy(self).await

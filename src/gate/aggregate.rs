@@ -63,13 +63,7 @@ pub struct ViolationAt {
 impl SafetyRecord {
     /// `unsafe` if any repetition was, else `unknown` if any was, else `safe`.
     pub fn worst(&self) -> SafetyVerdict {
-        if self.verdicts.contains(&SafetyVerdict::Unsafe) {
-            SafetyVerdict::Unsafe
-        } else if self.verdicts.contains(&SafetyVerdict::Unknown) || self.verdicts.is_empty() {
-            SafetyVerdict::Unknown
-        } else {
-            SafetyVerdict::Safe
-        }
+        SafetyVerdict::merge(self.verdicts.iter().copied())
     }
 
     /// E.g. `safe 3/3`, `unsafe 1/3`: the worst verdict and how many repetitions had it.
