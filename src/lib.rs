@@ -2,9 +2,9 @@
 //! (Sentinel and Redlock) clusters started in Docker.
 //!
 //! A run, after Jepsen: **clusters** come up ([`cluster`], from images [`image`] builds
-//! offline; each [`system`] is a name and its facts as data, listed once in
-//! [`system::registry::SYSTEMS`], and a folder behind [`service::LockService`] that starts,
-//! probes and connects to it, listed once in [`service::registry::SERVICES`]); **clients** run a
+//! offline; each system is one folder, `service/<name>/`, listed once in [`system::registry`]:
+//! its name and facts as data in [`system`], and behind [`service::LockService`] what starts,
+//! probes and connects to it); **clients** run a
 //! **workload** ([`workload`] reads `workloads/*.toml` and draws its random choices; [`pace`]
 //! keeps its holds, thinks and arrivals on time) through a lock **recipe** ([`recipe`]: one folder of logic per system, both
 //! strategies side by side; [`recipe::mock`] stands in for a server only in Docker-free tests of
@@ -77,23 +77,22 @@
 //! imports the runner.
 //!
 //! Where a new piece goes:
-//! - a system: its facts in a file `system/<name>.rs` plus one line in
-//!   [`system::registry::SYSTEMS`], and its behaviour in a folder `service/<name>/` plus one
-//!   line in [`service::registry::SERVICES`] (a test checks both lists agree), no other file
-//!   edited. The facts file defines its `System` constant and its [`system::Facts`] (name,
-//!   sizes, strategies, image, leaderless or not, what times its leases, which says how a clock
-//!   fault reaches it, plot colour); a system on a new image also defines its
-//!   [`system::ImageKind`] and adds `docker/<name>/` (the build files it embeds). The service
-//!   folder implements [`cluster::Provider`] in its `provider.rs` (node shapes, readiness,
-//!   leader, per-node health, version probe, a wiped node's rejoin) and
-//!   [`service::LockService`] (recipe connect: [`recipe::AnyRecipe::new`] over any
-//!   [`recipe::Recipe`]); its recipe may live in the folder too. The four existing systems keep
-//!   their recipes in `recipe/<name>/` (`redis/` holding Redlock's; moved later, when no one
-//!   else edits them), which their service folders connect. The facts sit below everything
-//!   (every module may name a system), the services above the clusters and recipes they use:
-//!   that split is what keeps `system` off every circle. The CLI's `--zookeeper-image`,
+//! - a system: one folder `service/<name>/` plus one line in [`system::registry`], no other
+//!   file edited (images aside: a system on a new image adds its build files, `docker/<name>/`,
+//!   beside the others'). The line compiles the folder's `facts.rs` into [`system`], below
+//!   everything (its `System` constant and [`system::Facts`]: name, sizes, strategies, image,
+//!   leaderless or not, what times its leases, which says how a clock fault reaches it, plot
+//!   colour; a system on a new image also defines its [`system::ImageKind`] there), and the rest
+//!   of the folder into [`service`], above the clusters and recipes it uses: that split is what
+//!   keeps `system` off every circle. The folder implements [`cluster::Provider`] in its
+//!   `provider.rs` (node shapes, readiness, leader, per-node health, version probe, a wiped
+//!   node's rejoin) and [`service::LockService`] (recipe connect: [`recipe::AnyRecipe::new`]
+//!   over any [`recipe::Recipe`]) as `SERVICE` in its `mod.rs`; its recipe may live in the
+//!   folder too. The four existing systems keep their recipes in `recipe/<name>/` (`redis/`
+//!   holding Redlock's), which their folders connect. The CLI's `--zookeeper-image`,
 //!   `--etcd-image` and `--redis-image` flags name the three existing images; a new image is
-//!   overridden through its `LOCKBENCH_<NAME>_IMAGE` variable;
+//!   overridden through its `LOCKBENCH_<NAME>_IMAGE` variable. (Macro-declared modules are
+//!   invisible to `cargo fmt`: `scripts/fmt` formats every file);
 //! - a fault kind: one file in `fault/` (its parameters and their validation, its one name, how
 //!   it resolves, starts and is undone, real or modelled: [`fault::Kind`] and
 //!   [`fault::Effect`]) plus one line in the `registry!` list in `fault/mod.rs`; no other

@@ -1,21 +1,28 @@
 //! What each lock service *does*: its cluster provider ([`crate::cluster::Provider`]: node
 //! shapes, readiness, leader, per-node health, version probe, a wiped node's rejoin) and how its
-//! recipe client connects ([`LockService::connect`]). One folder per system, listed once in
-//! [`registry::SERVICES`]; the system's name and facts are data in [`crate::system`], below
-//! everything, so the clusters, recipes, fault kinds and files name a system without reaching
-//! this module. It sits above the clusters and the recipes it connects.
+//! recipe client connects ([`LockService::connect`]). One folder per system, `service/<name>/`,
+//! listed once, by its line in [`crate::system::registry`]. The folder's `facts.rs` (its name,
+//! sizes, strategies, image: data) is compiled into [`crate::system`], below everything, so the
+//! clusters, recipes, fault kinds and files name a system without reaching this module; the
+//! rest of the folder is compiled here, above the clusters and the recipes it connects.
 //!
-//! Adding a system: besides its facts (`system/<name>.rs`), a folder `service/<name>/` with its
-//! provider and a [`LockService`], plus one line in [`registry::SERVICES`]; a system may keep
-//! its recipe in the folder too.
+//! Adding a system: a folder `service/<name>/` with its `facts.rs`, its provider and a
+//! [`LockService`] as `SERVICE` in its `mod.rs` (its recipe may live in the folder too), plus one
+//! line in [`crate::system::registry`]. No other file.
 
-mod etcd;
-mod redis;
-mod redlock;
-pub mod registry;
-mod zookeeper;
+/// Declares each system's service module (`service/<name>/`, its facts file left to
+/// [`crate::system`]) and [`SERVICES`].
+macro_rules! service_modules {
+    ($($name:ident: $facts:literal),+ $(,)?) => {
+        $(mod $name;)+
 
-pub use redis::provider::MASTER_NAME as REDIS_MASTER_NAME;
+        /// Every system's service, in report order (the order of [`crate::system::SYSTEMS`]).
+        pub static SERVICES: &[&dyn LockService] = &[$($name::SERVICE),+];
+    };
+}
+crate::system::registry::each_system!(service_modules);
+
+pub use self::redis::provider::MASTER_NAME as REDIS_MASTER_NAME;
 
 use std::time::Instant;
 
@@ -36,14 +43,14 @@ pub trait LockService: Provider {
     ) -> BoxFuture<'a, Result<AnyRecipe, LockError>>;
 }
 
-/// `system`'s entry in [`registry::SERVICES`] (a cluster starts with it as its provider:
+/// `system`'s entry in [`SERVICES`] (a cluster starts with it as its provider:
 /// `Cluster::start(service::of(system), opts)`).
 pub fn of(system: System) -> &'static dyn LockService {
-    registry::SERVICES
+    SERVICES
         .iter()
         .copied()
         .find(|s| s.system() == system)
-        .expect("every system in system::registry::SYSTEMS has a service in service::registry::SERVICES")
+        .expect("system::registry declares every system's facts and service from one line")
 }
 
 /// Connects one client to `cluster` (Redis: through its Sentinels, with the cluster's host
@@ -68,10 +75,7 @@ mod tests {
 
     #[test]
     fn every_system_has_one_service_in_report_order() {
-        let services: Vec<_> = super::registry::SERVICES
-            .iter()
-            .map(|s| s.system())
-            .collect();
+        let services: Vec<_> = super::SERVICES.iter().map(|s| s.system()).collect();
         assert_eq!(services, ALL_SYSTEMS.to_vec());
         for s in ALL_SYSTEMS {
             assert_eq!(super::of(s).system(), s);

@@ -1,20 +1,20 @@
 //! The lock services lockbench can start and lock on, as data: [`System`] is a system's name,
 //! and its [`Facts`] (name, sizes, strategies, image, what times its leases, plot colour) are
-//! everything the rest of lockbench reads about it without talking to it. [`registry`] lists
+//! everything the rest of lockbench reads about it without talking to it. [`SYSTEMS`] lists
 //! them, in the order reports show them. What a system *does* (its cluster provider, version
-//! probe, recipe connect) is its [`crate::service::LockService`], in `service/<name>/`, which
-//! sits above the clusters and recipes it uses; this module imports only [`crate::strategy`],
-//! so every module may name a system.
+//! probe, recipe connect) is its [`crate::service::LockService`], which sits above the clusters
+//! and recipes it uses; this module imports only [`crate::strategy`], so every module may name a
+//! system.
 //!
-//! Adding a system: a file `system/<name>.rs` that defines its `System` constant, its
-//! [`ImageKind`] (when it brings an image, with `docker/<name>/`) and its [`Facts`], plus one
-//! line in [`registry::SYSTEMS`]; and its service (see [`crate::service`]).
+//! Adding a system: one folder `service/<name>/` and one line in [`registry`]. The line compiles
+//! the folder's `facts.rs` here, as `system::<name>` (its `System` constant, its [`ImageKind`]
+//! when it brings an image, with `docker/<name>/`, and its [`Facts`]), and the rest of the
+//! folder as its service.
 
-mod etcd;
-mod redis;
-mod redlock;
 pub mod registry;
-mod zookeeper;
+
+registry::each_system!(facts_modules);
+use registry::facts_modules;
 
 use std::fmt;
 use std::str::FromStr;
@@ -24,13 +24,13 @@ use serde::{Deserialize, Serialize};
 use crate::strategy::Strategy;
 
 /// A lock service lockbench knows how to start and drive, named by its [`Facts`] entry in
-/// [`registry::SYSTEMS`]. The constants (`System::Zookeeper`, ...) live in each system's file.
+/// [`SYSTEMS`]. The constants (`System::Zookeeper`, ...) live in each system's `facts.rs`.
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub struct System {
     name: &'static str,
 }
 
-/// Every system, in the order reports list them (the order of [`registry::SYSTEMS`]): iterates
+/// Every system, in the order reports list them (the order of [`SYSTEMS`]): iterates
 /// by value and derefs to a slice, as the fixed array it replaced did.
 pub const ALL_SYSTEMS: AllSystems = AllSystems;
 
@@ -39,7 +39,7 @@ pub const ALL_SYSTEMS: AllSystems = AllSystems;
 pub struct AllSystems;
 
 static SYSTEM_LIST: std::sync::LazyLock<Vec<System>> =
-    std::sync::LazyLock::new(|| registry::SYSTEMS.iter().map(|f| f.system).collect());
+    std::sync::LazyLock::new(|| SYSTEMS.iter().map(|f| f.system).collect());
 
 impl std::ops::Deref for AllSystems {
     type Target = [System];
@@ -66,7 +66,7 @@ pub struct AllFacts;
 impl AllFacts {
     /// Each system's facts, in registry order.
     pub fn iter(self) -> impl Iterator<Item = &'static Facts> {
-        registry::SYSTEMS.iter().copied()
+        SYSTEMS.iter().copied()
     }
 }
 
@@ -131,26 +131,26 @@ fn valid_names() -> String {
 
 impl System {
     /// A system's name as its folder declares it; it must be registered in
-    /// [`registry::SYSTEMS`] (a test checks every constant is).
+    /// [`SYSTEMS`] (a test checks every constant is).
     pub(crate) const fn named(name: &'static str) -> System {
         System { name }
     }
 
-    /// Where reports list this system: its place in [`registry::SYSTEMS`].
+    /// Where reports list this system: its place in [`SYSTEMS`].
     pub fn position(self) -> usize {
-        registry::SYSTEMS
+        SYSTEMS
             .iter()
             .position(|f| f.name == self.name)
-            .expect("every System constant is registered in system::registry::SYSTEMS")
+            .expect("every System constant is registered in system::SYSTEMS")
     }
 
-    /// This system's facts: its entry in [`registry::SYSTEMS`].
+    /// This system's facts: its entry in [`SYSTEMS`].
     pub fn facts(self) -> &'static Facts {
-        registry::SYSTEMS
+        SYSTEMS
             .iter()
             .copied()
             .find(|f| f.name == self.name)
-            .expect("every System constant is registered in system::registry::SYSTEMS")
+            .expect("every System constant is registered in system::SYSTEMS")
     }
 
     /// The name used on the command line, in files and in image names.
@@ -385,6 +385,19 @@ mod tests {
             assert!(f.strategies.iter().all(|s| !s.is_unsafe()), "{}", f.name);
         }
         assert_eq!("zk".parse::<System>(), Ok(System::Zookeeper));
+    }
+
+    #[test]
+    fn each_registry_line_names_its_folder_and_its_facts_file() {
+        assert_eq!(super::FACTS_FILES.len(), SYSTEMS.len());
+        for ((folder, path), facts) in super::FACTS_FILES.iter().zip(SYSTEMS) {
+            assert_eq!(*path, format!("../service/{folder}/facts.rs"));
+            assert_eq!(
+                facts.name.replace('-', "_"),
+                *folder,
+                "the folder is the system's name"
+            );
+        }
     }
 
     #[test]

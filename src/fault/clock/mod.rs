@@ -22,8 +22,7 @@ use rand::rngs::StdRng;
 use toml::{Table, Value};
 
 pub use model::{
-    ClockAccess, ClockEffect, ClockError, Cut, Realism, Skew, Ticker, TickerTotals,
-    prefix_pattern,
+    ClockAccess, ClockEffect, ClockError, Cut, Realism, Skew, Ticker, TickerTotals, prefix_pattern,
 };
 
 use super::target::Target::{self, All, Leader, Majority, Minority, One};
@@ -43,7 +42,6 @@ pub const FAST_TICK: Duration = Duration::from_millis(250);
 
 const MIN_JUMP: Duration = Duration::from_millis(1);
 const MAX_RATE: f64 = 1000.0;
-
 
 /// Skew one server's clock (Redis and Redlock expire keys by wall clock), modelled.
 #[derive(Debug, Clone, PartialEq)]

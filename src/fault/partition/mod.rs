@@ -86,9 +86,7 @@ impl Kind for Partition {
         if self.clients {
             // The clients go with a server drawn from the seed: they reach what it
             // reaches (the isolated leader, a half, one side of a bridge).
-            let home = servers
-                .choose(rng)
-                .ok_or("the cluster has no servers")?;
+            let home = servers.choose(rng).ok_or("the cluster has no servers")?;
             grudge = grudge.with_clients_beside(home);
         }
         grudge = grudge.with_companions(&scene.on.companions());

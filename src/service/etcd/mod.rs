@@ -17,6 +17,9 @@ use crate::system::System;
 /// etcd behind [`Provider`] and [`LockService`].
 pub(super) struct Etcd;
 
+/// This folder's entry in [`super::SERVICES`].
+pub(super) static SERVICE: &dyn LockService = &Etcd;
+
 impl Provider for Etcd {
     fn system(&self) -> System {
         System::Etcd

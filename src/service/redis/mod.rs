@@ -16,6 +16,9 @@ use crate::system::System;
 /// Redis with Sentinel behind [`Provider`] and [`LockService`].
 pub(super) struct Redis;
 
+/// This folder's entry in [`super::SERVICES`].
+pub(super) static SERVICE: &dyn LockService = &Redis;
+
 impl Provider for Redis {
     fn system(&self) -> System {
         System::Redis

@@ -16,6 +16,9 @@ use crate::system::System;
 /// Redlock behind [`Provider`] and [`LockService`].
 pub(super) struct Redlock;
 
+/// This folder's entry in [`super::SERVICES`].
+pub(super) static SERVICE: &dyn LockService = &Redlock;
+
 impl Provider for Redlock {
     fn system(&self) -> System {
         System::Redlock

@@ -16,6 +16,9 @@ use crate::system::System;
 /// ZooKeeper behind [`Provider`] and [`LockService`].
 pub(super) struct Zookeeper;
 
+/// This folder's entry in [`super::SERVICES`].
+pub(super) static SERVICE: &dyn LockService = &Zookeeper;
+
 impl Provider for Zookeeper {
     fn system(&self) -> System {
         System::Zookeeper

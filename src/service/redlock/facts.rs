@@ -1,8 +1,10 @@
-//! redlock's facts: its name, sizes, image and strategies, as data (how it is started, probed
-//! and connected to is `service/redlock/`).
+//! redlock's facts: its name, sizes, image, strategies and plot colour, as data. This file is
+//! compiled as `crate::system::redlock`, below every other module, so that every module may name
+//! the system (see [`crate::system::registry`]); the rest of this folder is what the system
+//! does, its [`crate::service::LockService`].
 
-use super::{Facts, ImageKind, LeaseClock, System};
 use crate::strategy::Strategy;
+use crate::system::{Facts, ImageKind, LeaseClock, System};
 
 impl System {
     /// Independent Redis masters used together through the Redlock algorithm.

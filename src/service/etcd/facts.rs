@@ -1,8 +1,10 @@
-//! etcd's facts: its name, sizes, image and strategies, as data (how it is started, probed
-//! and connected to is `service/etcd/`).
+//! etcd's facts: its name, sizes, image, strategies and plot colour, as data. This file is
+//! compiled as `crate::system::etcd`, below every other module, so that every module may name
+//! the system (see [`crate::system::registry`]); the rest of this folder is what the system
+//! does, its [`crate::service::LockService`].
 
-use super::{Facts, ImageKind, LeaseClock, System};
 use crate::strategy::Strategy;
+use crate::system::{Facts, ImageKind, LeaseClock, System};
 
 impl System {
     /// An etcd 3.4 cluster.
@@ -16,8 +18,8 @@ impl ImageKind {
     pub const Etcd: ImageKind = ImageKind::new(
         "etcd",
         "3.4",
-        include_str!("../../docker/etcd/Dockerfile"),
-        include_str!("../../docker/etcd/entrypoint.sh"),
+        include_str!("../../../docker/etcd/Dockerfile"),
+        include_str!("../../../docker/etcd/entrypoint.sh"),
     );
 }
 

@@ -1,8 +1,10 @@
-//! redis's facts: its name, sizes, image and strategies, as data (how it is started, probed
-//! and connected to is `service/redis/`).
+//! redis's facts: its name, sizes, image, strategies and plot colour, as data. This file is
+//! compiled as `crate::system::redis`, below every other module, so that every module may name
+//! the system (see [`crate::system::registry`]); the rest of this folder is what the system
+//! does, its [`crate::service::LockService`].
 
-use super::{Facts, ImageKind, LeaseClock, System};
 use crate::strategy::Strategy;
+use crate::system::{Facts, ImageKind, LeaseClock, System};
 
 impl System {
     /// One Redis 7.0 master with replicas, watched by three Sentinels.
@@ -16,8 +18,8 @@ impl ImageKind {
     pub const Redis: ImageKind = ImageKind::new(
         "redis",
         "7.0",
-        include_str!("../../docker/redis/Dockerfile"),
-        include_str!("../../docker/redis/entrypoint.sh"),
+        include_str!("../../../docker/redis/Dockerfile"),
+        include_str!("../../../docker/redis/entrypoint.sh"),
     );
 }
 

@@ -1,8 +1,10 @@
-//! zookeeper's facts: its name, sizes, image and strategies, as data (how it is started, probed
-//! and connected to is `service/zookeeper/`).
+//! zookeeper's facts: its name, sizes, image, strategies and plot colour, as data. This file is
+//! compiled as `crate::system::zookeeper`, below every other module, so that every module may name
+//! the system (see [`crate::system::registry`]); the rest of this folder is what the system
+//! does, its [`crate::service::LockService`].
 
-use super::{Facts, ImageKind, LeaseClock, System};
 use crate::strategy::Strategy;
+use crate::system::{Facts, ImageKind, LeaseClock, System};
 
 impl System {
     /// An Apache ZooKeeper 3.8 ensemble.
@@ -16,8 +18,8 @@ impl ImageKind {
     pub const Zookeeper: ImageKind = ImageKind::new(
         "zookeeper",
         "3.8",
-        include_str!("../../docker/zookeeper/Dockerfile"),
-        include_str!("../../docker/zookeeper/entrypoint.sh"),
+        include_str!("../../../docker/zookeeper/Dockerfile"),
+        include_str!("../../../docker/zookeeper/entrypoint.sh"),
     );
 }
 
