@@ -207,11 +207,8 @@ pub trait Checker: Send + Sync {
 /// `reentrant`, `rwlock` or `semaphore`), then those every kind shares. A mutex cell gets
 /// exactly the checkers it always had; a read-write lock or a semaphore is never judged by the
 /// exclusive `mutex` checker (readers, or up to N holders, overlapping is what they are for).
-///
-/// The protected register's `lost_update` checker reads one register per key, incremented by
-/// every critical section: a semaphore's holders share a key, and each has a register slot of
-/// its own (issue 19), so it leaves that checker out until the register's events say which slot
-/// they touched.
+/// The others read the protected register and the grants, whatever the kind (a semaphore's
+/// holders each have a register of their own: its `slot`, which `lost_update` keys by).
 pub fn checkers(lock: LockKind) -> Vec<Box<dyn Checker>> {
     let exclusion: Box<dyn Checker> = match lock {
         LockKind::Mutex => Box::new(mutex::Mutex),
@@ -220,14 +217,12 @@ pub fn checkers(lock: LockKind) -> Vec<Box<dyn Checker>> {
         LockKind::Semaphore { .. } => Box::new(semaphore::Semaphore),
     };
     #[allow(unused_mut)]
-    let mut all: Vec<Box<dyn Checker>> = vec![exclusion];
-    if !matches!(lock, LockKind::Semaphore { .. }) {
-        all.push(Box::new(lost_update::LostUpdate));
-    }
-    all.extend([
-        Box::new(fencing::Fencing) as Box<dyn Checker>,
+    let mut all: Vec<Box<dyn Checker>> = vec![
+        exclusion,
+        Box::new(lost_update::LostUpdate),
+        Box::new(fencing::Fencing),
         Box::new(availability::Availability),
-    ]);
+    ];
     #[cfg(test)]
     PLANTED.with(|p| all.extend(p.borrow().iter().map(|make| make())));
     all
@@ -675,10 +670,9 @@ mod tests {
             names(LockKind::RwLock { read_ratio: 0.9 }),
             [&["rwlock"][..], &shared].concat()
         );
-        // Its holders share a key, each with a register slot of its own.
         assert_eq!(
             names(LockKind::Semaphore { permits: 3 }),
-            ["semaphore", "fencing", "availability"]
+            [&["semaphore"][..], &shared].concat()
         );
     }
 
