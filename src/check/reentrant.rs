@@ -102,9 +102,13 @@ impl Checker for Reentrant {
                 .or_default()
                 .push((s.acquired_us(events), s.released_us(events).unwrap_or(end)));
         }
+        // One client's outer holds of a key follow each other (sections come in grant order),
+        // so the one that may contain `t` is the last granted at or before it.
         let holding_at = |c: u32, key: &str, t: u64| {
-            held.get(&(c, key))
-                .is_some_and(|spans| spans.iter().any(|&(from, to)| from <= t && t < to))
+            held.get(&(c, key)).is_some_and(|spans| {
+                let after = spans.partition_point(|&(from, _)| from <= t);
+                after > 0 && t < spans[after - 1].1
+            })
         };
         let holds = Holds::of(
             history,
