@@ -22,6 +22,9 @@
 //! overlap, classified as above (with the write as `t` when the certain hold was granted
 //! first). Two possible holds never make a certain overlap: each write proves a hold only at
 //! its own instant.
+//!
+//! The holds and these rules are `Holds`, which the checkers of the other kinds of lock reuse:
+//! `reentrant` (outer holds only) and `rwlock` (only overlaps with a writer among them).
 
 use std::collections::BTreeMap;
 
