@@ -140,6 +140,7 @@ fn synthetic_cell(clients: u32) -> CellInfo {
         resource: Default::default(),
         expect: Default::default(),
         settle_ms: None,
+        lock: Default::default(),
     }
 }
 
@@ -267,7 +268,7 @@ fn phases(dir: &Path) -> Result<(), String> {
     let _ = stats::analyze(&h.events, &cell);
     lap("stats::analyze");
     let mut verdicts = Vec::new();
-    for c in check::checkers() {
+    for c in check::checkers(cell.lock) {
         verdicts.push(c.check(&h, &cell));
         lap(c.name());
     }

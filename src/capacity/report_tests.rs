@@ -23,6 +23,7 @@ pub(crate) fn cell(clients: u32, throughput: f64, p99_us: u64, count: u64) -> Ce
         resource: Default::default(),
         expect: Default::default(),
         settle_ms: None,
+        lock: Default::default(),
     };
     let mut s = analyze(&[], &info).summary;
     s.throughput_per_s = throughput;

@@ -43,7 +43,7 @@
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
 use super::{History, SafetyVerdict, Verdict};
-use super::{fencing, lost_update, mutex};
+use super::{fencing, lost_update, mutex, reentrant, rwlock, semaphore};
 use crate::history::{ErrorKind, EventKind, EventRef, Events, Op, TIMEOUT_ERROR, in_time_order};
 use crate::results::{CellInfo, FaultWindow};
 
@@ -331,14 +331,22 @@ fn attribute_findings(w: &mut FaultWindow, verdicts: &[Verdict], span: (u64, u64
             violation |= f.validity == SafetyVerdict::Unsafe;
             possible |= f.validity == SafetyVerdict::Unknown;
             let class = f.class.as_deref().unwrap_or_default();
-            let counter = match (v.checker.as_str(), f.validity) {
-                (mutex::NAME, SafetyVerdict::Unsafe) => &mut w.overlaps,
-                (mutex::NAME, SafetyVerdict::Unknown) => &mut w.possible_overlaps,
-                (lost_update::NAME, SafetyVerdict::Unsafe) => &mut w.lost_updates,
-                (fencing::NAME, _) if class == fencing::TOKEN_REGRESSIONS => {
+            // The exclusion checkers of every kind of lock: overlaps (a reentrant lock's release
+            // by a non-holder is none), and a semaphore's holders beyond its permits.
+            let exclusion = matches!(
+                v.checker.as_str(),
+                mutex::NAME | rwlock::NAME | semaphore::NAME
+            ) || (v.checker == reentrant::NAME
+                && class != reentrant::RELEASE_BY_NON_HOLDER
+                && class != reentrant::POSSIBLE_RELEASE_BY_NON_HOLDER);
+            let counter = match (exclusion, v.checker.as_str(), f.validity) {
+                (true, _, SafetyVerdict::Unsafe) => &mut w.overlaps,
+                (true, _, SafetyVerdict::Unknown) => &mut w.possible_overlaps,
+                (_, lost_update::NAME, SafetyVerdict::Unsafe) => &mut w.lost_updates,
+                (_, fencing::NAME, _) if class == fencing::TOKEN_REGRESSIONS => {
                     &mut w.token_regressions
                 }
-                (fencing::NAME, _) if class == fencing::STALE_ACCESSES_REJECTED => {
+                (_, fencing::NAME, _) if class == fencing::STALE_ACCESSES_REJECTED => {
                     &mut w.stale_accesses_rejected
                 }
                 _ => continue,

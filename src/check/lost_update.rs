@@ -8,6 +8,9 @@
 //! fenced register's `fail`) changed nothing and are left out. The evidence is each pair of
 //! accepted writes of the same value: two critical sections read the same `v` and both wrote
 //! `v + 1`.
+//!
+//! Accesses that name a `slot` (a semaphore's holders, each with a register of its own) are
+//! judged per key and slot, as registers of their own.
 
 use std::collections::BTreeMap;
 
@@ -69,13 +72,15 @@ impl Checker for LostUpdate {
 
     fn check(&self, history: &History, _cell: &CellInfo) -> Verdict {
         let events = &history.events;
-        let mut keys: BTreeMap<&str, RegisterTrail> = BTreeMap::new();
+        // One register per key, or per key and slot where the accesses name one (a semaphore's
+        // holders each have their own).
+        let mut keys: BTreeMap<(&str, Option<u64>), RegisterTrail> = BTreeMap::new();
         for i in in_time_order(events) {
             let e = events.at(i);
             if e.kind() != EventKind::Ok || !matches!(e.op(), Op::Read | Op::Write) {
                 continue;
             }
-            let r = keys.entry(e.key()).or_default();
+            let r = keys.entry((e.key(), e.slot())).or_default();
             if !r.seen && e.op() == Op::Read {
                 r.first_read = Some(i);
             }
@@ -88,10 +93,11 @@ impl Checker for LostUpdate {
 
         let (mut lost_total, mut writes_total) = (0u64, 0u64);
         let mut log = EvidenceLog::default();
-        for (key, r) in &keys {
+        for (&(key, slot), r) in &keys {
             let Some(&last) = r.writes.last() else {
                 continue;
             };
+            let register = register_text(key, slot);
             let initial = r.first_read.and_then(|i| events.at(i).value()).unwrap_or(0);
             let increase = events.at(last).value().unwrap_or(0).saturating_sub(initial);
             let accepted = r.writes.len() as u64;
@@ -113,7 +119,8 @@ impl Checker for LostUpdate {
                     }
                     Some(&earlier) => {
                         pairs += 1;
-                        log.push(events.at(w).t_us(), same_value(history, key, r, earlier, w));
+                        let ev = same_value(history, &register, r, earlier, w).key(key);
+                        log.push(events.at(w).t_us(), ev);
                     }
                 }
             }
@@ -123,7 +130,7 @@ impl Checker for LostUpdate {
                     SafetyVerdict::Unsafe,
                     LOST_UPDATES,
                     format!(
-                        "key {key}: {accepted} accepted writes raised the register from {initial} to {} ({increase}): {lost} updates lost",
+                        "{register}: {accepted} accepted writes raised the register from {initial} to {} ({increase}): {lost} updates lost",
                         events.at(last).value().unwrap_or(0)
                     ),
                 )
@@ -139,8 +146,13 @@ impl Checker for LostUpdate {
         } else {
             SafetyVerdict::Safe
         };
+        let slots = if keys.keys().any(|(_, slot)| slot.is_some()) {
+            " (by key and slot)"
+        } else {
+            ""
+        };
         let summary = format!(
-            "{lost_total} lost updates: {writes_total} accepted writes over {} keys",
+            "{lost_total} lost updates: {writes_total} accepted writes over {} keys{slots}",
             keys.len()
         );
         let (evidence, findings) = log.finish();
@@ -169,9 +181,18 @@ fn read_before(events: &Events, r: &RegisterTrail, write: usize) -> Option<usize
         .find(|&i| events.at(i).client() == c && events.at(i).t_us() <= t)
 }
 
+/// A register in a sentence: `key k`, or `key k slot 2`.
+fn register_text(key: &str, slot: Option<u64>) -> String {
+    match slot {
+        Some(n) => format!("key {key} slot {n}"),
+        None => format!("key {key}"),
+    }
+}
+
+/// The evidence of two accepted writes of one value to `register` (its words).
 fn same_value(
     history: &History,
-    key: &str,
+    register: &str,
     r: &RegisterTrail,
     earlier: usize,
     later: usize,
@@ -199,7 +220,7 @@ fn same_value(
         SafetyVerdict::Unsafe,
         SAME_VALUE,
         format!(
-            "key {key}: {} ({}) wrote {v} at {} µs{ra} and {} ({}) wrote {v} again at {} µs{rb}: one of the two increments was lost",
+            "{register}: {} ({}) wrote {v} at {} µs{ra} and {} ({}) wrote {v} again at {} µs{rb}: one of the two increments was lost",
             who(&a),
             token_text(a.token()),
             a.t_us(),
@@ -208,7 +229,6 @@ fn same_value(
             b.t_us()
         ),
     )
-    .key(key)
     .token(a.token())
     .token(b.token())
     .at([a.t_us(), b.t_us()])

@@ -21,9 +21,12 @@ pub mod fencing;
 pub mod folder;
 pub mod lost_update;
 pub mod mutex;
+pub mod reentrant;
+pub mod rwlock;
 pub mod safety;
 #[cfg(test)]
 mod scale_tests;
+pub mod semaphore;
 #[cfg(test)]
 pub(crate) mod testkit;
 
@@ -31,7 +34,8 @@ pub use evidence::{Evidence, EvidenceLog, Finding, MAX_EVIDENCE};
 // The verdict types and file names are the results schema's, where the statistics and the
 // reports read them too; the checkers' paths stay as they were.
 pub use crate::results::{
-    CELL_FILE, Expect, FaultWindow, HISTORY_FILE, Overlaps, Safety, SafetyVerdict, Violation,
+    CELL_FILE, Expect, FaultWindow, HISTORY_FILE, LockKind, Overlaps, Safety, SafetyVerdict,
+    Violation,
 };
 
 use std::collections::BTreeMap;
@@ -198,11 +202,23 @@ pub trait Checker: Send + Sync {
     fn check(&self, history: &History, cell: &CellInfo) -> Verdict;
 }
 
-/// Every checker the suite runs on a cell, in report order.
-pub fn checkers() -> Vec<Box<dyn Checker>> {
+/// Every checker the suite runs on a cell whose clients took a `lock`, in report order: the
+/// kind's exclusion checker first (the property that makes it a lock of that kind: `mutex`,
+/// `reentrant`, `rwlock` or `semaphore`), then those every kind shares. A mutex cell gets
+/// exactly the checkers it always had; a read-write lock or a semaphore is never judged by the
+/// exclusive `mutex` checker (readers, or up to N holders, overlapping is what they are for).
+/// The others read the protected register and the grants, whatever the kind (a semaphore's
+/// holders each have a register of their own: its `slot`, which `lost_update` keys by).
+pub fn checkers(lock: LockKind) -> Vec<Box<dyn Checker>> {
+    let exclusion: Box<dyn Checker> = match lock {
+        LockKind::Mutex => Box::new(mutex::Mutex),
+        LockKind::Reentrant { .. } => Box::new(reentrant::Reentrant),
+        LockKind::RwLock { .. } => Box::new(rwlock::RwLock),
+        LockKind::Semaphore { .. } => Box::new(semaphore::Semaphore),
+    };
     #[allow(unused_mut)]
     let mut all: Vec<Box<dyn Checker>> = vec![
-        Box::new(mutex::Mutex),
+        exclusion,
         Box::new(lost_update::LostUpdate),
         Box::new(fencing::Fencing),
         Box::new(availability::Availability),
@@ -272,9 +288,11 @@ pub fn evaluate(dir: &Path) -> Result<CellResult, CheckError> {
     Ok(evaluate_history(&History::with_lines(events, lines), info))
 }
 
-/// [`evaluate`] on a history in memory: the summary's `safety` is filled from the verdicts.
+/// [`evaluate`] on a history in memory: the summary's `safety` is filled from the verdicts of
+/// the checkers of the cell's kind of lock ([`checkers`]).
 pub fn evaluate_history(history: &History, info: CellInfo) -> CellResult {
-    evaluate_with(history, info, &checkers())
+    let checkers = checkers(info.lock);
+    evaluate_with(history, info, &checkers)
 }
 
 /// [`evaluate_history`] with the checkers given (a test adds its own).
@@ -398,11 +416,15 @@ mod tests {
     use crate::check::testkit::*;
 
     fn safety(events: Vec<Event>) -> (CellResult, Safety) {
-        safety_with(events, &checkers())
+        safety_with(events, &checkers(LockKind::Mutex))
     }
 
     fn safety_with(events: Vec<Event>, checkers: &[Box<dyn Checker>]) -> (CellResult, Safety) {
-        let r = evaluate_with(&History::new(events), cell(3), checkers);
+        with_safety(evaluate_with(&History::new(events), cell(3), checkers))
+    }
+
+    /// A result and the safety it filled in.
+    fn with_safety(r: CellResult) -> (CellResult, Safety) {
         let s = r
             .analysis
             .summary
@@ -551,7 +573,7 @@ mod tests {
 
     #[test]
     fn a_checker_that_panics_gives_unknown_with_its_message_and_the_others_stand() {
-        let mut all = checkers();
+        let mut all = checkers(LockKind::Mutex);
         all.push(Box::new(Panicking));
         let with = |events| safety_with(events, &all);
 
@@ -632,5 +654,112 @@ mod tests {
                 .get("safety")
                 .is_none()
         );
+    }
+
+    #[test]
+    fn each_kind_of_lock_has_its_exclusion_checker_and_a_mutex_keeps_its_own() {
+        let names =
+            |lock| -> Vec<&'static str> { checkers(lock).iter().map(|c| c.name()).collect() };
+        let shared = ["lost_update", "fencing", "availability"];
+        assert_eq!(names(LockKind::Mutex), [&["mutex"][..], &shared].concat());
+        assert_eq!(
+            names(LockKind::Reentrant { depth: 2 }),
+            [&["reentrant"][..], &shared].concat()
+        );
+        assert_eq!(
+            names(LockKind::RwLock { read_ratio: 0.9 }),
+            [&["rwlock"][..], &shared].concat()
+        );
+        assert_eq!(
+            names(LockKind::Semaphore { permits: 3 }),
+            [&["semaphore"][..], &shared].concat()
+        );
+    }
+
+    /// Readers 0 (10 to 100) and 1 (30 to 110) of k.
+    fn two_readers() -> Vec<Event> {
+        vec![
+            reading(invoke(0, 0, "k")),
+            reading(grant(10, 0, "k", 1, 1000)),
+            reading(invoke(20, 1, "k")),
+            reading(grant(30, 1, "k", 2, 1000)),
+            release(100, 0, "k"),
+            release(110, 1, "k"),
+        ]
+    }
+
+    #[test]
+    fn a_cell_is_judged_by_the_checkers_of_its_kind_of_lock() {
+        let of = |lock| {
+            with_safety(evaluate_history(
+                &History::new(two_readers()),
+                CellInfo { lock, ..cell(2) },
+            ))
+        };
+        // Readers sharing a read-write lock: safe.
+        let (r, s) = of(LockKind::RwLock { read_ratio: 1.0 });
+        assert_eq!(
+            (r.validity, s.verdict),
+            (SafetyVerdict::Safe, SafetyVerdict::Safe)
+        );
+        assert_eq!(r.verdicts[0].checker, rwlock::NAME);
+        assert_eq!(r.verdicts[0].counts.get(rwlock::SHARED), Some(1));
+        assert_eq!(s.overlaps, Overlaps::default());
+        // The same holds in a mutex cell: granted twice.
+        let (r, s) = of(LockKind::Mutex);
+        assert_eq!(r.validity, SafetyVerdict::Unsafe);
+        assert_eq!(s.overlaps.granted_twice, 1);
+        // A semaphore of one permit finds them too, in its own count.
+        let (r, s) = of(LockKind::Semaphore { permits: 1 });
+        assert_eq!(r.validity, SafetyVerdict::Unsafe);
+        assert_eq!(
+            (
+                s.over_permits,
+                s.possible_over_permits,
+                s.overlaps.granted_twice
+            ),
+            (Some(1), Some(0), 0)
+        );
+        let why = expectation::why(&s);
+        assert!(
+            why.starts_with("1 grants beyond the permits; first: key k: 2 holders at 30 µs"),
+            "{why}"
+        );
+        let json = serde_json::to_value(&s).unwrap();
+        assert_eq!(json["over_permits"], 1);
+        // Two permits: safe.
+        assert_eq!(
+            of(LockKind::Semaphore { permits: 2 }).0.validity,
+            SafetyVerdict::Safe
+        );
+        // A reentrant cell: the clients' holds overlap, and nobody released what it did not hold.
+        let (r, s) = of(LockKind::Reentrant { depth: 2 });
+        assert_eq!(r.validity, SafetyVerdict::Unsafe);
+        assert_eq!(
+            (s.overlaps.granted_twice, s.releases_by_non_holder),
+            (1, Some(0))
+        );
+    }
+
+    #[test]
+    fn a_mutex_cells_safety_has_no_field_of_another_kind() {
+        let (_, s) = safety(granted_twice());
+        assert_eq!(
+            (
+                s.releases_by_non_holder,
+                s.over_permits,
+                s.possible_over_permits
+            ),
+            (None, None, None)
+        );
+        let json = serde_json::to_value(&s).unwrap();
+        for field in [
+            "releases_by_non_holder",
+            "over_permits",
+            "possible_over_permits",
+        ] {
+            assert!(json.get(field).is_none(), "{field} in {json}");
+        }
+        assert_eq!(s.described_counts().len(), 8);
     }
 }

@@ -22,6 +22,9 @@
 //! overlap, classified as above (with the write as `t` when the certain hold was granted
 //! first). Two possible holds never make a certain overlap: each write proves a hold only at
 //! its own instant.
+//!
+//! The holds and these rules are `Holds`, which the checkers of the other kinds of lock reuse:
+//! `reentrant` (outer holds only) and `rwlock` (only overlaps with a writer among them).
 
 use std::collections::BTreeMap;
 
@@ -31,7 +34,7 @@ use super::evidence::token_text;
 use super::{
     Checker, Counts, Evidence, EvidenceLog, History, Safety, SafetyVerdict, Verdict, VerdictCounts,
 };
-use crate::history::{EventKind, Events, Op, in_time_order};
+use crate::history::{EventKind, Events, Mode, Op, Section, in_time_order};
 use crate::results::CellInfo;
 
 /// The checker's name, its verdict's `checker`.
@@ -96,7 +99,7 @@ impl Counts for MutexCounts {
 ///
 /// Kept small (48 bytes; a history has millions): what its events say is read from them.
 #[derive(Debug)]
-struct Hold<'a> {
+pub(super) struct Hold<'a> {
     events: &'a Events,
     from_us: u64,
     to_us: u64,
@@ -147,6 +150,11 @@ impl<'a> Hold<'a> {
             .then(|| self.events.at(self.start_at()).ttl_ms())
             .flatten()
     }
+    /// Whether it reads a read-write lock (shares it with other readers): the `mode` of its
+    /// grant (certain) or of its invoke (possible).
+    pub(super) fn reads(&self) -> bool {
+        Mode::is_read(self.events.at(self.start_at()).mode())
+    }
     fn lost_us(&self) -> Option<u64> {
         self.lost_at().map(|i| self.events.t_us(i))
     }
@@ -161,16 +169,22 @@ impl<'a> Hold<'a> {
         } else {
             "the end of the history".to_string()
         };
+        // A read-write lock's holds say how they held; a mutex's have no mode to say.
+        let mode = match self.events.at(self.start_at()).mode() {
+            Some(Mode::Read) => " to read",
+            Some(Mode::Write) => " to write",
+            None => "",
+        };
         if self.certain {
             format!(
-                "client {} ({}) held from {} µs to {until}",
+                "client {} ({}) held{mode} from {} µs to {until}",
                 self.client,
                 token_text(self.token()),
                 self.from_us
             )
         } else {
             format!(
-                "client {}'s acquisition invoked at {} µs ended unknown (info) at {until}",
+                "client {}'s acquisition{mode} invoked at {} µs ended unknown (info) at {until}",
                 self.client, self.from_us
             )
         }
@@ -230,11 +244,39 @@ impl Checker for Mutex {
     }
 
     fn check(&self, history: &History, cell: &CellInfo) -> Verdict {
+        let holds = Holds::of(history, cell, |_| true, |_, _, _| true);
+        let (counts, log, _) = holds.overlaps(|_, _| true);
+        counts.verdict(self.name(), &holds, log, counts)
+    }
+}
+
+/// The holds of a cell's keys an exclusion checker judges (this one, and the checkers of the
+/// other kinds of lock that reuse its overlap rules: `reentrant`, `rwlock`).
+pub(super) struct Holds<'a> {
+    history: &'a History,
+    /// The certain holds first, then the possible ones.
+    holds: Vec<Hold<'a>>,
+    /// How many of `holds` are certain.
+    certain: usize,
+    /// Accepted writes per (client, key), in time order.
+    writes: HashMap<(u32, &'a str), Vec<usize>>,
+}
+
+impl<'a> Holds<'a> {
+    /// The critical sections `section` keeps as certain holds, and as possible holds the
+    /// `info` acquisitions (client, key, invoke time) that `possible` keeps.
+    pub(super) fn of(
+        history: &'a History,
+        cell: &CellInfo,
+        section: impl Fn(&Section) -> bool,
+        possible: impl Fn(u32, &str, u64) -> bool,
+    ) -> Holds<'a> {
         let events = &history.events;
         let end = history.end_us(cell);
         let mut holds: Vec<Hold> = history
             .critical_sections()
             .iter()
+            .filter(|s| section(s))
             .map(|s| Hold {
                 events,
                 client: s.client,
@@ -270,6 +312,9 @@ impl Checker for Mutex {
             }
             let key = events.at(op.invoke).key();
             let from_us = events.at(op.invoke).t_us();
+            if !possible(c, key, from_us) {
+                continue;
+            }
             let lost_at = lost.get(&(c, key)).and_then(|l| {
                 l.get(l.partition_point(|&i| events.at(i).t_us() < from_us))
                     .copied()
@@ -286,42 +331,83 @@ impl Checker for Mutex {
                 lost_i: index(lost_at),
             });
         }
-        let possible = holds.len() - certain;
+        Holds {
+            history,
+            holds,
+            certain,
+            writes,
+        }
+    }
 
+    /// Judges every overlap of two clients' holds of one key that `conflict` says exclude each
+    /// other (for a mutex, all of them): the counts by class, the evidence, and how many
+    /// overlaps `conflict` let pass.
+    pub(super) fn overlaps(
+        &self,
+        conflict: impl Fn(&Hold, &Hold) -> bool,
+    ) -> (MutexCounts, EvidenceLog, u64) {
         let mut by_key: BTreeMap<&str, Vec<&Hold>> = BTreeMap::new();
-        for h in &holds {
+        for h in &self.holds {
             by_key.entry(h.key()).or_default().push(h);
         }
         let mut counts = MutexCounts::default();
         let mut log = EvidenceLog::default();
+        let mut allowed = 0;
         for (key, mut hs) in by_key {
             // Stable: holds granted in the same microsecond keep their order.
             hs.sort_by_key(|h| h.from_us);
             for (a, b) in overlapping_pairs(&hs) {
                 let (a, b) = (hs[a], hs[b]);
-                let (validity, class, t, write) = judge(history, &writes, key, a, b);
+                if !conflict(a, b) {
+                    allowed += 1;
+                    continue;
+                }
+                let (validity, class, t, write) = judge(self.history, &self.writes, key, a, b);
                 *counts.of_class(class) += 1;
                 log.push_with(t, validity, class, || {
-                    evidence(history, key, a, b, (validity, class, t, write))
+                    evidence(self.history, key, a, b, (validity, class, t, write))
                 });
             }
         }
+        (counts, log, allowed)
+    }
+}
 
-        let violations = counts.granted_twice + counts.told_and_went_on + counts.expired_untold;
+impl MutexCounts {
+    /// Certain overlaps of any class.
+    pub(super) fn violations(&self) -> u64 {
+        self.granted_twice + self.told_and_went_on + self.expired_untold
+    }
+
+    /// The verdict of checker `name` whose overlaps of `holds` are these counts and `log`,
+    /// with `counts` (these, or the checker's own counts holding them) as its counts.
+    pub(super) fn verdict(
+        &self,
+        name: &str,
+        holds: &Holds,
+        log: EvidenceLog,
+        counts: impl Counts + 'static,
+    ) -> Verdict {
+        let violations = self.violations();
         let validity = if violations > 0 {
             SafetyVerdict::Unsafe
-        } else if counts.unknown > 0 {
+        } else if self.unknown > 0 {
             SafetyVerdict::Unknown
         } else {
             SafetyVerdict::Safe
         };
         let summary = format!(
-            "{violations} overlapping holds ({} granted twice, {} told and went on, {} expired untold), {} possible overlaps with unknown acquisitions; {certain} holds, {possible} unknown acquisitions",
-            counts.granted_twice, counts.told_and_went_on, counts.expired_untold, counts.unknown
+            "{violations} overlapping holds ({} granted twice, {} told and went on, {} expired untold), {} possible overlaps with unknown acquisitions; {} holds, {} unknown acquisitions",
+            self.granted_twice,
+            self.told_and_went_on,
+            self.expired_untold,
+            self.unknown,
+            holds.certain,
+            holds.holds.len() - holds.certain
         );
         let (evidence, findings) = log.finish();
         Verdict {
-            checker: self.name().into(),
+            checker: name.into(),
             validity,
             summary,
             evidence,

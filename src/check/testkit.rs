@@ -1,13 +1,37 @@
 //! Hand-made histories for the checkers' tests: one short constructor per kind of event.
 
 use super::{Checker, History, Verdict};
-use crate::history::{ErrorKind, Event, EventKind, Op};
-use crate::results::CellInfo;
+use crate::history::{ErrorKind, Event, EventKind, Mode, Op};
 pub use crate::results::testkit::cell;
+use crate::results::{CellInfo, LockKind};
 
 /// Runs `checker` on `events` (lines 1.. in this order).
 pub fn run(checker: &dyn Checker, events: Vec<Event>) -> Verdict {
     checker.check(&History::new(events), &cell(4))
+}
+
+/// Runs `checker` on `events` (lines 1.. in this order) in a cell whose clients took `lock`.
+pub fn run_kind(checker: &dyn Checker, events: Vec<Event>, lock: LockKind) -> Verdict {
+    let cell = CellInfo { lock, ..cell(4) };
+    checker.check(&History::new(events), &cell)
+}
+
+/// `e` (an acquire event) asking to read a read-write lock.
+pub fn reading(mut e: Event) -> Event {
+    e.mode = Some(Mode::Read);
+    e
+}
+
+/// `e` (an acquire event) asking to write a read-write lock.
+pub fn writing(mut e: Event) -> Event {
+    e.mode = Some(Mode::Write);
+    e
+}
+
+/// `e` (an acquire `ok` or a release `invoke`) at hold depth `depth` of a reentrant lock.
+pub fn at_depth(mut e: Event, depth: u64) -> Event {
+    e.depth = Some(depth);
+    e
 }
 
 /// The count `name` of `v` (0 when absent, so a missing count fails an `== n` with n > 0).

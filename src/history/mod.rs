@@ -196,6 +196,24 @@ impl Op {
     }
 }
 
+/// What an acquisition of a read-write lock asked for (`mode` on its acquire events); absent
+/// means exclusive, as every acquisition of the other kinds is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Mode {
+    /// Shared with other readers.
+    Read,
+    /// Exclusive: no other holder, reader or writer.
+    Write,
+}
+
+impl Mode {
+    /// Whether an acquisition in `mode` (`None`: exclusive) shares the lock with other readers.
+    pub fn is_read(mode: Option<Mode>) -> bool {
+        mode == Some(Mode::Read)
+    }
+}
+
 /// One line of `history.jsonl`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -277,6 +295,19 @@ pub struct Event {
     /// each node's effect (`partial: ...` when a node refused its part).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub effect: Option<String>,
+    /// Read-write locks: what the acquisition asked for, on its acquire `invoke` and outcome
+    /// (`read` or `write`); absent means exclusive (every other kind of lock).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<Mode>,
+    /// Reentrant locks: the client's hold count on the key this event makes or gives back, on
+    /// an acquire `ok` (1 for the outer hold, 2 for the first re-entry, ...) and on a release
+    /// `invoke` (the depth it releases: 1 gives up the outer hold).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub depth: Option<u64>,
+    /// Semaphores: which of the `permits` slots (from 0) the holder took, on an acquire `ok`
+    /// and on the `read`/`write` of the slot's own protected register.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slot: Option<u64>,
 }
 
 impl Event {
@@ -311,6 +342,9 @@ impl Event {
             effect_us: None,
             undo_us: None,
             effect: None,
+            mode: None,
+            depth: None,
+            slot: None,
         }
     }
 
@@ -780,6 +814,25 @@ mod tests {
             std::env::temp_dir().join(format!("lockbench-history-{}-{name}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         dir.join("history.jsonl")
+    }
+
+    #[test]
+    fn the_lock_kinds_fields_are_written_only_when_set() {
+        let plain = Event::new(5, 1, EventKind::Ok, Op::Acquire, "k");
+        assert_eq!(
+            serde_json::to_string(&plain).unwrap(),
+            r#"{"t_us":5,"process":1,"kind":"ok","op":"acquire","key":"k"}"#,
+            "a mutex's events are as they always were"
+        );
+        let mut e = plain.clone();
+        (e.mode, e.depth, e.slot) = (Some(Mode::Read), Some(2), Some(0));
+        let json = serde_json::to_string(&e).unwrap();
+        assert!(
+            json.ends_with(r#""key":"k","mode":"read","depth":2,"slot":0}"#),
+            "{json}"
+        );
+        assert_eq!(serde_json::from_str::<Event>(&json).unwrap(), e);
+        assert!(Mode::is_read(e.mode) && !Mode::is_read(Some(Mode::Write)) && !Mode::is_read(None));
     }
 
     #[test]

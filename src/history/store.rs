@@ -12,7 +12,7 @@
 
 use rustc_hash::FxHashMap as HashMap;
 
-use super::{ErrorKind, Event, EventKind, Op, Process};
+use super::{ErrorKind, Event, EventKind, Mode, Op, Process};
 
 /// The optional fields, by their bit in a row's `bits` (and their order in the pool).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -40,13 +40,17 @@ enum Field {
     UndoUs,
     /// An interned string's id.
     Effect,
+    /// [`Mode`] as its index in [`MODES`].
+    Mode,
+    Depth,
+    Slot,
 }
 
 /// A row's `bits`: a bit per [`Field`] present (the low [`FIELDS`] bits), the nemesis bit, the
 /// kind (2 bits) and the op (3 bits).
-const FIELDS: u32 = 17;
+const FIELDS: u32 = 20;
 const FIELD_BITS: u32 = (1 << FIELDS) - 1;
-const _: () = assert!(Field::Effect as u32 + 1 == FIELDS && FIELDS <= 20);
+const _: () = assert!(Field::Slot as u32 + 1 == FIELDS && FIELDS <= 20);
 /// Set for the nemesis (its process is no client index).
 const NEMESIS: u32 = 1 << 20;
 const KIND_SHIFT: u32 = 21;
@@ -62,6 +66,7 @@ const ERROR_KINDS: [ErrorKind; 8] = [
     ErrorKind::Withdrawn,
     ErrorKind::Unavailable,
 ];
+const MODES: [Mode; 2] = [Mode::Read, Mode::Write];
 const KINDS: [EventKind; 4] = [
     EventKind::Invoke,
     EventKind::Ok,
@@ -173,6 +178,9 @@ impl Events {
             effect_us,
             undo_us,
             effect,
+            mode,
+            depth,
+            slot,
         } = e;
         // Ids first: interning needs `self` while the closure below holds the pool.
         let mut string = |s: &Option<String>| s.as_deref().map(|s| u64::from(self.strings.id(s)));
@@ -210,6 +218,9 @@ impl Events {
         put(Field::EffectUs, *effect_us);
         put(Field::UndoUs, *undo_us);
         put(Field::Effect, effect);
+        put(Field::Mode, mode.map(|m| u64::from(index_of(&MODES, &m))));
+        put(Field::Depth, *depth);
+        put(Field::Slot, *slot);
         let process = match process {
             Process::Client(c) => *c,
             Process::Nemesis(_) => {
@@ -440,6 +451,19 @@ impl<'a> EventRef<'a> {
         self.string(Field::Effect)
     }
 
+    /// [`Event::mode`].
+    pub fn mode(&self) -> Option<Mode> {
+        self.get(Field::Mode).map(|m| MODES[m as usize])
+    }
+    /// [`Event::depth`].
+    pub fn depth(&self) -> Option<u64> {
+        self.get(Field::Depth)
+    }
+    /// [`Event::slot`].
+    pub fn slot(&self) -> Option<u64> {
+        self.get(Field::Slot)
+    }
+
     /// The event as an [`Event`], every field as it was pushed.
     pub fn to_event(&self) -> Event {
         // Every field named (no `..`), so a field added to `Event` must be added here.
@@ -466,6 +490,9 @@ impl<'a> EventRef<'a> {
             effect_us: self.effect_us(),
             undo_us: self.undo_us(),
             effect: self.effect().map(str::to_string),
+            mode: self.mode(),
+            depth: self.depth(),
+            slot: self.slot(),
         }
     }
 }
@@ -491,6 +518,8 @@ mod tests {
             (e.queue_position, e.intended_us, e.hold_us, e.think_us) =
                 (some(6), some(7), some(8), some(9));
             (e.ttl_ms, e.value) = (some(10), some(11));
+            (e.depth, e.slot) = (some(12), some(14));
+            e.mode = [None, Some(Mode::Read), Some(Mode::Write)][i as usize % 3];
             e.error = (i % 4 == 1).then(|| format!("error {}", i % 6));
             e.error_kind = (i % 3 == 1).then_some(ERROR_KINDS[i as usize % 8]);
             if i % 13 == 0 {

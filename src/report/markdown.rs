@@ -256,6 +256,7 @@ mod tests {
             resource: Default::default(),
             expect: Default::default(),
             settle_ms: None,
+            lock: Default::default(),
         };
         let calm = analyze(&[], &cell).summary;
         assert_eq!(faults_section(std::slice::from_ref(&calm)), "");
@@ -362,6 +363,7 @@ mod tests {
             resource: Default::default(),
             expect: Default::default(),
             settle_ms: None,
+            lock: Default::default(),
         };
         let table = comparison_table(&[analyze(&events, &cell).summary]);
         let row = table.lines().nth(2).unwrap();

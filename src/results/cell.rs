@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::Expect;
+use super::{Expect, LockKind};
 use crate::plan::CellId;
 
 /// What the history does not say about its cell; stored beside it as `cell.json`, so the
@@ -31,6 +31,10 @@ pub struct CellInfo {
     /// clients started, ms; `None` in cells from before the check.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub settle_ms: Option<f64>,
+    /// The kind of lock the cell's clients took, which says what the checkers judge; cells
+    /// written before it existed took a mutex.
+    #[serde(default)]
+    pub lock: LockKind,
 }
 
 /// Durations stored as whole microseconds.
@@ -45,5 +49,47 @@ mod micros {
 
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
         u64::deserialize(d).map(Duration::from_micros)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::results::testkit::cell;
+
+    #[test]
+    fn the_lock_kind_is_written_and_a_cell_json_without_it_is_a_mutexs() {
+        let semaphore = CellInfo {
+            lock: LockKind::Semaphore { permits: 5 },
+            ..cell(8)
+        };
+        let json = serde_json::to_value(&semaphore).unwrap();
+        assert_eq!(
+            json["lock"],
+            serde_json::json!({"kind": "semaphore", "permits": 5})
+        );
+        let back: CellInfo = serde_json::from_value(json.clone()).unwrap();
+        assert_eq!(back, semaphore);
+        for (lock, table) in [
+            (LockKind::Mutex, serde_json::json!({"kind": "mutex"})),
+            (
+                LockKind::Reentrant { depth: 3 },
+                serde_json::json!({"kind": "reentrant", "depth": 3}),
+            ),
+            (
+                LockKind::RwLock { read_ratio: 0.9 },
+                serde_json::json!({"kind": "rwlock", "read_ratio": 0.9}),
+            ),
+        ] {
+            let c = CellInfo { lock, ..cell(2) };
+            let json = serde_json::to_value(&c).unwrap();
+            assert_eq!(json["lock"], table);
+            assert_eq!(serde_json::from_value::<CellInfo>(json).unwrap(), c);
+        }
+        // Written before cells said their kind: a mutex.
+        let mut old = json;
+        old.as_object_mut().unwrap().remove("lock");
+        let back: CellInfo = serde_json::from_value(old).unwrap();
+        assert_eq!(back.lock, LockKind::Mutex);
     }
 }

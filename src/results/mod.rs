@@ -15,7 +15,7 @@ mod summary;
 #[cfg(test)]
 pub(crate) mod testkit;
 
-pub use crate::workload::Expect;
+pub use crate::workload::{Expect, LockKind};
 pub use cell::CellInfo;
 pub use safety::{Overlaps, Safety, SafetyVerdict, Violation};
 pub use summary::{CellSummary, FaultWindow, FifoBasis, LatencySummary, SecondStats};

@@ -117,6 +117,18 @@ pub struct Safety {
     pub max_unavailable_ms: f64,
     /// The first acquire invoke → the first grant, ms; `None` when nothing was granted.
     pub first_acquisition_ms: Option<f64>,
+    /// Reentrant cells: releases by a client that held nothing on the key (see
+    /// [`crate::check::reentrant`]); absent in cells of other kinds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub releases_by_non_holder: Option<u64>,
+    /// Semaphore cells: grants that made more certain holders of a key than its permits (see
+    /// [`crate::check::semaphore`]); absent in cells of other kinds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub over_permits: Option<u64>,
+    /// Semaphore cells: more holders than permits only if unknown acquisitions were granted;
+    /// absent in cells of other kinds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub possible_over_permits: Option<u64>,
     /// The first [`crate::check::MAX_EVIDENCE`] violations across checkers, in time order.
     pub violations: Vec<Violation>,
     /// The first [`crate::check::MAX_EVIDENCE`] possible violations (they need an unknown outcome), in time
@@ -126,10 +138,19 @@ pub struct Safety {
 
 impl Safety {
     /// The counts a reader is told about, in words, in the order `lockbench run` lists them (the
-    /// one place a count is named for the terminal and the reports).
-    pub fn described_counts(&self) -> [(&'static str, u64); 8] {
+    /// one place a count is named for the terminal and the reports); the counts of one kind of
+    /// lock only where the cell has them.
+    pub fn described_counts(&self) -> Vec<(&'static str, u64)> {
         let o = &self.overlaps;
-        [
+        let kinds = [
+            ("releases by a non-holder", self.releases_by_non_holder),
+            ("grants beyond the permits", self.over_permits),
+            (
+                "possible grants beyond the permits (unknown outcomes)",
+                self.possible_over_permits,
+            ),
+        ];
+        let mut out = vec![
             ("overlaps granted twice", o.granted_twice),
             ("overlaps after the holder was told", o.told_and_went_on),
             ("overlaps after an untold expiry", o.expired_untold),
@@ -138,7 +159,9 @@ impl Safety {
             ("token regressions", self.token_regressions),
             ("stuck locks", self.stuck_locks),
             ("stale accesses rejected", self.stale_accesses_rejected),
-        ]
+        ];
+        out.extend(kinds.into_iter().filter_map(|(what, n)| Some((what, n?))));
+        out
     }
 }
 

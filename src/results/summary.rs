@@ -198,9 +198,13 @@ pub struct FaultWindow {
     /// The findings attributed to the window merged: `invalid` with any violation, else
     /// `unknown` with any possible violation, else `valid`.
     pub verdict: SafetyVerdict,
-    /// Mutex violations (certain overlapping holds) attributed to the window.
+    /// Mutex violations (certain overlapping holds) attributed to the window; in cells of
+    /// another kind of lock, its exclusion checker's violations (a reentrant lock's outer
+    /// holds overlapping, a writer overlapping another holder, holders beyond a semaphore's
+    /// permits).
     pub overlaps: u64,
-    /// Possible overlaps (they need an unknown acquisition to have been granted).
+    /// Possible overlaps (they need an unknown acquisition to have been granted); in cells of
+    /// another kind of lock, its exclusion checker's possible violations.
     pub possible_overlaps: u64,
     /// Lost-update findings (pairs of accepted writes of one value, or a key's totals).
     pub lost_updates: u64,

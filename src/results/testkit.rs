@@ -20,5 +20,6 @@ pub fn cell(clients: u32) -> CellInfo {
         resource: Default::default(),
         expect: Default::default(),
         settle_ms: None,
+        lock: Default::default(),
     }
 }

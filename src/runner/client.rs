@@ -432,6 +432,7 @@ mod tests {
             resource: wl.resource,
             expect: Default::default(),
             settle_ms: None,
+            lock: Default::default(),
         };
         let summary = analyze(&events, &cell).summary;
         (events, summary, register)

@@ -241,6 +241,7 @@ async fn run_cell<B: Backend>(
         resource: cell.workload.resource,
         expect: cell.expect(),
         settle_ms: Some(settle.as_secs_f64() * 1000.0),
+        lock: cell.workload.lock,
     };
     folder.write_cell_info(cell, &info)?;
     // The same evaluation `lockbench check` makes later from the folder alone.

@@ -45,6 +45,7 @@ fn cell(clients: u32) -> CellInfo {
         resource: Default::default(),
         expect: Default::default(),
         settle_ms: None,
+        lock: Default::default(),
     }
 }
 use Op::{Acquire, Release};

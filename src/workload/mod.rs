@@ -7,6 +7,7 @@
 
 pub mod distribution;
 mod expect;
+mod lock;
 pub(crate) mod raw;
 pub(crate) mod validate;
 mod write;
@@ -16,6 +17,7 @@ use std::time::Duration;
 
 pub use crate::spec_error::SpecError;
 pub use expect::{Expect, Expectations};
+pub use lock::{DEFAULT_REENTRY_DEPTH, LockKind, PERMITS, REENTRY_DEPTH};
 
 use crate::recipe::Strategy;
 use crate::resource::ResourceMode;
@@ -84,6 +86,24 @@ impl ClientsAs {
     }
 }
 
+/// Where a workload was read from (its path, or a label such as `hot-lock` for the built-in
+/// one), to name the file in errors found after reading it (the plan's). Not part of what the
+/// workload is: the same workload read from two files compares equal.
+#[derive(Debug, Clone, Default)]
+pub struct Origin(pub String);
+
+impl PartialEq for Origin {
+    fn eq(&self, _: &Origin) -> bool {
+        true
+    }
+}
+
+impl std::fmt::Display for Origin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
 /// A validated workload: every value is in range and every combination makes sense.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Workload {
@@ -133,6 +153,11 @@ pub struct Workload {
     /// (`unsafe-setnx-expire`: after `SETNX`, before `PEXPIRE`), leaving what the first step
     /// wrote; 0 = never. Recipes whose acquire is one atomic step ignore it.
     pub crash_between_steps_every: u32,
+    /// The kind of lock taken (`lock`, with its `read_ratio`, `permits` or `reentry_depth`);
+    /// only [`LockKind::Mutex`] has recipes so far (issue 19), and the plan refuses the others.
+    pub lock: LockKind,
+    /// The file it was read from, for errors.
+    pub origin: Origin,
 }
 
 impl Workload {

@@ -34,6 +34,10 @@ pub(super) struct RawWorkload {
     pub(super) resource: Option<String>,
     pub(super) expect: Option<toml::Value>,
     pub(super) crash_between_steps_every: Option<i64>,
+    pub(super) lock: Option<String>,
+    pub(super) read_ratio: Option<f64>,
+    pub(super) permits: Option<i64>,
+    pub(super) reentry_depth: Option<i64>,
 }
 
 /// `key_distribution` and `arrival`: a bare kind (`"uniform"`) or a table with its parameter.

@@ -443,3 +443,145 @@ fn unsafe_strategies_run_only_when_named() {
         assert!(load(n).strategies.iter().all(|s| !s.is_unsafe()), "{n}");
     }
 }
+
+#[test]
+fn lock_kinds_take_their_own_parameters_and_default_to_a_mutex() {
+    let base = "clients = 4\nduration = \"5s\"\n";
+    let lock = |extra: &str| {
+        Workload::from_str(&format!("{base}{extra}"), "x")
+            .unwrap()
+            .lock
+    };
+    assert_eq!(lock(""), LockKind::Mutex, "absent = mutex");
+    assert_eq!(lock("lock = \"mutex\""), LockKind::Mutex);
+    assert_eq!(
+        lock("lock = \"reentrant\""),
+        LockKind::Reentrant {
+            depth: DEFAULT_REENTRY_DEPTH
+        }
+    );
+    assert_eq!(
+        lock("lock = \"reentrant\"\nreentry_depth = 3"),
+        LockKind::Reentrant { depth: 3 }
+    );
+    assert_eq!(
+        lock("lock = \"rwlock\"\nread_ratio = 0.9"),
+        LockKind::RwLock { read_ratio: 0.9 }
+    );
+    for r in ["0.0", "1.0"] {
+        assert!(matches!(
+            lock(&format!("lock = \"rwlock\"\nread_ratio = {r}")),
+            LockKind::RwLock { .. }
+        ));
+    }
+    assert_eq!(
+        lock("lock = \"semaphore\"\npermits = 5"),
+        LockKind::Semaphore { permits: 5 }
+    );
+    // Each kind, written back, reads back equal, its parameter with it.
+    for extra in [
+        "",
+        "lock = \"reentrant\"\nreentry_depth = 4",
+        "lock = \"rwlock\"\nread_ratio = 0.25",
+        "lock = \"semaphore\"\npermits = 32",
+    ] {
+        let w = Workload::from_str(&format!("{base}{extra}"), "x").unwrap();
+        let text = toml::to_string(&w.to_table()).unwrap();
+        assert!(text.contains(&format!("lock = \"{}\"", w.lock)), "{text}");
+        assert_eq!(Workload::from_str(&text, "x").unwrap(), w, "{text}");
+    }
+}
+
+#[test]
+fn lock_errors_name_the_file_the_field_and_the_kind_it_belongs_to() {
+    let base = "clients = 4\nduration = \"5s\"\n";
+    let e = |extra: &str| err(&format!("{base}{extra}"));
+    let x = e("lock = \"spinlock\"");
+    assert!(
+        x.starts_with("workloads/x.toml: field 'lock' = \"spinlock\" is invalid: valid kinds are mutex (the default), reentrant (with reentry_depth, default 2), rwlock (with read_ratio), semaphore (with permits)"),
+        "{x}"
+    );
+    // A parameter of another kind says which kind it belongs to.
+    for (extra, field, owner, kind) in [
+        ("read_ratio = 0.5", "read_ratio", "rwlock", "mutex"),
+        (
+            "lock = \"rwlock\"\nread_ratio = 0.5\npermits = 3",
+            "permits",
+            "semaphore",
+            "rwlock",
+        ),
+        (
+            "lock = \"semaphore\"\npermits = 3\nreentry_depth = 2",
+            "reentry_depth",
+            "reentrant",
+            "semaphore",
+        ),
+        (
+            "lock = \"reentrant\"\nread_ratio = 0.5",
+            "read_ratio",
+            "rwlock",
+            "reentrant",
+        ),
+    ] {
+        let x = e(extra);
+        assert!(
+            x.starts_with(&format!(
+                "workloads/x.toml: field '{field}' applies only to lock = \"{owner}\", and this workload's lock is \"{kind}\": remove '{field}' or set lock = \"{owner}\""
+            )),
+            "{x}"
+        );
+    }
+    let x = e("lock = \"rwlock\"");
+    assert!(
+        x.starts_with("workloads/x.toml: field 'read_ratio' is missing: lock = \"rwlock\" needs")
+            && x.contains("read_ratio = 0.9"),
+        "{x}"
+    );
+    let x = e("lock = \"semaphore\"");
+    assert!(
+        x.starts_with("workloads/x.toml: field 'permits' is missing: lock = \"semaphore\" needs")
+            && x.contains("1..=4096"),
+        "{x}"
+    );
+    for bad in ["1.5", "-0.1", "nan"] {
+        let x = e(&format!("lock = \"rwlock\"\nread_ratio = {bad}"));
+        assert!(
+            x.starts_with(&format!(
+                "workloads/x.toml: field 'read_ratio' = {bad} is out of range: valid 0..=1"
+            )) || x.starts_with(
+                "workloads/x.toml: field 'read_ratio' = NaN is out of range: valid 0..=1"
+            ),
+            "{x}"
+        );
+    }
+    for (field, extra, valid) in [
+        ("permits", "lock = \"semaphore\"\npermits = 0", "1..=4096"),
+        (
+            "permits",
+            "lock = \"semaphore\"\npermits = 4097",
+            "1..=4096",
+        ),
+        (
+            "reentry_depth",
+            "lock = \"reentrant\"\nreentry_depth = 0",
+            "1..=64",
+        ),
+        (
+            "reentry_depth",
+            "lock = \"reentrant\"\nreentry_depth = 65",
+            "1..=64",
+        ),
+    ] {
+        let x = e(extra);
+        assert!(
+            x.contains(&format!("field '{field}'")) && x.contains(&format!("valid {valid}")),
+            "{x}"
+        );
+    }
+    // A value of the wrong type: line and column, and the field.
+    let x = e("lock = \"semaphore\"\npermits = \"five\"");
+    assert!(
+        x.starts_with("workloads/x.toml:4:11: field 'permits': "),
+        "{x}"
+    );
+}

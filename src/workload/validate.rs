@@ -479,6 +479,13 @@ impl Validator<'_> {
             resource: self.resource(raw.resource)?,
             expect: self.expect(raw.expect)?,
             crash_between_steps_every: self.crash_every(raw.crash_between_steps_every)?,
+            lock: self.lock(super::lock::RawLock {
+                lock: raw.lock.as_deref(),
+                read_ratio: raw.read_ratio,
+                permits: raw.permits,
+                reentry_depth: raw.reentry_depth,
+            })?,
+            origin: super::Origin(self.origin.to_string()),
         })
     }
 

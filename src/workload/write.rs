@@ -124,6 +124,7 @@ impl Workload {
                 Value::Integer(i64::from(self.crash_between_steps_every)),
             );
         }
+        self.lock.put(&mut t);
         t
     }
 }

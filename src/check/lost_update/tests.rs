@@ -127,3 +127,44 @@ fn keys_are_separate_registers_and_file_order_does_not_matter() {
     );
     assert_eq!(r.evidence[0].t_us, [40, 50]);
 }
+
+/// `e` (a register access) on slot `slot` of its key.
+fn on_slot(mut e: Event, slot: u64) -> Event {
+    e.slot = Some(slot);
+    e
+}
+
+#[test]
+fn a_semaphores_holders_each_increment_a_register_of_their_own() {
+    // Two holders of k at once, clients 0 and 1, each read 0 from its own slot and write 1:
+    // two registers each raised by one, nothing lost.
+    let h = vec![
+        on_slot(read(20, 0, "k", 1, 0), 0),
+        on_slot(read(30, 1, "k", 2, 0), 1),
+        on_slot(write(40, 0, "k", 1, 1), 0),
+        on_slot(write(50, 1, "k", 2, 1), 1),
+    ];
+    let v = run(&LostUpdate, h.clone());
+    assert_eq!(v.validity, SafetyVerdict::Safe, "{}", v.summary);
+    assert_eq!(
+        (count(&v, LOST_UPDATES), count(&v, ACCEPTED_WRITES)),
+        (0, 2)
+    );
+    assert!(
+        v.summary.ends_with("over 2 keys (by key and slot)"),
+        "{}",
+        v.summary
+    );
+    // The same accesses on one slot: both wrote 1, one increment lost, named by its slot.
+    let one: Vec<Event> = h.into_iter().map(|e| on_slot(e, 3)).collect();
+    let v = run(&LostUpdate, one);
+    assert_eq!(count(&v, LOST_UPDATES), 1);
+    let e = &v.evidence[0];
+    assert_eq!(e.key.as_deref(), Some("k"));
+    assert!(
+        e.what
+            .starts_with("key k slot 3: client 0 (token 1) wrote 1 at 40 µs after reading 0"),
+        "{}",
+        e.what
+    );
+}
