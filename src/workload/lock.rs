@@ -67,8 +67,12 @@ impl LockKind {
     }
 
     /// The kind's fields in the workload file's syntax (`lock` and its parameter), for
-    /// [`super::Workload::to_table`].
+    /// [`super::Workload::to_table`]. A mutex, the default, writes nothing: a mutex workload's
+    /// `plan.toml` and `workload_spec` stay as they were, readable by earlier lockbench builds.
     pub(super) fn put(self, t: &mut toml::Table) {
+        if self == LockKind::Mutex {
+            return;
+        }
         t.insert("lock".into(), toml::Value::String(self.name().into()));
         let (field, value) = match self {
             LockKind::Mutex => return,
