@@ -168,10 +168,12 @@ pub enum PlanError {
     },
 }
 
-/// Whether `system`'s recipes take `lock`. Only the mutex has recipes so far (issue 19 adds the
-/// others, system by system); the plan refuses every other kind before any container starts.
+/// Whether `system`'s recipes take `lock`. The mutex, and the reentrant lock on every system
+/// (its count is the client's, [`crate::recipe::reentry`], over the system's mutex); the
+/// read-write lock and the semaphore have no recipes yet (issue 19), and the plan refuses them
+/// before any container starts.
 fn lock_implemented(_system: System, lock: LockKind) -> bool {
-    lock.is_mutex()
+    matches!(lock, LockKind::Mutex | LockKind::Reentrant { .. })
 }
 
 /// One cell as `plan.toml` stores it: its coordinates and its workload in the workload file's
@@ -865,7 +867,6 @@ mod tests {
         for (extra, kind) in [
             ("lock = \"rwlock\"\nread_ratio = 0.9", "rwlock"),
             ("lock = \"semaphore\"\npermits = 3", "semaphore"),
-            ("lock = \"reentrant\"", "reentrant"),
         ] {
             let wl = Workload::from_str(&format!("{base}{extra}"), "workloads/kinds.toml").unwrap();
             for system in crate::system::ALL_SYSTEMS {
@@ -887,9 +888,12 @@ mod tests {
                 );
             }
         }
-        // A mutex, said or not, expands as before.
+        // A mutex, said or not, expands as before; a reentrant lock runs on every system.
         let wl = Workload::from_str(&format!("{base}lock = \"mutex\""), "x").unwrap();
         let plan = Plan::expand("r", &[System::Etcd], &[wl], &Overrides::default()).unwrap();
         assert_eq!(plan.cells.len(), 2);
+        let wl = Workload::from_str(&format!("{base}lock = \"reentrant\""), "x").unwrap();
+        let plan = Plan::expand("r", &SHIPPED, &[wl], &Overrides::default()).unwrap();
+        assert_eq!(plan.cells.len(), 8);
     }
 }

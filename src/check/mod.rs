@@ -172,6 +172,22 @@ impl History {
         }
     }
 
+    /// The history without a reentrant lock's re-entries (acquire and release events with a
+    /// `depth` above 1), each event keeping its line: the outer holds, which statistics and
+    /// every checker but the reentrant one judge (a re-entry is not a new grant: it repeats the
+    /// outer grant's token, and answers without the server).
+    pub fn outer_holds(&self) -> History {
+        let mut events = Events::new();
+        let mut lines = Vec::new();
+        for (i, e) in self.events.iter().enumerate() {
+            if !stats::reentry::is_reentry(e.depth()) {
+                events.push(&e.to_event());
+                lines.push(self.lines[i]);
+            }
+        }
+        History::with_lines(events, lines)
+    }
+
     /// [`Events::operations`] of the events, derived once.
     pub fn operations(&self) -> &Operations {
         self.operations.get_or_init(|| self.events.operations())
@@ -198,6 +214,11 @@ impl History {
 pub trait Checker: Send + Sync {
     /// A short snake_case name, used as the verdict's `checker`.
     fn name(&self) -> &'static str;
+    /// Whether it reads a reentrant lock's re-entries: only the reentrant checker does; every
+    /// other checker is given the outer holds ([`History::outer_holds`]).
+    fn sees_reentries(&self) -> bool {
+        false
+    }
     /// The verdict on `history`.
     fn check(&self, history: &History, cell: &CellInfo) -> Verdict;
 }
@@ -301,13 +322,21 @@ pub(crate) fn evaluate_with(
     info: CellInfo,
     checkers: &[Box<dyn Checker>],
 ) -> CellResult {
+    // A reentrant lock's re-entries are judged by its own checker alone; everything else reads
+    // the outer holds.
+    let reentrant = matches!(info.lock, crate::workload::LockKind::Reentrant { .. });
+    let outer = reentrant.then(|| history.outer_holds());
+    let judged = outer.as_ref().unwrap_or(history);
     // Statistics and checkers read the history alone and share nothing: side by side, on a
     // thread each, the time is the longer of the two.
     let (mut analysis, verdicts) = std::thread::scope(|s| {
-        let stats = s.spawn(|| stats::analyze_with(&history.events, history.operations(), &info));
+        let stats = s.spawn(|| stats::analyze_with(&judged.events, judged.operations(), &info));
         let verdicts: Vec<Verdict> = checkers
             .iter()
-            .map(|c| check_safe(c.as_ref(), history, &info))
+            .map(|c| {
+                let sees = if c.sees_reentries() { history } else { judged };
+                check_safe(c.as_ref(), sees, &info)
+            })
             .collect();
         let analysis = stats
             .join()
@@ -316,7 +345,11 @@ pub(crate) fn evaluate_with(
     });
     let validity = SafetyVerdict::merge(verdicts.iter().map(|v| v.validity));
     analysis.summary.safety = Some(Safety::of(&verdicts, validity, info.expect));
-    analysis.summary.faults = faults::fault_windows(history, &info, &verdicts);
+    analysis.summary.faults = faults::fault_windows(judged, &info, &verdicts);
+    if reentrant {
+        analysis.summary.reentry =
+            stats::reentry::cost(&history.events, info.warmup.as_micros() as u64);
+    }
     CellResult {
         info,
         analysis,

@@ -86,6 +86,10 @@ impl Checker for Reentrant {
         NAME
     }
 
+    fn sees_reentries(&self) -> bool {
+        true
+    }
+
     fn check(&self, history: &History, cell: &CellInfo) -> Verdict {
         let outer = outer_holds(history);
         // When each client's outer holds of a key run, to tell a re-entry that ended unknown

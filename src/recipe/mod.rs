@@ -27,6 +27,7 @@ pub mod inject;
 mod janitor;
 pub mod mock;
 pub mod redis;
+pub mod reentry;
 pub mod retry;
 pub mod zookeeper;
 

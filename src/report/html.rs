@@ -78,6 +78,11 @@ pub fn section(run: &RunView, s: &Section) -> String {
     match s {
         Section::Comparison => comparison_section(&run.cells),
         Section::Repetitions(t) => repetitions_section(t),
+        Section::Reentry(t) => format!(
+            "<section id=\"reentry\">\n<h2>Re-entries</h2>\n<p>{}</p>\n{}</section>\n",
+            escape(super::markdown::REENTRY_TEXT),
+            html_table(t, "reentry", |_| String::new(), |_, _, text| text)
+        ),
         Section::Capacity { table, lines } => capacity_section(table, lines),
         Section::Safety => safety_section(&run.cells, &run.plots.index),
         Section::Faults => faults_section(&run.cells),

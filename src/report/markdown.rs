@@ -41,6 +41,7 @@ pub fn section(run: &RunView, s: &Section) -> String {
     match s {
         Section::Comparison => comparison_table(&run.cells),
         Section::Repetitions(t) => repetitions_section(t),
+        Section::Reentry(t) => reentry_section(t),
         Section::Capacity { table, lines } => capacity_section(table, lines),
         Section::Safety => safety_section(&run.cells),
         Section::Faults => faults_section(&run.cells),
@@ -59,6 +60,16 @@ fn repetitions_section(t: &Table) -> String {
         markdown_table(t)
     )
 }
+
+/// What re-entries cost, per reentrant cell.
+fn reentry_section(t: &Table) -> String {
+    format!("\n## Re-entries\n\n{REENTRY_TEXT}\n\n{}", markdown_table(t))
+}
+
+/// What the re-entry table shows, in both reports.
+pub(super) const REENTRY_TEXT: &str = "A reentrant lock's holder takes the key again without a \
+     request (the count is the client's): each cell's re-entries beside its outer acquisitions, \
+     which the other tables count alone.";
 
 /// The capacity report (`capacity.json`): its summary lines, then its table.
 fn capacity_section(t: &Table, lines: &[String]) -> String {

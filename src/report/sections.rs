@@ -19,6 +19,8 @@ pub enum Section {
     Comparison,
     /// Each cell over its repetitions (`--repeat`).
     Repetitions(Table),
+    /// What re-entries cost, per reentrant cell.
+    Reentry(Table),
     /// The capacity report: its table and the summary lines `lockbench capacity` prints.
     Capacity {
         /// Measured points beside the fitted law's prediction.
@@ -46,6 +48,7 @@ impl Section {
         match self {
             Section::Comparison => "comparison",
             Section::Repetitions(_) => "repetitions",
+            Section::Reentry(_) => "reentry",
             Section::Capacity { .. } => "capacity",
             Section::Safety => "safety",
             Section::Faults => "faults",
@@ -62,6 +65,7 @@ impl Section {
 pub fn sections(run: &RunView) -> Vec<Section> {
     let mut out = vec![Section::Comparison];
     out.extend(repetitions(&run.cells).map(Section::Repetitions));
+    out.extend(reentry(&run.cells).map(Section::Reentry));
     if let Ok(Some(c)) = &run.capacity {
         let (table, lines) = capacity(c);
         out.push(Section::Capacity { table, lines });
@@ -114,6 +118,41 @@ pub fn repetitions(cells: &[CellSummary]) -> Option<Table> {
             row
         })
         .collect();
+    Some(Table { columns, rows })
+}
+
+/// Each reentrant cell's re-entries beside its outer acquisitions: how many, what they sent to
+/// the server, how long one took; `None` when no cell has re-entries.
+pub fn reentry(cells: &[CellSummary]) -> Option<Table> {
+    let rows: Vec<Vec<String>> = cells
+        .iter()
+        .filter_map(|c| {
+            let r = c.reentry.as_ref()?;
+            Some(vec![
+                c.id.to_string(),
+                c.acquisitions.to_string(),
+                r.reentries.to_string(),
+                r.refused.to_string(),
+                r.requests.to_string(),
+                r.latency_us.p50.to_string(),
+                r.latency_us.p99.to_string(),
+                format!("{:.2}", c.acquire_latency_us.p50 as f64 / 1000.0),
+            ])
+        })
+        .collect();
+    if rows.is_empty() {
+        return None;
+    }
+    let columns = vec![
+        text("cell"),
+        number("acquisitions"),
+        number("re-entries"),
+        number("refused"),
+        number("requests"),
+        number("re-entry p50 µs"),
+        number("re-entry p99 µs"),
+        number("acquire p50 ms"),
+    ];
     Some(Table { columns, rows })
 }
 

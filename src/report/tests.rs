@@ -258,3 +258,46 @@ fn only_the_loader_and_the_writer_touch_files() {
     }
     assert!(found.is_empty(), "file I/O in a renderer: {found:?}");
 }
+
+#[test]
+fn a_reentrant_cell_gets_a_re_entry_table_in_both_reports_and_others_none() {
+    use crate::results::{LatencySummary, ReentryCost};
+    let plain = cell(3, 50.0, 20_000, 500);
+    assert!(super::sections::reentry(std::slice::from_ref(&plain)).is_none());
+    let mut reentrant = cell(3, 50.0, 20_000, 500);
+    reentrant.reentry = Some(ReentryCost {
+        reentries: 2 * reentrant.acquisitions,
+        refused: 1,
+        requests: 0,
+        latency_us: LatencySummary {
+            count: 2 * reentrant.acquisitions,
+            p50: 3,
+            p99: 11,
+            ..LatencySummary::default()
+        },
+    });
+    let t = super::sections::reentry(&[plain, reentrant.clone()]).expect("one reentrant cell");
+    assert_eq!(t.rows.len(), 1, "only the reentrant cell");
+    let row = &t.rows[0];
+    assert_eq!(row[0], reentrant.id.to_string());
+    assert_eq!(
+        row[1..7],
+        [
+            reentrant.acquisitions.to_string(),
+            (2 * reentrant.acquisitions).to_string(),
+            "1".into(),
+            "0".into(),
+            "3".into(),
+            "11".into()
+        ]
+    );
+    let run = every_section();
+    let section = Section::Reentry(t);
+    assert_eq!(section.id(), "reentry");
+    let md = markdown::section(&run, &section);
+    assert!(md.starts_with("\n## Re-entries\n"), "{md}");
+    assert!(md.contains(&format!("| {} |", reentrant.id)), "{md}");
+    let page = html::section(&run, &section);
+    assert!(page.starts_with("<section id=\"reentry\">"), "{page}");
+    assert!(page.contains(&reentrant.id.to_string()), "{page}");
+}

@@ -18,7 +18,7 @@ pub(crate) mod testkit;
 pub use crate::workload::{Expect, LockKind};
 pub use cell::CellInfo;
 pub use safety::{Overlaps, Safety, SafetyVerdict, Violation};
-pub use summary::{CellSummary, FaultWindow, FifoBasis, LatencySummary, SecondStats};
+pub use summary::{CellSummary, FaultWindow, FifoBasis, LatencySummary, ReentryCost, SecondStats};
 
 use serde::Deserialize;
 

@@ -92,6 +92,23 @@ pub struct CellSummary {
     /// From `cell.json`: how long the cluster took to be healthy before the cell, ms.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub settle_ms: Option<f64>,
+    /// A reentrant lock's re-entries (absent for every other kind): what taking a held lock
+    /// again cost. The figures above count outer acquisitions only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reentry: Option<ReentryCost>,
+}
+
+/// What re-entering a held lock cost, over the measured window (`summary.json`'s `reentry`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReentryCost {
+    /// Re-entries granted (acquires by a client already holding the key).
+    pub reentries: u64,
+    /// Re-entries refused (the outer lease was known lost).
+    pub refused: u64,
+    /// Server requests the granted re-entries sent, in all (0 with a client-side count).
+    pub requests: u64,
+    /// Re-entry invoke → `ok`, µs.
+    pub latency_us: LatencySummary,
 }
 
 /// Percentiles of one latency, in microseconds.

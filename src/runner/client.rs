@@ -12,10 +12,11 @@ use super::outcome;
 use super::worker::RemoteRegister;
 use crate::history::{Event, EventKind, EventSink, Op};
 use crate::pace;
-use crate::recipe::{Recipe, Strategy, Tally};
+use crate::recipe::reentry::HoldCount;
+use crate::recipe::{Lease, Recipe, Strategy, Tally};
 use crate::resource::{AccessOp, Refused, Register};
 use crate::workload::distribution::{KeyChooser, client_rng};
-use crate::workload::{Stop, Workload};
+use crate::workload::{LockKind, Stop, Workload};
 
 /// What every client of a cell (or, in a worker process, of that process) shares.
 pub(crate) struct CellShared {
@@ -246,7 +247,17 @@ async fn one_cycle<R: Recipe>(
     with_counts(&mut ok, &tally);
     ok.queue_position = lease.queue_position;
     ok.ttl_ms = Some(lease.ttl.as_millis() as u64);
+    let mut held = HoldCount::default();
+    let outer = held.granted(&lease);
+    let depth = match wl.lock {
+        LockKind::Reentrant { depth } => {
+            ok.depth = Some(outer);
+            u64::from(depth)
+        }
+        _ => 1,
+    };
     shared.record(ok);
+    reenter(&mut held, &lease, depth, id, shared);
 
     // The critical section's work (Jepsen's lock-set): read the register now, write it back
     // plus one when the hold ends. A refused or unanswered read leaves nothing to write.
@@ -299,8 +310,10 @@ async fn one_cycle<R: Recipe>(
             .access(id, key, lease.token, AccessOp::Write, v + 1)
             .await;
     }
+    exit_reentries(&mut held, key, id, shared);
     let mut release = Event::new(shared.now_us(), id, EventKind::Invoke, Op::Release, key);
     release.hold_us = Some(hold.as_micros() as u64);
+    release.depth = (depth > 1).then_some(1);
     shared.record(release);
     let outcome = recipe.release(lease).await;
     let (at, t_us) = shared.stamp();
@@ -309,6 +322,48 @@ async fn one_cycle<R: Recipe>(
         Err(e) => shared.record(outcome::failed(t_us, id, Op::Release, key, &e)),
     }
     at
+}
+
+/// A reentrant lock's re-entries: the holder takes the key again until it holds it `depth`
+/// times, each an acquire of its own in the history (`depth` on its invoke and outcome) that
+/// costs no request ([`HoldCount`]: the count is the client's). A re-entry refused because the
+/// lease is known lost ends the nesting there, recorded as failed.
+fn reenter(held: &mut HoldCount, lease: &Lease, depth: u64, id: u32, shared: &CellShared) {
+    let key = lease.key.as_str();
+    while held.depth(key) < depth {
+        let mut invoke = Event::new(shared.now_us(), id, EventKind::Invoke, Op::Acquire, key);
+        invoke.depth = Some(held.depth(key) + 1);
+        shared.record(invoke);
+        match held.reenter(lease) {
+            Ok(d) => {
+                let mut ok = Event::new(shared.now_us(), id, EventKind::Ok, Op::Acquire, key);
+                (ok.token, ok.depth, ok.requests) = (Some(lease.token), Some(d), Some(0));
+                ok.ttl_ms = Some(lease.ttl.as_millis() as u64);
+                shared.record(ok);
+            }
+            Err(e) => {
+                let mut failed = outcome::failed(shared.now_us(), id, Op::Acquire, key, &e);
+                failed.depth = Some(held.depth(key) + 1);
+                shared.record(failed);
+                return;
+            }
+        }
+    }
+}
+
+/// Gives back every hold of `key` but the outer one, innermost first, each a release of its own
+/// in the history (`depth` on its invoke and outcome) that sends no request.
+fn exit_reentries(held: &mut HoldCount, key: &str, id: u32, shared: &CellShared) {
+    while held.depth(key) > 1 {
+        let d = held.depth(key);
+        let mut invoke = Event::new(shared.now_us(), id, EventKind::Invoke, Op::Release, key);
+        invoke.depth = Some(d);
+        shared.record(invoke);
+        let released = held.release(key);
+        let mut ok = Event::new(shared.now_us(), id, EventKind::Ok, Op::Release, key);
+        ok.depth = released.ok();
+        shared.record(ok);
+    }
 }
 
 /// Copies what an acquisition cost onto its outcome event.
@@ -539,6 +594,108 @@ mod tests {
             s.think_time_us.p50 < 100,
             "think p50 {} µs",
             s.think_time_us.p50
+        );
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_reentrant_holder_enters_twice_more_without_a_request_and_is_judged_on_its_outer_holds()
+     {
+        let service = MockService::new(MockOptions::default());
+        let wl = "clients = 3\nkeys = 2\nhold = \"200us\"\nacquisitions = 30\nseed = 5\n\
+                  lock = \"reentrant\"\nreentry_depth = 3\n";
+        let (events, _, register) = run_with("reentrant", wl, || service.client()).await;
+        // Each cycle: the outer grant, two re-entries, the register's read and write, the two
+        // inner releases innermost first, then the outer release.
+        let outer_grants = events
+            .iter()
+            .filter(|e| e.op == Op::Acquire && e.kind == EventKind::Ok && e.depth == Some(1))
+            .count() as u64;
+        assert!(outer_grants >= 30, "{outer_grants}");
+        for c in 0..3 {
+            let mine: Vec<&Event> = events.iter().filter(|e| e.client() == Some(c)).collect();
+            assert_eq!(mine.len() % 14, 0, "client {c}: {mine:?}");
+            for cy in mine.chunks(14) {
+                let shape: Vec<(EventKind, Op, Option<u64>)> =
+                    cy.iter().map(|e| (e.kind, e.op, e.depth)).collect();
+                use EventKind::{Invoke, Ok as Done};
+                assert_eq!(
+                    shape,
+                    [
+                        (Invoke, Op::Acquire, None),
+                        (Done, Op::Acquire, Some(1)),
+                        (Invoke, Op::Acquire, Some(2)),
+                        (Done, Op::Acquire, Some(2)),
+                        (Invoke, Op::Acquire, Some(3)),
+                        (Done, Op::Acquire, Some(3)),
+                        (Done, Op::Read, None),
+                        (Done, Op::Write, None),
+                        (Invoke, Op::Release, Some(3)),
+                        (Done, Op::Release, Some(3)),
+                        (Invoke, Op::Release, Some(2)),
+                        (Done, Op::Release, Some(2)),
+                        (Invoke, Op::Release, Some(1)),
+                        (Done, Op::Release, None),
+                    ]
+                );
+                // A re-entry repeats the outer grant's token and sends no request.
+                assert_eq!((cy[3].token, cy[5].token), (cy[1].token, cy[1].token));
+                assert_eq!((cy[3].requests, cy[5].requests), (Some(0), Some(0)));
+            }
+        }
+        assert_eq!(register.refused(), 0);
+
+        // Judged as a reentrant cell: safe, its figures count outer grants only, and the
+        // re-entries are costed apart.
+        let info = CellInfo {
+            lock: crate::workload::LockKind::Reentrant { depth: 3 },
+            ..crate::results::testkit::cell(3)
+        };
+        let judged = crate::check::evaluate_history(
+            &crate::check::History::new(events.clone()),
+            info.clone(),
+        );
+        let names: Vec<&str> = judged.verdicts.iter().map(|v| v.checker.as_str()).collect();
+        assert_eq!(
+            names,
+            ["reentrant", "lost_update", "fencing", "availability"]
+        );
+        for v in &judged.verdicts {
+            assert_eq!(v.validity, crate::results::SafetyVerdict::Safe, "{v:?}");
+        }
+        let s = &judged.analysis.summary;
+        assert_eq!(s.acquisitions, outer_grants);
+        let r = s
+            .reentry
+            .as_ref()
+            .expect("a reentrant cell costs its re-entries");
+        assert_eq!(
+            (r.reentries, r.refused, r.requests),
+            (2 * outer_grants, 0, 0)
+        );
+        assert_eq!(r.latency_us.count, 2 * outer_grants);
+
+        // The same path says unsafe on a planted violation: client 0 releases once more than
+        // it was granted, at the end.
+        let mut planted = events;
+        let last = planted.iter().map(|e| e.t_us).max().unwrap_or(0);
+        let key = planted
+            .iter()
+            .find(|e| e.client() == Some(0))
+            .unwrap()
+            .key
+            .clone();
+        planted.push(Event::new(
+            last + 1,
+            0,
+            EventKind::Invoke,
+            Op::Release,
+            &key,
+        ));
+        let judged = crate::check::evaluate_history(&crate::check::History::new(planted), info);
+        assert_eq!(judged.verdicts[0].checker, "reentrant");
+        assert_eq!(
+            judged.verdicts[0].validity,
+            crate::results::SafetyVerdict::Unsafe
         );
     }
 

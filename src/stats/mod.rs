@@ -10,6 +10,7 @@ mod holds;
 pub mod latency;
 mod outcomes;
 pub mod pacing;
+pub mod reentry;
 pub mod series;
 
 use hdrhistogram::Histogram;
@@ -333,6 +334,7 @@ impl Fold {
             safety: None,
             faults: Vec::new(),
             settle_ms: cell.settle_ms,
+            reentry: None,
         };
         Analysis {
             summary,

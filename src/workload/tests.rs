@@ -37,6 +37,7 @@ fn every_shipped_workload_parses() {
             "long-hold-no-renew",
             "long-hold-no-renew-unfenced",
             "open-loop",
+            "reentrant",
             "stampede",
             "uncontended",
             "zipf-keys"
