@@ -57,9 +57,10 @@ fn reentrant_lock_on_every_system_and_strategy() {
                 .reentry
                 .as_ref()
                 .expect("a reentrant cell costs its re-entries");
-            // Two re-entries per outer grant (depth 3); the window's edges may cut one cycle.
+            // Two re-entries per counted outer grant (depth 3); a holder stopped by the cell's
+            // end may not have made both.
             assert!(
-                r.reentries + 2 >= 2 * s.acquisitions && r.reentries <= 2 * s.acquisitions + 2,
+                r.reentries == 2 * s.acquisitions,
                 "{at}: {} re-entries for {} acquisitions",
                 r.reentries,
                 s.acquisitions
