@@ -155,25 +155,26 @@ pub enum PlanError {
     Conflict(String),
     #[error("{origin}: not a lockbench plan: {message}")]
     Unreadable { origin: String, message: String },
-    /// A workload asks for a kind of lock no recipe of the system takes yet.
-    #[error(
-        "{origin}: field 'lock' = \"{lock}\" is not yet implemented on {system}: no {system} recipe \
-         takes a {lock} yet (issue 19; only mutex has recipes so far): remove 'lock' (or set \
-         lock = \"mutex\") to run this workload as a mutex"
-    )]
-    LockNotImplemented {
-        origin: String,
-        lock: LockKind,
-        system: System,
-    },
 }
 
-/// Whether `system`'s recipes take `lock`. The mutex, and the reentrant lock on every system
-/// (its count is the client's, [`crate::recipe::reentry`], over the system's mutex); the
-/// read-write lock and the semaphore have no recipes yet (issue 19), and the plan refuses them
-/// before any container starts.
-fn lock_implemented(_system: System, lock: LockKind) -> bool {
-    matches!(lock, LockKind::Mutex | LockKind::Reentrant { .. })
+/// Why `system` cannot run `lock` under `strategy`, if it cannot: its recipes do not take the
+/// kind ([`System::lock_kinds`]), or the strategy is a mutex alone (etcd's server-side `Lock`,
+/// Redis's unsafe calibrations) and the kind shares the lock. The plan skips such a cell with
+/// this note, as it skips a schedule a system cannot run.
+fn lock_unfit(system: System, strategy: Strategy, lock: LockKind) -> Option<String> {
+    let kind = lock.name();
+    if !system.lock_kinds().contains(&kind) {
+        return Some(format!(
+            "{system} × lock = \"{kind}\": no {system} recipe takes a {kind} (it offers {}; \
+             the README's lock kinds table says why)",
+            system.lock_kinds().join(", ")
+        ));
+    }
+    let shares = matches!(lock, LockKind::RwLock { .. } | LockKind::Semaphore { .. });
+    let mutex_only = strategy == Strategy::Native || strategy.is_unsafe();
+    (shares && mutex_only).then(|| {
+        format!("{system}/{strategy} × lock = \"{kind}\": the {strategy} strategy is a mutex alone")
+    })
 }
 
 /// One cell as `plan.toml` stores it: its coordinates and its workload in the workload file's
@@ -328,13 +329,6 @@ impl Plan {
         };
         for &system in systems {
             for wl in workloads {
-                if !lock_implemented(system, wl.lock) {
-                    return Err(PlanError::LockNotImplemented {
-                        origin: wl.origin.to_string(),
-                        lock: wl.lock,
-                        system,
-                    });
-                }
                 for chaos in &schedules {
                     if let Some(why) = chaos.unfit_for(system) {
                         skip(why);
@@ -351,6 +345,10 @@ impl Plan {
                                 "{system}/{strategy}: {system} offers {}",
                                 system.strategies_text()
                             ));
+                            continue;
+                        }
+                        if let Some(why) = lock_unfit(system, strategy, wl.lock) {
+                            skip(why);
                             continue;
                         }
                         for &c in &clients {
@@ -862,31 +860,53 @@ mod tests {
     }
 
     #[test]
-    fn a_lock_kind_without_recipes_is_refused_naming_the_file_field_and_system() {
+    fn a_lock_kind_a_system_lacks_is_skipped_with_the_reason() {
         let base = "clients = 4\nduration = \"5s\"\n";
-        for (extra, kind) in [
-            ("lock = \"rwlock\"\nread_ratio = 0.9", "rwlock"),
-            ("lock = \"semaphore\"\npermits = 3", "semaphore"),
+        let everything = [Strategy::Herd, Strategy::Predecessor, Strategy::Native];
+        let ov = Overrides {
+            strategies: Some(everything.to_vec()),
+            ..Overrides::default()
+        };
+        for extra in [
+            "lock = \"rwlock\"\nread_ratio = 0.9",
+            "lock = \"semaphore\"\npermits = 3",
         ] {
             let wl = Workload::from_str(&format!("{base}{extra}"), "workloads/kinds.toml").unwrap();
-            for system in crate::system::ALL_SYSTEMS {
-                let e = Plan::expand(
-                    "r",
-                    &[system],
-                    std::slice::from_ref(&wl),
-                    &Overrides::default(),
-                )
-                .unwrap_err();
-                assert!(matches!(e, PlanError::LockNotImplemented { .. }), "{e:?}");
-                let e = e.to_string();
+            let plan = Plan::expand("r", &SHIPPED, std::slice::from_ref(&wl), &ov).unwrap();
+            let ran: Vec<String> = plan
+                .cells
+                .iter()
+                .map(|c| format!("{}/{}", c.system, c.strategy))
+                .collect();
+            // The kinds that share the lock need a queue: etcd's server-side Lock is a mutex.
+            assert_eq!(
+                ran,
+                [
+                    "zookeeper/herd",
+                    "zookeeper/predecessor",
+                    "etcd/herd",
+                    "etcd/predecessor"
+                ]
+            );
+            let kind = wl.lock.name();
+            assert!(plan.skipped.iter().any(|s| s
+                == &format!(
+                    "etcd/native × lock = \"{kind}\": the native strategy is a mutex alone"
+                )));
+            for system in [System::Redis, System::Redlock] {
+                let why = plan
+                    .skipped
+                    .iter()
+                    .find(|s| s.starts_with(&format!("{system} × lock")))
+                    .unwrap();
                 assert!(
-                    e.starts_with(&format!(
-                        "workloads/kinds.toml: field 'lock' = \"{kind}\" is not yet implemented on {system}"
-                    )) && e.contains("issue 19")
-                        && e.contains("set lock = \"mutex\""),
-                    "{e}"
+                    why.contains(&format!("no {system} recipe takes a {kind}"))
+                        && why.contains("README"),
+                    "{why}"
                 );
             }
+            let e = Plan::expand("r", &[System::Redis], &[wl], &ov).unwrap_err();
+            assert!(e.to_string().contains("no redis recipe takes a"), "{e}");
         }
         // A mutex, said or not, expands as before; a reentrant lock runs on every system.
         let wl = Workload::from_str(&format!("{base}lock = \"mutex\""), "x").unwrap();

@@ -43,13 +43,17 @@ pub enum AccessOp {
     Read,
     /// Write a value.
     Write,
+    /// Read the value as one of a read-write lock's readers: refused below the fence as any
+    /// access is, but it never raises the fence, since readers hold together and their grants
+    /// need not reach the register in token order.
+    SharedRead,
 }
 
 impl AccessOp {
     /// The history op this access is recorded as.
     pub fn op(self) -> Op {
         match self {
-            AccessOp::Read => Op::Read,
+            AccessOp::Read | AccessOp::SharedRead => Op::Read,
             AccessOp::Write => Op::Write,
         }
     }
@@ -71,6 +75,9 @@ pub struct Refused {
     pub highest: u64,
 }
 
+/// Per key, which client is in each of a semaphore's slots.
+type Pools = HashMap<String, Vec<Option<u32>>>;
+
 /// A key's register: its value and the highest fencing token it has seen.
 #[derive(Debug, Default, Clone, Copy)]
 struct Slot {
@@ -83,10 +90,18 @@ struct Slot {
 ///
 /// Each access is stamped and handed to the history while the register's lock is held, so the
 /// history's order of accesses (by `t_us`, and in file order) is the order they took effect.
+///
+/// A semaphore's cell has one register per permit of each key ([`Register::with_permits`]): a
+/// client's read takes the lowest slot no other client is in (the way a holder picks a free
+/// resource of a pool of N), and its write leaves it. Only a semaphore that admitted more than
+/// N holders leaves a reader no free slot: it then shares slot 0, where the lost-update checker
+/// can catch the overlap.
 pub struct Register {
     mode: ResourceMode,
     sink: Arc<dyn EventSink>,
-    slots: Mutex<HashMap<String, Slot>>,
+    slots: Mutex<HashMap<(String, Option<u64>), Slot>>,
+    /// A semaphore's permits, and per key which client is in each slot.
+    pools: Option<(u32, Mutex<Pools>)>,
     refused: AtomicU64,
 }
 
@@ -97,8 +112,39 @@ impl Register {
             mode,
             sink,
             slots: Mutex::new(HashMap::new()),
+            pools: None,
             refused: AtomicU64::new(0),
         }
+    }
+
+    /// One register per permit of each key, for a semaphore of `permits` (see [`Register`]).
+    pub fn with_permits(mut self, permits: u32) -> Register {
+        self.pools = Some((permits.max(1), Mutex::new(HashMap::new())));
+        self
+    }
+
+    /// The slot `client`'s access to `key` goes to: none without permits; a read leaves any
+    /// slot the client was in and takes the lowest free one (slot 0 when none is free); a write
+    /// goes to the client's slot and leaves it.
+    fn slot_of(&self, client: u32, key: &str, op: AccessOp) -> Option<u64> {
+        let (permits, pools) = self.pools.as_ref()?;
+        let mut pools = pools.locked();
+        let pool = pools
+            .entry(key.to_string())
+            .or_insert_with(|| vec![None; *permits as usize]);
+        let mine = pool.iter().position(|c| *c == Some(client));
+        if let Some(i) = mine {
+            pool[i] = None;
+        }
+        let slot = match op {
+            AccessOp::Read | AccessOp::SharedRead => {
+                let free = pool.iter().position(Option::is_none).unwrap_or(0);
+                pool[free] = Some(client);
+                free
+            }
+            AccessOp::Write => mine.unwrap_or(0),
+        };
+        Some(slot as u64)
     }
 
     /// Whether tokens are checked.
@@ -129,16 +175,21 @@ impl Register {
         op: AccessOp,
         value: u64,
     ) -> Result<u64, Refused> {
+        let slot_no = self.slot_of(client, key, op);
         let mut slots = self.slots.locked();
-        let slot = slots.entry(key.to_string()).or_default();
-        let stale = match (self.mode, slot.highest) {
-            (ResourceMode::Fenced, Some(highest)) if token < highest => Some(highest),
+        let slot = slots.entry((key.to_string(), slot_no)).or_default();
+        // A semaphore's slots are taken at the read, not in token order: its registers are
+        // not fenced (the semaphore checker judges its holders).
+        let fenced = self.mode == ResourceMode::Fenced && self.pools.is_none();
+        let stale = match slot.highest {
+            Some(highest) if fenced && token < highest => Some(highest),
             _ => None,
         };
         // Stamped under the lock: no other access can take effect between the check and the
         // stamp, nor reach the history before this one.
         let mut ev = Event::new(self.sink.now_us(), client, EventKind::Ok, op.op(), key);
         ev.token = Some(token);
+        ev.slot = slot_no;
         let result = match stale {
             Some(highest) => {
                 self.refused.fetch_add(1, Ordering::Relaxed);
@@ -152,12 +203,18 @@ impl Register {
                 ev.error_kind = Some(ErrorKind::Stale);
                 // A refused write still says what it tried to write.
                 ev.value = (op == AccessOp::Write).then_some(value);
+                if op != AccessOp::Write {
+                    // No write follows a refused read: the slot is free again.
+                    self.slot_of(client, key, AccessOp::Write);
+                }
                 Err(refused)
             }
             None => {
                 // Reads raise the fence too: a read-modify-write by a superseded holder must
                 // not read after its successor did.
-                slot.highest = Some(slot.highest.map_or(token, |h| h.max(token)));
+                if op != AccessOp::SharedRead {
+                    slot.highest = Some(slot.highest.map_or(token, |h| h.max(token)));
+                }
                 if op == AccessOp::Write {
                     slot.value = value;
                 }
@@ -171,7 +228,8 @@ impl Register {
 
     /// The value of `key`'s register now (0 for a key never written).
     pub fn value(&self, key: &str) -> u64 {
-        self.slots.locked().get(key).map_or(0, |s| s.value)
+        let slots = self.slots.locked();
+        slots.get(&(key.to_string(), None)).map_or(0, |s| s.value)
     }
 
     /// Accesses refused so far (always 0 unfenced).
@@ -349,5 +407,41 @@ mod tests {
             .map(|e| e.value.unwrap())
             .collect();
         assert_eq!(written, (1..=800).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn a_semaphore_s_holders_each_take_a_free_slot_and_the_one_too_many_shares_slot_0() {
+        let (r, sink) = register(ResourceMode::Unfenced);
+        let r = r.with_permits(2);
+        let read = |c| r.access(c, "k", 1, AccessOp::Read, 0).unwrap();
+        let write = |c, v| r.access(c, "k", 1, AccessOp::Write, v).unwrap();
+        read(1);
+        read(2);
+        write(1, 5); // client 1 leaves slot 0
+        read(3); // takes slot 0 again, reads client 1's 5
+        read(4); // both slots taken: a semaphore that admitted a third holder
+        write(2, 9);
+        let slots: Vec<(u32, Op, Option<u64>, Option<u64>)> = sink
+            .events
+            .locked()
+            .iter()
+            .map(|e| (e.client().unwrap(), e.op, e.slot, e.value))
+            .collect();
+        assert_eq!(
+            slots,
+            vec![
+                (1, Op::Read, Some(0), Some(0)),
+                (2, Op::Read, Some(1), Some(0)),
+                (1, Op::Write, Some(0), Some(5)),
+                (3, Op::Read, Some(0), Some(5)),
+                (4, Op::Read, Some(0), Some(5)),
+                (2, Op::Write, Some(1), Some(9)),
+            ]
+        );
+        // Without permits, one register per key and no slot.
+        let (plain, sink) = register(ResourceMode::Unfenced);
+        plain.access(1, "k", 1, AccessOp::Write, 3).unwrap();
+        assert_eq!(plain.value("k"), 3);
+        assert_eq!(sink.events.locked()[0].slot, None);
     }
 }

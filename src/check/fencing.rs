@@ -4,14 +4,20 @@
 //! skipped. Accesses the fenced register refused (`read`/`write` `fail`, `error_kind` `stale`)
 //! are counted as notes: fencing kept a stale holder's access off the data, which is not a
 //! violation by itself (the mutex checker judges the overlap that made the holder stale).
+//!
+//! The kinds that share the lock: a read-write lock's readers hold together and may be granted
+//! out of token order, so a reader's grant is held only to exceed the last exclusive grant's
+//! token, and an exclusive (writer's) grant the previous grant's of any mode. A semaphore's N
+//! holders are granted in no token order at all: its grants are counted, never ordered.
 
 use std::collections::HashMap;
 
 use super::{
     Checker, Counts, Evidence, EvidenceLog, History, Safety, SafetyVerdict, Verdict, VerdictCounts,
 };
-use crate::history::{ErrorKind, EventKind, Op, in_time_order};
+use crate::history::{ErrorKind, EventKind, Mode, Op, in_time_order};
 use crate::results::CellInfo;
+use crate::workload::LockKind;
 
 /// The checker's name, its verdict's `checker`.
 pub const NAME: &str = "fencing";
@@ -56,11 +62,14 @@ impl Checker for Fencing {
         NAME
     }
 
-    fn check(&self, history: &History, _cell: &CellInfo) -> Verdict {
+    fn check(&self, history: &History, cell: &CellInfo) -> Verdict {
         let events = &history.events;
-        // Per key: the previous grant with a token, and the accepted access with the highest
-        // token (what the fenced register had seen).
+        let ordered = !matches!(cell.lock, LockKind::Semaphore { .. });
+        // Per key: the previous grant with a token (and the previous exclusive one, which a
+        // reader's must exceed), and the accepted access with the highest token (what the
+        // fenced register had seen).
         let mut last_grant: HashMap<&str, usize> = HashMap::new();
+        let mut last_exclusive: HashMap<&str, usize> = HashMap::new();
         let mut highest: HashMap<&str, usize> = HashMap::new();
         let (mut grants, mut regressions, mut stale) = (0u64, 0u64, 0u64);
         let mut log = EvidenceLog::default();
@@ -72,7 +81,9 @@ impl Checker for Fencing {
                 (Op::Acquire, EventKind::Ok) => {
                     let Some(token) = e.token() else { continue };
                     grants += 1;
-                    if let Some(&p) = last_grant.get(key) {
+                    let reads = Mode::is_read(e.mode());
+                    let against = if reads { &last_exclusive } else { &last_grant };
+                    if let Some(&p) = against.get(key).filter(|_| ordered) {
                         let prev = events.at(p);
                         let before = prev.token().unwrap_or_default();
                         if token <= before {
@@ -103,6 +114,9 @@ impl Checker for Fencing {
                         }
                     }
                     last_grant.insert(key, i);
+                    if !reads {
+                        last_exclusive.insert(key, i);
+                    }
                 }
                 (Op::Read | Op::Write, EventKind::Ok) => {
                     if let Some(t) = e.token()

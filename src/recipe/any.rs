@@ -7,7 +7,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::time::{Duration, Instant};
 
-use super::{Lease, LockError, Recipe, Strategy, Tally};
+use super::{Claim, Lease, LockError, Recipe, Strategy, Tally};
 use crate::system::System;
 
 /// How long connecting one client may take.
@@ -23,6 +23,14 @@ trait DynRecipe: Send + Sync {
         &'a self,
         key: &'a str,
         strategy: Strategy,
+        deadline: Instant,
+        tally: &'a Tally,
+    ) -> Boxed<'a, Result<Lease, LockError>>;
+    fn acquire_claim<'a>(
+        &'a self,
+        key: &'a str,
+        strategy: Strategy,
+        claim: Claim,
         deadline: Instant,
         tally: &'a Tally,
     ) -> Boxed<'a, Result<Lease, LockError>>;
@@ -46,6 +54,18 @@ impl<R: Recipe> DynRecipe for R {
     ) -> Boxed<'a, Result<Lease, LockError>> {
         Box::pin(Recipe::acquire_counted(
             self, key, strategy, deadline, tally,
+        ))
+    }
+    fn acquire_claim<'a>(
+        &'a self,
+        key: &'a str,
+        strategy: Strategy,
+        claim: Claim,
+        deadline: Instant,
+        tally: &'a Tally,
+    ) -> Boxed<'a, Result<Lease, LockError>> {
+        Box::pin(Recipe::acquire_claim(
+            self, key, strategy, claim, deadline, tally,
         ))
     }
     fn release(&self, lease: Lease) -> Boxed<'_, Result<(), LockError>> {
@@ -85,6 +105,19 @@ impl Recipe for AnyRecipe {
         tally: &Tally,
     ) -> Result<Lease, LockError> {
         self.0.acquire_counted(key, strategy, deadline, tally).await
+    }
+
+    async fn acquire_claim(
+        &self,
+        key: &str,
+        strategy: Strategy,
+        claim: Claim,
+        deadline: Instant,
+        tally: &Tally,
+    ) -> Result<Lease, LockError> {
+        self.0
+            .acquire_claim(key, strategy, claim, deadline, tally)
+            .await
     }
 
     async fn release(&self, lease: Lease) -> Result<(), LockError> {

@@ -20,6 +20,7 @@ use serde::{Deserialize, Serialize};
 use crate::system::System;
 
 mod any;
+pub mod claim;
 mod deadline;
 pub mod etcd;
 mod holders;
@@ -35,6 +36,7 @@ pub use redis::redlock;
 
 pub use any::AnyRecipe;
 pub(crate) use any::CONNECT_TIMEOUT;
+pub use claim::{Claim, Turn};
 pub use etcd::EtcdRecipe;
 pub use redis::{RedisRecipe, RedisTarget};
 pub use redlock::{RedlockOptions, RedlockRecipe};
@@ -179,6 +181,11 @@ pub enum LockError {
         strategy: Strategy,
         valid: String,
     },
+    /// This system's recipe has no lock of this kind (see the README's lock kinds table).
+    #[error(
+        "{system} has no '{claim}' lock: the README's lock kinds table says which systems offer it"
+    )]
+    KindUnsupported { system: System, claim: &'static str },
     /// The outcome is unknown: a connection dropped or a request timed out mid-flight.
     #[error("connection problem: {0}")]
     Connection(String),
@@ -304,6 +311,29 @@ pub trait Recipe: Send + Sync + 'static {
         async move {
             let tally = Tally::default();
             self.acquire_counted(key, strategy, deadline, &tally).await
+        }
+    }
+
+    /// [`Recipe::acquire_counted`] for any [`Claim`]: a read or write side of a read-write lock,
+    /// or one of a semaphore's permits, granted by [`claim::turn`]'s rule. A recipe that has no
+    /// such lock answers [`LockError::KindUnsupported`] at once, touching no server; an
+    /// exclusive claim is `acquire_counted` itself.
+    fn acquire_claim(
+        &self,
+        key: &str,
+        strategy: Strategy,
+        claim: Claim,
+        deadline: Instant,
+        tally: &Tally,
+    ) -> impl std::future::Future<Output = Result<Lease, LockError>> + Send {
+        async move {
+            match claim {
+                Claim::Exclusive => self.acquire_counted(key, strategy, deadline, tally).await,
+                _ => Err(LockError::KindUnsupported {
+                    system: self.system(),
+                    claim: claim.word(),
+                }),
+            }
         }
     }
 

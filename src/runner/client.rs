@@ -10,10 +10,10 @@ use tokio::sync::{Barrier, watch};
 
 use super::outcome;
 use super::worker::RemoteRegister;
-use crate::history::{Event, EventKind, EventSink, Op};
+use crate::history::{Event, EventKind, EventSink, Mode, Op};
 use crate::pace;
 use crate::recipe::reentry::HoldCount;
-use crate::recipe::{Lease, Recipe, Strategy, Tally};
+use crate::recipe::{Claim, Lease, Recipe, Strategy, Tally};
 use crate::resource::{AccessOp, Refused, Register};
 use crate::workload::distribution::{KeyChooser, client_rng};
 use crate::workload::{LockKind, Stop, Workload};
@@ -219,7 +219,9 @@ async fn one_cycle<R: Recipe>(
     rng: &mut rand::rngs::StdRng,
 ) -> Instant {
     let wl = &shared.workload;
+    let claim = claim_of(wl.lock, rng);
     let mut invoke = Event::new(shared.now_us(), id, EventKind::Invoke, Op::Acquire, key);
+    invoke.mode = mode_of(claim);
     invoke.intended_us =
         intended.map(|t| t.saturating_duration_since(shared.started).as_micros() as u64);
     invoke.think_us = thought.map(|d| d.as_micros() as u64);
@@ -227,7 +229,7 @@ async fn one_cycle<R: Recipe>(
     let deadline = Instant::now() + wl.acquire_timeout;
     let tally = Tally::default();
     let acquired = recipe
-        .acquire_counted(key, shared.strategy, deadline, &tally)
+        .acquire_claim(key, shared.strategy, claim, deadline, &tally)
         .await;
     let lease = match acquired {
         Ok(lease) => lease,
@@ -235,6 +237,7 @@ async fn one_cycle<R: Recipe>(
             // What a failed wait cost counts too: the herd is at its worst where waiters give up.
             let (at, t_us) = shared.stamp();
             let mut failed = outcome::failed(t_us, id, Op::Acquire, key, &e);
+            failed.mode = mode_of(claim);
             with_counts(&mut failed, &tally);
             shared.record(failed);
             return at;
@@ -247,6 +250,7 @@ async fn one_cycle<R: Recipe>(
     with_counts(&mut ok, &tally);
     ok.queue_position = lease.queue_position;
     ok.ttl_ms = Some(lease.ttl.as_millis() as u64);
+    ok.mode = mode_of(claim);
     let mut held = HoldCount::default();
     let outer = held.granted(&lease);
     let depth = match wl.lock {
@@ -262,9 +266,13 @@ async fn one_cycle<R: Recipe>(
     // The critical section's work (Jepsen's lock-set): read the register now, write it back
     // plus one when the hold ends. A refused or unanswered read leaves nothing to write.
     let read_started = Instant::now();
+    let read_op = match claim {
+        Claim::Read => AccessOp::SharedRead,
+        _ => AccessOp::Read,
+    };
     let read = shared
         .resource
-        .access(id, key, lease.token, AccessOp::Read, 0)
+        .access(id, key, lease.token, read_op, 0)
         .await;
     // A write costs what the read just did (next to nothing in-process, a pipe round trip to
     // the runner from a worker): started that much before the hold's end, it ends about there,
@@ -303,7 +311,11 @@ async fn one_cycle<R: Recipe>(
             }
         }
     }
-    if let Ok(v) = read {
+    // A reader only reads; a writer, a mutex's or a permit's holder writes back what it read
+    // plus one.
+    if let Ok(v) = read
+        && claim != Claim::Read
+    {
         // Accepted or not, the register recorded it; the client goes on to release either way.
         let _ = shared
             .resource
@@ -322,6 +334,28 @@ async fn one_cycle<R: Recipe>(
         Err(e) => shared.record(outcome::failed(t_us, id, Op::Release, key, &e)),
     }
     at
+}
+
+/// What the next acquisition claims: a read-write lock's reads its `read_ratio` of the time
+/// (drawn from the client's own seeded generator, so a seed repeats the same mix); every other
+/// kind always claims the same.
+fn claim_of(kind: LockKind, rng: &mut rand::rngs::StdRng) -> Claim {
+    use rand::Rng;
+    match kind {
+        LockKind::Mutex | LockKind::Reentrant { .. } => Claim::Exclusive,
+        LockKind::RwLock { read_ratio } if rng.random::<f64>() < read_ratio => Claim::Read,
+        LockKind::RwLock { .. } => Claim::Write,
+        LockKind::Semaphore { permits } => Claim::Permit { permits },
+    }
+}
+
+/// The history's `mode` of a claim: read or write for a read-write lock, none otherwise.
+fn mode_of(claim: Claim) -> Option<Mode> {
+    match claim {
+        Claim::Read => Some(Mode::Read),
+        Claim::Write => Some(Mode::Write),
+        Claim::Exclusive | Claim::Permit { .. } => None,
+    }
 }
 
 /// A reentrant lock's re-entries: the holder takes the key again until it holds it `depth`
@@ -457,7 +491,10 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("history.jsonl");
         let recorder = Recorder::create(&path).unwrap();
-        let register = Arc::new(Register::new(wl.resource, Arc::new(recorder.handle())));
+        let register = Arc::new(super::super::cell_register(
+            &wl,
+            Arc::new(recorder.handle()),
+        ));
         let shared = Arc::new(CellShared::new(
             wl.clone(),
             Strategy::Predecessor,

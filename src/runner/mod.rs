@@ -364,7 +364,7 @@ where
         workers: None,
         stopped,
     };
-    let register = Register::new(wl.resource, Arc::new(recorder.handle()));
+    let register = cell_register(wl, Arc::new(recorder.handle()));
     let shared = Arc::new(client::CellShared::new(
         wl.clone(),
         cell.strategy,
@@ -442,7 +442,7 @@ where
     let handle = recorder.handle();
     let clock = recorder.clock();
     // The register stays here, out of reach of a worker's pause; workers ask for each access.
-    let register = Register::new(plan.workload.resource, Arc::new(handle.clone()));
+    let register = cell_register(&plan.workload, Arc::new(handle.clone()));
     workers.start(clock).await;
     let run = async {
         let r = workers.run(&handle, &plan.workload, &register).await?;
@@ -475,4 +475,16 @@ fn refresh(folder: &RunFolder, plan: &Plan, exporters: &Exporters) -> anyhow::Re
 fn sort_by_plan(summaries: &mut [CellSummary], plan: &Plan) {
     let order: Vec<String> = plan.cells.iter().map(|c| c.id().to_string()).collect();
     summaries.sort_by_key(|s| order.iter().position(|id| *id == output::summary_id(s)));
+}
+
+/// A cell's protected register: one per key, or per key and permit for a semaphore.
+pub(crate) fn cell_register(
+    wl: &crate::workload::Workload,
+    sink: Arc<dyn crate::history::EventSink>,
+) -> Register {
+    let register = Register::new(wl.resource, sink);
+    match wl.lock {
+        crate::workload::LockKind::Semaphore { permits } => register.with_permits(permits),
+        _ => register,
+    }
 }

@@ -10,7 +10,7 @@ pub(crate) fn error_kind(err: &LockError) -> ErrorKind {
         LockError::Timeout { .. } => ErrorKind::Timeout,
         LockError::Connection(_) => ErrorKind::Connection,
         LockError::Lost { .. } => ErrorKind::Lost,
-        LockError::Unsupported { .. } => ErrorKind::Unsupported,
+        LockError::Unsupported { .. } | LockError::KindUnsupported { .. } => ErrorKind::Unsupported,
         LockError::Server(_) => ErrorKind::Server,
         LockError::Withdrawn { .. } => ErrorKind::Withdrawn,
         LockError::Unavailable(_) => ErrorKind::Unavailable,

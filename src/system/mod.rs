@@ -108,6 +108,9 @@ pub struct Facts {
     pub leaderless: bool,
     /// What times its leases, which says how a clock fault reaches its servers.
     pub lease_clock: LeaseClock,
+    /// The lock kinds its recipe implements, by their names in workload files (`mutex`,
+    /// `reentrant`, `rwlock`, `semaphore`); a workload of another kind is refused at plan time.
+    pub lock_kinds: &'static [&'static str],
     /// Its colour in plots, as RGB; chosen with the others' so all stay apart (see
     /// `report::plots::canvas::system_colour`).
     pub colour: (u8, u8, u8),
@@ -186,6 +189,11 @@ impl System {
     /// The waiting strategies this system's recipe offers.
     pub fn strategies(self) -> &'static [Strategy] {
         self.facts().strategies
+    }
+
+    /// The lock kinds this system implements, by name (see [`Facts::lock_kinds`]).
+    pub fn lock_kinds(self) -> &'static [&'static str] {
+        self.facts().lock_kinds
     }
 
     /// The strategies this system offers, as error messages and help texts list them; the

@@ -37,9 +37,12 @@ fn every_shipped_workload_parses() {
             "long-hold-no-renew",
             "long-hold-no-renew-unfenced",
             "open-loop",
+            "pool",
+            "read-mostly",
             "reentrant",
             "stampede",
             "uncontended",
+            "write-heavy",
             "zipf-keys"
         ]
     );

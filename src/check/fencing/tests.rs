@@ -80,3 +80,37 @@ fn refused_stale_accesses_are_counted_as_notes_not_violations() {
         (2, 0)
     );
 }
+
+#[test]
+fn readers_are_ordered_against_writers_only_and_a_semaphore_not_at_all() {
+    let rw = LockKind::RwLock { read_ratio: 0.5 };
+    let h = vec![
+        reading(grant(10, 0, "k", 5, 1000)), // line 1
+        reading(grant(20, 1, "k", 4, 1000)), // line 2: a reader below a reader: fine
+        writing(grant(30, 2, "k", 6, 1000)), // line 3: above the last grant (4): fine
+        reading(grant(40, 3, "k", 7, 1000)), // line 4: above the writer's 6
+        reading(grant(50, 0, "k", 3, 1000)), // line 5: below the writer's 6: regression
+        writing(grant(60, 1, "k", 2, 1000)), // line 6: below the last grant (3): regression
+    ];
+    let v = run_kind(&Fencing, h.clone(), rw);
+    assert_eq!(v.validity, SafetyVerdict::Unsafe);
+    assert_eq!(count(&v, TOKEN_REGRESSIONS), 2);
+    assert_eq!(v.evidence[0].lines, vec![3, 5]);
+    assert_eq!(v.evidence[1].lines, vec![5, 6]);
+    // The same grants, exclusive: every one out of order is a regression.
+    let exclusive = h.iter().cloned().map(|mut e| {
+        e.mode = None;
+        e
+    });
+    assert_eq!(
+        count(&run(&Fencing, exclusive.collect()), TOKEN_REGRESSIONS),
+        3
+    );
+    // A semaphore's holders are granted in no token order.
+    let v = run_kind(&Fencing, h, LockKind::Semaphore { permits: 3 });
+    assert_eq!(v.validity, SafetyVerdict::Safe);
+    assert_eq!(
+        (count(&v, TOKEN_REGRESSIONS), count(&v, FENCED_GRANTS)),
+        (0, 6)
+    );
+}

@@ -32,11 +32,13 @@ use etcd_client::{
 use crate::recipe::deadline::Budget;
 use crate::recipe::etcd::cleanup::{EtcdChore, etcd_err, maybe_applied};
 use crate::recipe::etcd::lease::EtcdSession;
-use crate::recipe::etcd::wait::{wait_deletes, watch_deletes};
+use crate::recipe::etcd::wait::{Wait, wait_claim, wait_deletes, watch_deletes};
 use crate::recipe::holders::Holders;
 use crate::recipe::janitor::Janitor;
 use crate::recipe::retry::Unanswered;
-use crate::recipe::{Lease, LockError, Recipe, RecipeConfig, Strategy, Tally, check_strategy};
+use crate::recipe::{
+    Claim, Lease, LockError, Recipe, RecipeConfig, Strategy, Tally, check_strategy,
+};
 use crate::sync::LockUnpoisoned;
 use crate::system::System;
 
@@ -408,12 +410,16 @@ impl EtcdRecipe {
         &self,
         key: &str,
         attempt: &Attempt,
+        wait: Wait,
         budget: &Budget,
         tally: &Tally,
     ) -> Result<Lease, LockError> {
         let session = self.live_session(tally).await?;
         let dir = format!("{}/", self.lock_name(key));
-        let mine = format!("{dir}{:x}", session.id);
+        let mine = match wait.claim {
+            Claim::Exclusive => format!("{dir}{:x}", session.id),
+            other => format!("{dir}{:x}-{}", session.id, other.word()),
+        };
         // Take a place in the queue. A key this lease already has there is this attempt's (an
         // earlier try's put landed) or a leftover of an earlier attempt: that one is removed
         // and the attempt queues anew, so every attempt gets a fresh create revision (its
@@ -442,9 +448,51 @@ impl EtcdRecipe {
             )));
         }
         let poll = self.config.fallback_poll;
-        wait_deletes(&self.client, &dir, &mine, my_rev, budget, poll, tally).await?;
+        if wait.claim == Claim::Exclusive && !wait.herd {
+            wait_deletes(&self.client, &dir, &mine, my_rev, budget, poll, tally).await?;
+        } else {
+            wait_claim(&self.client, &dir, &mine, my_rev, wait, budget, poll, tally).await?;
+        }
+        if matches!(wait.claim, Claim::Permit { .. }) {
+            self.mark_grant(&mine, value, session.id, budget, tally)
+                .await?;
+        }
         let held = HeldKey::new(mine, my_rev, value, true);
         self.lease(key, &session, held, tally)
+    }
+
+    /// A permit's grant is a change the waiter behind may be watching for (see
+    /// [`crate::recipe::claim`]): the key is written again, guarded by our value, which moves
+    /// its mod revision past its create revision.
+    async fn mark_grant(
+        &self,
+        mine: &str,
+        value: &str,
+        lease: i64,
+        budget: &Budget,
+        tally: &Tally,
+    ) -> Result<(), LockError> {
+        let txn = Txn::new()
+            .when([carries(mine, value)])
+            .and_then([TxnOp::put(
+                mine,
+                value,
+                Some(PutOptions::new().with_lease(lease)),
+            )]);
+        tally.requests(1);
+        let mut c = self.client.clone();
+        let resp = budget
+            .run("txn", c.txn(txn))
+            .await?
+            .map_err(|e| etcd_err("grant mark txn", e))?;
+        if resp.succeeded() {
+            Ok(())
+        } else {
+            Err(LockError::Lost {
+                key: mine.to_string(),
+                why: "our queue key vanished at the grant (lease expired?)".into(),
+            })
+        }
     }
 
     async fn acquire_native(
@@ -581,16 +629,41 @@ impl Recipe for EtcdRecipe {
         deadline: Instant,
         tally: &Tally,
     ) -> Result<Lease, LockError> {
+        self.acquire_claim(key, strategy, Claim::Exclusive, deadline, tally)
+            .await
+    }
+
+    async fn acquire_claim(
+        &self,
+        key: &str,
+        strategy: Strategy,
+        claim: Claim,
+        deadline: Instant,
+        tally: &Tally,
+    ) -> Result<Lease, LockError> {
         check_strategy(System::Etcd, strategy)?;
+        if claim != Claim::Exclusive && strategy == Strategy::Native {
+            // The server-side Lock is a mutex: the plan never asks this.
+            return Err(LockError::KindUnsupported {
+                system: System::Etcd,
+                claim: claim.word(),
+            });
+        }
         let budget =
             Budget::acquire(key, deadline, self.config.request_timeout).retrying(self.config.retry);
         let attempt = Attempt::new();
         let mut backoff = budget.backoff();
         let got = loop {
+            let herd = strategy == Strategy::Herd;
             let tried = match strategy {
-                Strategy::Herd => self.acquire_herd(key, &attempt, &budget, tally).await,
-                Strategy::Predecessor => {
-                    self.acquire_predecessor(key, &attempt, &budget, tally)
+                Strategy::Herd if claim == Claim::Exclusive => {
+                    self.acquire_herd(key, &attempt, &budget, tally).await
+                }
+                // The kinds that share the lock queue under either strategy; the herd's
+                // waiters watch the whole queue.
+                Strategy::Herd | Strategy::Predecessor => {
+                    let wait = Wait { claim, herd };
+                    self.acquire_predecessor(key, &attempt, wait, &budget, tally)
                         .await
                 }
                 Strategy::Native => self.acquire_native(key, &attempt, &budget, tally).await,

@@ -7,9 +7,10 @@ use etcd_client::{
 
 use std::time::Duration;
 
+use crate::recipe::claim::turn;
 use crate::recipe::deadline::Budget;
 use crate::recipe::etcd::cleanup::etcd_err;
-use crate::recipe::{LockError, Tally};
+use crate::recipe::{Claim, LockError, Tally, Turn};
 
 /// Opens a watch for deletions of `key` from now on and waits until the server confirms
 /// it; returns the stream and the revision the watch starts after. Watching from "now"
@@ -20,22 +21,7 @@ pub(super) async fn watch_deletes(
     key: &str,
     budget: &Budget,
 ) -> Result<(WatchStream, i64), LockError> {
-    let mut c = client.clone();
-    let opts = WatchOptions::new().with_filters([WatchFilterType::NoPut]);
-    let mut stream = match budget.run("watch", c.watch(key, Some(opts))).await? {
-        Ok(s) => s,
-        Err(e) => return Err(etcd_err("watch", e)),
-    };
-    match budget.run("watch", stream.message()).await? {
-        Ok(Some(r)) if r.created() => {
-            let rev = r.header().map(|h| h.revision()).unwrap_or(0);
-            Ok((stream, rev))
-        }
-        Ok(_) => Err(LockError::Server(format!(
-            "etcd did not create the watch on '{key}'"
-        ))),
-        Err(e) => Err(etcd_err("watch", e)),
-    }
+    watch_changes(client, key, false, false, budget).await
 }
 
 /// Waits until no key under `dir` was created before `my_rev` (mutex.go's waitDeletes),
@@ -87,29 +73,181 @@ pub(super) async fn wait_deletes(
             }
         }
         waited = true;
-        // A broken or cancelled stream (no leader, compaction) ends the wait too: read again.
-        tokio::select! {
-            m = watch.message() => {
-                if let Ok(Some(r)) = m {
-                    tally.wakeups(r.events().len() as u64);
-                }
-            }
-            _ = tokio::time::sleep(fallback_poll) => tally.fallback_poll(),
-            _ = tokio::time::sleep_until(budget.deadline().into()) => return Err(budget.timeout()),
-        }
+        sleep_on(&mut watch, fallback_poll, budget, tally).await?;
     }
     if waited {
+        confirm_ours(&mut c, mine, my_rev, budget, tally).await?;
+    }
+    Ok(())
+}
+
+/// How a queued acquisition of a kind that shares the lock waits: what it claims, and whether
+/// it is the herd (every waiter watches the whole queue for deletions) or a predecessor waiter
+/// (watching one key, see [`crate::recipe::claim`]).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Wait {
+    pub claim: Claim,
+    pub herd: bool,
+}
+
+/// The claim word an etcd queue key ends with (`<lease hex>-<word>`); `lock` when it has none
+/// (an exclusive lock's key, the concurrency mutex's).
+pub(super) fn claim_word(key: &[u8]) -> &str {
+    let name = std::str::from_utf8(key).unwrap_or_default();
+    let last = name.rsplit('/').next().unwrap_or(name);
+    last.split_once('-')
+        .map_or(Claim::Exclusive.word(), |(_, w)| w)
+}
+
+/// Waits until [`turn`] grants our key `mine` (create revision `my_rev`) in the queue under
+/// `dir`, reading the queue ahead of us on every wake-up. The herd and a semaphore's first
+/// waiter watch the whole queue for deletions; any other waiter watches the one key ahead
+/// that [`turn`] names, for its deletion, and for a permit also for its grant mark (the key
+/// written again, which moves its mod revision past its create revision). Ends, as
+/// [`wait_deletes`] does, by checking our key is still there.
+#[allow(clippy::too_many_arguments)]
+pub(super) async fn wait_claim(
+    client: &Client,
+    dir: &str,
+    mine: &str,
+    my_rev: i64,
+    wait: Wait,
+    budget: &Budget,
+    fallback_poll: Duration,
+    tally: &Tally,
+) -> Result<(), LockError> {
+    let mut c = client.clone();
+    let mut waited = false;
+    let is_permit = matches!(wait.claim, Claim::Permit { .. });
+    // The create revision of a permit ahead known to hold already.
+    let mut granted_ahead: Option<i64> = None;
+    loop {
+        let opts = GetOptions::new()
+            .with_prefix()
+            .with_max_create_revision(my_rev)
+            .with_sort(SortTarget::Create, SortOrder::Ascend);
         tally.requests(1);
-        let ours = match budget.run("get", c.get(mine, None)).await? {
-            Ok(r) => r.kvs().first().map(|kv| kv.create_revision()) == Some(my_rev),
-            Err(e) => return Err(etcd_err("own key get", e)),
+        let resp = match budget.run("get", c.get(dir, Some(opts))).await? {
+            Ok(r) => r,
+            Err(e) => return Err(etcd_err("queue get", e)),
         };
-        if !ours {
+        let read_at = resp.header().map(|h| h.revision()).unwrap_or(0);
+        let queue = resp.kvs();
+        let Some(pos) = queue.iter().position(|kv| kv.create_revision() == my_rev) else {
             return Err(LockError::Lost {
                 key: mine.to_string(),
                 why: "our queue key vanished while waiting (lease expired?)".into(),
             });
+        };
+        let blocks_readers = |i: usize| Claim::word_blocks_readers(claim_word(queue[i].key()));
+        let ahead = match turn(wait.claim, pos, blocks_readers) {
+            Turn::Granted => break,
+            Turn::Behind(i) if !wait.herd && Some(queue[i].create_revision()) != granted_ahead => {
+                let kv = &queue[i];
+                if is_permit && kv.mod_revision() != kv.create_revision() {
+                    granted_ahead = Some(kv.create_revision());
+                    continue;
+                }
+                Some((kv.key().to_vec(), kv.create_revision()))
+            }
+            Turn::Behind(_) | Turn::FirstWaiter => None,
+        };
+        // Watch either the one key ahead or (herd, first waiter) the whole queue.
+        let (target, puts) = match &ahead {
+            Some((key, _)) => (String::from_utf8_lossy(key).into_owned(), is_permit),
+            None => (dir.to_string(), false),
+        };
+        tally.requests(1);
+        let (mut watch, watch_from) =
+            watch_changes(client, &target, ahead.is_none(), puts, budget).await?;
+        if watch_from != read_at {
+            // Something changed between the read and the watch: read again rather than wait
+            // for a change that already happened.
+            continue;
         }
+        waited = true;
+        sleep_on(&mut watch, fallback_poll, budget, tally).await?;
+    }
+    if waited {
+        confirm_ours(&mut c, mine, my_rev, budget, tally).await?;
+    }
+    Ok(())
+}
+
+/// [`watch_deletes`] over a key or (`prefix`) a whole queue, with its puts too when `puts`.
+async fn watch_changes(
+    client: &Client,
+    key: &str,
+    prefix: bool,
+    puts: bool,
+    budget: &Budget,
+) -> Result<(WatchStream, i64), LockError> {
+    let mut c = client.clone();
+    let mut opts = WatchOptions::new();
+    if !puts {
+        opts = opts.with_filters([WatchFilterType::NoPut]);
+    }
+    if prefix {
+        opts = opts.with_prefix();
+    }
+    let mut stream = match budget.run("watch", c.watch(key, Some(opts))).await? {
+        Ok(s) => s,
+        Err(e) => return Err(etcd_err("watch", e)),
+    };
+    match budget.run("watch", stream.message()).await? {
+        Ok(Some(r)) if r.created() => {
+            let rev = r.header().map(|h| h.revision()).unwrap_or(0);
+            Ok((stream, rev))
+        }
+        Ok(_) => Err(LockError::Server(format!(
+            "etcd did not create the watch on '{key}'"
+        ))),
+        Err(e) => Err(etcd_err("watch", e)),
+    }
+}
+
+/// After a wait: checks our key `mine` is still there, the same incarnation (`my_rev`). A lease
+/// that expired while we waited would otherwise let us believe we hold the lock (etcd issue
+/// 11456).
+async fn confirm_ours(
+    c: &mut Client,
+    mine: &str,
+    my_rev: i64,
+    budget: &Budget,
+    tally: &Tally,
+) -> Result<(), LockError> {
+    tally.requests(1);
+    let ours = match budget.run("get", c.get(mine, None)).await? {
+        Ok(r) => r.kvs().first().map(|kv| kv.create_revision()) == Some(my_rev),
+        Err(e) => return Err(etcd_err("own key get", e)),
+    };
+    if ours {
+        Ok(())
+    } else {
+        Err(LockError::Lost {
+            key: mine.to_string(),
+            why: "our queue key vanished while waiting (lease expired?)".into(),
+        })
+    }
+}
+
+/// Waits for a message on `watch` (counting its events as wake-ups), for the fallback poll
+/// interval, or for the deadline. A broken or cancelled stream (no leader, compaction) ends
+/// the wait too: the caller reads again.
+async fn sleep_on(
+    watch: &mut WatchStream,
+    fallback_poll: Duration,
+    budget: &Budget,
+    tally: &Tally,
+) -> Result<(), LockError> {
+    tokio::select! {
+        m = watch.message() => {
+            if let Ok(Some(r)) = m {
+                tally.wakeups(r.events().len() as u64);
+            }
+        }
+        _ = tokio::time::sleep(fallback_poll) => tally.fallback_poll(),
+        _ = tokio::time::sleep_until(budget.deadline().into()) => return Err(budget.timeout()),
     }
     Ok(())
 }

@@ -38,6 +38,7 @@ use std::time::{Duration, Instant};
 
 use zookeeper_client as zk;
 
+use crate::recipe::claim::turn;
 use crate::recipe::deadline::Budget;
 use crate::recipe::holders::Holders;
 use crate::recipe::janitor::Janitor;
@@ -47,7 +48,9 @@ use crate::recipe::zookeeper::session::{
     Mine, SEQ_PREFIX, ZkSession, attempt_data, attempt_of, delete_own, idempotent, is_live,
     maybe_applied, open_session, sequence, session_tag, sweep_own, zk_err,
 };
-use crate::recipe::{Lease, LockError, Recipe, RecipeConfig, Strategy, Tally, check_strategy};
+use crate::recipe::{
+    Claim, Lease, LockError, Recipe, RecipeConfig, Strategy, Tally, Turn, check_strategy,
+};
 use crate::sync::LockUnpoisoned;
 use crate::system::System;
 
@@ -376,6 +379,7 @@ impl ZookeeperRecipe {
         &self,
         key: &str,
         att: &Attempt,
+        wait: Wait,
         budget: &Budget,
         tally: &Tally,
     ) -> Result<Lease, LockError> {
@@ -385,7 +389,7 @@ impl ZookeeperRecipe {
         let owner = s.client.session_id().0;
         self.ensure_dir(s, &dir, budget, tally).await?;
         let tag = session_tag(s);
-        let base = format!("{dir}/{tag}{SEQ_PREFIX}");
+        let base = format!("{dir}/{tag}{}{SEQ_PREFIX}", claim_infix(wait.claim));
         let tried_here = att
             .queued
             .locked()
@@ -430,7 +434,27 @@ impl ZookeeperRecipe {
             }
         };
         *att.queued.locked() = Some((path.clone(), owner));
-        self.wait_turn(s, &dir, me, attempt, budget, tally).await?;
+        self.wait_turn(s, &dir, me, attempt, wait, budget, tally)
+            .await?;
+        if matches!(wait.claim, Claim::Permit { .. }) {
+            // A permit's grant is a change the waiter behind may be watching for (see
+            // `claim`): it marks it by writing its node's data again.
+            tally.requests(1);
+            match idempotent(budget, "setData", || {
+                s.client.set_data(&path, &attempt_data(attempt), None)
+            })
+            .await?
+            {
+                Ok(_) => {}
+                Err(zk::Error::NoNode) => {
+                    return Err(LockError::Lost {
+                        key: key.to_string(),
+                        why: "our queue node vanished at the grant (session expired?)".into(),
+                    });
+                }
+                Err(e) => return Err(zk_err(&path, e)),
+            }
+        }
         let node = HeldNode {
             path,
             czxid,
@@ -501,23 +525,42 @@ impl ZookeeperRecipe {
     /// Waits until our sequence number `me` is the lowest in `dir`, watching only the node just
     /// below ours and reading the queue again on every wake-up: the predecessor may have died
     /// rather than released, and the one before it may still hold.
+    #[allow(clippy::too_many_arguments)]
     async fn wait_turn(
         &self,
         s: &ZkSession,
         dir: &str,
         me: i64,
         attempt: u64,
+        wait: Wait,
         budget: &Budget,
         tally: &Tally,
     ) -> Result<(), LockError> {
         let mut swept = false;
+        // The herd, and a semaphore's first waiter, watch the whole directory with the read
+        // itself (no change between the read and the watch can be missed): any change wakes
+        // them.
+        let mut watch_dir = wait.herd;
+        let is_permit = matches!(wait.claim, Claim::Permit { .. });
+        // The sequence number of a permit ahead known to hold already.
+        let mut granted_ahead: Option<i64> = None;
         loop {
             tally.requests(1);
-            let children =
-                match idempotent(budget, "getChildren", || s.client.list_children(dir)).await? {
-                    Ok(c) => c,
+            let (children, dir_watch) = if watch_dir {
+                match idempotent(budget, "getChildren", || {
+                    s.client.list_and_watch_children(dir)
+                })
+                .await?
+                {
+                    Ok((c, w)) => (c, Some(w)),
                     Err(e) => return Err(zk_err(dir, e)),
-                };
+                }
+            } else {
+                match idempotent(budget, "getChildren", || s.client.list_children(dir)).await? {
+                    Ok(c) => (c, None),
+                    Err(e) => return Err(zk_err(dir, e)),
+                }
+            };
             self.janitor.cluster_answered();
             let mut queue: Vec<(i64, String)> = children
                 .into_iter()
@@ -548,27 +591,85 @@ impl ZookeeperRecipe {
                     why: "our queue node vanished while waiting (session expired?)".into(),
                 });
             };
-            if pos == 0 {
-                return Ok(());
-            }
-            let pred = format!("{dir}/{}", queue[pos - 1].1);
+            let blocks_readers = |i: usize| Claim::word_blocks_readers(claim_word(&queue[i].1));
+            let ahead = match turn(wait.claim, pos, blocks_readers) {
+                Turn::Granted => return Ok(()),
+                Turn::Behind(i) if !wait.herd && Some(queue[i].0) != granted_ahead => i,
+                Turn::Behind(_) | Turn::FirstWaiter => {
+                    match dir_watch {
+                        Some(w) => {
+                            Self::sleep_on(w, self.config.fallback_poll, budget, tally).await?
+                        }
+                        // Just became a semaphore's first waiter: read again, watching.
+                        None => watch_dir = true,
+                    }
+                    continue;
+                }
+            };
+            watch_dir = false;
+            let pred = format!("{dir}/{}", queue[ahead].1);
             // getData rather than exists: a watch on a node that is already gone is not left
             // behind (exists would watch for its re-creation).
             tally.requests(1);
             let watcher =
                 match idempotent(budget, "getData", || s.client.get_and_watch_data(&pred)).await? {
+                    // A permit ahead that already marked its grant (its data written again)
+                    // will not change until it leaves: we wait as the first waiter instead.
+                    Ok((_, stat, _)) if is_permit && stat.version > 0 => {
+                        granted_ahead = Some(queue[ahead].0);
+                        watch_dir = true;
+                        continue;
+                    }
                     Ok((_, _, w)) => w,
                     Err(zk::Error::NoNode) => continue,
                     Err(e) => return Err(zk_err(&pred, e)),
                 };
-            // The same fallback as the herd's, so the two strategies differ only in who is
-            // woken: a lost notification costs one poll interval, visible as a fallback poll.
-            tokio::select! {
-                _ = watcher.changed() => tally.wakeups(1),
-                _ = tokio::time::sleep(self.config.fallback_poll) => tally.fallback_poll(),
-                _ = tokio::time::sleep_until(budget.deadline().into()) => return Err(budget.timeout()),
-            }
+            Self::sleep_on(watcher, self.config.fallback_poll, budget, tally).await?;
         }
+    }
+
+    /// Waits for `watcher` to fire, or for the fallback poll interval (the same as the herd's,
+    /// so the two strategies differ only in who is woken: a lost notification costs one poll
+    /// interval, visible as a fallback poll), or for the deadline.
+    async fn sleep_on(
+        watcher: zk::OneshotWatcher,
+        poll: std::time::Duration,
+        budget: &Budget,
+        tally: &Tally,
+    ) -> Result<(), LockError> {
+        tokio::select! {
+            _ = watcher.changed() => tally.wakeups(1),
+            _ = tokio::time::sleep(poll) => tally.fallback_poll(),
+            _ = tokio::time::sleep_until(budget.deadline().into()) => return Err(budget.timeout()),
+        }
+        Ok(())
+    }
+}
+
+/// How a queued acquisition waits: what it claims, and whether it is the herd (woken by every
+/// change of the queue) or a predecessor waiter (watching one node, see [`turn`]).
+#[derive(Debug, Clone, Copy)]
+struct Wait {
+    claim: Claim,
+    herd: bool,
+}
+
+/// The part of a queue node's name that says its claim: nothing for an exclusive lock (so its
+/// nodes keep the name they always had), `read-`, `write-` or `permit-` otherwise.
+fn claim_infix(claim: Claim) -> String {
+    match claim {
+        Claim::Exclusive => String::new(),
+        other => format!("{}-", other.word()),
+    }
+}
+
+/// The claim word of queue node `name` (`<session tag>[<word>-]lock-<sequence>`): `lock` when
+/// it has none.
+fn claim_word(name: &str) -> &str {
+    let body = name.split_once('-').map_or(name, |(_, rest)| rest);
+    match body.split_once('-') {
+        Some((word, rest)) if rest.starts_with(SEQ_PREFIX) => word,
+        _ => Claim::Exclusive.word(),
     }
 }
 
@@ -591,6 +692,18 @@ impl Recipe for ZookeeperRecipe {
         deadline: Instant,
         tally: &Tally,
     ) -> Result<Lease, LockError> {
+        self.acquire_claim(key, strategy, Claim::Exclusive, deadline, tally)
+            .await
+    }
+
+    async fn acquire_claim(
+        &self,
+        key: &str,
+        strategy: Strategy,
+        claim: Claim,
+        deadline: Instant,
+        tally: &Tally,
+    ) -> Result<Lease, LockError> {
         check_strategy(System::Zookeeper, strategy)?;
         let budget =
             Budget::acquire(key, deadline, self.config.request_timeout).retrying(self.config.retry);
@@ -601,9 +714,15 @@ impl Recipe for ZookeeperRecipe {
         };
         let mut backoff = budget.backoff();
         let got = loop {
-            let tried = match strategy {
-                Strategy::Herd => self.acquire_herd(key, &att, &budget, tally).await,
-                _ => self.acquire_predecessor(key, &att, &budget, tally).await,
+            let herd = strategy == Strategy::Herd;
+            let tried = if herd && claim == Claim::Exclusive {
+                self.acquire_herd(key, &att, &budget, tally).await
+            } else {
+                // The kinds that share the lock queue under either strategy; the herd's
+                // waiters watch the whole queue.
+                let wait = Wait { claim, herd };
+                self.acquire_predecessor(key, &att, wait, &budget, tally)
+                    .await
             };
             match tried {
                 // A session that ended (here or on the server) is replaced at the next try, as

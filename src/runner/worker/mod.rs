@@ -511,7 +511,7 @@ impl Workers {
                     ));
                 }
                 let value = match (op, value) {
-                    (AccessOp::Read, _) => 0,
+                    (AccessOp::Read | AccessOp::SharedRead, _) => 0,
                     (AccessOp::Write, Some(v)) => v,
                     (AccessOp::Write, None) => {
                         return Err(self.protocol(index, format!("write {id} without a value")));

@@ -41,5 +41,6 @@ pub(super) static FACTS: Facts = Facts {
     ],
     leaderless: false,
     lease_clock: LeaseClock::RedisTtl,
+    lock_kinds: &["mutex", "reentrant"],
     colour: (0, 140, 100),
 };

@@ -23,5 +23,6 @@ pub(super) static FACTS: Facts = Facts {
     strategies: &[Strategy::Herd, Strategy::Predecessor],
     leaderless: true,
     lease_clock: LeaseClock::RedisTtl,
+    lock_kinds: &["mutex", "reentrant"],
     colour: (204, 121, 167),
 };

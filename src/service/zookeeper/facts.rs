@@ -34,5 +34,6 @@ pub(super) static FACTS: Facts = Facts {
     strategies: &[Strategy::Herd, Strategy::Predecessor],
     leaderless: false,
     lease_clock: LeaseClock::Monotonic,
+    lock_kinds: &["mutex", "reentrant", "rwlock", "semaphore"],
     colour: (0, 64, 140),
 };
