@@ -158,8 +158,9 @@ pub enum PlanError {
 }
 
 /// Why `system` cannot run `lock` under `strategy`, if it cannot: its recipes do not take the
-/// kind ([`System::lock_kinds`]), or the strategy is a mutex alone (etcd's server-side `Lock`,
-/// Redis's unsafe calibrations) and the kind shares the lock. The plan skips such a cell with
+/// kind ([`System::lock_kinds`]), or the strategy serves other kinds
+/// ([`Strategy::for_kinds`]: etcd's server-side `Lock` is a mutex, each calibration breaks one
+/// kind). The plan skips such a cell with
 /// this note, as it skips a schedule a system cannot run.
 fn lock_unfit(system: System, strategy: Strategy, lock: LockKind) -> Option<String> {
     let kind = lock.name();
@@ -170,10 +171,12 @@ fn lock_unfit(system: System, strategy: Strategy, lock: LockKind) -> Option<Stri
             system.lock_kinds().join(", ")
         ));
     }
-    let shares = matches!(lock, LockKind::RwLock { .. } | LockKind::Semaphore { .. });
-    let mutex_only = strategy == Strategy::Native || strategy.is_unsafe();
-    (shares && mutex_only).then(|| {
-        format!("{system}/{strategy} × lock = \"{kind}\": the {strategy} strategy is a mutex alone")
+    let serves = strategy.for_kinds()?;
+    (!serves.contains(&kind)).then(|| {
+        format!(
+            "{system}/{strategy} × lock = \"{kind}\": the {strategy} strategy is for {} only",
+            serves.join(" and ")
+        )
     })
 }
 
@@ -891,7 +894,7 @@ mod tests {
             let kind = wl.lock.name();
             assert!(plan.skipped.iter().any(|s| s
                 == &format!(
-                    "etcd/native × lock = \"{kind}\": the native strategy is a mutex alone"
+                    "etcd/native × lock = \"{kind}\": the native strategy is for mutex and reentrant only"
                 )));
             for system in [System::Redis, System::Redlock] {
                 let why = plan

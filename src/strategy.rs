@@ -29,18 +29,30 @@ pub enum Strategy {
     /// key with no TTL that nobody ever deletes (see `RecipeConfig::crash_between_steps_every`).
     #[serde(rename = "unsafe-setnx-expire")]
     UnsafeSetnxExpire,
+    /// ZooKeeper only, read-write locks only; unsafe, for calibration. The predecessor queue,
+    /// but a writer waits only for the writers ahead of it, not the readers: it is granted
+    /// while readers ahead still hold.
+    #[serde(rename = "unsafe-writer-skips-readers")]
+    UnsafeWriterSkipsReaders,
+    /// Redis only, semaphores only; unsafe, for calibration. The holder count is read with
+    /// `GET` and written back plus one with `SET`, two commands with nothing between them
+    /// atomic: clients that read the same count all take a permit.
+    #[serde(rename = "unsafe-get-set")]
+    UnsafeGetSet,
 }
 
 /// The two strategies every system offers, and the only ones a workload runs by default.
 pub const BOTH_STRATEGIES: [Strategy; 2] = [Strategy::Herd, Strategy::Predecessor];
 
 /// Every strategy, in the order help texts list them.
-pub const ALL_STRATEGIES: [Strategy; 5] = [
+pub const ALL_STRATEGIES: [Strategy; 7] = [
     Strategy::Herd,
     Strategy::Predecessor,
     Strategy::Native,
     Strategy::UnsafeDel,
     Strategy::UnsafeSetnxExpire,
+    Strategy::UnsafeWriterSkipsReaders,
+    Strategy::UnsafeGetSet,
 ];
 
 /// How help texts and error messages label the unsafe strategies.
@@ -55,13 +67,34 @@ impl Strategy {
             Strategy::Native => "native",
             Strategy::UnsafeDel => "unsafe-del",
             Strategy::UnsafeSetnxExpire => "unsafe-setnx-expire",
+            Strategy::UnsafeWriterSkipsReaders => "unsafe-writer-skips-readers",
+            Strategy::UnsafeGetSet => "unsafe-get-set",
+        }
+    }
+
+    /// The lock kinds (their names in workload files) the strategy serves, `None` for every
+    /// kind: etcd's server-side `Lock` and the mutex calibrations are mutexes (a reentrant
+    /// lock counts over one), each other calibration breaks one kind.
+    pub fn for_kinds(self) -> Option<&'static [&'static str]> {
+        const EXCLUSIVE: &[&str] = &["mutex", "reentrant"];
+        match self {
+            Strategy::Herd | Strategy::Predecessor => None,
+            Strategy::Native | Strategy::UnsafeDel | Strategy::UnsafeSetnxExpire => Some(EXCLUSIVE),
+            Strategy::UnsafeWriterSkipsReaders => Some(&["rwlock"]),
+            Strategy::UnsafeGetSet => Some(&["semaphore"]),
         }
     }
 
     /// True for the known-broken designs (`unsafe-*`): offered to calibrate the checkers, never
     /// part of the default comparison.
     pub fn is_unsafe(self) -> bool {
-        matches!(self, Strategy::UnsafeDel | Strategy::UnsafeSetnxExpire)
+        matches!(
+            self,
+            Strategy::UnsafeDel
+                | Strategy::UnsafeSetnxExpire
+                | Strategy::UnsafeWriterSkipsReaders
+                | Strategy::UnsafeGetSet
+        )
     }
 
     /// The name as help texts list it: unsafe ones carry [`UNSAFE_LABEL`].
@@ -90,7 +123,9 @@ impl FromStr for Strategy {
             .ok_or_else(|| {
                 format!(
                     "unknown strategy '{s}': valid strategies are herd, predecessor, native (etcd \
-                     only), unsafe-del and unsafe-setnx-expire (redis only; {UNSAFE_LABEL})"
+                     only), unsafe-del, unsafe-setnx-expire and unsafe-get-set (redis only; \
+                     {UNSAFE_LABEL}) and unsafe-writer-skips-readers (zookeeper only; \
+                     {UNSAFE_LABEL})"
                 )
             })
     }

@@ -428,11 +428,10 @@ mod tests {
         }
         assert!(BOTH_STRATEGIES.iter().all(|s| !s.is_unsafe()));
         assert!(!Strategy::Native.is_unsafe());
-        assert!(
-            "unsafe".parse::<Strategy>().unwrap_err().contains(
-                "unsafe-del and unsafe-setnx-expire (redis only; unsafe, for calibration)"
-            )
-        );
+        assert!("unsafe".parse::<Strategy>().unwrap_err().contains(
+            "unsafe-del, unsafe-setnx-expire and unsafe-get-set (redis only; unsafe, for \
+                 calibration) and unsafe-writer-skips-readers (zookeeper only"
+        ));
     }
 
     #[test]

@@ -28,6 +28,7 @@ fn every_shipped_workload_parses() {
         names,
         [
             "broken-del",
+            "broken-rwlock",
             "broken-setnx-expire",
             "harness-overhead",
             "held-locks",

@@ -592,7 +592,12 @@ impl ZookeeperRecipe {
                 });
             };
             let blocks_readers = |i: usize| Claim::word_blocks_readers(claim_word(&queue[i].1));
-            let ahead = match turn(wait.claim, pos, blocks_readers) {
+            // The calibration's flaw: a writer that waits only for writers, as a reader does.
+            let rule = match wait.claim {
+                Claim::Write if wait.skips_readers => Claim::Read,
+                other => other,
+            };
+            let ahead = match turn(rule, pos, blocks_readers) {
                 Turn::Granted => return Ok(()),
                 Turn::Behind(i) if !wait.herd && Some(queue[i].0) != granted_ahead => i,
                 Turn::Behind(_) | Turn::FirstWaiter => {
@@ -652,6 +657,8 @@ impl ZookeeperRecipe {
 struct Wait {
     claim: Claim,
     herd: bool,
+    /// `unsafe-writer-skips-readers`: a writer waits for the writers ahead only.
+    skips_readers: bool,
 }
 
 /// The part of a queue node's name that says its claim: nothing for an exclusive lock (so its
@@ -705,6 +712,15 @@ impl Recipe for ZookeeperRecipe {
         tally: &Tally,
     ) -> Result<Lease, LockError> {
         check_strategy(System::Zookeeper, strategy)?;
+        if strategy == Strategy::UnsafeWriterSkipsReaders
+            && !matches!(claim, Claim::Read | Claim::Write)
+        {
+            // A read-write lock's calibration: the plan never asks it for another kind.
+            return Err(LockError::KindUnsupported {
+                system: System::Zookeeper,
+                claim: claim.word(),
+            });
+        }
         let budget =
             Budget::acquire(key, deadline, self.config.request_timeout).retrying(self.config.retry);
         let att = Attempt {
@@ -715,12 +731,17 @@ impl Recipe for ZookeeperRecipe {
         let mut backoff = budget.backoff();
         let got = loop {
             let herd = strategy == Strategy::Herd;
+            let skips_readers = strategy == Strategy::UnsafeWriterSkipsReaders;
             let tried = if herd && claim == Claim::Exclusive {
                 self.acquire_herd(key, &att, &budget, tally).await
             } else {
                 // The kinds that share the lock queue under either strategy; the herd's
                 // waiters watch the whole queue.
-                let wait = Wait { claim, herd };
+                let wait = Wait {
+                    claim,
+                    herd,
+                    skips_readers,
+                };
                 self.acquire_predecessor(key, &att, wait, &budget, tally)
                     .await
             };

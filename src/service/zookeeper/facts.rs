@@ -31,7 +31,11 @@ pub(super) static FACTS: Facts = Facts {
     sizes: &[1, 3, 4, 5],
     sizes_text: "1, 3, 4 (to show the even split), 5",
     image: ImageKind::Zookeeper,
-    strategies: &[Strategy::Herd, Strategy::Predecessor],
+    strategies: &[
+        Strategy::Herd,
+        Strategy::Predecessor,
+        Strategy::UnsafeWriterSkipsReaders,
+    ],
     leaderless: false,
     lease_clock: LeaseClock::Monotonic,
     lock_kinds: &["mutex", "reentrant", "rwlock", "semaphore"],
