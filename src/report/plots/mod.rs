@@ -111,6 +111,7 @@ pub fn draw_cell(
         title: id.clone(),
         data: &data,
         safety: summary.safety.as_ref(),
+        permits: summary.semaphore.as_ref().map_or(1, |s| s.permits),
     };
     files.extend(render(&timeline, plots, &stem(&id, CELL_KINDS[1].kind))?);
     let fair = fairness::Fairness {
@@ -332,6 +333,7 @@ mod tests {
             title: "empty".into(),
             data: &data,
             safety: None,
+            permits: 1,
         });
         assert!(timeline.contains("no holds in this cell"));
         svg_ok(&draws(&fairness::Fairness {

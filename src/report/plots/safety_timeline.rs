@@ -4,7 +4,8 @@
 //! is seen, not only counted.
 //!
 //! A read-write lock's read holds are drawn in a colour of their own, and only overlaps with a
-//! writer among them are red: readers sharing the lock is what it is for.
+//! writer among them are red: readers sharing the lock is what it is for. In a semaphore's cell
+//! only the stretches with more holders than its permits are red.
 //!
 //! The key is the one of the first violation (else of the first possible violation, else the
 //! one with the most refused accesses, else the busiest). With a violation the time axis zooms
@@ -43,6 +44,8 @@ pub struct SafetyTimeline<'a> {
     pub data: &'a CellData,
     /// The cell's verdict and evidence, if it was checked.
     pub safety: Option<&'a Safety>,
+    /// How many may hold a key at once: a semaphore's permits, 1 for every other kind.
+    pub permits: u32,
 }
 
 /// The plotted key, and the time window (µs) shown.
@@ -128,6 +131,37 @@ fn overlaps(held: &[(&CriticalSection, bool)], end_us: u64) -> Vec<(u64, u64, u3
     out
 }
 
+/// The stretches where more than `permits` clients of `held` hold at once, each client then
+/// holding as one red stretch `(from, to, client)`, and how many such runs there are.
+fn over_permits(
+    held: &[(&CriticalSection, bool)],
+    end_us: u64,
+    permits: u32,
+) -> (Vec<(u64, u64, u32)>, usize) {
+    let spans: Vec<(u64, u64, u32)> = held
+        .iter()
+        .map(|(s, _)| (s.acquired_us, s.released_us.unwrap_or(end_us), s.client))
+        .collect();
+    let steps = crate::stats::occupancy::steps(spans.iter().map(|&(a, b, _)| (a, b)));
+    let (mut red, mut runs, mut over_before) = (Vec::new(), 0, false);
+    for (i, &(t, n)) in steps.iter().enumerate() {
+        let over = n > u64::from(permits);
+        runs += usize::from(over && !over_before);
+        over_before = over;
+        let Some(&(next, _)) = steps.get(i + 1).filter(|_| over) else {
+            continue;
+        };
+        // Holders change only at steps: a hold covers this stretch whole or not at all.
+        red.extend(
+            spans
+                .iter()
+                .filter(|&&(a, b, _)| a <= t && b >= next)
+                .map(|&(_, _, c)| (t, next, c)),
+        );
+    }
+    (red, runs)
+}
+
 /// Merges the bars of each client that lie closer than `gap_us` (under a pixel apart), so a
 /// cell of 100 000 holds makes a figure of at most a few thousand rectangles.
 fn merge(mut bars: Vec<Bar>, gap_us: u64) -> Vec<Bar> {
@@ -162,6 +196,8 @@ struct Scene<'a> {
     reading: Vec<bool>,
     /// Whether the cell has read holds at all (a read-write lock's): the legend says so.
     has_reads: bool,
+    /// How many may hold a key at once.
+    permits: u32,
     /// Fault kinds in colour order.
     kinds: Vec<String>,
 }
@@ -221,6 +257,7 @@ impl Figure for SafetyTimeline<'_> {
             on_key,
             reading,
             has_reads: d.reads.iter().any(|r| *r),
+            permits: self.permits,
             kinds: fault_kinds(&d.faults),
             view,
             data: d,
@@ -245,13 +282,17 @@ impl SafetyTimeline<'_> {
     fn verdict_note(&self) -> String {
         self.safety
             .map(|s| {
+                // A semaphore's exclusion is counted as grants beyond its permits.
+                let exclusion = if self.permits > 1 {
+                    format!("{} over permits", s.over_permits.unwrap_or(0))
+                } else {
+                    let o = &s.overlaps;
+                    let n = o.granted_twice + o.told_and_went_on + o.expired_untold + o.unknown;
+                    format!("{n} overlaps")
+                };
                 format!(
-                    " — {}: {} overlaps, {} lost updates, {} stale refused",
+                    " — {}: {exclusion}, {} lost updates, {} stale refused",
                     s.verdict.name(),
-                    s.overlaps.granted_twice
-                        + s.overlaps.told_and_went_on
-                        + s.overlaps.expired_untold
-                        + s.overlaps.unknown,
                     s.lost_updates,
                     s.stale_accesses_rejected
                 )
@@ -383,20 +424,30 @@ fn draw_holds<DB: DrawingBackend>(
             )
         }))
         .map_err(drawing)?;
-    let twice = overlaps(&held, end_us);
-    let shown: Vec<_> = twice.iter().filter(|o| scene.in_view(o.0, o.1)).collect();
+    let (red, count) = if scene.permits > 1 {
+        over_permits(&held, end_us, scene.permits)
+    } else {
+        let twice = overlaps(&held, end_us);
+        let red = twice
+            .iter()
+            .flat_map(|&(a, b, c1, c2)| [(a, b, c1), (a, b, c2)])
+            .collect();
+        (red, twice.len())
+    };
     chart
-        .draw_series(shown.iter().flat_map(|&&(a, b, c1, c2)| {
-            [c1, c2].map(|c| {
-                let y = scene.row(c);
-                Rectangle::new(
-                    [(secs(a), y - 0.42), (secs(b), y + 0.42)],
-                    VIOLATION.filled(),
-                )
-            })
-        }))
+        .draw_series(
+            red.iter()
+                .filter(|r| scene.in_view(r.0, r.1))
+                .map(|&(a, b, c)| {
+                    let y = scene.row(c);
+                    Rectangle::new(
+                        [(secs(a), y - 0.42), (secs(b), y + 0.42)],
+                        VIOLATION.filled(),
+                    )
+                }),
+        )
         .map_err(drawing)?;
-    Ok(twice.len())
+    Ok(count)
 }
 
 /// Lease-lost signals as black triangles and refused stale accesses as red crosses.
@@ -459,6 +510,11 @@ fn legend_entries(scene: &Scene, overlapping: usize) -> Vec<Entry> {
             },
         ]
     } else {
+        let red = if scene.permits > 1 {
+            format!("more than {} holders: {overlapping}", scene.permits)
+        } else {
+            format!("overlapping holds: {overlapping}")
+        };
         vec![
             Entry {
                 label: "hold (grant → release)".into(),
@@ -466,7 +522,7 @@ fn legend_entries(scene: &Scene, overlapping: usize) -> Vec<Entry> {
                 swatch: Swatch::Box,
             },
             Entry {
-                label: format!("overlapping holds: {overlapping}"),
+                label: red,
                 colour: VIOLATION,
                 swatch: Swatch::Box,
             },
@@ -596,6 +652,7 @@ mod tests {
             title: "c".into(),
             data: &data,
             safety: Some(&safety),
+            permits: 1,
         };
         let v = t.view().unwrap();
         assert_eq!(v.key, "k");
@@ -611,6 +668,7 @@ mod tests {
             title: "c".into(),
             data: &data,
             safety: None,
+            permits: 1,
         };
         assert_eq!(
             t.view().unwrap(),
@@ -643,6 +701,7 @@ mod tests {
             title: "rw".into(),
             data: &data,
             safety: None,
+            permits: 1,
         });
         assert!(
             svg.contains("read hold (shared)"),
@@ -671,7 +730,20 @@ mod tests {
             title: "m".into(),
             data: &data,
             safety: None,
+            permits: 1,
         });
         assert!(!svg.contains("read hold") && svg.contains("overlapping holds: 1"));
+    }
+
+    #[test]
+    fn a_semaphore_reddens_only_what_is_beyond_its_permits() {
+        let (a, b, c) = (section(1, 0, 100), section(2, 50, 150), section(3, 80, 120));
+        let held = [(&a, false), (&b, false), (&c, false)];
+        // Three hold over [80, 100): one run, each of the three red there.
+        assert_eq!(
+            over_permits(&held, 1000, 2),
+            (vec![(80, 100, 1), (80, 100, 2), (80, 100, 3)], 1)
+        );
+        assert_eq!(over_permits(&held, 1000, 3), (vec![], 0));
     }
 }

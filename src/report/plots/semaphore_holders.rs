@@ -81,7 +81,15 @@ impl Figure for SemaphoreHolders<'_> {
             .configure_mesh()
             .x_label_formatter(&|v| time_label(*v, end))
             .x_labels(10)
-            .y_label_formatter(&|v| format!("{v:.0}"))
+            .y_labels(top as usize + 1)
+            // Holders are whole: a tick between two counts says nothing.
+            .y_label_formatter(&|v| {
+                if (v - v.round()).abs() < 1e-9 {
+                    format!("{v:.0}")
+                } else {
+                    String::new()
+                }
+            })
             .x_desc(format!("time since the cell started — key {key}"))
             .y_desc("holders")
             .label_style((FONT, 12))
