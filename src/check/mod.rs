@@ -19,6 +19,8 @@ pub mod expectation;
 pub mod faults;
 pub mod fencing;
 pub mod folder;
+#[cfg(test)]
+mod kind_figures_tests;
 pub mod lost_update;
 pub mod mutex;
 pub mod reentrant;
@@ -287,7 +289,8 @@ pub enum CheckError {
     Cell { path: PathBuf, message: String },
 }
 
-/// Statistics and every checker over the cell folder `dir` (`cell.json` and `history.jsonl`).
+/// Statistics and every checker over the cell folder `dir` (`cell.json` and `history.jsonl`);
+/// a tryLock workload's (`workload_spec.acquire_timeout` of `"0s"`) summary gets its `try_lock`.
 pub fn evaluate(dir: &Path) -> Result<CellResult, CheckError> {
     let path = dir.join(CELL_FILE);
     let text = std::fs::read_to_string(&path).map_err(|e| CheckError::Cell {
@@ -306,7 +309,13 @@ pub fn evaluate(dir: &Path) -> Result<CellResult, CheckError> {
     // Sorted once here, every checker's time-order pass is a scan; `lines` keep the evidence
     // pointing at the file.
     into_time_order(&mut events, &mut lines);
-    Ok(evaluate_history(&History::with_lines(events, lines), info))
+    let history = History::with_lines(events, lines);
+    let try_lock = crate::results::spec_acquire_timeout(&text) == Some(std::time::Duration::ZERO);
+    let try_figures =
+        try_lock.then(|| stats::try_lock::figures(&history.events, history.operations(), &info));
+    let mut result = evaluate_history(&history, info);
+    result.analysis.summary.try_lock = try_figures;
+    Ok(result)
 }
 
 /// [`evaluate`] on a history in memory: the summary's `safety` is filled from the verdicts of
@@ -350,11 +359,33 @@ pub(crate) fn evaluate_with(
         analysis.summary.reentry =
             stats::reentry::cost(&history.events, info.warmup.as_micros() as u64);
     }
+    add_kind_figures(&mut analysis.summary, judged, &info);
     CellResult {
         info,
         analysis,
         verdicts,
         validity,
+    }
+}
+
+/// The figures of the cell's kind of lock, beside the mutex's: a read-write lock's readers and
+/// writers apart (`rwlock`), a semaphore's occupancy (`semaphore`); other kinds add none.
+fn add_kind_figures(summary: &mut stats::CellSummary, judged: &History, info: &CellInfo) {
+    let (events, sections) = (&judged.events, judged.critical_sections());
+    match info.lock {
+        LockKind::RwLock { .. } => {
+            summary.rwlock = Some(stats::rwlock::figures(
+                events,
+                judged.operations(),
+                sections,
+                info,
+            ));
+        }
+        LockKind::Semaphore { .. } => {
+            let wakeups = summary.wakeups_per_acquisition;
+            summary.semaphore = Some(stats::semaphore::figures(events, sections, info, wakeups));
+        }
+        LockKind::Mutex | LockKind::Reentrant { .. } => {}
     }
 }
 

@@ -78,11 +78,9 @@ pub fn section(run: &RunView, s: &Section) -> String {
     match s {
         Section::Comparison => comparison_section(&run.cells),
         Section::Repetitions(t) => repetitions_section(t),
-        Section::Reentry(t) => format!(
-            "<section id=\"reentry\">\n<h2>Re-entries</h2>\n<p>{}</p>\n{}</section>\n",
-            escape(super::markdown::REENTRY_TEXT),
-            html_table(t, "reentry", |_| String::new(), |_, _, text| text)
-        ),
+        Section::Reentry(t) => titled(s.id(), "Re-entries", super::markdown::REENTRY_TEXT, t),
+        Section::RwLock(t) => titled(s.id(), "Read-write lock", super::markdown::RWLOCK_TEXT, t),
+        Section::Semaphore(t) => titled(s.id(), "Semaphore", super::markdown::SEMAPHORE_TEXT, t),
         Section::Capacity { table, lines } => capacity_section(table, lines),
         Section::Safety => safety_section(&run.cells, &run.plots.index),
         Section::Faults => faults_section(&run.cells),
@@ -91,6 +89,15 @@ pub fn section(run: &RunView, s: &Section) -> String {
         Section::Plan => plan_section(&run.plan),
         Section::Environment => environment_section(&run.environment),
     }
+}
+
+/// A section `id` of a title, a paragraph saying what its table shows, and the table.
+fn titled(id: &str, title: &str, what: &str, t: &Table) -> String {
+    format!(
+        "<section id=\"{id}\">\n<h2>{title}</h2>\n<p>{}</p>\n{}</section>\n",
+        escape(what),
+        html_table(t, id, |_| String::new(), |_, _, text| text)
+    )
 }
 
 fn header(run: &RunView, name: &str) -> String {

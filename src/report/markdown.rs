@@ -41,7 +41,9 @@ pub fn section(run: &RunView, s: &Section) -> String {
     match s {
         Section::Comparison => comparison_table(&run.cells),
         Section::Repetitions(t) => repetitions_section(t),
-        Section::Reentry(t) => reentry_section(t),
+        Section::Reentry(t) => titled("Re-entries", REENTRY_TEXT, t),
+        Section::RwLock(t) => titled("Read-write lock", RWLOCK_TEXT, t),
+        Section::Semaphore(t) => titled("Semaphore", SEMAPHORE_TEXT, t),
         Section::Capacity { table, lines } => capacity_section(table, lines),
         Section::Safety => safety_section(&run.cells),
         Section::Faults => faults_section(&run.cells),
@@ -61,15 +63,28 @@ fn repetitions_section(t: &Table) -> String {
     )
 }
 
-/// What re-entries cost, per reentrant cell.
-fn reentry_section(t: &Table) -> String {
-    format!("\n## Re-entries\n\n{REENTRY_TEXT}\n\n{}", markdown_table(t))
-}
-
 /// What the re-entry table shows, in both reports.
 pub(super) const REENTRY_TEXT: &str = "A reentrant lock's holder takes the key again without a \
      request (the count is the client's): each cell's re-entries beside its outer acquisitions, \
      which the other tables count alone.";
+
+/// A section of a title, a line saying what its table shows, and the table.
+fn titled(title: &str, what: &str, t: &Table) -> String {
+    format!("\n## {title}\n\n{what}\n\n{}", markdown_table(t))
+}
+
+/// What the read-write lock table shows, in both reports.
+pub(super) const RWLOCK_TEXT: &str = "Each read-write lock cell's readers beside its writers \
+     (an acquisition without a mode counts as a writer): acquisitions per second and acquire \
+     latency, the longest writer wait of any outcome (writer starvation: a writer that timed \
+     out waited its whole timeout), and the readers holding one key at once (time-weighted \
+     mean, most).";
+
+/// What the semaphore table shows, in both reports.
+pub(super) const SEMAPHORE_TEXT: &str = "Each semaphore cell's permits, its utilisation (holders \
+     of one key, time-weighted over the measured window, ÷ permits), the most holders at once \
+     (above the permits is a violation) and wake-ups per grant (n/a where the client cannot \
+     see them).";
 
 /// The capacity report (`capacity.json`): its summary lines, then its table.
 fn capacity_section(t: &Table, lines: &[String]) -> String {

@@ -11,6 +11,7 @@
 pub mod hgrm;
 pub mod html;
 pub mod json;
+pub mod kind_tables;
 pub mod markdown;
 pub mod model;
 pub mod plot_index;

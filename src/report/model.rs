@@ -142,7 +142,7 @@ impl RunView {
             if let Ok(text) = std::fs::read_to_string(cell_dir.join(super::hgrm::ACQUIRE_FILE)) {
                 view.histograms.insert(id.clone(), text);
             }
-            if super::plots::cell_plots_missing(&view.plots.names, &id) {
+            if super::plots::cell_plots_missing(&view.plots.names, cell) {
                 view.histories.insert(id, load_history(&cell_dir));
             }
         }

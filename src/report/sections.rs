@@ -21,6 +21,10 @@ pub enum Section {
     Repetitions(Table),
     /// What re-entries cost, per reentrant cell.
     Reentry(Table),
+    /// Readers and writers apart, per read-write lock cell ([`super::kind_tables::rwlock`]).
+    RwLock(Table),
+    /// Occupancy, per semaphore cell ([`super::kind_tables::semaphore`]).
+    Semaphore(Table),
     /// The capacity report: its table and the summary lines `lockbench capacity` prints.
     Capacity {
         /// Measured points beside the fitted law's prediction.
@@ -49,6 +53,8 @@ impl Section {
             Section::Comparison => "comparison",
             Section::Repetitions(_) => "repetitions",
             Section::Reentry(_) => "reentry",
+            Section::RwLock(_) => "rwlock",
+            Section::Semaphore(_) => "semaphore",
             Section::Capacity { .. } => "capacity",
             Section::Safety => "safety",
             Section::Faults => "faults",
@@ -66,6 +72,8 @@ pub fn sections(run: &RunView) -> Vec<Section> {
     let mut out = vec![Section::Comparison];
     out.extend(repetitions(&run.cells).map(Section::Repetitions));
     out.extend(reentry(&run.cells).map(Section::Reentry));
+    out.extend(super::kind_tables::rwlock(&run.cells).map(Section::RwLock));
+    out.extend(super::kind_tables::semaphore(&run.cells).map(Section::Semaphore));
     if let Ok(Some(c)) = &run.capacity {
         let (table, lines) = capacity(c);
         out.push(Section::Capacity { table, lines });

@@ -36,7 +36,8 @@ pub(crate) const fn number(name: &'static str) -> Column {
     }
 }
 
-fn ms(us: u64) -> String {
+/// Microseconds as milliseconds with two decimals.
+pub(crate) fn ms(us: u64) -> String {
     format!("{:.2}", us as f64 / 1000.0)
 }
 

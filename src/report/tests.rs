@@ -301,3 +301,96 @@ fn a_reentrant_cell_gets_a_re_entry_table_in_both_reports_and_others_none() {
     assert!(page.starts_with("<section id=\"reentry\">"), "{page}");
     assert!(page.contains(&reentrant.id.to_string()), "{page}");
 }
+
+#[test]
+fn rwlock_and_semaphore_cells_get_their_tables_in_both_reports_and_others_none() {
+    use super::kind_tables;
+    use crate::results::{LatencySummary, ModeFigures, RwLockFigures, SemaphoreFigures};
+    let plain = cell(3, 50.0, 20_000, 500);
+    assert!(kind_tables::rwlock(std::slice::from_ref(&plain)).is_none());
+    assert!(kind_tables::semaphore(std::slice::from_ref(&plain)).is_none());
+    let mode = |per_s: f64, p50: u64, p99: u64| ModeFigures {
+        acquisitions: 10,
+        per_s,
+        latency_us: LatencySummary {
+            count: 10,
+            p50,
+            p99,
+            ..LatencySummary::default()
+        },
+    };
+    let mut rw = cell(4, 50.0, 20_000, 500);
+    rw.rwlock = Some(RwLockFigures {
+        readers: mode(120.0, 1_500, 4_000),
+        writers: mode(12.5, 2_500, 9_000),
+        writer_wait_max_us: 31_000,
+        writer_wait_p99_us: 30_000,
+        reader_wait_p99_us: 4_100,
+        concurrent_readers_mean: 2.345,
+        concurrent_readers_max: 5,
+    });
+    let mut sem = cell(5, 50.0, 20_000, 500);
+    sem.semaphore = Some(SemaphoreFigures {
+        permits: 3,
+        utilisation: 0.6667,
+        holders_max: 3,
+        wakeups_per_grant: None,
+    });
+    let cells = [plain, rw.clone(), sem.clone()];
+    let t = kind_tables::rwlock(&cells).expect("one rwlock cell");
+    assert_eq!(t.rows.len(), 1, "only the rwlock cell");
+    assert_eq!(
+        t.rows[0],
+        [
+            rw.id.to_string(),
+            "120.0".into(),
+            "1.50".into(),
+            "4.00".into(),
+            "12.5".into(),
+            "2.50".into(),
+            "9.00".into(),
+            "31.00".into(),
+            "2.35".into(),
+            "5".into()
+        ]
+    );
+    let s = kind_tables::semaphore(&cells).expect("one semaphore cell");
+    assert_eq!(
+        s.rows,
+        [[
+            sem.id.to_string(),
+            "3".to_string(),
+            "66.7 %".into(),
+            "3".into(),
+            "n/a".into()
+        ]]
+    );
+    let mut run = every_section();
+    run.cells.extend([rw.clone(), sem.clone()]);
+    let ids: Vec<&str> = sections(&run).iter().map(Section::id).collect::<Vec<_>>();
+    assert!(
+        ids.contains(&"rwlock") && ids.contains(&"semaphore"),
+        "{ids:?}"
+    );
+    for (section, title, id) in [
+        (Section::RwLock(t), "Read-write lock", &rw.id),
+        (Section::Semaphore(s), "Semaphore", &sem.id),
+    ] {
+        let md = markdown::section(&run, &section);
+        assert!(md.starts_with(&format!("\n## {title}\n")), "{md}");
+        assert!(md.contains(&format!("| {id} |")), "{md}");
+        let page = html::section(&run, &section);
+        assert!(
+            page.starts_with(&format!("<section id=\"{}\">", section.id())),
+            "{page}"
+        );
+        assert!(page.contains(&format!("<h2>{title}</h2>")), "{page}");
+        assert!(page.contains(&id.to_string()), "{page}");
+    }
+    assert!(
+        !sections(&every_section())
+            .iter()
+            .any(|s| matches!(s, Section::RwLock(_) | Section::Semaphore(_))),
+        "no table without a cell of the kind"
+    );
+}

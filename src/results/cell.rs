@@ -37,6 +37,17 @@ pub struct CellInfo {
     pub lock: LockKind,
 }
 
+/// The workload's `acquire_timeout` as the text of a `cell.json` gives it (its `workload_spec`,
+/// in the workload file's syntax); `None` when the file does not say or cannot be read.
+pub fn spec_acquire_timeout(cell_json: &str) -> Option<Duration> {
+    let file: serde_json::Value = serde_json::from_str(cell_json).ok()?;
+    let text = file
+        .get("workload_spec")?
+        .get("acquire_timeout")?
+        .as_str()?;
+    humantime::parse_duration(text).ok()
+}
+
 /// Durations stored as whole microseconds.
 mod micros {
     use std::time::Duration;

@@ -16,9 +16,12 @@ mod summary;
 pub(crate) mod testkit;
 
 pub use crate::workload::{Expect, LockKind};
-pub use cell::CellInfo;
+pub use cell::{CellInfo, spec_acquire_timeout};
 pub use safety::{Overlaps, Safety, SafetyVerdict, Violation};
-pub use summary::{CellSummary, FaultWindow, FifoBasis, LatencySummary, ReentryCost, SecondStats};
+pub use summary::{
+    CellSummary, FaultWindow, FifoBasis, LatencySummary, ModeFigures, ReentryCost, RwLockFigures,
+    SecondStats, SemaphoreFigures, TryLockFigures,
+};
 
 use serde::Deserialize;
 

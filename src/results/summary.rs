@@ -96,6 +96,78 @@ pub struct CellSummary {
     /// again cost. The figures above count outer acquisitions only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reentry: Option<ReentryCost>,
+    /// A read-write lock's readers and writers apart (absent for every other kind).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rwlock: Option<RwLockFigures>,
+    /// A semaphore's occupancy (absent for every other kind).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub semaphore: Option<SemaphoreFigures>,
+    /// A tryLock workload's (`acquire_timeout = "0s"`) share of attempts granted; absent for
+    /// every workload that waits.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub try_lock: Option<TryLockFigures>,
+}
+
+/// One mode of a read-write lock (`summary.json`'s `rwlock.readers` or `rwlock.writers`),
+/// over the measured window.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ModeFigures {
+    /// Granted acquisitions in this mode.
+    pub acquisitions: u64,
+    /// Those per second of the measured window.
+    pub per_s: f64,
+    /// Acquire invoke (open loop: intended start) → `ok`, µs, of those acquisitions.
+    pub latency_us: LatencySummary,
+}
+
+/// A read-write lock's figures (`summary.json`'s `rwlock`), over the measured window.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RwLockFigures {
+    /// Acquisitions that asked to read.
+    pub readers: ModeFigures,
+    /// Acquisitions that asked to write (or said no mode: exclusive).
+    pub writers: ModeFigures,
+    /// The longest writer wait, any outcome (a writer that gave up waited until it did; one
+    /// still waiting at the end waited to the end), µs: writer starvation.
+    pub writer_wait_max_us: u64,
+    /// The 99th percentile of the writers' waits, counted as `writer_wait_max_us`, µs.
+    pub writer_wait_p99_us: u64,
+    /// The 99th percentile of the readers' waits, counted the same way, µs.
+    pub reader_wait_p99_us: u64,
+    /// Readers holding one key at once, time-weighted over the measured window and averaged
+    /// over the keys asked for.
+    pub concurrent_readers_mean: f64,
+    /// The most readers holding one key at once in the measured window.
+    pub concurrent_readers_max: u64,
+}
+
+/// A semaphore's figures (`summary.json`'s `semaphore`), over the measured window.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SemaphoreFigures {
+    /// How many may hold one key at once (`cell.json`'s `lock.permits`).
+    pub permits: u32,
+    /// Holders of one key, time-weighted over the measured window and averaged over the keys
+    /// asked for, divided by `permits` (0 to 1 when the semaphore is safe).
+    pub utilisation: f64,
+    /// The most holders of one key at once in the measured window.
+    pub holders_max: u64,
+    /// Wake-ups per granted acquisition, counted as `wakeups_per_acquisition`; absent where the
+    /// client cannot see wake-ups (or nothing was granted), never 0 for that.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wakeups_per_grant: Option<f64>,
+}
+
+/// A tryLock workload's figures (`summary.json`'s `try_lock`), over the measured window.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TryLockFigures {
+    /// Acquire attempts that started in the measured window, whatever their outcome (one
+    /// still open at the end included).
+    pub attempts: u64,
+    /// Those granted (the summary's `acquisitions`).
+    pub granted: u64,
+    /// `granted` ÷ `attempts`; absent when nothing was attempted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub success_rate: Option<f64>,
 }
 
 /// What re-entering a held lock cost, over the measured window (`summary.json`'s `reentry`).

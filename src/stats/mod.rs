@@ -8,10 +8,14 @@
 pub mod fairness;
 mod holds;
 pub mod latency;
+pub mod occupancy;
 mod outcomes;
 pub mod pacing;
 pub mod reentry;
+pub mod rwlock;
+pub mod semaphore;
 pub mod series;
+pub mod try_lock;
 
 use hdrhistogram::Histogram;
 
@@ -82,10 +86,7 @@ pub fn analyze(events: &Events, cell: &CellInfo) -> Analysis {
 /// [`analyze`] with the events' operations already paired ([`Events::operations`] of the same
 /// events): the checkers pair them too, and a long history's operations are large.
 pub fn analyze_with(events: &Events, ops: &Operations, cell: &CellInfo) -> Analysis {
-    let warmup_us = cell.warmup.as_micros() as u64;
-    let end_us = cell
-        .end_us
-        .unwrap_or_else(|| events.iter().map(|e| e.t_us()).max().unwrap_or(0));
+    let (warmup_us, end_us) = measured_window(events, cell);
     let index = OpIndex::of(events, ops);
     let mut fold = Fold::new(warmup_us, cell.id.clients as usize);
     for i in in_time_order(events) {
@@ -101,6 +102,25 @@ pub fn analyze_with(events: &Events, ops: &Operations, cell: &CellInfo) -> Analy
         .filter(|&&i| events.at(i).client().is_some())
         .count() as u64;
     fold.finish(cell, end_us, unfinished, unmatched)
+}
+
+/// The measured window of `cell`, µs: from the warm-up's end to the cell's end (its last
+/// event when `cell.json` does not say).
+fn measured_window(events: &Events, cell: &CellInfo) -> (u64, u64) {
+    let warmup_us = cell.warmup.as_micros() as u64;
+    let end_us = cell
+        .end_us
+        .unwrap_or_else(|| events.iter().map(|e| e.t_us()).max().unwrap_or(0));
+    (warmup_us, end_us)
+}
+
+/// `count` per second of a window `duration_s` long; 0 for an empty window.
+fn per_second(count: u64, duration_s: f64) -> f64 {
+    if duration_s > 0.0 {
+        count as f64 / duration_s
+    } else {
+        0.0
+    }
 }
 
 /// Where an operation started for statistics: an acquire at its intended start (open loop),
@@ -301,11 +321,7 @@ impl Fold {
             id: cell.id.clone(),
             acquisitions,
             duration_s,
-            throughput_per_s: if duration_s > 0.0 {
-                acquisitions as f64 / duration_s
-            } else {
-                0.0
-            },
+            throughput_per_s: per_second(acquisitions, duration_s),
             acquire_latency_us: LatencySummary::of(&self.acquire),
             handoff_latency_us: LatencySummary::of(&holds.handoff),
             hold_time_us: LatencySummary::of(&holds.hold),
@@ -335,6 +351,9 @@ impl Fold {
             faults: Vec::new(),
             settle_ms: cell.settle_ms,
             reentry: None,
+            rwlock: None,
+            semaphore: None,
+            try_lock: None,
         };
         Analysis {
             summary,
@@ -357,3 +376,6 @@ mod tests;
 
 #[cfg(test)]
 mod fidelity_tests;
+
+#[cfg(test)]
+mod kind_tests;

@@ -26,7 +26,7 @@ use crate::results::testkit::cell;
 use Op::{Acquire, Release};
 
 /// HdrHistogram reports a value at the top of its bucket: within 0.1% at 3 significant digits.
-fn assert_near(got: u64, want: u64) {
+pub(super) fn assert_near(got: u64, want: u64) {
     let tol = (want as f64 * 0.001).max(1.0);
     assert!(
         (got as f64 - want as f64).abs() <= tol,

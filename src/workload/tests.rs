@@ -595,3 +595,20 @@ fn lock_errors_name_the_file_the_field_and_the_kind_it_belongs_to() {
         "{x}"
     );
 }
+
+#[test]
+fn an_acquire_timeout_of_zero_is_a_try_lock_and_written_back_as_such() {
+    let w = Workload::from_str(
+        "clients = 2\nduration = \"5s\"\nacquire_timeout = \"0s\"",
+        "w/try.toml",
+    )
+    .unwrap();
+    assert_eq!(w.acquire_timeout, Duration::ZERO);
+    // cell.json's workload_spec says so, which is how statistics know a tryLock cell.
+    assert_eq!(w.to_table()["acquire_timeout"].as_str(), Some("0s"));
+    let e = err("clients = 1\nduration = \"5s\"\nacquire_timeout = \"2h\"");
+    assert!(
+        e.contains("'acquire_timeout' = \"2h\" is out of range: valid 0s to 1h"),
+        "{e}"
+    );
+}

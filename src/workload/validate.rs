@@ -431,11 +431,12 @@ impl Validator<'_> {
             Duration::from_secs(1),
             HOUR,
         )?;
+        // 0 is tryLock: one try, no wait.
         let acquire_timeout = self.opt_duration(
             "acquire_timeout",
             raw.acquire_timeout.as_deref(),
             Duration::from_secs(10),
-            Duration::from_millis(1),
+            Duration::ZERO,
             HOUR,
         )?;
         let retry = self.retry(

@@ -1,8 +1,10 @@
 //! What the per-cell plots read from a cell's history, gathered in one pass: acquisitions with
 //! their latency and outcome, critical sections, refused stale accesses and fault windows.
 
+use std::collections::HashSet;
+
 use crate::history::{
-    CriticalSection, ErrorKind, Event, EventKind, Op, critical_sections, operations,
+    CriticalSection, ErrorKind, Event, EventKind, Mode, Op, critical_sections, operations,
 };
 use crate::results::FaultWindow;
 
@@ -54,6 +56,9 @@ pub struct CellData {
     pub acquisitions: Vec<Acquisition>,
     /// Every critical section, in grant order.
     pub sections: Vec<CriticalSection>,
+    /// Whether each of `sections` (by position) was a read-write lock's read hold: its grant's
+    /// `mode`, else its invoke's, is `read` (no mode: exclusive). All false for other kinds.
+    pub reads: Vec<bool>,
     /// Register accesses refused for a stale token: (time µs, client, key).
     pub stale_refused: Vec<(u64, u32, String)>,
     /// Fault windows.
@@ -69,6 +74,8 @@ impl CellData {
     pub fn of(events: &[Event], faults: &[FaultWindow]) -> CellData {
         let end_us = events.iter().map(|e| e.t_us).max().unwrap_or(0);
         let mut acquisitions = Vec::new();
+        // The acquire `ok`s that granted a read.
+        let mut read_grants: HashSet<usize> = HashSet::new();
         for op in operations(events).ops {
             if op.op != Op::Acquire {
                 continue;
@@ -77,6 +84,10 @@ impl CellData {
                 continue;
             };
             let invoke = &events[op.invoke];
+            if events[out].kind == EventKind::Ok && Mode::is_read(events[out].mode.or(invoke.mode))
+            {
+                read_grants.insert(out);
+            }
             let start_us = invoke.intended_us.unwrap_or(invoke.t_us);
             let outcome = match events[out].kind {
                 EventKind::Ok => Outcome::Ok,
@@ -102,9 +113,15 @@ impl CellData {
         let mut clients: Vec<u32> = events.iter().filter_map(Event::client).collect();
         clients.sort_unstable();
         clients.dedup();
+        let sections = critical_sections(events);
+        let reads = sections
+            .iter()
+            .map(|s| read_grants.contains(&s.acquired_at))
+            .collect();
         CellData {
             acquisitions,
-            sections: critical_sections(events),
+            sections,
+            reads,
             stale_refused,
             faults: fault_bands(faults, end_us),
             end_us,

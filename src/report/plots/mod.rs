@@ -5,7 +5,8 @@
 //! herd's wake-ups and handoff latency against clients, and, when the run has a
 //! `capacity.json` (a `lockbench capacity` sweep), its capacity figure. Per cell (drawn once, when the cell
 //! finishes, or by `run_updated` when missing, e.g. after `lockbench report` cleared them):
-//! latency over time, the safety timeline and fairness. One file per figure in this folder;
+//! latency over time, the safety timeline and fairness, and for a semaphore's cell its holders
+//! over time against N. One file per figure in this folder;
 //! [`canvas`] holds what they share.
 
 pub mod canvas;
@@ -17,6 +18,7 @@ pub mod latency_distribution;
 pub mod latency_over_time;
 pub mod legend;
 pub mod safety_timeline;
+pub mod semaphore_holders;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -60,19 +62,37 @@ const CELL_KINDS: [CellKind; 3] = [
     },
 ];
 
+/// The plot only a semaphore's cells get.
+const SEMAPHORE_KIND: CellKind = CellKind {
+    kind: "semaphore-holders",
+    title: "Semaphore holders",
+    caption: "the certain holders (grant → release) of the busiest key over time as a step line, against the permits N (red dashed): above N is a violation; bands: fault windows",
+};
+
+/// The plots of the cell `summary`: those of every cell, then those of its kind of lock.
+fn cell_kinds(summary: &CellSummary) -> Vec<&'static CellKind> {
+    let mut kinds: Vec<&CellKind> = CELL_KINDS.iter().collect();
+    if summary.semaphore.is_some() {
+        kinds.push(&SEMAPHORE_KIND);
+    }
+    kinds
+}
+
 fn stem(cell: &str, kind: &str) -> String {
     format!("{cell}.{kind}")
 }
 
-/// Whether a plot of the cell `id` is missing from `names` (the files of a run's `plots/`):
-/// such a cell's plots are drawn again from its history when the run's plots are.
-pub fn cell_plots_missing(names: &BTreeSet<String>, id: &str) -> bool {
-    CELL_KINDS
+/// Whether a plot of the cell `summary` is missing from `names` (the files of a run's
+/// `plots/`): such a cell's plots are drawn again from its history when the run's plots are.
+pub fn cell_plots_missing(names: &BTreeSet<String>, summary: &CellSummary) -> bool {
+    let id = summary.id.to_string();
+    cell_kinds(summary)
         .iter()
-        .any(|k| !names.contains(&format!("{}.svg", stem(id, k.kind))))
+        .any(|k| !names.contains(&format!("{}.svg", stem(&id, k.kind))))
 }
 
-/// The three plots of one cell, from its history `events` and summary, as files in `plots`.
+/// The plots of one cell (three, and a semaphore's holders over time), from its history
+/// `events` and summary, as files in `plots`.
 pub fn draw_cell(
     plots: &Path,
     events: &[Event],
@@ -91,6 +111,7 @@ pub fn draw_cell(
         title: id.clone(),
         data: &data,
         safety: summary.safety.as_ref(),
+        permits: summary.semaphore.as_ref().map_or(1, |s| s.permits),
     };
     files.extend(render(&timeline, plots, &stem(&id, CELL_KINDS[1].kind))?);
     let fair = fairness::Fairness {
@@ -100,6 +121,14 @@ pub fn draw_cell(
         max_wait_us: summary.max_wait_us,
     };
     files.extend(render(&fair, plots, &stem(&id, CELL_KINDS[2].kind))?);
+    if let Some(s) = &summary.semaphore {
+        let holders = semaphore_holders::SemaphoreHolders {
+            title: id.clone(),
+            data: &data,
+            permits: s.permits,
+        };
+        files.extend(render(&holders, plots, &stem(&id, SEMAPHORE_KIND.kind))?);
+    }
     Ok(files)
 }
 
@@ -209,12 +238,12 @@ impl Exporter for Plots {
         let mut index = PlotIndex { plots: entries };
         for cell in &run.cells {
             let id = cell.id.to_string();
-            if cell_plots_missing(&run.plots.names, &id) {
+            if cell_plots_missing(&run.plots.names, cell) {
                 let cell_dir = run.dir.join("cells").join(&id);
                 let events = history(&run.histories, &cell_dir, &id)?;
                 files.extend(draw_cell(&plots, events, cell)?);
             }
-            for k in &CELL_KINDS {
+            for k in cell_kinds(cell) {
                 let s = stem(&id, k.kind);
                 index.plots.push(PlotEntry {
                     kind: k.kind.into(),
@@ -262,6 +291,34 @@ mod tests {
     }
 
     #[test]
+    fn only_a_semaphores_cell_gets_the_holders_plot() {
+        let mut c = crate::capacity::report::tests::cell(2, 10.0, 1_000, 10);
+        let kinds =
+            |c: &CellSummary| -> Vec<&str> { cell_kinds(c).iter().map(|k| k.kind).collect() };
+        assert_eq!(
+            kinds(&c),
+            ["latency-over-time", "safety-timeline", "fairness"]
+        );
+        let id = c.id.to_string();
+        let names: BTreeSet<String> = CELL_KINDS
+            .iter()
+            .map(|k| format!("{}.svg", stem(&id, k.kind)))
+            .collect();
+        assert!(!cell_plots_missing(&names, &c));
+        c.semaphore = Some(crate::results::SemaphoreFigures {
+            permits: 2,
+            utilisation: 0.5,
+            holders_max: 2,
+            wakeups_per_grant: None,
+        });
+        assert_eq!(kinds(&c)[3], "semaphore-holders");
+        assert!(
+            cell_plots_missing(&names, &c),
+            "its holders plot is missing"
+        );
+    }
+
+    #[test]
     fn empty_inputs_draw_without_panicking() {
         let data = CellData::default();
         svg_ok(&draws(&latency_distribution::LatencyDistribution::default()));
@@ -276,6 +333,7 @@ mod tests {
             title: "empty".into(),
             data: &data,
             safety: None,
+            permits: 1,
         });
         assert!(timeline.contains("no holds in this cell"));
         svg_ok(&draws(&fairness::Fairness {

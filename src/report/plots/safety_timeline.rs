@@ -3,6 +3,10 @@
 //! and the checker's violations as red lines labelled with their history line, so a violation
 //! is seen, not only counted.
 //!
+//! A read-write lock's read holds are drawn in a colour of their own, and only overlaps with a
+//! writer among them are red: readers sharing the lock is what it is for. In a semaphore's cell
+//! only the stretches with more holders than its permits are red.
+//!
 //! The key is the one of the first violation (else of the first possible violation, else the
 //! one with the most refused accesses, else the busiest). With a violation the time axis zooms
 //! to the holds around it (a 1 ms overlap is invisible on a 30 s axis); otherwise it shows the
@@ -28,6 +32,8 @@ struct Bar {
     client: u32,
     start_us: u64,
     end_us: u64,
+    /// A read-write lock's read hold.
+    reads: bool,
 }
 
 /// The figure.
@@ -38,6 +44,8 @@ pub struct SafetyTimeline<'a> {
     pub data: &'a CellData,
     /// The cell's verdict and evidence, if it was checked.
     pub safety: Option<&'a Safety>,
+    /// How many may hold a key at once: a semaphore's permits, 1 for every other kind.
+    pub permits: u32,
 }
 
 /// The plotted key, and the time window (µs) shown.
@@ -98,25 +106,60 @@ fn most(items: impl Iterator<Item = String>) -> Option<String> {
     n.into_iter().max_by_key(|(_, c)| *c).map(|(k, _)| k)
 }
 
-/// The stretches where two holds of `sections` overlap: (from, to, the two clients).
-fn overlaps(sections: &[&CriticalSection], end_us: u64) -> Vec<(u64, u64, u32, u32)> {
-    let mut by_start: Vec<(u64, u64, u32)> = sections
+/// The stretches where two clients' holds of `held` (each with whether it reads) overlap
+/// with a writer among them: (from, to, the two clients). Two readers overlapping is allowed.
+fn overlaps(held: &[(&CriticalSection, bool)], end_us: u64) -> Vec<(u64, u64, u32, u32)> {
+    let mut by_start: Vec<(u64, u64, u32, bool)> = held
         .iter()
-        .map(|s| (s.acquired_us, s.released_us.unwrap_or(end_us), s.client))
+        .map(|(s, reads)| {
+            let end = s.released_us.unwrap_or(end_us);
+            (s.acquired_us, end, s.client, *reads)
+        })
         .collect();
     by_start.sort_unstable();
     let mut out = Vec::new();
-    for (i, &(_, e, c)) in by_start.iter().enumerate() {
-        for &(s2, e2, c2) in &by_start[i + 1..] {
+    for (i, &(_, e, c, r)) in by_start.iter().enumerate() {
+        for &(s2, e2, c2, r2) in &by_start[i + 1..] {
             if s2 >= e {
                 break;
             }
-            if c2 != c {
+            if c2 != c && !(r && r2) {
                 out.push((s2, e.min(e2), c, c2));
             }
         }
     }
     out
+}
+
+/// The stretches where more than `permits` clients of `held` hold at once, each client then
+/// holding as one red stretch `(from, to, client)`, and how many such runs there are.
+fn over_permits(
+    held: &[(&CriticalSection, bool)],
+    end_us: u64,
+    permits: u32,
+) -> (Vec<(u64, u64, u32)>, usize) {
+    let spans: Vec<(u64, u64, u32)> = held
+        .iter()
+        .map(|(s, _)| (s.acquired_us, s.released_us.unwrap_or(end_us), s.client))
+        .collect();
+    let steps = crate::stats::occupancy::steps(spans.iter().map(|&(a, b, _)| (a, b)));
+    let (mut red, mut runs, mut over_before) = (Vec::new(), 0, false);
+    for (i, &(t, n)) in steps.iter().enumerate() {
+        let over = n > u64::from(permits);
+        runs += usize::from(over && !over_before);
+        over_before = over;
+        let Some(&(next, _)) = steps.get(i + 1).filter(|_| over) else {
+            continue;
+        };
+        // Holders change only at steps: a hold covers this stretch whole or not at all.
+        red.extend(
+            spans
+                .iter()
+                .filter(|&&(a, b, _)| a <= t && b >= next)
+                .map(|&(_, _, c)| (t, next, c)),
+        );
+    }
+    (red, runs)
 }
 
 /// Merges the bars of each client that lie closer than `gap_us` (under a pixel apart), so a
@@ -126,7 +169,11 @@ fn merge(mut bars: Vec<Bar>, gap_us: u64) -> Vec<Bar> {
     let mut out: Vec<Bar> = Vec::new();
     for b in bars {
         match out.last_mut() {
-            Some(last) if last.client == b.client && b.start_us <= last.end_us + gap_us => {
+            Some(last)
+                if last.client == b.client
+                    && last.reads == b.reads
+                    && b.start_us <= last.end_us + gap_us =>
+            {
                 last.end_us = last.end_us.max(b.end_us);
             }
             _ => out.push(b),
@@ -145,6 +192,12 @@ struct Scene<'a> {
     view: View,
     data: &'a CellData,
     on_key: Vec<&'a CriticalSection>,
+    /// Whether each of `on_key` is a read hold.
+    reading: Vec<bool>,
+    /// Whether the cell has read holds at all (a read-write lock's): the legend says so.
+    has_reads: bool,
+    /// How many may hold a key at once.
+    permits: u32,
     /// Fault kinds in colour order.
     kinds: Vec<String>,
 }
@@ -170,6 +223,8 @@ fn secs(us: u64) -> f64 {
 }
 
 const HOLD: RGBColor = RGBColor(70, 110, 170);
+/// A read hold's colour (Okabe–Ito bluish green, apart from `HOLD` in greyscale too).
+const READ_HOLD: RGBColor = RGBColor(0, 158, 115);
 
 impl Figure for SafetyTimeline<'_> {
     fn size(&self) -> (u32, u32) {
@@ -191,8 +246,18 @@ impl Figure for SafetyTimeline<'_> {
             return Ok(());
         };
         let d = self.data;
+        let reads = d.reads.iter().copied().chain(std::iter::repeat(false));
+        let (on_key, reading) = d
+            .sections
+            .iter()
+            .zip(reads)
+            .filter(|(s, _)| s.key == view.key)
+            .unzip();
         let scene = Scene {
-            on_key: d.sections.iter().filter(|s| s.key == view.key).collect(),
+            on_key,
+            reading,
+            has_reads: d.reads.iter().any(|r| *r),
+            permits: self.permits,
             kinds: fault_kinds(&d.faults),
             view,
             data: d,
@@ -217,13 +282,17 @@ impl SafetyTimeline<'_> {
     fn verdict_note(&self) -> String {
         self.safety
             .map(|s| {
+                // A semaphore's exclusion is counted as grants beyond its permits.
+                let exclusion = if self.permits > 1 {
+                    format!("{} over permits", s.over_permits.unwrap_or(0))
+                } else {
+                    let o = &s.overlaps;
+                    let n = o.granted_twice + o.told_and_went_on + o.expired_untold + o.unknown;
+                    format!("{n} overlaps")
+                };
                 format!(
-                    " — {}: {} overlaps, {} lost updates, {} stale refused",
+                    " — {}: {exclusion}, {} lost updates, {} stale refused",
                     s.verdict.name(),
-                    s.overlaps.granted_twice
-                        + s.overlaps.told_and_went_on
-                        + s.overlaps.expired_untold
-                        + s.overlaps.unknown,
                     s.lost_updates,
                     s.stale_accesses_rejected
                 )
@@ -328,13 +397,19 @@ fn draw_holds<DB: DrawingBackend>(
     scene: &Scene,
 ) -> Result<usize, String> {
     let end_us = scene.data.end_us;
-    let bars: Vec<Bar> = scene
+    let held: Vec<(&CriticalSection, bool)> = scene
         .on_key
         .iter()
-        .map(|s| Bar {
+        .copied()
+        .zip(scene.reading.iter().copied())
+        .collect();
+    let bars: Vec<Bar> = held
+        .iter()
+        .map(|&(s, reads)| Bar {
             client: s.client,
             start_us: s.acquired_us,
             end_us: s.released_us.unwrap_or(end_us),
+            reads,
         })
         .filter(|b| scene.in_view(b.start_us, b.end_us))
         .collect();
@@ -342,26 +417,37 @@ fn draw_holds<DB: DrawingBackend>(
     chart
         .draw_series(merge(bars, gap).into_iter().map(|b| {
             let y = scene.row(b.client);
+            let colour = if b.reads { READ_HOLD } else { HOLD };
             Rectangle::new(
                 [(secs(b.start_us), y - 0.3), (secs(b.end_us), y + 0.3)],
-                HOLD.filled(),
+                colour.filled(),
             )
         }))
         .map_err(drawing)?;
-    let twice = overlaps(&scene.on_key, end_us);
-    let shown: Vec<_> = twice.iter().filter(|o| scene.in_view(o.0, o.1)).collect();
+    let (red, count) = if scene.permits > 1 {
+        over_permits(&held, end_us, scene.permits)
+    } else {
+        let twice = overlaps(&held, end_us);
+        let red = twice
+            .iter()
+            .flat_map(|&(a, b, c1, c2)| [(a, b, c1), (a, b, c2)])
+            .collect();
+        (red, twice.len())
+    };
     chart
-        .draw_series(shown.iter().flat_map(|&&(a, b, c1, c2)| {
-            [c1, c2].map(|c| {
-                let y = scene.row(c);
-                Rectangle::new(
-                    [(secs(a), y - 0.42), (secs(b), y + 0.42)],
-                    VIOLATION.filled(),
-                )
-            })
-        }))
+        .draw_series(
+            red.iter()
+                .filter(|r| scene.in_view(r.0, r.1))
+                .map(|&(a, b, c)| {
+                    let y = scene.row(c);
+                    Rectangle::new(
+                        [(secs(a), y - 0.42), (secs(b), y + 0.42)],
+                        VIOLATION.filled(),
+                    )
+                }),
+        )
         .map_err(drawing)?;
-    Ok(twice.len())
+    Ok(count)
 }
 
 /// Lease-lost signals as black triangles and refused stale accesses as red crosses.
@@ -405,17 +491,44 @@ fn draw_lost_and_stale<DB: DrawingBackend>(
 fn legend_entries(scene: &Scene, overlapping: usize) -> Vec<Entry> {
     let d = scene.data;
     let key = &scene.view.key;
-    let mut entries = vec![
-        Entry {
-            label: "hold (grant → release)".into(),
-            colour: HOLD,
-            swatch: Swatch::Box,
-        },
-        Entry {
-            label: format!("overlapping holds: {overlapping}"),
-            colour: VIOLATION,
-            swatch: Swatch::Box,
-        },
+    let mut entries = if scene.has_reads {
+        vec![
+            Entry {
+                label: "write hold".into(),
+                colour: HOLD,
+                swatch: Swatch::Box,
+            },
+            Entry {
+                label: "read hold (shared)".into(),
+                colour: READ_HOLD,
+                swatch: Swatch::Box,
+            },
+            Entry {
+                label: format!("overlaps with a writer: {overlapping}"),
+                colour: VIOLATION,
+                swatch: Swatch::Box,
+            },
+        ]
+    } else {
+        let red = if scene.permits > 1 {
+            format!("more than {} holders: {overlapping}", scene.permits)
+        } else {
+            format!("overlapping holds: {overlapping}")
+        };
+        vec![
+            Entry {
+                label: "hold (grant → release)".into(),
+                colour: HOLD,
+                swatch: Swatch::Box,
+            },
+            Entry {
+                label: red,
+                colour: VIOLATION,
+                swatch: Swatch::Box,
+            },
+        ]
+    };
+    entries.extend([
         Entry {
             label: format!(
                 "refused stale access: {}",
@@ -437,7 +550,7 @@ fn legend_entries(scene: &Scene, overlapping: usize) -> Vec<Entry> {
             colour: VIOLATION,
             swatch: Swatch::Line { dashed: true },
         },
-    ];
+    ]);
     entries.extend(fault_entries(&d.faults, &scene.kinds));
     entries
 }
@@ -468,7 +581,14 @@ mod tests {
             section(2, 50, 150),
             section(3, 150, 200),
         );
-        assert_eq!(overlaps(&[&a, &b, &c], 1000), vec![(50, 100, 1, 2)]);
+        let writers = [(&a, false), (&b, false), (&c, false)];
+        assert_eq!(overlaps(&writers, 1000), vec![(50, 100, 1, 2)]);
+        // Two readers overlapping is allowed; a reader beside a writer is not.
+        assert!(overlaps(&[(&a, true), (&b, true)], 1000).is_empty());
+        assert_eq!(
+            overlaps(&[(&a, true), (&b, false)], 1000),
+            vec![(50, 100, 1, 2)]
+        );
     }
 
     #[test]
@@ -478,21 +598,25 @@ mod tests {
                 client: 1,
                 start_us: 0,
                 end_us: 10,
+                reads: false,
             },
             Bar {
                 client: 1,
                 start_us: 12,
                 end_us: 20,
+                reads: false,
             },
             Bar {
                 client: 2,
                 start_us: 15,
                 end_us: 18,
+                reads: false,
             },
             Bar {
                 client: 1,
                 start_us: 100,
                 end_us: 110,
+                reads: false,
             },
         ];
         let merged = merge(bars, 5);
@@ -528,6 +652,7 @@ mod tests {
             title: "c".into(),
             data: &data,
             safety: Some(&safety),
+            permits: 1,
         };
         let v = t.view().unwrap();
         assert_eq!(v.key, "k");
@@ -543,6 +668,7 @@ mod tests {
             title: "c".into(),
             data: &data,
             safety: None,
+            permits: 1,
         };
         assert_eq!(
             t.view().unwrap(),
@@ -552,5 +678,72 @@ mod tests {
                 to_us: 30_000_000
             }
         );
+    }
+
+    #[test]
+    fn read_holds_get_their_own_colour_and_legend_and_share_without_red() {
+        use crate::check::testkit::{grant, invoke, reading, release, writing};
+        // Clients 1 and 2 read together over [100, 300); client 3 writes after them.
+        let events = vec![
+            reading(invoke(0, 1, "k")),
+            reading(grant(100, 1, "k", 1, 1000)),
+            reading(invoke(0, 2, "k")),
+            reading(grant(150, 2, "k", 2, 1000)),
+            release(300, 1, "k"),
+            release(320, 2, "k"),
+            writing(invoke(0, 3, "k")),
+            writing(grant(400, 3, "k", 3, 1000)),
+            release(500, 3, "k"),
+        ];
+        let data = CellData::of(&events, &[]);
+        assert_eq!(data.reads, vec![true, true, false]);
+        let svg = super::super::draws(&SafetyTimeline {
+            title: "rw".into(),
+            data: &data,
+            safety: None,
+            permits: 1,
+        });
+        assert!(
+            svg.contains("read hold (shared)"),
+            "the legend names read holds"
+        );
+        assert!(
+            svg.contains("overlaps with a writer: 0"),
+            "readers sharing is not red"
+        );
+        let RGBColor(r, g, b) = READ_HOLD;
+        assert!(
+            svg.to_uppercase()
+                .contains(&format!("#{r:02X}{g:02X}{b:02X}")),
+            "no read hold drawn in its colour"
+        );
+        // A mutex's timeline keeps its one kind of hold.
+        let plain: Vec<_> = events
+            .into_iter()
+            .map(|mut e| {
+                e.mode = None;
+                e
+            })
+            .collect();
+        let data = CellData::of(&plain, &[]);
+        let svg = super::super::draws(&SafetyTimeline {
+            title: "m".into(),
+            data: &data,
+            safety: None,
+            permits: 1,
+        });
+        assert!(!svg.contains("read hold") && svg.contains("overlapping holds: 1"));
+    }
+
+    #[test]
+    fn a_semaphore_reddens_only_what_is_beyond_its_permits() {
+        let (a, b, c) = (section(1, 0, 100), section(2, 50, 150), section(3, 80, 120));
+        let held = [(&a, false), (&b, false), (&c, false)];
+        // Three hold over [80, 100): one run, each of the three red there.
+        assert_eq!(
+            over_permits(&held, 1000, 2),
+            (vec![(80, 100, 1), (80, 100, 2), (80, 100, 3)], 1)
+        );
+        assert_eq!(over_permits(&held, 1000, 3), (vec![], 0));
     }
 }
