@@ -27,18 +27,25 @@ pub(crate) struct Budget {
     acquiring: bool,
     /// How requests within this budget are tried again after a retryable error.
     retry: RetryPolicy,
+    /// A try-lock (`acquire_timeout = "0s"`): the deadline had passed when the acquisition
+    /// began, so each of its requests still gets `request_timeout`, but nothing waits for a
+    /// release and nothing is retried.
+    try_once: bool,
 }
 
 impl Budget {
     /// The budget of an acquisition that must finish by `deadline`.
+    /// A deadline already passed makes it a try-lock's: one try of each request, no wait.
     pub(crate) fn acquire(key: &str, deadline: Instant, request_timeout: Duration) -> Budget {
+        let started = Instant::now();
         Budget {
             key: key.to_string(),
-            started: Instant::now(),
+            started,
             deadline,
             request_timeout,
             acquiring: true,
             retry: RetryPolicy::default(),
+            try_once: deadline <= started,
         }
     }
 
@@ -52,6 +59,7 @@ impl Budget {
             request_timeout,
             acquiring: false,
             retry: RetryPolicy::default(),
+            try_once: false,
         }
     }
 
@@ -105,7 +113,10 @@ impl Budget {
         F: Future<Output = Result<T, E>>,
         E: fmt::Display,
     {
-        let left = self.deadline.saturating_duration_since(Instant::now());
+        let left = match self.try_once {
+            true => self.request_timeout,
+            false => self.deadline.saturating_duration_since(Instant::now()),
+        };
         let limit = left.min(self.request_timeout);
         match tokio::time::timeout(limit, fut).await {
             Ok(r) => Ok(r),
@@ -127,6 +138,29 @@ mod tests {
     fn drift_is_the_redlock_allowance() {
         assert_eq!(drift(Duration::from_secs(10)), Duration::from_millis(102));
         assert_eq!(drift(Duration::from_secs(2)), Duration::from_millis(22));
+    }
+
+    #[tokio::test]
+    async fn a_try_lock_budget_sends_its_requests_but_waits_for_nothing() {
+        let ok = || async {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+            Ok::<_, String>(())
+        };
+        let now = Budget::acquire("k", Instant::now(), Duration::from_secs(1));
+        // The request runs to its answer although the deadline has passed ...
+        assert!(matches!(now.run("get", ok()).await, Ok(Ok(()))));
+        // ... but a wait for a release ends at once, and no retry is allowed.
+        assert!(now.deadline() <= Instant::now());
+        assert!(!now.backoff().wait(now.deadline()).await);
+        let slow = async {
+            tokio::time::sleep(Duration::from_secs(5)).await;
+            Ok::<(), String>(())
+        };
+        let short = Budget::acquire("k", Instant::now(), Duration::from_millis(20));
+        assert!(matches!(
+            short.run("get", slow).await,
+            Err(LockError::Timeout { .. })
+        ));
     }
 
     #[tokio::test]
