@@ -33,6 +33,8 @@ fn every_shipped_workload_parses() {
             "harness-overhead",
             "held-locks",
             "held-locks-unfenced",
+            "held-permits",
+            "held-rwlock",
             "hot-lock",
             "long-hold",
             "long-hold-no-renew",
