@@ -125,7 +125,8 @@ impl Register {
 
     /// The slot `client`'s access to `key` goes to: none without permits; a read leaves any
     /// slot the client was in and takes the lowest free one (slot 0 when none is free); a write
-    /// goes to the client's slot and leaves it.
+    /// goes to the client's slot and leaves it. Called with the registers' lock held (the lock
+    /// order is registers, then pools), so slots change in the order accesses are recorded.
     fn slot_of(&self, client: u32, key: &str, op: AccessOp) -> Option<u64> {
         let (permits, pools) = self.pools.as_ref()?;
         let mut pools = pools.locked();
@@ -175,8 +176,10 @@ impl Register {
         op: AccessOp,
         value: u64,
     ) -> Result<u64, Refused> {
-        let slot_no = self.slot_of(client, key, op);
+        // The slot is taken and left under the registers' lock, as the access itself: a
+        // write that leaves its slot takes effect before a read can take that slot.
         let mut slots = self.slots.locked();
+        let slot_no = self.slot_of(client, key, op);
         let slot = slots.entry((key.to_string(), slot_no)).or_default();
         // A semaphore's slots are taken at the read, not in token order: its registers are
         // not fenced (the semaphore checker judges its holders).
@@ -443,5 +446,35 @@ mod tests {
         plain.access(1, "k", 1, AccessOp::Write, 3).unwrap();
         assert_eq!(plain.value("k"), 3);
         assert_eq!(sink.events.locked()[0].slot, None);
+    }
+
+    #[test]
+    fn in_the_recorded_order_no_slot_is_taken_while_another_client_is_in_it() {
+        let (r, sink) = register(ResourceMode::Unfenced);
+        let r = Arc::new(r.with_permits(4));
+        let threads: Vec<_> = (0..4u32)
+            .map(|c| {
+                let r = r.clone();
+                std::thread::spawn(move || {
+                    for _ in 0..2000 {
+                        let v = r.access(c, "k", 1, AccessOp::Read, 0).unwrap();
+                        r.access(c, "k", 1, AccessOp::Write, v + 1).unwrap();
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        // Four clients, four slots: replayed in the history's order, every read finds its
+        // slot empty, so no increment is lost.
+        let mut in_slot: HashMap<u64, u32> = HashMap::new();
+        for e in sink.events.locked().iter() {
+            let (slot, client) = (e.slot.unwrap(), e.client().unwrap());
+            match e.op {
+                Op::Read => assert_eq!(in_slot.insert(slot, client), None, "{e:?}"),
+                _ => assert_eq!(in_slot.remove(&slot), Some(client), "{e:?}"),
+            }
+        }
     }
 }
