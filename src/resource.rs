@@ -175,8 +175,11 @@ impl Register {
         op: AccessOp,
         value: u64,
     ) -> Result<u64, Refused> {
-        let slot_no = self.slot_of(client, key, op);
+        // The slot is chosen under the registers' lock too: a write that left its slot before
+        // taking effect would let a reader into that slot first, and read the old value (a
+        // lost update the semaphore never made; seen on a loaded machine).
         let mut slots = self.slots.locked();
+        let slot_no = self.slot_of(client, key, op);
         let slot = slots.entry((key.to_string(), slot_no)).or_default();
         // A semaphore's slots are taken at the read, not in token order: its registers are
         // not fenced (the semaphore checker judges its holders).

@@ -182,6 +182,30 @@ pub(crate) enum ReleaseKind {
     OwnerChecked,
     /// `DEL key` whoever holds it: the `unsafe-del` mistake (see `broken.rs`).
     PlainDel,
+    /// A read, write or permit claim: owner-checked, on the queue (see `shared.rs`).
+    Shared,
+    /// `DECR` the holder count: `unsafe-get-set` (see `broken.rs`), which has no lease to renew.
+    CountDecr,
+}
+
+impl ReleaseKind {
+    /// One watchdog renewal on `node`: true when `owner` still holds (now extended).
+    async fn renew(
+        self,
+        node: &Server,
+        keys: &Keys,
+        owner: &str,
+        ttl: Duration,
+        limit: Duration,
+    ) -> Result<bool, crate::recipe::LockError> {
+        match self {
+            ReleaseKind::CountDecr => Ok(true),
+            _ => {
+                node.renew(keys, owner, ttl, self == ReleaseKind::Shared, limit)
+                    .await
+            }
+        }
+    }
 }
 
 /// Renewal watchdogs of one recipe, so `crash` can stop them all.
@@ -267,7 +291,7 @@ async fn keep(held: Held) {
         owner,
         ttl,
         granted_at,
-        release: _,
+        release,
     } = held;
     let period = ttl / 3;
     // After a failed round: soon, so a brief outage costs no more validity than it must.
@@ -280,7 +304,9 @@ async fn keep(held: Held) {
             let sent = Instant::now();
             let nodes = source.nodes().await;
             let answers = futures::future::join_all(
-                nodes.iter().map(|n| n.renew(&keys, &owner, ttl, period)),
+                nodes
+                    .iter()
+                    .map(|n| release.renew(n, &keys, &owner, ttl, period)),
             )
             .await;
             (sent, nodes, answers)

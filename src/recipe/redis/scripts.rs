@@ -10,6 +10,10 @@
 //! milliseconds (sorted set), so a waiter that dies stops blocking the queue once its entry
 //! expires; `K:tent` the tentative entries (Redlock's two-phase ticket, see `redlock.rs`).
 //! Channels: `K:released` for herd waiters, `K:w:<owner>` for one queued waiter.
+//! The kinds that share the lock (read-write lock, semaphore; see [`SHARED_HELPERS`]) keep their
+//! queue in `K:q`, `K:qx` and `K:tickets` too, with `K:h` (hash: granted entry → its fencing
+//! token) and `K:n` (the semaphore's permits); they never write `K` itself. `K:count` is
+//! `unsafe-get-set`'s holder count.
 //! The scripts build the per-waiter channel names themselves: fine for standalone Redis
 //! (channels are not keys), and Sentinel and Redlock deployments are not Redis Cluster.
 
@@ -26,6 +30,12 @@ pub(crate) struct Keys {
     pub queue: String,
     pub expiry: String,
     pub tentative: String,
+    /// The kinds that share the lock: the queue entries granted, owner → fencing token.
+    pub holders: String,
+    /// The kinds that share the lock: a semaphore's permits, as its takes last said.
+    pub permits: String,
+    /// `unsafe-get-set`: the holder count.
+    pub count: String,
 }
 
 impl Keys {
@@ -37,6 +47,9 @@ impl Keys {
             queue: format!("{lock}:q"),
             expiry: format!("{lock}:qx"),
             tentative: format!("{lock}:tent"),
+            holders: format!("{lock}:h"),
+            permits: format!("{lock}:n"),
+            count: format!("{lock}:count"),
             lock,
         }
     }
@@ -221,6 +234,181 @@ redis.call('SREM', KEYS[5], owner)
 wake_head(KEYS[1], KEYS[3], KEYS[4], KEYS[5], now, owner, ARGV[3])
 return 0
 "#;
+
+/// Helpers of the kinds that share the lock (read-write lock, semaphore), prepended to their
+/// scripts after [`HELPERS`]. The queue is the whole state, as ZooKeeper's sequential nodes and
+/// etcd's create revisions are: an entry holds when [`crate::recipe::claim::turn`]'s
+/// rule says so for its place in the queue, and a holder stays in the queue until it leaves.
+/// `granted` is `claim::turn` written in Lua over the whole queue at once, so that a script
+/// sees, atomically, every entry a removal lets in:
+/// - a writer (or a mutex entry, `lock`) holds at the head;
+/// - a reader holds when no entry ahead of it is anything but a reader (FIFO: a reader behind
+///   a waiting writer waits for it);
+/// - a permit holds when fewer than `permits` entries are ahead of it.
+///
+/// Entries only join at the tail and leave from anywhere, so an entry the rule grants stays
+/// granted until it leaves: the rule is monotone, and a grant is never taken back by a newcomer.
+pub(crate) const SHARED_HELPERS: &str = r#"
+-- The claim an entry was queued with: the word its owner value ends with (`<owner>-read`,
+-- `-write`, `-permit`); an entry without one is a mutex's (`lock`). As `Claim::word`.
+local function word_of(m)
+  return string.match(m, '%-(%a+)$') or 'lock'
+end
+-- `claim::turn` over the whole queue (oldest first): the set of entries it grants.
+local function granted(members, permits)
+  local g = {}
+  local blocker_ahead = false
+  for i, m in ipairs(members) do
+    local w = word_of(m)
+    local ok
+    if w == 'read' then ok = not blocker_ahead
+    elseif w == 'permit' then ok = i <= permits
+    else ok = i == 1 end
+    if ok then g[m] = true end
+    -- `Claim::word_blocks_readers`: anything but a reader.
+    if w ~= 'read' then blocker_ahead = true end
+  end
+  return g
+end
+local function permits_of(n)
+  return math.max(tonumber(redis.call('GET', n) or '1'), 1)
+end
+-- Drops every entry whose expiry passed: a waiter that stopped refreshing its entry, a holder
+-- whose lease ended. Returns how many.
+local function purge_expired(q, qx, h, now)
+  local gone = redis.call('ZRANGEBYSCORE', qx, '-inf', now)
+  for _, m in ipairs(gone) do
+    redis.call('ZREM', q, m)
+    redis.call('ZREM', qx, m)
+    redis.call('HDEL', h, m)
+  end
+  return #gone
+end
+-- The start of every script that may remove entries: the server time, the permits, the
+-- entries granted before any removal (for `wake_granted`), and how many expired ones it dropped.
+local function removal_start(q, qx, h, n)
+  local now = now_ms()
+  local permits = permits_of(n)
+  local before = granted(redis.call('ZRANGE', q, 0, -1), permits)
+  return now, permits, before, purge_expired(q, qx, h, now)
+end
+-- After entries left the queue: tells the herd (`lock:released`), and each entry the rule
+-- grants now and did not grant `before` the removals, on its own channel (predecessor); never
+-- `from` (the caller) nor an entry that already holds.
+local function wake_granted(lock, q, h, permits, before, from, msg)
+  redis.call('PUBLISH', lock .. ':released', msg)
+  local now_granted = granted(redis.call('ZRANGE', q, 0, -1), permits)
+  for m in pairs(now_granted) do
+    if not before[m] and m ~= from and redis.call('HEXISTS', h, m) == 0 then
+      redis.call('PUBLISH', lock .. ':w:' .. m, msg)
+    end
+  end
+end
+"#;
+
+/// Take of a kind that shares the lock. KEYS: queue, expiry, tickets, holders, fence, permits.
+/// ARGV: owner (ending `-read`, `-write` or `-permit`), ttl ms, entry ttl ms, permits, wake
+/// message, lock name (the channels' base).
+/// Queues the owner if it is not queued (a new ticket at the tail), drops expired entries
+/// (waking whom that lets in), and grants when the rule does: the fencing counter's next value,
+/// kept in the holders hash, and the entry's expiry becomes the lease's end. A retried take of
+/// an owner already granted returns the same token (idempotent, as the mutex's takes).
+/// Returns {token, ticket, hint}: token > 0 when granted; else hint = the time until the first
+/// lease ends among the holders it waits for when all it waits for hold (no message comes when
+/// a holder dies), -1 when it waits for a waiter too (it is told when its turn comes).
+const SHARED_ACQUIRE: &str = r#"
+local owner = ARGV[1]
+local ttl = tonumber(ARGV[2])
+redis.call('SET', KEYS[6], ARGV[4])
+local now, permits, before, dropped = removal_start(KEYS[1], KEYS[2], KEYS[4], KEYS[6])
+if dropped > 0 then
+  wake_granted(ARGV[6], KEYS[1], KEYS[4], permits, before, owner, ARGV[5])
+end
+if not redis.call('ZSCORE', KEYS[1], owner) then
+  redis.call('ZADD', KEYS[1], redis.call('INCR', KEYS[3]), owner)
+end
+local ticket = tonumber(redis.call('ZSCORE', KEYS[1], owner))
+local token = redis.call('HGET', KEYS[4], owner)
+local members = redis.call('ZRANGE', KEYS[1], 0, -1)
+if not token and granted(members, permits)[owner] then
+  token = redis.call('INCR', KEYS[5])
+  redis.call('HSET', KEYS[4], owner, token)
+end
+if token then
+  redis.call('ZADD', KEYS[2], now + ttl, owner)
+  return {tonumber(token), ticket, 0}
+end
+redis.call('ZADD', KEYS[2], now + tonumber(ARGV[3]), owner)
+local reader = word_of(owner) == 'read'
+local soonest = nil
+for _, m in ipairs(members) do
+  if m == owner then break end
+  if not reader or word_of(m) ~= 'read' then
+    if redis.call('HEXISTS', KEYS[4], m) == 0 then return {0, ticket, -1} end
+    local exp = tonumber(redis.call('ZSCORE', KEYS[2], m))
+    if not soonest or exp < soonest then soonest = exp end
+  end
+end
+if not soonest then return {0, ticket, -1} end
+return {0, ticket, math.max(soonest - now, 0)}
+"#;
+
+/// Give back a kind that shares the lock (also: leave the queue after giving up).
+/// KEYS: queue, expiry, holders, permits. ARGV: owner, wake message, lock name.
+/// Drops expired entries, then the owner's entry; wakes whom that lets in. Returns 1 if the
+/// owner held (its lease had not ended), else 0.
+const SHARED_RELEASE: &str = r#"
+local owner = ARGV[1]
+local _, permits, before, removed = removal_start(KEYS[1], KEYS[2], KEYS[3], KEYS[4])
+local released = redis.call('HEXISTS', KEYS[3], owner)
+removed = removed + redis.call('ZREM', KEYS[1], owner)
+redis.call('ZREM', KEYS[2], owner)
+redis.call('HDEL', KEYS[3], owner)
+if removed > 0 then
+  wake_granted(ARGV[3], KEYS[1], KEYS[3], permits, before, owner, ARGV[2])
+end
+return released
+"#;
+
+/// Resolve an acquisition of a kind that shares the lock whose take's answer was lost.
+/// KEYS: queue, expiry, holders, permits. ARGV: owner, ttl ms, wake message, lock name.
+/// If the owner holds (a lost take granted it), renews its lease and returns its token;
+/// otherwise leaves the queue as a give-back does and returns 0.
+const SHARED_RESOLVE: &str = r#"
+local owner = ARGV[1]
+local now, permits, before, removed = removal_start(KEYS[1], KEYS[2], KEYS[3], KEYS[4])
+local token = redis.call('HGET', KEYS[3], owner)
+if token then
+  redis.call('ZADD', KEYS[2], now + tonumber(ARGV[2]), owner)
+else
+  removed = removed + redis.call('ZREM', KEYS[1], owner)
+  redis.call('ZREM', KEYS[2], owner)
+end
+if removed > 0 then
+  wake_granted(ARGV[4], KEYS[1], KEYS[3], permits, before, owner, ARGV[3])
+end
+return tonumber(token or '0')
+"#;
+
+/// Watchdog renewal of a kind that shares the lock. KEYS: expiry, holders. ARGV: owner, ttl ms.
+/// Returns 1 if the owner still holds (its lease had not ended; now extended), else 0.
+const SHARED_RENEW: &str = r#"
+local now = now_ms()
+if redis.call('HEXISTS', KEYS[2], ARGV[1]) == 0 then return 0 end
+local exp = tonumber(redis.call('ZSCORE', KEYS[1], ARGV[1]))
+if not exp or exp <= now then return 0 end
+redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[1])
+return 1
+"#;
+
+pub(crate) static SHARED_ACQUIRE_SCRIPT: LazyLock<Script> =
+    LazyLock::new(|| Script::new(&format!("{HELPERS}{SHARED_HELPERS}{SHARED_ACQUIRE}")));
+pub(crate) static SHARED_RELEASE_SCRIPT: LazyLock<Script> =
+    LazyLock::new(|| Script::new(&format!("{HELPERS}{SHARED_HELPERS}{SHARED_RELEASE}")));
+pub(crate) static SHARED_RESOLVE_SCRIPT: LazyLock<Script> =
+    LazyLock::new(|| Script::new(&format!("{HELPERS}{SHARED_HELPERS}{SHARED_RESOLVE}")));
+pub(crate) static SHARED_RENEW_SCRIPT: LazyLock<Script> =
+    LazyLock::new(|| Script::new(&format!("{HELPERS}{SHARED_RENEW}")));
 
 pub(crate) static HERD_ACQUIRE_SCRIPT: LazyLock<Script> =
     LazyLock::new(|| Script::new(HERD_ACQUIRE));
