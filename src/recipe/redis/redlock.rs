@@ -47,6 +47,28 @@
 //! ours) gets a larger one. **Redlock cannot promise monotonic tokens under faults**: a lock that
 //! expires while held, a master that restarts without persistence, or a release that does not
 //! reach the shared master lets the next quorum see only smaller counters.
+//!
+//! **Lock kinds: mutex and reentrant only.** The kinds that share the lock are left out, each
+//! for its own reason (the plan skips their cells, saying so):
+//! - A **read-write lock** over a majority would be safe by the mutex's own argument: a
+//!   writer's majority and any reader's majority share a master, and that master's queue
+//!   (the single-master scripts of `shared.rs`, run per master) never grants a writer beside a
+//!   reader. What it lacks is liveness: each master orders its queue itself, so with several
+//!   writers waiting each can head a different minority of masters and none wins a majority.
+//!   The mutex solves that twice (the herd gives back a split vote and retries after a random
+//!   pause; predecessor agrees one ticket on every master in two phases, a tentative entry
+//!   never granted), and the shared scripts would need both: tentative entries and final
+//!   tickets in `SHARED_ACQUIRE`, and a give-back of a split vote that does not wake every
+//!   waiter on every master (a herd of failed rounds each waking the others would spin).
+//!   Not done yet: a read-write lock here would be a new recipe to measure, not a reuse.
+//! - A **semaphore** over independent masters with a majority quorum is not safe for N ≥ 2
+//!   permits: each master grants N, a holder needs 3 of 5 masters, and (N + 1) holders × 3
+//!   grants ≤ 5 masters × N permits whenever N ≥ 2 (2 permits: 3 holders × 3 = 9 ≤ 10), so
+//!   N + 1 clients can each win a different majority at once. Only N = 1, the mutex, is safe.
+//!   A safe one needs a quorum q with (N + 1) × q > 5 × N: 4 of 5 masters for 2 or 3 permits,
+//!   all 5 from 4 permits on, which gives up the fault tolerance a majority buys. Offering the
+//!   majority version as an expected-unsafe finding would belong with the calibrations, not
+//!   the default kinds.
 
 use std::collections::HashMap;
 use std::sync::Arc;

@@ -23,6 +23,8 @@ pub(super) static FACTS: Facts = Facts {
     strategies: &[Strategy::Herd, Strategy::Predecessor],
     leaderless: true,
     lease_clock: LeaseClock::RedisTtl,
+    // Not rwlock nor semaphore: recipe/redis/redlock.rs says why (a semaphore over a majority
+    // of masters is unsafe from 2 permits on).
     lock_kinds: &["mutex", "reentrant"],
     colour: (204, 121, 167),
 };
