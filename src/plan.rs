@@ -870,9 +870,9 @@ mod tests {
             strategies: Some(everything.to_vec()),
             ..Overrides::default()
         };
-        for extra in [
-            "lock = \"rwlock\"\nread_ratio = 0.9",
-            "lock = \"semaphore\"\npermits = 3",
+        for (extra, redlock) in [
+            ("lock = \"rwlock\"\nread_ratio = 0.9", true),
+            ("lock = \"semaphore\"\npermits = 3", false),
         ] {
             let wl = Workload::from_str(&format!("{base}{extra}"), "workloads/kinds.toml").unwrap();
             let plan = Plan::expand("r", &SHIPPED, std::slice::from_ref(&wl), &ov).unwrap();
@@ -882,22 +882,27 @@ mod tests {
                 .map(|c| format!("{}/{}", c.system, c.strategy))
                 .collect();
             // The kinds that share the lock need a queue: etcd's server-side Lock is a mutex.
-            assert_eq!(
-                ran,
-                [
-                    "zookeeper/herd",
-                    "zookeeper/predecessor",
-                    "etcd/herd",
-                    "etcd/predecessor",
-                    "redis/herd",
-                    "redis/predecessor"
-                ]
-            );
+            // Redlock has the read-write lock, not the semaphore (unsafe over a majority).
+            let mut expected = vec![
+                "zookeeper/herd",
+                "zookeeper/predecessor",
+                "etcd/herd",
+                "etcd/predecessor",
+                "redis/herd",
+                "redis/predecessor",
+            ];
+            if redlock {
+                expected.extend(["redlock/herd", "redlock/predecessor"]);
+            }
+            assert_eq!(ran, expected);
             let kind = wl.lock.name();
             assert!(plan.skipped.iter().any(|s| s
                 == &format!(
                     "etcd/native × lock = \"{kind}\": the native strategy is for mutex and reentrant only"
                 )));
+            if redlock {
+                continue;
+            }
             let why = plan
                 .skipped
                 .iter()

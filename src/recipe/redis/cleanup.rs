@@ -22,6 +22,9 @@ use crate::recipe::redis::server::Server;
 use crate::recipe::{RecipeConfig, Tally};
 use crate::sync::LockUnpoisoned;
 
+/// How a give-back treats the queue entry: it leaves (the entry TTL is then unused).
+const LEAVE: (QueueEntry, Duration) = (QueueEntry::Leave, Duration::ZERO);
+
 /// The server a janitor gives back on.
 pub(crate) enum Target {
     /// Whichever server is the master now (asked of Sentinel again after a failed try).
@@ -163,7 +166,7 @@ impl Chore for GiveBack {
                     }
                     Some(_) => node.resolve(keys, owner, ctx.ttl, &wake, ctx.limit).await,
                     None if self.shared => node
-                        .shared_release(keys, owner, &wake, ctx.limit)
+                        .shared_release(keys, owner, self.token, LEAVE, &wake, ctx.limit)
                         .await
                         .map(|_| 0),
                     None => node

@@ -23,6 +23,21 @@ pub(crate) fn new_client_id() -> String {
     format!("{:016x}", rand::random::<u64>())
 }
 
+/// The owner value of one acquisition: `<client>:<seq>`, and for a claim the queue shares
+/// (`queued`: a read, write or permit claim) its word at the end (`-read`, `-write`, `-permit`),
+/// so that the scripts read every entry's claim from the queue itself (see `shared.rs`).
+pub(crate) fn owner_value(client: &str, seq: u64, queued: Option<crate::recipe::Claim>) -> String {
+    match queued {
+        Some(claim) => format!("{client}:{seq}-{}", claim.word()),
+        None => format!("{client}:{seq}"),
+    }
+}
+
+/// Whether an owner value is a read or write claim's ([`owner_value`]).
+pub(crate) fn is_rwlock_owner(owner: &str) -> bool {
+    owner.ends_with("-read") || owner.ends_with("-write")
+}
+
 static NEXT_WAITER: AtomicU64 = AtomicU64::new(1);
 static NEXT_RELEASE: AtomicU64 = AtomicU64::new(1);
 
@@ -360,6 +375,19 @@ pub(crate) struct RedisHandle {
 mod tests {
     use super::*;
     use crate::recipe::LostSignal;
+
+    #[test]
+    fn a_queued_claim_ends_its_owner_value_with_its_word() {
+        use crate::recipe::Claim;
+        assert_eq!(owner_value("c1", 7, None), "c1:7");
+        assert_eq!(owner_value("c1", 7, Some(Claim::Read)), "c1:7-read");
+        let permit = Some(Claim::Permit { permits: 3 });
+        assert_eq!(owner_value("c1", 8, permit), "c1:8-permit");
+        assert!(is_rwlock_owner("c1:7-read") && is_rwlock_owner("c1:9-write"));
+        assert!(!is_rwlock_owner("c1:7") && !is_rwlock_owner("c1:8-permit"));
+        // Client ids are hex: the only dash is the claim's.
+        assert!(!new_client_id().contains('-'));
+    }
 
     #[test]
     fn validity_counts_from_the_send_less_the_drift() {

@@ -73,7 +73,7 @@ use crate::recipe::redis::broken::{crashes_between_steps, simulated_crash};
 use crate::recipe::redis::cleanup::{Claim as LostGrant, GiveBack, RedisJanitorCtx, Target};
 use crate::recipe::redis::common::{
     Held, NodeSource, Poll, RedisHandle, ReleaseKind, Waiter, Watchdogs, entry_ttl, new_client_id,
-    wake_message,
+    owner_value, wake_message,
 };
 use crate::recipe::redis::scripts::{Keys, QueueEntry, TicketMode};
 use crate::recipe::redis::server::{Attempt, FairTake, Server};
@@ -258,6 +258,7 @@ impl RedisRecipe {
                     _ => 1,
                 },
                 wake: &wake,
+                mode: TicketMode::Propose,
             };
             return node
                 .shared_acquire(keys, owner, self.cfg.ttl, &take, limit)
@@ -515,10 +516,7 @@ impl Recipe for RedisRecipe {
         // A queued claim's word ends its owner value, so the scripts read every entry's claim
         // from the queue itself (see `shared.rs`).
         let shared = claim.is_shared_kind() && strategy != Strategy::UnsafeGetSet;
-        let owner = match shared {
-            true => format!("{}:{seq}-{}", self.client_id, claim.word()),
-            false => format!("{}:{seq}", self.client_id),
-        };
+        let owner = owner_value(&self.client_id, seq, shared.then_some(claim));
         // Only `unsafe-setnx-expire` has two steps to die between (see `RecipeConfig`).
         let every = self.cfg.crash_between_steps_every;
         let crash =
@@ -607,7 +605,8 @@ impl Recipe for RedisRecipe {
         let shared = h.release == ReleaseKind::Shared;
         let released = match shared {
             true => {
-                node.shared_release(&h.keys, &h.owner, &wake, self.cfg.request_timeout)
+                let leave = (QueueEntry::Leave, Duration::ZERO);
+                node.shared_release(&h.keys, &h.owner, 0, leave, &wake, self.cfg.request_timeout)
                     .await
             }
             false => {

@@ -306,9 +306,9 @@ impl Server {
         shared: bool,
         limit: Duration,
     ) -> Result<bool, LockError> {
-        let (script, k): (&Script, [&str; 2]) = match shared {
-            true => (&SHARED_RENEW_SCRIPT, [&keys.expiry, &keys.holders]),
-            false => (&RENEW_SCRIPT, [&keys.lock, &keys.expiry]),
+        let (script, k): (&Script, Vec<&str>) = match shared {
+            true => (&SHARED_RENEW_SCRIPT, keys.shared().to_vec()),
+            false => (&RENEW_SCRIPT, vec![&keys.lock, &keys.expiry]),
         };
         let ok: i64 = self
             .eval(script, &k, &[owner.to_string(), ms(ttl).to_string()], limit)

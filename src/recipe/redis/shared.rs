@@ -30,6 +30,9 @@
 //! that dies sends no message) and looks again then; any other waiter refreshes its entry every
 //! third of the entry TTL (herd: every fallback poll) and is woken when its turn comes.
 //!
+//! Redlock runs the same scripts on each of its masters for its read-write lock, with the
+//! predecessor's two-phase tickets (`redlock.rs`).
+//!
 //! **Why not Redisson's shapes.** Redisson's `RReadWriteLock` keeps one hash per lock (a mode
 //! field, `read` or `write`, and a hold count per owner, each with a timeout key) and wakes
 //! every waiter through one channel; readers barge in whenever the mode is `read`, so a stream
@@ -45,7 +48,8 @@ use std::time::Duration;
 
 use crate::recipe::LockError;
 use crate::recipe::redis::scripts::{
-    Keys, SHARED_ACQUIRE_SCRIPT, SHARED_RELEASE_SCRIPT, SHARED_RESOLVE_SCRIPT,
+    Keys, QueueEntry, SHARED_ACQUIRE_SCRIPT, SHARED_RELEASE_SCRIPT, SHARED_RESOLVE_SCRIPT,
+    TicketMode,
 };
 use crate::recipe::redis::server::{Attempt, Server, ms};
 
@@ -58,6 +62,9 @@ pub(crate) struct SharedTake<'a> {
     pub permits: u32,
     /// The message for the waiters this take's clean-up may let in.
     pub wake: &'a str,
+    /// Which ticket the take proposes or settles on (Redlock's two phases; `Propose` on one
+    /// master).
+    pub mode: TicketMode,
 }
 
 impl Server {
@@ -71,17 +78,11 @@ impl Server {
         take: &SharedTake<'_>,
         limit: Duration,
     ) -> Result<Attempt, LockError> {
+        let (mode, ticket) = take.mode.args();
         let (token, ticket, hint): (u64, u64, i64) = self
             .eval(
                 &SHARED_ACQUIRE_SCRIPT,
-                &[
-                    &keys.queue,
-                    &keys.expiry,
-                    &keys.tickets,
-                    &keys.holders,
-                    &keys.fence,
-                    &keys.permits,
-                ],
+                &keys.shared(),
                 &[
                     owner.to_string(),
                     ms(ttl).to_string(),
@@ -89,6 +90,8 @@ impl Server {
                     take.permits.max(1).to_string(),
                     take.wake.to_string(),
                     keys.lock.clone(),
+                    mode.to_string(),
+                    ticket.to_string(),
                 ],
                 limit,
             )
@@ -101,19 +104,30 @@ impl Server {
         })
     }
 
-    /// Gives back `owner`'s claim (or leaves the queue); true if it still held.
+    /// Gives back `owner`'s claim and leaves the queue, or (`QueueEntry::Keep`, a Redlock
+    /// waiter's partial grant) only the claim; raises the fencing counter to `token` (0: none).
+    /// True if it still held.
     pub async fn shared_release(
         &self,
         keys: &Keys,
         owner: &str,
+        token: u64,
+        entry: (QueueEntry, Duration),
         wake: &str,
         limit: Duration,
     ) -> Result<bool, LockError> {
         let held: i64 = self
             .eval(
                 &SHARED_RELEASE_SCRIPT,
-                &[&keys.queue, &keys.expiry, &keys.holders, &keys.permits],
-                &[owner.to_string(), wake.to_string(), keys.lock.clone()],
+                &keys.shared(),
+                &[
+                    owner.to_string(),
+                    wake.to_string(),
+                    keys.lock.clone(),
+                    token.to_string(),
+                    u8::from(entry.0 == QueueEntry::Keep).to_string(),
+                    ms(entry.1).to_string(),
+                ],
                 limit,
             )
             .await?;
@@ -132,7 +146,7 @@ impl Server {
     ) -> Result<u64, LockError> {
         self.eval(
             &SHARED_RESOLVE_SCRIPT,
-            &[&keys.queue, &keys.expiry, &keys.holders, &keys.permits],
+            &keys.shared(),
             &[
                 owner.to_string(),
                 ms(ttl).to_string(),
