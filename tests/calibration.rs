@@ -144,3 +144,26 @@ fn redis_textbook_mistakes_are_unsafe_and_the_correct_herd_is_not() {
     );
     let _ = std::fs::remove_dir_all(&out);
 }
+
+#[test]
+fn redis_semaphore_get_set_overfills_and_the_queue_does_not() {
+    let out = scratch("broken-semaphore");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("workloads");
+    let res = run(
+        &out,
+        &["--systems", "redis", "--duration", "3s"],
+        &[root.join("broken-semaphore.toml")],
+    );
+    let stderr = String::from_utf8_lossy(&res.stderr);
+    // Every cell is as its workload expects.
+    assert_eq!(res.status.code(), Some(0), "{stderr}");
+    let run = latest(&out);
+    // GET then SET: clients that read the same count all take a permit.
+    let get_set = safety(&run, "redis-unsafe-get-set-broken-semaphore-c16");
+    assert_eq!(get_set["verdict"], "unsafe", "{get_set:#}");
+    assert!(n(&get_set, &["over_permits"]) > 0, "{get_set:#}");
+    let queue = safety(&run, "redis-predecessor-broken-semaphore-c16");
+    assert_eq!(queue["verdict"], "safe", "{queue:#}");
+    assert_eq!(n(&queue, &["over_permits"]), 0, "{queue:#}");
+    let _ = std::fs::remove_dir_all(&out);
+}

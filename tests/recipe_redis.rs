@@ -368,3 +368,133 @@ async fn failover(cluster: &Cluster, t: &RedisTarget) {
         .await
         .expect("restart the killed master");
 }
+
+#[test]
+fn herd_shared_kinds_grant_by_the_rule_and_leave_nothing() {
+    shared_kinds(Strategy::Herd);
+}
+#[test]
+fn predecessor_shared_kinds_grant_by_the_rule_and_leave_nothing() {
+    shared_kinds(Strategy::Predecessor);
+}
+
+/// The read-write lock and the semaphore (`recipe/redis/shared.rs`): readers share, a writer
+/// waits for them and a reader behind a waiting writer waits for it (FIFO); N permits hold
+/// at once and the next waits; an acquisition that times out leaves no queue entry behind; a
+/// release wakes the waiter it lets in well before the fallback poll.
+fn shared_kinds(st: Strategy) {
+    use lockbench::recipe::{Claim, LockError, Tally};
+    let label = format!("redis/{st}/shared_kinds");
+    on_master(&label.clone(), |f, _, endpoint| async move {
+        let t = target(&f.cluster);
+        let prefix = format!("/t/kinds-{st}");
+        let cfg = config(&prefix, Duration::from_secs(10), true);
+        let mut clients = Vec::new();
+        for _ in 0..4 {
+            clients.push(connect(&t, cfg.clone()).await);
+        }
+        let take = |i: usize, key: &'static str, claim: Claim, wait_ms: u64| {
+            let c = &clients[i];
+            async move {
+                let deadline = Instant::now() + Duration::from_millis(wait_ms);
+                c.acquire_claim(key, st, claim, deadline, &Tally::default())
+                    .await
+            }
+        };
+        let queued = |key: &'static str| {
+            let (ep, q) = (endpoint.clone(), format!("{prefix}/{key}:q"));
+            async move {
+                let v = sc::raw(&ep, redis::cmd("ZCARD").arg(&q)).await;
+                redis::from_redis_value::<i64>(v).expect("ZCARD answers a count")
+            }
+        };
+        let timed_out = |r: Result<_, LockError>| matches!(r, Err(LockError::Timeout { .. }));
+
+        // Read-write lock: two readers share; a writer waits and leaves nothing when it gives
+        // up; once the readers are gone it holds, and a reader behind it waits.
+        let r1 = take(0, "rw", Claim::Read, 2000).await.expect("reader 1");
+        let r2 = take(1, "rw", Claim::Read, 2000)
+            .await
+            .expect("reader 2 shares");
+        assert!(r2.token > r1.token, "{label}: tokens grow with every grant");
+        assert!(timed_out(take(2, "rw", Claim::Write, 300).await), "{label}");
+        assert_eq!(
+            queued("rw").await,
+            2,
+            "{label}: the timed-out writer left its entry"
+        );
+        let writer = {
+            let w = take(2, "rw", Claim::Write, 5000);
+            let release = async {
+                tokio::time::sleep(Duration::from_millis(200)).await;
+                clients[0].release(r1).await.expect("release reader 1");
+                clients[1].release(r2).await.expect("release reader 2");
+                Instant::now()
+            };
+            let (w, released) = tokio::join!(w, release);
+            let w = w.expect("the writer holds once the readers left");
+            // Woken by the release, not by the 500 ms fallback poll.
+            assert!(
+                w.acquired_at.saturating_duration_since(released) < Duration::from_millis(300),
+                "{label}: the writer was granted {:?} after the last reader left",
+                w.acquired_at.saturating_duration_since(released)
+            );
+            w
+        };
+        assert!(
+            timed_out(take(3, "rw", Claim::Read, 300).await),
+            "{label}: FIFO"
+        );
+        clients[2]
+            .release(writer)
+            .await
+            .expect("release the writer");
+        assert_eq!(queued("rw").await, 0, "{label}");
+
+        // Semaphore of 2: two hold, the third waits, leaves nothing when it gives up, and
+        // holds once a permit comes back.
+        let p = Claim::Permit { permits: 2 };
+        let a = take(0, "sem", p, 2000).await.expect("permit 1");
+        let b = take(1, "sem", p, 2000).await.expect("permit 2");
+        assert!(
+            timed_out(take(2, "sem", p, 300).await),
+            "{label}: a third permit"
+        );
+        assert_eq!(queued("sem").await, 2, "{label}");
+        let (c, _) = tokio::join!(take(2, "sem", p, 5000), async {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            clients[0].release(a).await.expect("release permit 1");
+        });
+        let c = c.expect("the waiter takes the permit given back");
+        for (i, l) in [(1, b), (2, c)] {
+            clients[i].release(l).await.expect("release");
+        }
+        assert_eq!(queued("sem").await, 0, "{label}");
+        // A release of a lease no longer held says so.
+        let stale_cfg = RecipeConfig {
+            ttl: Duration::from_millis(300),
+            renew: false,
+            ..cfg.clone()
+        };
+        let short = connect(&t, stale_cfg).await;
+        let l = short
+            .acquire_claim(
+                "sem",
+                st,
+                p,
+                Instant::now() + Duration::from_secs(2),
+                &Tally::default(),
+            )
+            .await
+            .expect("permit");
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        assert!(
+            l.lost.is_lost(),
+            "{label}: the lost signal fired at the lease's end"
+        );
+        assert!(
+            matches!(short.release(l).await, Err(LockError::Lost { .. })),
+            "{label}"
+        );
+    });
+}

@@ -619,3 +619,87 @@ mod scenario {
         }
     }
 }
+
+#[test]
+fn herd_rwlock_grants_by_the_rule_and_leaves_nothing() {
+    rwlock(Strategy::Herd);
+}
+#[test]
+fn predecessor_rwlock_grants_by_the_rule_and_leaves_nothing() {
+    rwlock(Strategy::Predecessor);
+}
+
+/// The read-write lock over 5 masters (the single-master queue scripts on each, granted on a
+/// majority): readers share, a writer waits for them and is woken by their release, a reader
+/// behind a waiting writer waits (FIFO), and an acquisition that times out leaves no queue
+/// entry on any master. A semaphore is refused: unsafe over a majority.
+fn rwlock(st: Strategy) {
+    use lockbench::recipe::Claim;
+    let label = format!("redlock/{st}/rwlock");
+    REDLOCK.run(&label.clone(), |f| async move {
+        let prefix = format!("/t/rw-{st}");
+        let cfg = config(&prefix, Duration::from_secs(10), true);
+        let mut clients = Vec::new();
+        for _ in 0..4 {
+            clients.push(connect(&f.endpoints, cfg.clone()).await);
+        }
+        let take = |i: usize, claim: Claim, wait_ms: u64| {
+            let c = &clients[i];
+            async move {
+                let deadline = Instant::now() + Duration::from_millis(wait_ms);
+                c.acquire_claim("rw", st, claim, deadline, &Tally::default())
+                    .await
+            }
+        };
+        let queued = || {
+            let q = format!("{prefix}/rw:q");
+            let endpoints = f.endpoints.clone();
+            async move {
+                let mut counts = Vec::new();
+                for ep in &endpoints {
+                    let v = sc::raw(ep, redis::cmd("ZCARD").arg(&q)).await;
+                    counts.push(redis::from_redis_value::<i64>(v).expect("a count"));
+                }
+                counts
+            }
+        };
+        let timed_out = |r: Result<_, LockError>| matches!(r, Err(LockError::Timeout { .. }));
+
+        let r1 = take(0, Claim::Read, 3000).await.expect("reader 1");
+        let r2 = take(1, Claim::Read, 3000).await.expect("reader 2 shares");
+        assert!(timed_out(take(2, Claim::Write, 400).await), "{label}");
+        // The give-back is confirmed before the timeout is reported.
+        assert_eq!(
+            queued().await,
+            vec![2; 5],
+            "{label}: the writer left an entry"
+        );
+        let (w, released) = tokio::join!(take(2, Claim::Write, 5000), async {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            clients[0].release(r1).await.expect("release reader 1");
+            clients[1].release(r2).await.expect("release reader 2");
+            Instant::now()
+        });
+        let w = w.expect("the writer holds once the readers left");
+        let after = w.acquired_at.saturating_duration_since(released);
+        assert!(
+            after < Duration::from_millis(300),
+            "{label}: the writer was granted {after:?} after the last reader left"
+        );
+        assert!(timed_out(take(3, Claim::Read, 400).await), "{label}: FIFO");
+        clients[2].release(w).await.expect("release the writer");
+        // A release returns once a majority confirmed; the other masters follow.
+        let until = Instant::now() + Duration::from_secs(2);
+        while queued().await != vec![0; 5] && Instant::now() < until {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        assert_eq!(queued().await, vec![0; 5], "{label}");
+        let e = take(3, Claim::Permit { permits: 2 }, 400)
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(e, LockError::KindUnsupported { .. }),
+            "{label}: {e}"
+        );
+    });
+}

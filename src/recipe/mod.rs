@@ -404,6 +404,7 @@ mod tests {
         for (text, st) in [
             ("unsafe-del", Strategy::UnsafeDel),
             ("UNSAFE-SETNX-EXPIRE", Strategy::UnsafeSetnxExpire),
+            ("unsafe-get-set", Strategy::UnsafeGetSet),
         ] {
             assert_eq!(text.parse::<Strategy>(), Ok(st));
             assert!(st.is_unsafe() && st.name().starts_with("unsafe-"));

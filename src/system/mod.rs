@@ -389,7 +389,8 @@ mod tests {
         assert_eq!(
             System::Redis.strategies_text(),
             "herd, predecessor, unsafe-del (unsafe, for calibration), \
-             unsafe-setnx-expire (unsafe, for calibration)"
+             unsafe-setnx-expire (unsafe, for calibration), \
+             unsafe-get-set (unsafe, for calibration)"
         );
         // The unsafe designs are Redis's, and ZooKeeper's read-write lock calibration.
         let calibrated = [System::Redis, System::Zookeeper];

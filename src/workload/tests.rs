@@ -29,6 +29,7 @@ fn every_shipped_workload_parses() {
         [
             "broken-del",
             "broken-rwlock",
+            "broken-semaphore",
             "broken-setnx-expire",
             "harness-overhead",
             "held-locks",

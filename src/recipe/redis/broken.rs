@@ -10,6 +10,12 @@
 //!   A client that dies between the two leaves a key with no TTL that nobody ever deletes: the
 //!   lock is unavailable for good. `RecipeConfig::crash_between_steps_every` makes that death
 //!   happen without a fault injector.
+//! - **`unsafe-get-set`** (semaphores only): the holder count is read with `GET` and, when below
+//!   the permits, written back plus one with `SET`, as a second command; the release `DECR`s it
+//!   and tells the herd. Clients that read the same count all take a permit, and each such race
+//!   loses an increment for good (their releases each decrement), so the count drifts below the
+//!   holders and ever more of them hold at once. No lease either: a holder that dies keeps its
+//!   permit forever (nothing to renew; its lease never ends early).
 //!
 //! Plain commands, not scripts: being non-atomic or unchecked is the point.
 
@@ -105,6 +111,46 @@ impl Server {
         pipe.cmd("PUBLISH").arg(keys.released_channel()).arg(wake);
         let (deleted, _listeners): (i64, i64) = self.query_pipe(&pipe, limit).await?;
         Ok(deleted == 1)
+    }
+}
+
+impl Server {
+    /// Step one of an `unsafe-get-set` take: the holder count, `GET`.
+    pub async fn count_get(&self, keys: &Keys, limit: Duration) -> Result<i64, LockError> {
+        let mut cmd = ::redis::cmd("GET");
+        cmd.arg(&keys.count);
+        let n: Option<i64> = self.query(&cmd, limit).await?;
+        Ok(n.unwrap_or(0))
+    }
+
+    /// Step two of an `unsafe-get-set` take: `SET count value` (what step one read, plus one)
+    /// and the fencing `INCR`, in one round trip. Returns the token.
+    pub async fn count_set_and_fence(
+        &self,
+        keys: &Keys,
+        value: i64,
+        limit: Duration,
+    ) -> Result<u64, LockError> {
+        let mut pipe = ::redis::pipe();
+        pipe.cmd("SET").arg(&keys.count).arg(value).ignore();
+        pipe.cmd("INCR").arg(&keys.fence);
+        let (token,): (u64,) = self.query_pipe(&pipe, limit).await?;
+        Ok(token)
+    }
+
+    /// The `unsafe-get-set` release: `DECR count`, then `wake` to the herd waiters, in one
+    /// round trip.
+    pub async fn count_release(
+        &self,
+        keys: &Keys,
+        wake: &str,
+        limit: Duration,
+    ) -> Result<(), LockError> {
+        let mut pipe = ::redis::pipe();
+        pipe.cmd("DECR").arg(&keys.count);
+        pipe.cmd("PUBLISH").arg(keys.released_channel()).arg(wake);
+        let (_count, _listeners): (i64, i64) = self.query_pipe(&pipe, limit).await?;
+        Ok(())
     }
 }
 

@@ -22,6 +22,9 @@ use crate::recipe::redis::server::Server;
 use crate::recipe::{RecipeConfig, Tally};
 use crate::sync::LockUnpoisoned;
 
+/// How a give-back treats the queue entry: it leaves (the entry TTL is then unused).
+const LEAVE: (QueueEntry, Duration) = (QueueEntry::Leave, Duration::ZERO);
+
 /// The server a janitor gives back on.
 pub(crate) enum Target {
     /// Whichever server is the master now (asked of Sentinel again after a failed try).
@@ -56,6 +59,8 @@ pub(crate) struct GiveBack {
     pub token: u64,
     /// An acquisition that waits to learn whether a lost take granted it the lock.
     pub claim: Option<Arc<Claim>>,
+    /// A read, write or permit claim: given back (and resolved) by the queue's scripts.
+    pub shared: bool,
 }
 
 impl GiveBack {
@@ -66,7 +71,14 @@ impl GiveBack {
             owner: owner.to_string(),
             token,
             claim: None,
+            shared: false,
         }
+    }
+
+    /// The same for a read, write or permit claim (see `shared.rs`).
+    pub(crate) fn shared(mut self, shared: bool) -> GiveBack {
+        self.shared = shared;
+        self
     }
 
     /// The same, asking first whether the lock is `owner`'s (see [`Claim`]).
@@ -148,7 +160,15 @@ impl Chore for GiveBack {
                 sent.requests(1);
                 let at = Instant::now();
                 let answer = match claiming {
+                    Some(_) if self.shared => {
+                        node.shared_resolve(keys, owner, ctx.ttl, &wake, ctx.limit)
+                            .await
+                    }
                     Some(_) => node.resolve(keys, owner, ctx.ttl, &wake, ctx.limit).await,
+                    None if self.shared => node
+                        .shared_release(keys, owner, self.token, LEAVE, &wake, ctx.limit)
+                        .await
+                        .map(|_| 0),
                     None => node
                         .release(
                             keys,

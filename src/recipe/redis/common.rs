@@ -23,6 +23,21 @@ pub(crate) fn new_client_id() -> String {
     format!("{:016x}", rand::random::<u64>())
 }
 
+/// The owner value of one acquisition: `<client>:<seq>`, and for a claim the queue shares
+/// (`queued`: a read, write or permit claim) its word at the end (`-read`, `-write`, `-permit`),
+/// so that the scripts read every entry's claim from the queue itself (see `shared.rs`).
+pub(crate) fn owner_value(client: &str, seq: u64, queued: Option<crate::recipe::Claim>) -> String {
+    match queued {
+        Some(claim) => format!("{client}:{seq}-{}", claim.word()),
+        None => format!("{client}:{seq}"),
+    }
+}
+
+/// Whether an owner value is a read or write claim's ([`owner_value`]).
+pub(crate) fn is_rwlock_owner(owner: &str) -> bool {
+    owner.ends_with("-read") || owner.ends_with("-write")
+}
+
 static NEXT_WAITER: AtomicU64 = AtomicU64::new(1);
 static NEXT_RELEASE: AtomicU64 = AtomicU64::new(1);
 
@@ -182,6 +197,30 @@ pub(crate) enum ReleaseKind {
     OwnerChecked,
     /// `DEL key` whoever holds it: the `unsafe-del` mistake (see `broken.rs`).
     PlainDel,
+    /// A read, write or permit claim: owner-checked, on the queue (see `shared.rs`).
+    Shared,
+    /// `DECR` the holder count: `unsafe-get-set` (see `broken.rs`), which has no lease to renew.
+    CountDecr,
+}
+
+impl ReleaseKind {
+    /// One watchdog renewal on `node`: true when `owner` still holds (now extended).
+    async fn renew(
+        self,
+        node: &Server,
+        keys: &Keys,
+        owner: &str,
+        ttl: Duration,
+        limit: Duration,
+    ) -> Result<bool, crate::recipe::LockError> {
+        match self {
+            ReleaseKind::CountDecr => Ok(true),
+            _ => {
+                node.renew(keys, owner, ttl, self == ReleaseKind::Shared, limit)
+                    .await
+            }
+        }
+    }
 }
 
 /// Renewal watchdogs of one recipe, so `crash` can stop them all.
@@ -267,7 +306,7 @@ async fn keep(held: Held) {
         owner,
         ttl,
         granted_at,
-        release: _,
+        release,
     } = held;
     let period = ttl / 3;
     // After a failed round: soon, so a brief outage costs no more validity than it must.
@@ -280,7 +319,9 @@ async fn keep(held: Held) {
             let sent = Instant::now();
             let nodes = source.nodes().await;
             let answers = futures::future::join_all(
-                nodes.iter().map(|n| n.renew(&keys, &owner, ttl, period)),
+                nodes
+                    .iter()
+                    .map(|n| release.renew(n, &keys, &owner, ttl, period)),
             )
             .await;
             (sent, nodes, answers)
@@ -334,6 +375,19 @@ pub(crate) struct RedisHandle {
 mod tests {
     use super::*;
     use crate::recipe::LostSignal;
+
+    #[test]
+    fn a_queued_claim_ends_its_owner_value_with_its_word() {
+        use crate::recipe::Claim;
+        assert_eq!(owner_value("c1", 7, None), "c1:7");
+        assert_eq!(owner_value("c1", 7, Some(Claim::Read)), "c1:7-read");
+        let permit = Some(Claim::Permit { permits: 3 });
+        assert_eq!(owner_value("c1", 8, permit), "c1:8-permit");
+        assert!(is_rwlock_owner("c1:7-read") && is_rwlock_owner("c1:9-write"));
+        assert!(!is_rwlock_owner("c1:7") && !is_rwlock_owner("c1:8-permit"));
+        // Client ids are hex: the only dash is the claim's.
+        assert!(!new_client_id().contains('-'));
+    }
 
     #[test]
     fn validity_counts_from_the_send_less_the_drift() {

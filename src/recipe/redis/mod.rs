@@ -17,9 +17,16 @@
 //!   is reopened at once and its waiters look again (`redis_pubsub`); a message lost otherwise
 //!   is covered by the fallback poll (the head) or the next refresh.
 //!
-//! Two more strategies are known-broken designs, unsafe, for calibration (`broken.rs`):
-//! `unsafe-del` (the herd with a release that does not check the owner) and
-//! `unsafe-setnx-expire` (`SETNX` and `PEXPIRE` as two commands, herd waiting otherwise).
+//! The read-write lock and the semaphore (`shared.rs`) queue under both strategies, as on
+//! ZooKeeper and etcd: one FIFO queue granted by [`crate::recipe::claim::turn`], evaluated by
+//! the scripts on the server; a removal wakes every waiter (herd) or only the waiters it lets
+//! in, each on its own channel (predecessor).
+//!
+//! Three more strategies are known-broken designs, unsafe, for calibration (`broken.rs`):
+//! `unsafe-del` (the herd with a release that does not check the owner),
+//! `unsafe-setnx-expire` (`SETNX` and `PEXPIRE` as two commands, herd waiting otherwise) and,
+//! for semaphores, `unsafe-get-set` (the holder count read with `GET` and written back plus
+//! one with `SET`).
 //!
 //! **Unknown outcomes and clean-up.** A take whose answer was lost (a timeout, a dropped
 //! connection) is tried again with the same owner value, and the take scripts grant again to
@@ -52,6 +59,7 @@ mod pubsub;
 pub mod redlock;
 mod scripts;
 mod server;
+mod shared;
 mod wait;
 
 use std::collections::HashMap;
@@ -62,15 +70,18 @@ use std::time::{Duration, Instant};
 use crate::recipe::deadline::Budget;
 use crate::recipe::janitor::Janitor;
 use crate::recipe::redis::broken::{crashes_between_steps, simulated_crash};
-use crate::recipe::redis::cleanup::{Claim, GiveBack, RedisJanitorCtx, Target};
+use crate::recipe::redis::cleanup::{Claim as LostGrant, GiveBack, RedisJanitorCtx, Target};
 use crate::recipe::redis::common::{
     Held, NodeSource, Poll, RedisHandle, ReleaseKind, Waiter, Watchdogs, entry_ttl, new_client_id,
-    wake_message,
+    owner_value, wake_message,
 };
 use crate::recipe::redis::scripts::{Keys, QueueEntry, TicketMode};
 use crate::recipe::redis::server::{Attempt, FairTake, Server};
+use crate::recipe::redis::shared::SharedTake;
 use crate::recipe::redis::wait::{Grant, Progress, Take, Taker, acquire_loop};
-use crate::recipe::{Lease, LockError, Recipe, RecipeConfig, Strategy, Tally, check_strategy};
+use crate::recipe::{
+    Claim, Lease, LockError, Recipe, RecipeConfig, Strategy, Tally, check_strategy,
+};
 use crate::system::System;
 
 /// What one take attempt came to.
@@ -216,6 +227,44 @@ impl RedisRecipe {
     ) -> Result<Step, LockError> {
         let (keys, owner) = (&who.keys, who.owner.as_str());
         *requests += 1;
+        if let Claim::Permit { permits } = who.claim
+            && who.strategy == Strategy::UnsafeGetSet
+        {
+            // The calibration's flaw: the count read and written back by two commands.
+            let count = node.count_get(keys, limit).await?;
+            if count >= i64::from(permits) {
+                return Ok(Step::Answer(Attempt {
+                    token: 0,
+                    ticket: None,
+                    retry_within: None,
+                    holder: None,
+                }));
+            }
+            *requests += 1;
+            let token = node.count_set_and_fence(keys, count + 1, limit).await?;
+            return Ok(Step::Answer(Attempt {
+                token,
+                ticket: None,
+                retry_within: None,
+                holder: None,
+            }));
+        }
+        if who.claim.is_shared_kind() {
+            let wake = wake_message(owner);
+            let take = SharedTake {
+                entry_ttl: entry_ttl(&self.cfg),
+                permits: match who.claim {
+                    Claim::Permit { permits } => permits,
+                    _ => 1,
+                },
+                wake: &wake,
+                mode: TicketMode::Propose,
+            };
+            return node
+                .shared_acquire(keys, owner, self.cfg.ttl, &take, limit)
+                .await
+                .map(Step::Answer);
+        }
         match who.strategy {
             Strategy::Herd | Strategy::UnsafeDel => node
                 .herd_acquire(keys, owner, self.cfg.ttl, limit)
@@ -252,70 +301,6 @@ impl RedisRecipe {
         }
     }
 
-    async fn acquire_inner(
-        &self,
-        key: &str,
-        strategy: Strategy,
-        deadline: Instant,
-        tally: &Tally,
-    ) -> Result<Lease, LockError> {
-        check_strategy(System::Redis, strategy)?;
-        let budget =
-            Budget::acquire(key, deadline, self.cfg.request_timeout).retrying(self.cfg.retry);
-        let keys = Keys::new(&self.cfg.prefix, key);
-        let seq = self.seq.fetch_add(1, Ordering::Relaxed);
-        let owner = format!("{}:{seq}", self.client_id);
-        // Only `unsafe-setnx-expire` has two steps to die between (see `RecipeConfig`).
-        let every = self.cfg.crash_between_steps_every;
-        let crash =
-            strategy == Strategy::UnsafeSetnxExpire && crashes_between_steps(seq + 1, every);
-        let channel = match strategy {
-            Strategy::Predecessor => keys.wake_channel(&owner),
-            _ => keys.released_channel(),
-        };
-        let mut taker = MasterTaker {
-            recipe: self,
-            who: Contender {
-                key,
-                keys,
-                owner,
-                strategy,
-                seq,
-                crash,
-            },
-            deadline,
-            channel,
-            node: self.master().await,
-            subscribed: None,
-            ticket: None,
-        };
-        let grant = acquire_loop(&mut taker, &budget, tally).await?;
-        let who = taker.who;
-        let held = Held {
-            source: NodeSource::Master(self.master.clone()),
-            quorum: 1,
-            keys: who.keys,
-            owner: who.owner,
-            ttl: self.cfg.ttl,
-            granted_at: grant.granted_at,
-            release: match strategy {
-                Strategy::UnsafeDel => ReleaseKind::PlainDel,
-                _ => ReleaseKind::OwnerChecked,
-            },
-        };
-        let queue_position = (strategy == Strategy::Predecessor)
-            .then_some(grant.ticket)
-            .flatten();
-        Ok(self.watchdogs.grant(
-            held,
-            self.cfg.renew,
-            key,
-            grant.token,
-            queue_position,
-            tally,
-        ))
-    }
-
     /// After an acquisition failed with `err`: leaves nothing behind (its queue entry, a lock a
     /// lost answer granted it). With no take unanswered, the give-back is confirmed before
     /// `err` is reported, unless the master does not answer in a request timeout; then the
@@ -331,14 +316,19 @@ impl RedisRecipe {
         deadline: Instant,
         tally: &Tally,
     ) -> Result<(u64, Instant), LockError> {
-        let give_back = GiveBack::new(&who.keys, &who.owner, 0);
+        if who.strategy == Strategy::UnsafeGetSet {
+            // The count cannot tell whose increment it holds: nothing to give back or claim.
+            return Err(unanswered.unwrap_or(err));
+        }
+        let shared = who.claim.is_shared_kind();
+        let give_back = GiveBack::new(&who.keys, &who.owner, 0).shared(shared);
         let Some(unknown) = unanswered else {
             let limit = Instant::now() + self.cfg.request_timeout;
             self.janitor.confirm(give_back, limit, tally).await;
             return Err(err);
         };
         // `SETNX` draws no token: a lost one is given back, never claimed.
-        let claim = (who.strategy != Strategy::UnsafeSetnxExpire).then(Claim::new);
+        let claim = (who.strategy != Strategy::UnsafeSetnxExpire).then(LostGrant::new);
         let chore = match &claim {
             Some(c) => give_back.claiming(c),
             None => give_back,
@@ -368,6 +358,8 @@ struct Contender<'a> {
     keys: Keys,
     owner: String,
     strategy: Strategy,
+    /// What the acquisition claims (exclusive, read, write, a permit).
+    claim: Claim,
     /// The owner's sequence number (`unsafe-setnx-expire` crashes count by it).
     seq: u64,
     /// This attempt's `unsafe-setnx-expire` take dies between its two steps if it wins.
@@ -492,7 +484,92 @@ impl Recipe for RedisRecipe {
         deadline: Instant,
         tally: &Tally,
     ) -> Result<Lease, LockError> {
-        self.acquire_inner(key, strategy, deadline, tally).await
+        self.acquire_claim(key, strategy, Claim::Exclusive, deadline, tally)
+            .await
+    }
+
+    async fn acquire_claim(
+        &self,
+        key: &str,
+        strategy: Strategy,
+        claim: Claim,
+        deadline: Instant,
+        tally: &Tally,
+    ) -> Result<Lease, LockError> {
+        check_strategy(System::Redis, strategy)?;
+        let fits = match strategy {
+            Strategy::UnsafeGetSet => matches!(claim, Claim::Permit { .. }),
+            Strategy::UnsafeDel | Strategy::UnsafeSetnxExpire => claim == Claim::Exclusive,
+            _ => true,
+        };
+        if !fits {
+            // A calibration breaks one kind: the plan never asks it for another.
+            return Err(LockError::KindUnsupported {
+                system: System::Redis,
+                claim: claim.word(),
+            });
+        }
+        let budget =
+            Budget::acquire(key, deadline, self.cfg.request_timeout).retrying(self.cfg.retry);
+        let keys = Keys::new(&self.cfg.prefix, key);
+        let seq = self.seq.fetch_add(1, Ordering::Relaxed);
+        // A queued claim's word ends its owner value, so the scripts read every entry's claim
+        // from the queue itself (see `shared.rs`).
+        let shared = claim.is_shared_kind() && strategy != Strategy::UnsafeGetSet;
+        let owner = owner_value(&self.client_id, seq, shared.then_some(claim));
+        // Only `unsafe-setnx-expire` has two steps to die between (see `RecipeConfig`).
+        let every = self.cfg.crash_between_steps_every;
+        let crash =
+            strategy == Strategy::UnsafeSetnxExpire && crashes_between_steps(seq + 1, every);
+        let channel = match strategy {
+            Strategy::Predecessor => keys.wake_channel(&owner),
+            _ => keys.released_channel(),
+        };
+        let mut taker = MasterTaker {
+            recipe: self,
+            who: Contender {
+                key,
+                keys,
+                owner,
+                strategy,
+                claim,
+                seq,
+                crash,
+            },
+            deadline,
+            channel,
+            node: self.master().await,
+            subscribed: None,
+            ticket: None,
+        };
+        let grant = acquire_loop(&mut taker, &budget, tally).await?;
+        let who = taker.who;
+        let held = Held {
+            source: NodeSource::Master(self.master.clone()),
+            quorum: 1,
+            keys: who.keys,
+            owner: who.owner,
+            ttl: self.cfg.ttl,
+            granted_at: grant.granted_at,
+            release: match strategy {
+                Strategy::UnsafeDel => ReleaseKind::PlainDel,
+                Strategy::UnsafeGetSet => ReleaseKind::CountDecr,
+                _ if shared => ReleaseKind::Shared,
+                _ => ReleaseKind::OwnerChecked,
+            },
+        };
+        // The kinds that share the lock queue under either strategy.
+        let queue_position = (strategy == Strategy::Predecessor || shared)
+            .then_some(grant.ticket)
+            .flatten();
+        Ok(self.watchdogs.grant(
+            held,
+            self.cfg.renew,
+            key,
+            grant.token,
+            queue_position,
+            tally,
+        ))
     }
 
     async fn release(&self, lease: Lease) -> Result<(), LockError> {
@@ -501,6 +578,13 @@ impl Recipe for RedisRecipe {
         // The master may have moved since the grant; the current one is where the key lives now.
         let node = self.master().await;
         let wake = wake_message(&h.owner);
+        if h.release == ReleaseKind::CountDecr {
+            // `unsafe-get-set`: a count, not an owner, so nothing to check and nothing the
+            // janitor could retry safely (a second `DECR` would free a permit twice).
+            return node
+                .count_release(&h.keys, &wake, self.cfg.request_timeout)
+                .await;
+        }
         if h.release == ReleaseKind::PlainDel {
             // The `unsafe-del` mistake: whoever holds the key now loses it, and this client
             // cannot tell whether that was itself.
@@ -518,17 +602,26 @@ impl Recipe for RedisRecipe {
                 }
             };
         }
-        match node
-            .release(
-                &h.keys,
-                &h.owner,
-                0,
-                Some(&wake),
-                QueueEntry::Leave,
-                self.cfg.request_timeout,
-            )
-            .await
-        {
+        let shared = h.release == ReleaseKind::Shared;
+        let released = match shared {
+            true => {
+                let leave = (QueueEntry::Leave, Duration::ZERO);
+                node.shared_release(&h.keys, &h.owner, 0, leave, &wake, self.cfg.request_timeout)
+                    .await
+            }
+            false => {
+                node.release(
+                    &h.keys,
+                    &h.owner,
+                    0,
+                    Some(&wake),
+                    QueueEntry::Leave,
+                    self.cfg.request_timeout,
+                )
+                .await
+            }
+        };
+        match released {
             Ok(true) => Ok(()),
             Ok(false) => Err(LockError::Lost {
                 key: lease.key,
@@ -540,7 +633,8 @@ impl Recipe for RedisRecipe {
                         .await;
                     // Redisson retries an unlock: until the master confirms it, the key would
                     // hold the lock until its TTL.
-                    self.janitor.hand(GiveBack::new(&h.keys, &h.owner, 0));
+                    self.janitor
+                        .hand(GiveBack::new(&h.keys, &h.owner, 0).shared(shared));
                 }
                 Err(e)
             }

@@ -47,6 +47,27 @@
 //! ours) gets a larger one. **Redlock cannot promise monotonic tokens under faults**: a lock that
 //! expires while held, a master that restarts without persistence, or a release that does not
 //! reach the shared master lets the next quorum see only smaller counters.
+//!
+//! **Lock kinds.** The mutex and the reentrant lock as above; the **read-write lock** runs the
+//! single-master queue scripts of `shared.rs` on every master and holds with a majority of
+//! grants, under either strategy: the claim queues with the predecessor's two-phase ticket
+//! (a tentative entry is never granted and blocks those behind it; the final ticket is the
+//! largest, the same on every master), so every master orders the queue alike and grants the
+//! same readers or the same writer. A waiter that won some masters keeps them while no master
+//! puts another waiter first, and otherwise gives back the grants but keeps its entry, as the
+//! mutex's predecessor does. Herd waiters hear every release on `K:released` of every master;
+//! predecessor waiters only the grants a change made theirs. Safe by the mutex's argument: a
+//! writer's majority and any reader's majority share a master, and no master grants a writer
+//! beside anyone (a final ticket can put an entry ahead of one already granted there, so the
+//! scripts check what holds as well as the queue order).
+//!
+//! The **semaphore** is left out: over independent masters with a majority quorum it is not
+//! safe for N ≥ 2 permits. Each master grants N, a holder needs 3 of 5 masters, and (N + 1)
+//! holders × 3 grants ≤ 5 masters × N permits whenever N ≥ 2 (2 permits: 3 holders × 3 = 9 ≤
+//! 10), so N + 1 clients can each win a different majority at once; only N = 1, the mutex, is
+//! safe. A safe one needs a quorum q with (N + 1) × q > 5 × N: 4 of 5 masters for 2 or 3
+//! permits, all 5 from 4 permits on, which gives up the fault tolerance a majority buys. The
+//! majority version as an expected-unsafe finding would belong with the calibrations.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -62,13 +83,16 @@ use crate::recipe::deadline::Budget;
 use crate::recipe::janitor::{Janitor, confirmed};
 use crate::recipe::redis::cleanup::{GiveBack, RedisJanitorCtx, Target};
 use crate::recipe::redis::common::{
-    Held, NodeSource, Poll, RedisHandle, ReleaseKind, Waiter, Watchdogs, entry_ttl, new_client_id,
-    valid_until, wake_message,
+    Held, NodeSource, Poll, RedisHandle, ReleaseKind, Waiter, Watchdogs, entry_ttl,
+    is_rwlock_owner, new_client_id, owner_value, valid_until, wake_message,
 };
 use crate::recipe::redis::scripts::{Keys, Notify, QueueEntry, TicketMode};
 use crate::recipe::redis::server::{Attempt, FairTake, Server};
+use crate::recipe::redis::shared::SharedTake;
 use crate::recipe::redis::wait::{Grant, Progress, Take, Taker, acquire_loop};
-use crate::recipe::{Lease, LockError, Recipe, RecipeConfig, Strategy, Tally, check_strategy};
+use crate::recipe::{
+    Claim, Lease, LockError, Recipe, RecipeConfig, Strategy, Tally, check_strategy,
+};
 use crate::system::System;
 
 /// Redlock tuning beyond [`RecipeConfig`].
@@ -256,6 +280,7 @@ impl RedlockRecipe {
         keys: &Keys,
         owner: &str,
         strategy: Strategy,
+        shared: bool,
         mode: TicketMode,
         left: Duration,
     ) -> Round {
@@ -269,8 +294,18 @@ impl RedlockRecipe {
             wake: &wake,
         };
         let take = &take;
+        let shared_take = &SharedTake {
+            entry_ttl: take.entry_ttl,
+            permits: 1,
+            wake: &wake,
+            mode,
+        };
         let answers = join_all(self.nodes.iter().map(|n| async move {
             match strategy {
+                _ if shared => {
+                    n.shared_acquire(keys, owner, self.cfg.ttl, shared_take, limit)
+                        .await
+                }
                 Strategy::Herd => n.herd_acquire(keys, owner, self.cfg.ttl, limit).await,
                 _ => n.fair_acquire(keys, owner, self.cfg.ttl, take, limit).await,
             }
@@ -292,12 +327,27 @@ impl RedlockRecipe {
         limit: Duration,
     ) -> Vec<Result<bool, LockError>> {
         let wake = (notify == Notify::Waiters).then(|| wake_message(owner));
+        // A read or write claim's give-back may let others in whatever the caller says: its
+        // script tells exactly those.
+        let shared = is_rwlock_owner(owner).then(|| wake_message(owner));
+        let entry_ttl = entry_ttl(&self.cfg);
         join_all(
             self.nodes
                 .iter()
                 .enumerate()
                 .filter(|(i, _)| which.is_none_or(|w| w.contains(i)))
-                .map(|(_, n)| n.release(keys, owner, 0, wake.as_deref(), entry, limit)),
+                .map(|(_, n)| {
+                    let (wake, shared) = (wake.as_deref(), shared.as_deref());
+                    async move {
+                        match shared {
+                            Some(msg) => {
+                                let e = (entry, entry_ttl);
+                                n.shared_release(keys, owner, 0, e, msg, limit).await
+                            }
+                            None => n.release(keys, owner, 0, wake, entry, limit).await,
+                        }
+                    }
+                }),
         )
         .await
     }
@@ -316,54 +366,6 @@ impl RedlockRecipe {
         .filter(|r| r.is_ok())
         .count()
     }
-
-    async fn acquire_inner(
-        &self,
-        key: &str,
-        strategy: Strategy,
-        deadline: Instant,
-        tally: &Tally,
-    ) -> Result<Lease, LockError> {
-        check_strategy(System::Redlock, strategy)?;
-        let budget =
-            Budget::acquire(key, deadline, self.cfg.request_timeout).retrying(self.cfg.retry);
-        let keys = Keys::new(&self.cfg.prefix, key);
-        let owner = format!(
-            "{}:{}",
-            self.client_id,
-            self.seq.fetch_add(1, Ordering::Relaxed)
-        );
-        let channel = match strategy {
-            Strategy::Herd => keys.released_channel(),
-            _ => keys.wake_channel(&owner),
-        };
-        let mut taker = RoundTaker {
-            recipe: self,
-            key,
-            keys,
-            owner,
-            strategy,
-            deadline,
-            channel,
-            subscribed: false,
-            mode: TicketMode::Tentative,
-            quorum_holder: None,
-        };
-        let grant = acquire_loop(&mut taker, &budget, tally).await?;
-        let held = Held {
-            source: NodeSource::Fixed(self.nodes.clone()),
-            quorum: self.quorum,
-            keys: taker.keys,
-            owner: taker.owner,
-            ttl: self.cfg.ttl,
-            granted_at: grant.granted_at,
-            release: ReleaseKind::OwnerChecked,
-        };
-        let renew = self.cfg.renew;
-        Ok(self
-            .watchdogs
-            .grant(held, renew, key, grant.token, grant.ticket, tally))
-    }
 }
 
 /// The Redlock steps of the shared acquire loop: a take is a round on every master.
@@ -373,6 +375,8 @@ struct RoundTaker<'a> {
     keys: Keys,
     owner: String,
     strategy: Strategy,
+    /// A read or write claim: it queues under either strategy (see the module doc).
+    shared: bool,
     deadline: Instant,
     /// Where this attempt's wake-ups come (all releases for the herd, its own for a queue).
     channel: String,
@@ -384,6 +388,12 @@ struct RoundTaker<'a> {
 }
 
 impl RoundTaker<'_> {
+    /// Whether the attempt queues (two-phase tickets, partial grants kept while in line):
+    /// predecessor, and a read or write claim under either strategy.
+    fn queues(&self) -> bool {
+        self.strategy == Strategy::Predecessor || self.shared
+    }
+
     /// After a round that did not win: gives back what it won where keeping it would block
     /// others (a queue puts another waiter first; any herd round), `maybe` being the masters
     /// that granted or did not answer.
@@ -398,7 +408,7 @@ impl RoundTaker<'_> {
         // Between rounds a slow master costs the round, not the wait: give back within the
         // per-node deadline, as the spec accepts.
         let limit = r.per_node_timeout();
-        if self.strategy == Strategy::Predecessor {
+        if self.queues() {
             // Some master queues another waiter first: what we won elsewhere would block it.
             let behind = round
                 .answers
@@ -432,7 +442,14 @@ impl Taker for RoundTaker<'_> {
         let r = self.recipe;
         progress.requests += r.nodes.len() as u64;
         let round = r
-            .round(&self.keys, &self.owner, self.strategy, self.mode, left)
+            .round(
+                &self.keys,
+                &self.owner,
+                self.strategy,
+                self.shared,
+                self.mode,
+                left,
+            )
             .await;
         for (a, janitor) in round.answers.iter().zip(r.janitors.iter()) {
             match a {
@@ -463,7 +480,7 @@ impl Taker for RoundTaker<'_> {
                 granted_at: round.started,
             }));
         }
-        if self.strategy == Strategy::Predecessor && self.mode == TicketMode::Tentative {
+        if self.queues() && self.mode == TicketMode::Tentative {
             // Phase two: the largest tentative ticket becomes ours on every master.
             let t = round
                 .answers
@@ -489,7 +506,7 @@ impl Taker for RoundTaker<'_> {
                 r.quorum
             )));
         }
-        if self.strategy == Strategy::Herd {
+        if self.strategy == Strategy::Herd && !self.shared {
             let pauses = round.herd_pauses(r.quorum, self.quorum_holder.as_deref());
             self.quorum_holder = round.quorum_holder(r.quorum).map(str::to_string);
             if pauses {
@@ -546,7 +563,7 @@ impl Taker for RoundTaker<'_> {
         let give_backs = r
             .janitors
             .iter()
-            .map(|j| j.watch(GiveBack::new(&self.keys, &self.owner, 0)));
+            .map(|j| j.watch(GiveBack::new(&self.keys, &self.owner, 0).shared(self.shared)));
         let Some(unknown) = unanswered else {
             // The acquisition is over: the clean-up may take a whole request timeout before
             // the failure is reported, so a slow master does not keep a lock or queue entry a
@@ -584,7 +601,66 @@ impl Recipe for RedlockRecipe {
         deadline: Instant,
         tally: &Tally,
     ) -> Result<Lease, LockError> {
-        self.acquire_inner(key, strategy, deadline, tally).await
+        self.acquire_claim(key, strategy, Claim::Exclusive, deadline, tally)
+            .await
+    }
+
+    async fn acquire_claim(
+        &self,
+        key: &str,
+        strategy: Strategy,
+        claim: Claim,
+        deadline: Instant,
+        tally: &Tally,
+    ) -> Result<Lease, LockError> {
+        check_strategy(System::Redlock, strategy)?;
+        if matches!(claim, Claim::Permit { .. }) {
+            // Unsafe over a majority of masters from 2 permits on (see the module doc).
+            return Err(LockError::KindUnsupported {
+                system: System::Redlock,
+                claim: claim.word(),
+            });
+        }
+        let budget =
+            Budget::acquire(key, deadline, self.cfg.request_timeout).retrying(self.cfg.retry);
+        let keys = Keys::new(&self.cfg.prefix, key);
+        let seq = self.seq.fetch_add(1, Ordering::Relaxed);
+        let shared = claim.is_shared_kind();
+        let owner = owner_value(&self.client_id, seq, shared.then_some(claim));
+        let channel = match strategy {
+            Strategy::Herd => keys.released_channel(),
+            _ => keys.wake_channel(&owner),
+        };
+        let mut taker = RoundTaker {
+            recipe: self,
+            key,
+            keys,
+            owner,
+            strategy,
+            shared,
+            deadline,
+            channel,
+            subscribed: false,
+            mode: TicketMode::Tentative,
+            quorum_holder: None,
+        };
+        let grant = acquire_loop(&mut taker, &budget, tally).await?;
+        let held = Held {
+            source: NodeSource::Fixed(self.nodes.clone()),
+            quorum: self.quorum,
+            keys: taker.keys,
+            owner: taker.owner,
+            ttl: self.cfg.ttl,
+            granted_at: grant.granted_at,
+            release: match shared {
+                true => ReleaseKind::Shared,
+                false => ReleaseKind::OwnerChecked,
+            },
+        };
+        let renew = self.cfg.renew;
+        Ok(self
+            .watchdogs
+            .grant(held, renew, key, grant.token, grant.ticket, tally))
     }
 
     async fn release(&self, lease: Lease) -> Result<(), LockError> {
@@ -603,21 +679,31 @@ impl Recipe for RedlockRecipe {
             .map(|(i, node)| {
                 let (node, keys, owner) = (node.clone(), h.keys.clone(), h.owner.clone());
                 let (wake, janitors) = (wake.clone(), self.janitors.clone());
+                let shared = h.release == ReleaseKind::Shared;
                 tokio::spawn(async move {
-                    let answer = node
-                        .release(
-                            &keys,
-                            &owner,
-                            lease.token,
-                            Some(&wake),
-                            QueueEntry::Leave,
-                            limit,
-                        )
-                        .await;
+                    let answer = match shared {
+                        true => {
+                            let leave = (QueueEntry::Leave, Duration::ZERO);
+                            node.shared_release(&keys, &owner, lease.token, leave, &wake, limit)
+                                .await
+                        }
+                        false => {
+                            node.release(
+                                &keys,
+                                &owner,
+                                lease.token,
+                                Some(&wake),
+                                QueueEntry::Leave,
+                                limit,
+                            )
+                            .await
+                        }
+                    };
                     if matches!(&answer, Err(e) if e.is_retryable()) {
                         // Until this master confirms it, its key would hold its vote until
                         // the TTL.
-                        janitors[i].hand(GiveBack::new(&keys, &owner, lease.token));
+                        let give_back = GiveBack::new(&keys, &owner, lease.token).shared(shared);
+                        janitors[i].hand(give_back);
                     }
                     answer
                 })

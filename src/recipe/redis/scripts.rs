@@ -10,6 +10,10 @@
 //! milliseconds (sorted set), so a waiter that dies stops blocking the queue once its entry
 //! expires; `K:tent` the tentative entries (Redlock's two-phase ticket, see `redlock.rs`).
 //! Channels: `K:released` for herd waiters, `K:w:<owner>` for one queued waiter.
+//! The kinds that share the lock (read-write lock, semaphore; see [`SHARED_HELPERS`]) keep their
+//! queue in `K:q`, `K:qx` and `K:tickets` too, with `K:h` (hash: granted entry → its fencing
+//! token) and `K:n` (the semaphore's permits); they never write `K` itself. `K:count` is
+//! `unsafe-get-set`'s holder count.
 //! The scripts build the per-waiter channel names themselves: fine for standalone Redis
 //! (channels are not keys), and Sentinel and Redlock deployments are not Redis Cluster.
 
@@ -26,6 +30,12 @@ pub(crate) struct Keys {
     pub queue: String,
     pub expiry: String,
     pub tentative: String,
+    /// The kinds that share the lock: the queue entries granted, owner → fencing token.
+    pub holders: String,
+    /// The kinds that share the lock: a semaphore's permits, as its takes last said.
+    pub permits: String,
+    /// `unsafe-get-set`: the holder count.
+    pub count: String,
 }
 
 impl Keys {
@@ -37,8 +47,24 @@ impl Keys {
             queue: format!("{lock}:q"),
             expiry: format!("{lock}:qx"),
             tentative: format!("{lock}:tent"),
+            holders: format!("{lock}:h"),
+            permits: format!("{lock}:n"),
+            count: format!("{lock}:count"),
             lock,
         }
+    }
+    /// The keys every script of the kinds that share the lock takes, in its order (`K` in
+    /// [`SHARED_HELPERS`]).
+    pub fn shared(&self) -> [&str; 7] {
+        [
+            &self.queue,
+            &self.expiry,
+            &self.tickets,
+            &self.holders,
+            &self.fence,
+            &self.permits,
+            &self.tentative,
+        ]
     }
     /// Where herd waiters hear about releases.
     pub fn released_channel(&self) -> String {
@@ -221,6 +247,223 @@ redis.call('SREM', KEYS[5], owner)
 wake_head(KEYS[1], KEYS[3], KEYS[4], KEYS[5], now, owner, ARGV[3])
 return 0
 "#;
+
+/// Helpers of the kinds that share the lock (read-write lock, semaphore), prepended to their
+/// scripts after [`HELPERS`]. The queue is the whole state, as ZooKeeper's sequential nodes and
+/// etcd's create revisions are: an entry holds when [`crate::recipe::claim::turn`]'s
+/// rule says so for its place in the queue, and a holder stays in the queue until it leaves.
+/// `granted` is `claim::turn` written in Lua over the whole queue at once, so that a script
+/// sees, atomically, every entry a removal lets in:
+/// - a writer (or a mutex entry, `lock`) holds at the head;
+/// - a reader holds when no entry ahead of it is anything but a reader (FIFO: a reader behind
+///   a waiting writer waits for it);
+/// - a permit holds when fewer than `permits` entries are ahead of it.
+///
+/// On one master entries only join at the tail and leave from anywhere, so an entry the rule
+/// grants stays granted until it leaves: the rule is monotone, and a grant is never taken back
+/// by a newcomer. Redlock's final tickets can put an entry ahead of one already granted; the
+/// rule then also checks what holds, so no master ever grants a writer beside anyone else.
+pub(crate) const SHARED_HELPERS: &str = r#"
+-- Every script of the kinds that share the lock takes the same keys (`Keys::shared`).
+local K = {q = KEYS[1], qx = KEYS[2], tickets = KEYS[3], h = KEYS[4], fence = KEYS[5],
+  n = KEYS[6], tent = KEYS[7]}
+-- The claim an entry was queued with: the word its owner value ends with (`<owner>-read`,
+-- `-write`, `-permit`); an entry without one is a mutex's (`lock`). As `Claim::word`.
+local function word_of(m)
+  return string.match(m, '%-(%a+)$') or 'lock'
+end
+-- `claim::turn` over the whole queue (oldest first): the set of entries it grants. A tentative
+-- entry (Redlock's first phase) is never granted and blocks everyone behind it. On one master
+-- with a queue only ever appended to, what holds already always agrees with the rule; the
+-- check against the holders is for Redlock, whose final tickets may put an entry ahead of one
+-- that holds: it waits until that one gives back.
+local function granted(members, permits)
+  local holders, writer_holds = 0, false
+  for _, m in ipairs(redis.call('HKEYS', K.h)) do
+    holders = holders + 1
+    if word_of(m) ~= 'read' then writer_holds = true end
+  end
+  local g = {}
+  local blocker_ahead = false
+  for i, m in ipairs(members) do
+    local w = word_of(m)
+    local tentative = redis.call('SISMEMBER', K.tent, m) == 1
+    local ok
+    if tentative then ok = false
+    elseif w == 'read' then ok = not blocker_ahead
+    elseif w == 'permit' then ok = i <= permits
+    else ok = i == 1 end
+    if ok and redis.call('HEXISTS', K.h, m) == 0 then
+      if w == 'read' then ok = not writer_holds
+      elseif w == 'permit' then ok = holders < permits
+      else ok = holders == 0 end
+    end
+    if ok then g[m] = true end
+    -- `Claim::word_blocks_readers`: anything but a reader.
+    if w ~= 'read' or tentative then blocker_ahead = true end
+  end
+  return g
+end
+local function permits_of()
+  return math.max(tonumber(redis.call('GET', K.n) or '1'), 1)
+end
+-- Takes `m` out of the queue; 1 if it was queued.
+local function leave(m)
+  redis.call('ZREM', K.qx, m)
+  redis.call('HDEL', K.h, m)
+  redis.call('SREM', K.tent, m)
+  return redis.call('ZREM', K.q, m)
+end
+-- The start of every script that may let someone in: the server time, the permits, the
+-- entries granted before any change (for `wake_granted`), and how many expired entries it
+-- dropped (a waiter that stopped refreshing its entry, a holder whose lease ended).
+local function removal_start()
+  local now = now_ms()
+  local permits = permits_of()
+  local before = granted(redis.call('ZRANGE', K.q, 0, -1), permits)
+  local gone = redis.call('ZRANGEBYSCORE', K.qx, '-inf', now)
+  for _, m in ipairs(gone) do leave(m) end
+  return now, permits, before, #gone
+end
+-- After a change that may let someone in: tells each entry the rule grants now and did not
+-- grant `before`, on its own channel (predecessor), never `from` (the caller) nor an entry that
+-- already holds; and the herd (`lock:released`) after every removal (`removed`), or after
+-- another change (a Redlock ticket made final) when it let anyone in.
+local function wake_granted(lock, permits, before, from, msg, removed)
+  local now_granted = granted(redis.call('ZRANGE', K.q, 0, -1), permits)
+  local let_in = false
+  for m in pairs(now_granted) do
+    if not before[m] and m ~= from and redis.call('HEXISTS', K.h, m) == 0 then
+      redis.call('PUBLISH', lock .. ':w:' .. m, msg)
+      let_in = true
+    end
+  end
+  if removed or let_in then redis.call('PUBLISH', lock .. ':released', msg) end
+end
+"#;
+
+/// Take of a kind that shares the lock. KEYS: [`Keys::shared`]. ARGV: owner (ending `-read`,
+/// `-write` or `-permit`), ttl ms, entry ttl ms, permits, wake message, lock name (the
+/// channels' base), ticket mode, ticket (as `FAIR_ACQUIRE`'s: `propose` on one master,
+/// `tentative` then `final` for Redlock).
+/// Queues the owner if it is not queued (a new ticket at the tail), drops expired entries
+/// (waking whom that lets in), and grants when the rule does: the fencing counter's next value,
+/// kept in the holders hash, and the entry's expiry becomes the lease's end. A retried take of
+/// an owner already granted returns the same token (idempotent, as the mutex's takes).
+/// Returns {token, ticket, hint}: token > 0 when granted; else hint = the time until the first
+/// lease ends among the holders it waits for when all it waits for hold (no message comes when
+/// a holder dies), -1 when it waits for a waiter too (it is told when its turn comes).
+const SHARED_ACQUIRE: &str = r#"
+local owner = ARGV[1]
+local ttl = tonumber(ARGV[2])
+redis.call('SET', K.n, ARGV[4])
+local now, permits, before, changed = removal_start()
+local was_tentative = redis.call('SISMEMBER', K.tent, owner) == 1
+if ARGV[7] == 'final' then
+  local t = tonumber(ARGV[8])
+  redis.call('ZADD', K.q, t, owner)
+  redis.call('SREM', K.tent, owner)
+  if tonumber(redis.call('GET', K.tickets) or '0') < t then redis.call('SET', K.tickets, t) end
+elseif not redis.call('ZSCORE', K.q, owner) then
+  redis.call('ZADD', K.q, redis.call('INCR', K.tickets), owner)
+  if ARGV[7] == 'tentative' then redis.call('SADD', K.tent, owner) end
+end
+-- A finalised entry no longer blocks those behind it.
+if changed > 0 or (was_tentative and ARGV[7] == 'final') then
+  wake_granted(ARGV[6], permits, before, owner, ARGV[5], changed > 0)
+end
+local ticket = tonumber(redis.call('ZSCORE', K.q, owner))
+local token = redis.call('HGET', K.h, owner)
+local members = redis.call('ZRANGE', K.q, 0, -1)
+if not token and granted(members, permits)[owner] then
+  token = redis.call('INCR', K.fence)
+  redis.call('HSET', K.h, owner, token)
+end
+if token then
+  redis.call('ZADD', K.qx, now + ttl, owner)
+  return {tonumber(token), ticket, 0}
+end
+redis.call('ZADD', K.qx, now + tonumber(ARGV[3]), owner)
+local reader = word_of(owner) == 'read'
+local soonest = nil
+for _, m in ipairs(members) do
+  if m == owner then break end
+  if not reader or word_of(m) ~= 'read' then
+    if redis.call('HEXISTS', K.h, m) == 0 then return {0, ticket, -1} end
+    local exp = tonumber(redis.call('ZSCORE', K.qx, m))
+    if not soonest or exp < soonest then soonest = exp end
+  end
+end
+if not soonest then return {0, ticket, -1} end
+return {0, ticket, math.max(soonest - now, 0)}
+"#;
+
+/// Give back a kind that shares the lock (also: leave the queue after giving up).
+/// KEYS: [`Keys::shared`]. ARGV: owner, wake message, lock name, token (0 = none), keep the
+/// queue entry (1/0), entry ttl ms.
+/// Drops expired entries, then the owner's grant and (unless kept: a Redlock waiter giving
+/// back a partial grant stays in line) its entry; raises the fencing counter to `token` (as
+/// `RELEASE` does); wakes whom that lets in. Returns 1 if the owner held (its lease had not
+/// ended), else 0.
+const SHARED_RELEASE: &str = r#"
+local owner = ARGV[1]
+local now, permits, before, changed = removal_start()
+local released = redis.call('HEXISTS', K.h, owner)
+local t = tonumber(ARGV[4])
+if t > 0 and tonumber(redis.call('GET', K.fence) or '0') < t then redis.call('SET', K.fence, t) end
+if ARGV[5] == '1' then
+  redis.call('HDEL', K.h, owner)
+  if redis.call('ZSCORE', K.q, owner) then
+    redis.call('ZADD', K.qx, now + tonumber(ARGV[6]), owner)
+  end
+  changed = changed + released
+else
+  changed = changed + leave(owner)
+end
+if changed > 0 then
+  wake_granted(ARGV[3], permits, before, owner, ARGV[2], true)
+end
+return released
+"#;
+
+/// Resolve an acquisition of a kind that shares the lock whose take's answer was lost.
+/// KEYS: [`Keys::shared`]. ARGV: owner, ttl ms, wake message, lock name.
+/// If the owner holds (a lost take granted it), renews its lease and returns its token;
+/// otherwise leaves the queue as a give-back does and returns 0.
+const SHARED_RESOLVE: &str = r#"
+local owner = ARGV[1]
+local now, permits, before, changed = removal_start()
+local token = redis.call('HGET', K.h, owner)
+if token then
+  redis.call('ZADD', K.qx, now + tonumber(ARGV[2]), owner)
+else
+  changed = changed + leave(owner)
+end
+if changed > 0 then
+  wake_granted(ARGV[4], permits, before, owner, ARGV[3], true)
+end
+return tonumber(token or '0')
+"#;
+
+/// Watchdog renewal of a kind that shares the lock. KEYS: [`Keys::shared`]. ARGV: owner, ttl
+/// ms. Returns 1 if the owner still holds (its lease had not ended; now extended), else 0.
+const SHARED_RENEW: &str = r#"
+local now = now_ms()
+if redis.call('HEXISTS', K.h, ARGV[1]) == 0 then return 0 end
+local exp = tonumber(redis.call('ZSCORE', K.qx, ARGV[1]))
+if not exp or exp <= now then return 0 end
+redis.call('ZADD', K.qx, now + tonumber(ARGV[2]), ARGV[1])
+return 1
+"#;
+
+pub(crate) static SHARED_ACQUIRE_SCRIPT: LazyLock<Script> =
+    LazyLock::new(|| Script::new(&format!("{HELPERS}{SHARED_HELPERS}{SHARED_ACQUIRE}")));
+pub(crate) static SHARED_RELEASE_SCRIPT: LazyLock<Script> =
+    LazyLock::new(|| Script::new(&format!("{HELPERS}{SHARED_HELPERS}{SHARED_RELEASE}")));
+pub(crate) static SHARED_RESOLVE_SCRIPT: LazyLock<Script> =
+    LazyLock::new(|| Script::new(&format!("{HELPERS}{SHARED_HELPERS}{SHARED_RESOLVE}")));
+pub(crate) static SHARED_RENEW_SCRIPT: LazyLock<Script> =
+    LazyLock::new(|| Script::new(&format!("{HELPERS}{SHARED_HELPERS}{SHARED_RENEW}")));
 
 pub(crate) static HERD_ACQUIRE_SCRIPT: LazyLock<Script> =
     LazyLock::new(|| Script::new(HERD_ACQUIRE));

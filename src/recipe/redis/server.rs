@@ -13,7 +13,7 @@ use crate::recipe::LockError;
 use crate::recipe::redis::pubsub::PubSub;
 use crate::recipe::redis::scripts::{
     FAIR_ACQUIRE_SCRIPT, HERD_ACQUIRE_SCRIPT, Keys, QueueEntry, RELEASE_SCRIPT, RENEW_SCRIPT,
-    RESOLVE_SCRIPT, TicketMode,
+    RESOLVE_SCRIPT, SHARED_RENEW_SCRIPT, TicketMode,
 };
 
 /// One Redis server.
@@ -69,7 +69,7 @@ pub(crate) fn lock_error(endpoint: &str, e: RedisError) -> LockError {
     }
 }
 
-fn ms(d: Duration) -> u64 {
+pub(super) fn ms(d: Duration) -> u64 {
     d.as_millis().max(1) as u64
 }
 
@@ -138,7 +138,7 @@ impl Server {
         ))
     }
 
-    async fn eval<T: ::redis::FromRedisValue>(
+    pub(super) async fn eval<T: ::redis::FromRedisValue>(
         &self,
         script: &Script,
         keys: &[&str],
@@ -296,21 +296,22 @@ impl Server {
         .await
     }
 
-    /// Extends `owner`'s lock; false if the lock is no longer `owner`'s.
+    /// Extends `owner`'s lock, or with `shared` its read, write or permit claim (see
+    /// `shared.rs`); false if it is no longer `owner`'s.
     pub async fn renew(
         &self,
         keys: &Keys,
         owner: &str,
         ttl: Duration,
+        shared: bool,
         limit: Duration,
     ) -> Result<bool, LockError> {
+        let (script, k): (&Script, Vec<&str>) = match shared {
+            true => (&SHARED_RENEW_SCRIPT, keys.shared().to_vec()),
+            false => (&RENEW_SCRIPT, vec![&keys.lock, &keys.expiry]),
+        };
         let ok: i64 = self
-            .eval(
-                &RENEW_SCRIPT,
-                &[&keys.lock, &keys.expiry],
-                &[owner.to_string(), ms(ttl).to_string()],
-                limit,
-            )
+            .eval(script, &k, &[owner.to_string(), ms(ttl).to_string()], limit)
             .await?;
         Ok(ok == 1)
     }

@@ -38,9 +38,10 @@ pub(super) static FACTS: Facts = Facts {
         Strategy::Predecessor,
         Strategy::UnsafeDel,
         Strategy::UnsafeSetnxExpire,
+        Strategy::UnsafeGetSet,
     ],
     leaderless: false,
     lease_clock: LeaseClock::RedisTtl,
-    lock_kinds: &["mutex", "reentrant"],
+    lock_kinds: &["mutex", "reentrant", "rwlock", "semaphore"],
     colour: (0, 140, 100),
 };

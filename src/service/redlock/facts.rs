@@ -23,6 +23,8 @@ pub(super) static FACTS: Facts = Facts {
     strategies: &[Strategy::Herd, Strategy::Predecessor],
     leaderless: true,
     lease_clock: LeaseClock::RedisTtl,
-    lock_kinds: &["mutex", "reentrant"],
+    // No semaphore: over a majority of masters it is unsafe from 2 permits on
+    // (recipe/redis/redlock.rs says why).
+    lock_kinds: &["mutex", "reentrant", "rwlock"],
     colour: (204, 121, 167),
 };
