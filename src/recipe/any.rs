@@ -19,13 +19,6 @@ type Boxed<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 trait DynRecipe: Send + Sync {
     fn system(&self) -> System;
     fn strategies(&self) -> &'static [Strategy];
-    fn acquire_counted<'a>(
-        &'a self,
-        key: &'a str,
-        strategy: Strategy,
-        deadline: Instant,
-        tally: &'a Tally,
-    ) -> Boxed<'a, Result<Lease, LockError>>;
     fn acquire_claim<'a>(
         &'a self,
         key: &'a str,
@@ -44,17 +37,6 @@ impl<R: Recipe> DynRecipe for R {
     }
     fn strategies(&self) -> &'static [Strategy] {
         Recipe::strategies(self)
-    }
-    fn acquire_counted<'a>(
-        &'a self,
-        key: &'a str,
-        strategy: Strategy,
-        deadline: Instant,
-        tally: &'a Tally,
-    ) -> Boxed<'a, Result<Lease, LockError>> {
-        Box::pin(Recipe::acquire_counted(
-            self, key, strategy, deadline, tally,
-        ))
     }
     fn acquire_claim<'a>(
         &'a self,
@@ -95,16 +77,6 @@ impl Recipe for AnyRecipe {
 
     fn strategies(&self) -> &'static [Strategy] {
         self.0.strategies()
-    }
-
-    async fn acquire_counted(
-        &self,
-        key: &str,
-        strategy: Strategy,
-        deadline: Instant,
-        tally: &Tally,
-    ) -> Result<Lease, LockError> {
-        self.0.acquire_counted(key, strategy, deadline, tally).await
     }
 
     async fn acquire_claim(

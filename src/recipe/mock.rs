@@ -15,7 +15,9 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::{Notify, watch};
 
-use super::{BOTH_STRATEGIES, Lease, LockError, LostSignal, Recipe, Strategy, Tally};
+use super::{
+    BOTH_STRATEGIES, Claim, Lease, LockError, LostSignal, Recipe, Strategy, Tally, exclusive_only,
+};
 use crate::sync::LockUnpoisoned;
 use crate::system::System;
 
@@ -315,13 +317,15 @@ impl Recipe for MockRecipe {
         &BOTH_STRATEGIES
     }
 
-    async fn acquire_counted(
+    async fn acquire_claim(
         &self,
         key: &str,
         strategy: Strategy,
+        claim: Claim,
         deadline: Instant,
         tally: &Tally,
     ) -> Result<Lease, LockError> {
+        exclusive_only(self.system(), claim)?;
         match strategy {
             Strategy::Herd => self.herd(key, deadline, tally).await,
             Strategy::Predecessor => self.queue(key, deadline, tally).await,

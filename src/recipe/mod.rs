@@ -290,16 +290,31 @@ pub trait Recipe: Send + Sync + 'static {
         self.system().strategies()
     }
 
-    /// Waits for the lock on `key` under `strategy` until `deadline`, counting wake-ups,
-    /// requests and fallback polls into `tally` whatever the outcome; on success the lease
-    /// carries the fencing token and the same counts.
+    /// Waits until `deadline` for `claim` on `key` under `strategy`: the whole lock, a
+    /// read-write lock's read or write side, or one of a semaphore's permits, granted by
+    /// [`claim::turn`]'s rule. Counts wake-ups, requests and fallback polls into `tally`
+    /// whatever the outcome; on success the lease carries the fencing token and the same
+    /// counts. A recipe without such a lock answers [`LockError::KindUnsupported`] at once,
+    /// touching no server ([`exclusive_only`]).
+    fn acquire_claim(
+        &self,
+        key: &str,
+        strategy: Strategy,
+        claim: Claim,
+        deadline: Instant,
+        tally: &Tally,
+    ) -> impl std::future::Future<Output = Result<Lease, LockError>> + Send;
+
+    /// [`Recipe::acquire_claim`] of the whole lock (a mutex's, a reentrant lock's outer hold).
     fn acquire_counted(
         &self,
         key: &str,
         strategy: Strategy,
         deadline: Instant,
         tally: &Tally,
-    ) -> impl std::future::Future<Output = Result<Lease, LockError>> + Send;
+    ) -> impl std::future::Future<Output = Result<Lease, LockError>> + Send {
+        self.acquire_claim(key, strategy, Claim::Exclusive, deadline, tally)
+    }
 
     /// [`Recipe::acquire_counted`] for a caller that needs no counts of a failed attempt.
     fn acquire(
@@ -314,29 +329,6 @@ pub trait Recipe: Send + Sync + 'static {
         }
     }
 
-    /// [`Recipe::acquire_counted`] for any [`Claim`]: a read or write side of a read-write lock,
-    /// or one of a semaphore's permits, granted by [`claim::turn`]'s rule. A recipe that has no
-    /// such lock answers [`LockError::KindUnsupported`] at once, touching no server; an
-    /// exclusive claim is `acquire_counted` itself.
-    fn acquire_claim(
-        &self,
-        key: &str,
-        strategy: Strategy,
-        claim: Claim,
-        deadline: Instant,
-        tally: &Tally,
-    ) -> impl std::future::Future<Output = Result<Lease, LockError>> + Send {
-        async move {
-            match claim {
-                Claim::Exclusive => self.acquire_counted(key, strategy, deadline, tally).await,
-                _ => Err(LockError::KindUnsupported {
-                    system: self.system(),
-                    claim: claim.word(),
-                }),
-            }
-        }
-    }
-
     /// Gives the lock back. Releasing a lease that was lost (expired and maybe re-granted) does
     /// not touch the current holder's lock and returns [`LockError::Lost`] or `Ok`.
     fn release(
@@ -347,6 +339,18 @@ pub trait Recipe: Send + Sync + 'static {
     /// Drops every connection and background task without releasing anything, as a crashed
     /// process would: locks it held stay until their TTL or session timeout ends them.
     fn crash(self) -> impl std::future::Future<Output = ()> + Send;
+}
+
+/// For a recipe that has the whole lock only: refuses any other claim with
+/// [`LockError::KindUnsupported`], before any request.
+pub fn exclusive_only(system: System, claim: Claim) -> Result<(), LockError> {
+    match claim {
+        Claim::Exclusive => Ok(()),
+        _ => Err(LockError::KindUnsupported {
+            system,
+            claim: claim.word(),
+        }),
+    }
 }
 
 /// Recovers a recipe's own release state from a lease's handle, or says the lease came from a

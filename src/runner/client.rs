@@ -434,13 +434,15 @@ mod tests {
         fn strategies(&self) -> &'static [Strategy] {
             &BOTH_STRATEGIES
         }
-        async fn acquire_counted(
+        async fn acquire_claim(
             &self,
             key: &str,
             _strategy: Strategy,
+            claim: Claim,
             _deadline: Instant,
             tally: &Tally,
         ) -> Result<Lease, LockError> {
+            crate::recipe::exclusive_only(self.system(), claim)?;
             tally.requests(1);
             let (trigger, lost) = LostSignal::new();
             if let Some(after) = self.lose_after {

@@ -622,17 +622,6 @@ impl Recipe for EtcdRecipe {
         System::Etcd
     }
 
-    async fn acquire_counted(
-        &self,
-        key: &str,
-        strategy: Strategy,
-        deadline: Instant,
-        tally: &Tally,
-    ) -> Result<Lease, LockError> {
-        self.acquire_claim(key, strategy, Claim::Exclusive, deadline, tally)
-            .await
-    }
-
     async fn acquire_claim(
         &self,
         key: &str,

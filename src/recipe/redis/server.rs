@@ -40,6 +40,19 @@ pub(crate) struct Attempt {
     pub holder: Option<String>,
 }
 
+impl Attempt {
+    /// A queue take's answer from its script: the token (0 unless granted), the ticket, and
+    /// the retry hint in ms (negative: wait to be notified).
+    pub(crate) fn queued(token: u64, ticket: u64, hint: i64) -> Attempt {
+        Attempt {
+            token,
+            ticket: Some(ticket),
+            retry_within: (hint >= 0).then(|| Duration::from_millis(hint as u64)),
+            holder: None,
+        }
+    }
+}
+
 /// How one queue take goes, beyond the lock and its owner.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct FairTake<'a> {
@@ -227,12 +240,7 @@ impl Server {
                 limit,
             )
             .await?;
-        Ok(Attempt {
-            token,
-            ticket: Some(ticket),
-            retry_within: (hint >= 0).then(|| Duration::from_millis(hint as u64)),
-            holder: None,
-        })
+        Ok(Attempt::queued(token, ticket, hint))
     }
 
     /// Compare-and-delete plus queue exit; true if this call deleted `owner`'s lock. `wake` is

@@ -96,12 +96,7 @@ impl Server {
                 limit,
             )
             .await?;
-        Ok(Attempt {
-            token,
-            ticket: Some(ticket),
-            retry_within: (hint >= 0).then(|| Duration::from_millis(hint as u64)),
-            holder: None,
-        })
+        Ok(Attempt::queued(token, ticket, hint))
     }
 
     /// Gives back `owner`'s claim and leaves the queue, or (`QueueEntry::Keep`, a Redlock

@@ -692,17 +692,6 @@ impl Recipe for ZookeeperRecipe {
         System::Zookeeper
     }
 
-    async fn acquire_counted(
-        &self,
-        key: &str,
-        strategy: Strategy,
-        deadline: Instant,
-        tally: &Tally,
-    ) -> Result<Lease, LockError> {
-        self.acquire_claim(key, strategy, Claim::Exclusive, deadline, tally)
-            .await
-    }
-
     async fn acquire_claim(
         &self,
         key: &str,
