@@ -32,6 +32,12 @@
 #           × both strategies = 2N cells per schedule, system and workload; prints how many
 #           cells showed the `expect`, with lost updates and stale writes rejected
 #           (OUT/promises.md)
+#   kinds   issue 19: every shipped schedule with the other lock kinds held across its faults
+#           (workloads/held-rwlock.toml, held-permits.toml, held-reentrant.toml: 8 s holds on a
+#           10 s lease), on every system and strategy the schedule and the kind apply to, one
+#           seed, 20 s cells (pause-node 30 s; isolate-leader and split-even-20s 40 s), so that
+#           each schedule's first fault lands inside every cell (lockbench run refuses a cell
+#           that would see none)
 # OUT defaults to results/chaos-matrix. Exit status: 1 if any cell expected safe was judged
 # unsafe (lockbench run's own rule; in promises, --strict: also a cell expected unsafe judged
 # safe, or an unknown verdict), else 0.
@@ -54,7 +60,7 @@ while [ $# -gt 0 ]; do
   esac
   shift
 done
-case "$only" in all|faults|pause|rates|split|promises) ;; *) echo "chaos-matrix: --only takes faults, pause, rates, split or promises, not '$only'" >&2; exit 2 ;; esac
+case "$only" in all|faults|pause|rates|split|promises|kinds) ;; *) echo "chaos-matrix: --only takes faults, pause, rates, split, promises or kinds, not '$only'" >&2; exit 2 ;; esac
 command -v python3 >/dev/null || { echo "chaos-matrix: needs python3 for the table (apt-get install python3)" >&2; exit 2; }
 
 if [ "$profile" = release ]; then cargo build --release --quiet; else cargo build --quiet; fi
@@ -121,6 +127,22 @@ if [ "$only" = all ] || [ "$only" = promises ]; then
   promise zookeeper,etcd,redlock 20s partition-halves
   promise zookeeper,etcd,redlock 20s mixed
   python3 benches/promise-rates.py "$out/promises" | tee "$out/promises.md"
+fi
+
+if [ "$only" = all ] || [ "$only" = kinds ]; then
+  kinds() { # cell duration, then lockbench run's flags
+    local d=$1; shift
+    "$bin" run --duration "$d" --out "$out/kinds" --workload workloads/held-rwlock.toml \
+      --workload workloads/held-permits.toml --workload workloads/held-reentrant.toml "$@" ||
+      status=1
+  }
+  kinds 20s --chaos chaos/kill-leader.toml --chaos chaos/partition-halves.toml \
+    --chaos chaos/partition-even.toml --chaos chaos/bridge.toml --chaos chaos/mixed.toml \
+    --chaos chaos/clock-jump.toml --chaos chaos/clock-jump-majority.toml \
+    --chaos chaos/redlock-restart-delayed.toml --chaos chaos/redlock-restart-empty.toml
+  kinds 20s --clients-as processes --chaos chaos/pause-clients.toml
+  kinds 30s --chaos chaos/pause-node.toml
+  kinds 40s --chaos chaos/isolate-leader.toml --chaos chaos/split-even-20s.toml
 fi
 
 if [ "$only" = all ] || [ "$only" = split ]; then

@@ -269,6 +269,39 @@ fn with_overrides(wl: &Workload, clients: u32, ov: &Overrides) -> Workload {
     w
 }
 
+/// Why `chaos` would inject nothing into a cell of `w`, if it would: every fault of its
+/// timeline ends past the cell's `duration` (a fault that would outlast the cell is left out),
+/// and such a cell's verdict would say nothing about faults. Cells that stop after a number of
+/// acquisitions have no length to check against.
+fn faultless(chaos: &Schedule, w: &Workload) -> Option<String> {
+    let Stop::Duration(d) = w.stop else {
+        return None;
+    };
+    if chaos.is_calm() || !chaos.timeline(d).is_empty() {
+        return None;
+    }
+    let fmt = |d: Duration| humantime::format_duration(d).to_string();
+    let need = chaos
+        .shortest_cell()
+        .map(|n| {
+            format!(
+                ": its earliest fault is over only {} into a cell. Give --duration {} or more \
+                 (or raise duration in the workload)",
+                fmt(n),
+                fmt(Duration::from_secs(
+                    n.as_secs() + u64::from(n.subsec_nanos() > 0)
+                ))
+            )
+        })
+        .unwrap_or_default();
+    Some(format!(
+        "chaos schedule {} starts no fault inside the {} cells of workload {}{need}",
+        chaos.name,
+        fmt(d),
+        w.name
+    ))
+}
+
 /// Command-line choices that override the workload files.
 #[derive(Debug, Clone, Default)]
 pub struct Overrides {
@@ -364,6 +397,9 @@ impl Plan {
                                      \"processes\" in the workload)",
                                     chaos.name, w.name
                                 )));
+                            }
+                            if let Some(why) = faultless(chaos, &w) {
+                                return Err(PlanError::Conflict(why));
                             }
                             cells.push(Cell {
                                 system,
@@ -923,5 +959,34 @@ mod tests {
         let wl = Workload::from_str(&format!("{base}lock = \"reentrant\""), "x").unwrap();
         let plan = Plan::expand("r", &SHIPPED, &[wl], &Overrides::default()).unwrap();
         assert_eq!(plan.cells.len(), 8);
+    }
+
+    #[test]
+    fn a_schedule_that_fits_no_fault_in_the_cell_is_refused_with_the_length_it_needs() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let hot = Workload::from_file(&root.join("workloads/hot-lock.toml")).unwrap();
+        let split = Schedule::from_file(&root.join("chaos/isolate-leader.toml")).unwrap();
+        let ov = |secs: u64| Overrides {
+            duration: Some(Duration::from_secs(secs)),
+            schedules: vec![split.clone()],
+            ..Overrides::default()
+        };
+        // Every 14 s plus up to 1 s of jitter, for 11 s: no occurrence is over inside 20 s.
+        let e = Plan::expand("r", &[System::Etcd], std::slice::from_ref(&hot), &ov(20))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("chaos schedule isolate-leader starts no fault inside the 20s cells")
+                && e.contains("--duration 26s or more"),
+            "{e}"
+        );
+        // 26 s holds one whatever the jitter.
+        let plan = Plan::expand("r", &[System::Etcd], std::slice::from_ref(&hot), &ov(26));
+        let plan = plan.unwrap();
+        assert_eq!(
+            plan.cells[0].chaos.timeline(Duration::from_secs(26)).len(),
+            1
+        );
+        assert_eq!(split.shortest_cell(), Some(Duration::from_secs(26)));
     }
 }

@@ -18,6 +18,9 @@ pub enum Judged {
     /// Expected unsafe, judged safe: the run did not expose the design's flaw (too short, or a
     /// checker that misses it).
     NotExposed,
+    /// A chaos cell in which no fault took effect (each failed to start, or none was reached):
+    /// its verdict, unless it broke, says nothing about the schedule.
+    Untested,
 }
 
 /// Compares `verdict` with `expected`.
@@ -43,6 +46,41 @@ pub struct CellVerdict {
     pub expected: Expect,
     /// Why, in a line: counts and the first violation with its history lines.
     pub why: String,
+    /// For a chaos cell in which no fault took effect, what its fault windows say; `None` for
+    /// a calm cell or one with a fault that started.
+    pub untested: Option<String>,
+}
+
+impl CellVerdict {
+    /// How the cell's verdict compares with its expectation: [`judge`], except that a chaos
+    /// cell with no fault in effect is [`Judged::Untested`] unless the lock broke anyway.
+    pub fn judged(&self) -> Judged {
+        match judge(self.verdict, self.expected) {
+            Judged::Broke => Judged::Broke,
+            _ if self.untested.is_some() => Judged::Untested,
+            j => j,
+        }
+    }
+}
+
+/// What the fault windows of a chaos cell say when none of them took effect; `None` for a calm
+/// cell or when one started.
+pub fn untested(c: &CellSummary) -> Option<String> {
+    if c.id.chaos == crate::plan::NO_CHAOS || c.faults.iter().any(|w| w.started) {
+        return None;
+    }
+    let errors: Vec<&str> = c.faults.iter().filter_map(|w| w.error.as_deref()).collect();
+    Some(match c.faults.len() {
+        0 => format!(
+            "schedule {} injected no fault: none was reached",
+            c.id.chaos
+        ),
+        n => format!(
+            "schedule {} injected no fault: its {n} window(s) did not start ({})",
+            c.id.chaos,
+            errors.join("; ")
+        ),
+    })
 }
 
 /// Every cell's verdict against its expectation.
@@ -69,6 +107,7 @@ impl Judgement {
                     },
                     expected: s.expected,
                     why: why(s),
+                    untested: untested(c),
                 })
             })
             .collect();
@@ -77,18 +116,18 @@ impl Judgement {
 
     /// The cells judged `j`.
     pub fn judged(&self, j: Judged) -> impl Iterator<Item = &CellVerdict> {
-        self.cells
-            .iter()
-            .filter(move |c| judge(c.verdict, c.expected) == j)
+        self.cells.iter().filter(move |c| c.judged() == j)
     }
 
     /// True when the run must exit 1: a cell expected safe was judged unsafe, or, with
-    /// `strict`, a verdict was unknown or an expected-unsafe design was not exposed.
+    /// `strict`, a verdict was unknown, an expected-unsafe design was not exposed or a chaos
+    /// cell injected no fault.
     pub fn fails(&self, strict: bool) -> bool {
         self.judged(Judged::Broke).next().is_some()
             || (strict
-                && (self.judged(Judged::Unknown).next().is_some()
-                    || self.judged(Judged::NotExposed).next().is_some()))
+                && [Judged::Unknown, Judged::NotExposed, Judged::Untested]
+                    .into_iter()
+                    .any(|j| self.judged(j).next().is_some()))
     }
 
     /// What to tell the user, one line per cell that is not plainly as expected, then the
@@ -112,6 +151,19 @@ impl Judgement {
                 c.cell,
                 if strict { "; fails under --strict" } else { "" },
                 c.why
+            ));
+        }
+        for c in self.judged(Judged::Untested) {
+            out.push(format!(
+                "untested {} ({} verdict; {}): {}",
+                c.cell,
+                c.verdict,
+                if strict {
+                    "fails under --strict"
+                } else {
+                    "says nothing about faults; --strict fails it"
+                },
+                c.untested.as_deref().unwrap_or_default()
             ));
         }
         for c in self.judged(Judged::AsExpected) {
@@ -161,6 +213,7 @@ mod tests {
             verdict,
             expected,
             why: "w".into(),
+            untested: None,
         }
     }
 
@@ -189,5 +242,25 @@ mod tests {
         let missed = j(vec![cell("m", Safe, Expect::Unsafe)]);
         assert!(!missed.fails(false) && missed.fails(true));
         assert!(missed.lines(false)[0].starts_with("not exposed m"));
+
+        // A chaos cell whose faults never took effect is untested, safe or a finding alike;
+        // one that broke anyway still broke.
+        let quiet = |verdict, expected| CellVerdict {
+            untested: Some("schedule s injected no fault: none was reached".into()),
+            ..cell("q", verdict, expected)
+        };
+        for c in [quiet(Safe, Expect::Safe), quiet(Unsafe, Expect::Unsafe)] {
+            let u = j(vec![c]);
+            assert!(!u.fails(false) && u.fails(true));
+            assert_eq!(
+                u.lines(false),
+                [format!(
+                    "untested q ({} verdict; says nothing about faults; --strict fails it): \
+                     schedule s injected no fault: none was reached",
+                    u.cells[0].verdict
+                )]
+            );
+        }
+        assert_eq!(quiet(Unsafe, Expect::Safe).judged(), Judged::Broke);
     }
 }

@@ -137,7 +137,8 @@ pub enum Standing {
     AsExpected,
     /// Unsafe where the workload expected the lock to hold.
     Broken,
-    /// Safe where a violation was expected, or no verdict could be reached.
+    /// Safe where a violation was expected, no verdict could be reached, or a chaos cell in
+    /// which no fault took effect.
     Doubtful,
     /// No safety figures (a summary from before the checkers).
     Absent,
@@ -150,10 +151,12 @@ pub fn verdict(c: &CellSummary) -> String {
     let Some(s) = &c.safety else {
         return "n/a".into();
     };
+    let untested = crate::check::expectation::untested(c).is_some();
     match (s.verdict, s.expected) {
+        (SafetyVerdict::Unsafe, Expect::Safe) => "UNSAFE".into(),
+        (v, _) if untested => format!("{v} (no fault took effect)"),
         (SafetyVerdict::Safe, Expect::Safe) => "safe".into(),
         (SafetyVerdict::Unsafe, Expect::Unsafe) => "unsafe (expected)".into(),
-        (SafetyVerdict::Unsafe, Expect::Safe) => "UNSAFE".into(),
         (SafetyVerdict::Safe, Expect::Unsafe) => "safe (expected unsafe)".into(),
         (SafetyVerdict::Unknown, _) => "unknown".into(),
     }
@@ -166,10 +169,11 @@ pub fn standing(c: &CellSummary) -> Standing {
         return Standing::Absent;
     };
     match (s.verdict, s.expected) {
+        (SafetyVerdict::Unsafe, Expect::Safe) => Standing::Broken,
+        _ if crate::check::expectation::untested(c).is_some() => Standing::Doubtful,
         (SafetyVerdict::Safe, Expect::Safe) | (SafetyVerdict::Unsafe, Expect::Unsafe) => {
             Standing::AsExpected
         }
-        (SafetyVerdict::Unsafe, Expect::Safe) => Standing::Broken,
         _ => Standing::Doubtful,
     }
 }

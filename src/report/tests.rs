@@ -394,3 +394,38 @@ fn rwlock_and_semaphore_cells_get_their_tables_in_both_reports_and_others_none()
         "no table without a cell of the kind"
     );
 }
+
+#[test]
+fn a_chaos_cell_whose_faults_never_started_is_marked_untested_unless_it_broke() {
+    use super::table::{Standing, standing, verdict};
+    use crate::check::expectation::{Judged, Judgement};
+    use crate::results::Expect;
+    let mut quiet = unsafe_cell();
+    quiet.faults[0].started = false;
+    quiet.faults[0].error = Some("start: no leader to isolate".into());
+    let safety = quiet.safety.as_mut().unwrap();
+    (safety.verdict, safety.expected) = (SafetyVerdict::Safe, Expect::Safe);
+    assert_eq!(verdict(&quiet), "safe (no fault took effect)");
+    assert_eq!(standing(&quiet), Standing::Doubtful);
+    let judged = Judgement::of_summaries(std::slice::from_ref(&quiet));
+    assert_eq!(judged.cells[0].judged(), Judged::Untested);
+    assert!(
+        judged.lines(true)[0].contains(
+            "schedule kill injected no fault: its 1 window(s) did not start \
+             (start: no leader to isolate)"
+        ),
+        "{:?}",
+        judged.lines(true)
+    );
+    // No window at all (the cell ended before the first fault) is untested too.
+    quiet.faults.clear();
+    assert_eq!(verdict(&quiet), "safe (no fault took effect)");
+    // The same cell with its fault started is plainly safe; broken stays broken without one.
+    let mut ran = unsafe_cell();
+    ran.safety.as_mut().unwrap().verdict = SafetyVerdict::Safe;
+    assert_eq!(verdict(&ran), "safe");
+    let mut broke = unsafe_cell();
+    broke.faults.clear();
+    assert_eq!(verdict(&broke), "UNSAFE");
+    assert_eq!(standing(&broke), Standing::Broken);
+}

@@ -21,20 +21,22 @@ pub fn jain_index(shares: &[u64]) -> Option<f64> {
 }
 
 /// Counts FIFO inversions: each time a waiter is granted a key while a waiter on the same key
-/// that invoked earlier is still waiting, every such earlier waiter counts one inversion.
+/// that invoked earlier is still waiting, every such earlier waiter counts one inversion, unless
+/// both are readers of a read-write lock (readers granted as one group overtake each other
+/// without overtaking anyone's turn).
 #[derive(Debug, Default)]
 pub struct FifoTracker {
-    /// Per key: waiting client → its acquire invoke time.
-    waiting: HashMap<String, HashMap<u32, u64>>,
+    /// Per key: waiting client → its acquire invoke time and whether it reads.
+    waiting: HashMap<String, HashMap<u32, (u64, bool)>>,
 }
 
 impl FifoTracker {
-    /// `client` started waiting for `key` at `invoke_us`.
-    pub fn invoke(&mut self, key: &str, client: u32, invoke_us: u64) {
+    /// `client` started waiting for `key` at `invoke_us`, as a reader when `shared`.
+    pub fn invoke(&mut self, key: &str, client: u32, invoke_us: u64, shared: bool) {
         self.waiting
             .entry(key.to_string())
             .or_default()
-            .insert(client, invoke_us);
+            .insert(client, (invoke_us, shared));
     }
 
     /// `client` was granted `key`: returns the number of earlier waiters it overtook.
@@ -42,10 +44,13 @@ impl FifoTracker {
         let Some(waiters) = self.waiting.get_mut(key) else {
             return 0;
         };
-        let Some(mine) = waiters.remove(&client) else {
+        let Some((mine, reads)) = waiters.remove(&client) else {
             return 0;
         };
-        waiters.values().filter(|&&t| t < mine).count() as u64
+        waiters
+            .values()
+            .filter(|&&(t, shared)| t < mine && !(reads && shared))
+            .count() as u64
     }
 
     /// `client` stopped waiting for `key` without the lock (failure, timeout, unknown).
@@ -58,8 +63,10 @@ impl FifoTracker {
 
 /// Counts FIFO inversions by queue position: pairs of grants on the same key where `a` was
 /// granted before `b`, `a`'s queue position is larger than `b`'s, and `b` was already waiting
-/// (its acquire invoked before `a`'s grant): `a` overtook `b` in the queue. A position is known
-/// only at its grant, so the pairs are counted at the end, from every grant collected.
+/// (its acquire invoked before `a`'s grant): `a` overtook `b` in the queue. Two readers of a
+/// read-write lock are never a pair: a reader group is granted at once and learns it in any
+/// order. A position is known only at its grant, so the pairs are counted at the end, from
+/// every grant collected.
 #[derive(Debug, Default)]
 pub struct QueueOrder {
     /// Per key, in grant order.
@@ -76,18 +83,21 @@ struct Grant {
     position: u64,
     /// Whether an inversion this grant causes counts (it started after the warm-up).
     counted: bool,
+    /// A reader of a read-write lock.
+    shared: bool,
 }
 
 impl QueueOrder {
     /// A grant of `key` at `grant_us` (grants must come in time order) to an acquire invoked at
-    /// `invoke_us`; `counted` says whether inversions this grant causes are counted.
+    /// `invoke_us`, a reader's when `shared`; `counted` says whether inversions this grant causes
+    /// are counted.
     pub fn granted(
         &mut self,
         key: &str,
         invoke_us: u64,
         grant_us: u64,
         position: Option<u64>,
-        counted: bool,
+        (counted, shared): (bool, bool),
     ) {
         self.seen += 1;
         let Some(position) = position else {
@@ -99,6 +109,7 @@ impl QueueOrder {
             grant_us,
             position,
             counted,
+            shared,
         };
         // No key allocation per grant: a long run grants the same few keys millions of times.
         match self.grants.get_mut(key) {
@@ -114,9 +125,17 @@ impl QueueOrder {
         self.seen > 0 && self.without_position == 0
     }
 
-    /// The number of inverted pairs over all keys.
+    /// The number of inverted pairs over all keys: every pair, less the pairs of two readers
+    /// (whether `b` waited at `a`'s grant is the pair's own, so the readers' grants alone hold
+    /// exactly their pairs).
     pub fn inversions(&self) -> u64 {
-        self.grants.values().map(|g| inversions_on_key(g)).sum()
+        self.grants
+            .values()
+            .map(|g| {
+                let readers: Vec<Grant> = g.iter().copied().filter(|g| g.shared).collect();
+                inversions_on_key(g) - inversions_on_key(&readers)
+            })
+            .sum()
     }
 }
 
@@ -182,21 +201,51 @@ mod tests {
     #[test]
     fn overtaking_counts_each_earlier_waiter() {
         let mut f = FifoTracker::default();
-        f.invoke("k", 0, 10);
-        f.invoke("k", 1, 20);
-        f.invoke("k", 2, 30);
-        f.invoke("other", 3, 5);
+        f.invoke("k", 0, 10, false);
+        f.invoke("k", 1, 20, false);
+        f.invoke("k", 2, 30, false);
+        f.invoke("other", 3, 5, false);
         assert_eq!(f.granted("k", 2), 2, "client 2 overtook 0 and 1");
         assert_eq!(f.granted("k", 0), 0);
         f.gave_up("k", 1);
         assert_eq!(f.granted("k", 1), 0, "no longer waiting");
+        // Readers overtake readers freely; a reader overtaking a writer, or a writer a reader,
+        // counts.
+        let mut f = FifoTracker::default();
+        f.invoke("k", 0, 10, true);
+        f.invoke("k", 1, 20, false);
+        f.invoke("k", 2, 30, true);
+        f.invoke("k", 3, 40, true);
+        assert_eq!(
+            f.granted("k", 3),
+            1,
+            "reader 3 overtook writer 1, not readers 0 and 2"
+        );
+        assert_eq!(f.granted("k", 1), 1, "writer 1 overtook reader 0");
+    }
+
+    #[test]
+    fn two_readers_are_never_a_pair_by_queue_position() {
+        // Positions 1 (reader), 2 (writer), 3 (reader), 4 (reader), all waiting from 0, granted
+        // 4, 3, 1, 2: of the five inverted pairs, (4, 3), (4, 1) and (3, 1) are readers.
+        let mut q = QueueOrder::default();
+        for (pos, grant, shared) in [(4, 50, true), (3, 51, true), (1, 52, true), (2, 60, false)] {
+            q.granted("k", 0, grant, Some(pos), (true, shared));
+        }
+        assert_eq!(q.inversions(), 2, "4 and 3 overtook writer 2");
+        // Read as writers, every pair counts.
+        let mut q = QueueOrder::default();
+        for (pos, grant) in [(4, 50), (3, 51), (1, 52), (2, 60)] {
+            q.granted("k", 0, grant, Some(pos), (true, false));
+        }
+        assert_eq!(q.inversions(), 5);
     }
 
     /// Grants of one key as (invoke, grant, position), granted in the order given.
     fn queue(grants: &[(u64, u64, u64)]) -> QueueOrder {
         let mut q = QueueOrder::default();
         for &(invoke, grant, pos) in grants {
-            q.granted("k", invoke, grant, Some(pos), true);
+            q.granted("k", invoke, grant, Some(pos), (true, false));
         }
         q
     }
@@ -234,13 +283,13 @@ mod tests {
     #[test]
     fn keys_and_warm_up_are_kept_apart() {
         let mut q = QueueOrder::default();
-        q.granted("a", 10, 50, Some(2), true);
-        q.granted("b", 0, 60, Some(1), true); // another key: nobody overtaken
+        q.granted("a", 10, 50, Some(2), (true, false));
+        q.granted("b", 0, 60, Some(1), (true, false)); // another key: nobody overtaken
         assert_eq!(q.inversions(), 0);
         // An inversion caused by a grant from the warm-up is not counted.
         let mut q = QueueOrder::default();
-        q.granted("k", 10, 50, Some(2), false);
-        q.granted("k", 0, 60, Some(1), true);
+        q.granted("k", 10, 50, Some(2), (false, false));
+        q.granted("k", 0, 60, Some(1), (true, false));
         assert_eq!(q.inversions(), 0);
     }
 
@@ -251,7 +300,7 @@ mod tests {
             "no grants, nothing to judge by"
         );
         let mut q = queue(&[(0, 10, 1)]);
-        q.granted("k", 5, 20, None, true);
+        q.granted("k", 5, 20, None, (true, false));
         assert!(!q.usable());
     }
 
@@ -271,6 +320,7 @@ mod tests {
                     grant_us,
                     position: next() % 1000,
                     counted: next() % 5 != 0,
+                    shared: next() % 2 == 0,
                 }
             })
             .collect();
@@ -282,5 +332,19 @@ mod tests {
         }
         assert!(slow > 100, "the jumble has inversions to find: {slow}");
         assert_eq!(inversions_on_key(&grants), slow);
+        // Without the pairs of two readers.
+        let mut slow = 0u64;
+        for (j, b) in grants.iter().enumerate() {
+            for a in &grants[..j] {
+                let pair = a.counted && a.position > b.position && b.invoke_us < a.grant_us;
+                slow += u64::from(pair && !(a.shared && b.shared));
+            }
+        }
+        let q = QueueOrder {
+            grants: [("k".to_string(), grants)].into_iter().collect(),
+            seen: 300,
+            without_position: 0,
+        };
+        assert_eq!(q.inversions(), slow);
     }
 }

@@ -226,7 +226,8 @@ impl Fold {
             (Op::Fault | Op::Read | Op::Write, _) => {}
             (Op::LeaseLost, _) => self.lost_leases += u64::from(t >= self.warmup_us),
             (Op::Acquire, EventKind::Invoke) => {
-                self.fifo.invoke(e.key(), client, t);
+                let reads = crate::history::Mode::is_read(e.mode());
+                self.fifo.invoke(e.key(), client, t, reads);
                 self.pacing.acquire_invoke(e, self.warmup_us);
             }
             (Op::Release, EventKind::Invoke) => {
@@ -256,8 +257,10 @@ impl Fold {
                     self.costs.add(e);
                 }
                 let overtaken = self.fifo.granted(s.key, client);
+                let reads = crate::history::Mode::is_read(e.mode());
+                let position = e.queue_position();
                 self.queue
-                    .granted(s.key, s.invoke_us, t, e.queue_position(), measured);
+                    .granted(s.key, s.invoke_us, t, position, (measured, reads));
                 self.holds.granted(client, s.key, s.invoke_us, t);
                 if measured {
                     record(&mut self.acquire, took);

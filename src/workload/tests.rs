@@ -35,6 +35,7 @@ fn every_shipped_workload_parses() {
             "held-locks",
             "held-locks-unfenced",
             "held-permits",
+            "held-reentrant",
             "held-rwlock",
             "hot-lock",
             "long-hold",

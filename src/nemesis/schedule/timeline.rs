@@ -90,4 +90,19 @@ impl Schedule {
         out.sort_by_key(|p| (p.at, p.fault));
         out
     }
+
+    /// The shortest cell whose timeline is sure to hold a fault, whatever the jitter draws:
+    /// the earliest a fault can be over (`start + duration`, or `every + jitter + duration`).
+    /// `None` for a schedule without faults.
+    pub fn shortest_cell(&self) -> Option<Duration> {
+        self.faults
+            .iter()
+            .filter_map(|f| match f.timing {
+                Timing::At(at) => at.checked_add(f.duration),
+                Timing::Every { every, jitter } => every
+                    .checked_add(jitter)
+                    .and_then(|e| e.checked_add(f.duration)),
+            })
+            .min()
+    }
 }
