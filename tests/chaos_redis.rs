@@ -124,6 +124,18 @@ async fn assert_clock_jumps(
     set_px(c, "lb/c10/lock", 10_000).await; // a sibling prefix
     set_px(c, "other", 10_000).await;
     let _: () = c.set("lb/c1/lock:fence", 7).await.unwrap(); // no TTL
+    // Queue-entry deadlines in server milliseconds: the lock's deadline set, a sibling's, and
+    // a sorted set of this prefix that holds no deadlines (the queue's tickets).
+    for (key, scores) in [
+        ("lb/c1/lock:qx", [1_000_000, 2_000_000]),
+        ("lb/c10/lock:qx", [1_000_000, 2_000_000]),
+        ("lb/c1/lock:q", [1, 2]),
+    ] {
+        let _: () = c
+            .zadd_multiple(key, &[(scores[0], "a"), (scores[1], "b")])
+            .await
+            .unwrap();
+    }
     let started = faults
         .start(cluster, clock(leader, Skew::Jump(Duration::from_secs(8))))
         .await
@@ -134,10 +146,24 @@ async fn assert_clock_jumps(
             leader.to_string(),
             ClockEffect::Modelled(Cut {
                 keys_cut: 1,
-                keys_expired: 0
+                keys_expired: 0,
+                deadlines_moved: 2
             })
         )]
     );
+    // A jump of 8 s brings each deadline 8 s closer, here and nowhere else.
+    for (key, want) in [
+        ("lb/c1/lock:qx", [992_000, 1_992_000]),
+        ("lb/c10/lock:qx", [1_000_000, 2_000_000]),
+        ("lb/c1/lock:q", [1, 2]),
+    ] {
+        let got: Vec<(String, i64)> = c.zrange_withscores(key, 0, -1).await.unwrap();
+        assert_eq!(
+            got,
+            [("a".to_string(), want[0]), ("b".to_string(), want[1])],
+            "{key}"
+        );
+    }
     let left = pttl(c, "lb/c1/lock").await;
     assert!(
         (1..=2_000).contains(&left),
@@ -158,7 +184,8 @@ async fn assert_clock_jumps(
         started.clock[0].1,
         ClockEffect::Modelled(Cut {
             keys_cut: 0,
-            keys_expired: 1
+            keys_expired: 1,
+            deadlines_moved: 2
         })
     );
     assert_eq!(pttl(c, "lb/c1/lock").await, -2, "the lock key is gone");
@@ -379,7 +406,8 @@ async fn sentinel_leader_kill_and_restart_rejoins_as_a_replica() {
             master.clone(),
             ClockEffect::Modelled(Cut {
                 keys_cut: 1,
-                keys_expired: 0
+                keys_expired: 0,
+                deadlines_moved: 0
             })
         )
     );

@@ -56,7 +56,7 @@ pub const START_FAILED: &str = "start:";
 
 /// What the modelled clock fault does, in the few words a plot label or a report's sentence
 /// has room for; the window's `effect` carries the whole description.
-pub const CLOCK_MODEL: &str = "modelled: TTLs cut, no clock changed";
+pub const CLOCK_MODEL: &str = "modelled: TTLs and deadlines cut, no clock changed";
 
 impl FaultWindow {
     /// The window's kind as reports and plots name it: whether it started, and for the clock

@@ -1,7 +1,8 @@
 //! `clock`: skew servers' clocks for the fault's `duration`: one jump forward by `by`, or a
 //! clock running fast at `rate`. **Modelled** ([`model`]): no server clock is changed; on each
-//! targeted Redis master every TTL under the cell's key prefix is cut by the jump ([`MODEL`] is
-//! what every report repeats). Its undo stops a fast clock's ticks; nothing is set back.
+//! targeted Redis master every TTL under the cell's key prefix is cut by the jump, and every
+//! queue-entry deadline kept in server time brought as much closer ([`MODEL`] is what every
+//! report repeats). Its undo stops a fast clock's ticks; nothing is set back.
 //! Refused on ZooKeeper and etcd, whose sessions and leases run on monotonic clocks.
 //!
 //! ```toml
@@ -33,7 +34,8 @@ use crate::system::{FACTS, LeaseClock, System};
 
 /// What the clock fault is, in one line every report repeats: it is modelled.
 pub const MODEL: &str = "modelled: no server clock is changed; on each targeted Redis master every \
-TTL under the cell's key prefix is cut by the jump and keys with less left are deleted (a fast \
+TTL under the cell's key prefix is cut by the jump, keys with less left are deleted, and every \
+queue-entry deadline the recipes' scripts keep in server time is brought as much closer (a fast \
 clock repeats this every tick); the end only stops the ticks, nothing is set back";
 
 /// How often a fast clock jumps: its rate `r` becomes a jump of `(r - 1) × FAST_TICK` every

@@ -7,9 +7,13 @@
 //! is never changed), and Debian's libfaketime 0.9.10 preloaded into Debian's redis-server stops
 //! it at start-up, so the jump is modelled: one Lua script cuts the `PTTL` of every key under the
 //! cell's key prefix by Δ, deleting those it expires. A fast clock repeats that every tick. Keys
-//! without a TTL (fencing counters) are untouched, as a jump leaves them too. What the model
-//! leaves out: expiry the scripts compute from `TIME` (queue-entry deadlines in sorted-set
-//! scores) does not move, and replicas see the cut as the master's `PEXPIRE`/`DEL`.
+//! without a TTL (fencing counters) are untouched, as a jump leaves them too. The recipes' queue
+//! scripts also keep server-clock times of their own: each queue entry's deadline, `TIME` plus
+//! a TTL, as a score in the lock's deadline set ([`DEADLINES_SUFFIX`]). A jump brings those Δ
+//! closer too (the scripts compare them with a `TIME` that jumped), so the same script lowers
+//! every score there by Δ; the next script that purges the queue drops the entries whose
+//! deadline has passed, as it would after a real jump. What the model still leaves out: the
+//! replicas see the cut as the master's `PEXPIRE`/`DEL`/`ZADD`.
 //!
 //! ZooKeeper sessions and etcd leases are timed with monotonic clocks: a wall-clock jump does
 //! not shorten them, so the fault is accepted there and reported as [`ClockEffect::Monotonic`].
@@ -19,6 +23,8 @@ use std::time::Duration;
 
 use serde::Serialize;
 use tokio::task::JoinHandle;
+
+use crate::recipe::redis::DEADLINES_SUFFIX;
 
 /// Deadline of one cut on one server (connect plus the script).
 pub const CUT_TIMEOUT: Duration = Duration::from_secs(4);
@@ -89,12 +95,15 @@ pub struct Cut {
     pub keys_cut: u64,
     /// Keys whose remaining TTL was at most the jump: deleted, as expired.
     pub keys_expired: u64,
+    /// Queue-entry deadlines (scores of a lock's deadline set) brought the jump closer.
+    pub deadlines_moved: u64,
 }
 
 impl Cut {
     fn add(&mut self, o: Cut) {
         self.keys_cut += o.keys_cut;
         self.keys_expired += o.keys_expired;
+        self.deadlines_moved += o.deadlines_moved;
     }
 }
 
@@ -119,8 +128,8 @@ impl ClockEffect {
     pub fn describe(&self, node: &str) -> String {
         match self {
             ClockEffect::Modelled(c) => format!(
-                "{node}: {} TTLs cut, {} keys expired",
-                c.keys_cut, c.keys_expired
+                "{node}: {} TTLs cut, {} keys expired, {} queue deadlines moved",
+                c.keys_cut, c.keys_expired, c.deadlines_moved
             ),
             ClockEffect::Monotonic => format!("{node}: monotonic leases, nothing changed"),
             ClockEffect::Refused { error } => format!("{node}: refused ({error})"),
@@ -153,11 +162,20 @@ pub enum ClockError {
 }
 
 /// Cuts every TTL under a glob pattern (`ARGV[1]`) by `ARGV[2]` ms; deletes keys with no more
-/// than that left. `KEYS` rather than `SCAN`, so no key is visited (and cut) twice.
+/// than that left; lowers every score of the deadline sets there (keys ending with `ARGV[3]`)
+/// by as much. `KEYS` rather than `SCAN`, so no key is visited (and cut) twice.
 const CUT_SCRIPT: &str = r#"
 local delta = tonumber(ARGV[2])
-local cut, expired = 0, 0
+local suffix = ARGV[3]
+local cut, expired, moved = 0, 0, 0
 for _, k in ipairs(redis.call('KEYS', ARGV[1])) do
+  if k:sub(-#suffix) == suffix and redis.call('TYPE', k).ok == 'zset' then
+    local entries = redis.call('ZRANGE', k, 0, -1, 'WITHSCORES')
+    for i = 1, #entries, 2 do
+      redis.call('ZADD', k, 'XX', tonumber(entries[i + 1]) - delta, entries[i])
+      moved = moved + 1
+    end
+  end
   local ttl = redis.call('PTTL', k)
   if ttl > 0 then
     if ttl <= delta then
@@ -169,7 +187,7 @@ for _, k in ipairs(redis.call('KEYS', ARGV[1])) do
     end
   end
 end
-return {cut, expired}
+return {cut, expired, moved}
 "#;
 
 static CUT: LazyLock<redis::Script> = LazyLock::new(|| redis::Script::new(CUT_SCRIPT));
@@ -211,7 +229,8 @@ pub async fn jump(endpoint: &str, prefix: &str, delta: Duration) -> Result<Cut, 
             .await?;
         CUT.arg(pattern)
             .arg(delta.as_millis() as u64)
-            .invoke_async::<(u64, u64)>(&mut con)
+            .arg(DEADLINES_SUFFIX)
+            .invoke_async::<(u64, u64, u64)>(&mut con)
             .await
     };
     match tokio::time::timeout(CUT_TIMEOUT, run).await {
@@ -220,9 +239,10 @@ pub async fn jump(endpoint: &str, prefix: &str, delta: Duration) -> Result<Cut, 
             endpoint: endpoint.to_string(),
         }),
         Ok(Err(e)) => Err(server(e.to_string())),
-        Ok(Ok((keys_cut, keys_expired))) => Ok(Cut {
+        Ok(Ok((keys_cut, keys_expired, deadlines_moved))) => Ok(Cut {
             keys_cut,
             keys_expired,
+            deadlines_moved,
         }),
     }
 }

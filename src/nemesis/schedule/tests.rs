@@ -159,9 +159,12 @@ fn shipped_schedules_mean_what_their_comments_say() {
             FaultKind::Clock(Clock { target, skew }),
             "{name}"
         );
-        // The model leaves queue-entry deadlines where they were: the predecessor queue holds.
+        // The model moves the queue-entry deadlines too: the predecessor queue breaks as well.
         assert_eq!(clock.expect_for(system, Strategy::Herd), Some(Unsafe));
-        assert_eq!(clock.expect_for(system, Strategy::Predecessor), Some(Safe));
+        assert_eq!(
+            clock.expect_for(system, Strategy::Predecessor),
+            Some(Unsafe)
+        );
     }
     let FaultKind::Mixed(Mixed { kinds }) = &shipped("mixed").faults[0].kind else {
         panic!("mixed is mixed")

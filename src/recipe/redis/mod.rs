@@ -58,6 +58,7 @@ mod common;
 mod pubsub;
 pub mod redlock;
 mod scripts;
+pub use scripts::DEADLINES_SUFFIX;
 mod server;
 mod shared;
 mod wait;

@@ -22,6 +22,11 @@ use std::sync::LazyLock;
 use ::redis::Script;
 
 /// Key names of one lock.
+/// What a lock's queue-entry deadline set is named after the lock key (`K:qx`): the one place
+/// the scripts keep server-clock times (`TIME` + a TTL, as sorted-set scores), so the modelled
+/// clock fault moves these too (`fault::clock::model`).
+pub const DEADLINES_SUFFIX: &str = ":qx";
+
 #[derive(Debug, Clone)]
 pub(crate) struct Keys {
     pub lock: String,
@@ -45,7 +50,7 @@ impl Keys {
             fence: format!("{lock}:fence"),
             tickets: format!("{lock}:tickets"),
             queue: format!("{lock}:q"),
-            expiry: format!("{lock}:qx"),
+            expiry: format!("{lock}{DEADLINES_SUFFIX}"),
             tentative: format!("{lock}:tent"),
             holders: format!("{lock}:h"),
             permits: format!("{lock}:n"),

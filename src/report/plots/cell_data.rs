@@ -208,8 +208,8 @@ mod tests {
         assert_eq!(
             labels,
             [
-                "clock (modelled: TTLs cut, no clock changed) redis1",
-                "clock (partial, modelled: TTLs cut, no clock changed) redis1",
+                "clock (modelled: TTLs and deadlines cut, no clock changed) redis1",
+                "clock (partial, modelled: TTLs and deadlines cut, no clock changed) redis1",
                 "kill redis1",
             ],
             "a fault that did not start draws no band"
