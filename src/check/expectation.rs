@@ -52,14 +52,20 @@ pub struct CellVerdict {
 }
 
 impl CellVerdict {
-    /// How the cell's verdict compares with its expectation: [`judge`], except that a chaos
-    /// cell with no fault in effect is [`Judged::Untested`] unless the lock broke anyway.
+    /// How the cell's verdict compares with its expectation ([`judge_cell`]).
     pub fn judged(&self) -> Judged {
-        match judge(self.verdict, self.expected) {
-            Judged::Broke => Judged::Broke,
-            _ if self.untested.is_some() => Judged::Untested,
-            j => j,
-        }
+        judge_cell(self.verdict, self.expected, self.untested.is_some())
+    }
+}
+
+/// [`judge`], except that a chaos cell in which no fault took effect (`untested`) is
+/// [`Judged::Untested`] unless the lock broke anyway: the one rule the exit code and the
+/// reports' verdict words both follow.
+pub fn judge_cell(verdict: SafetyVerdict, expected: Expect, untested: bool) -> Judged {
+    match judge(verdict, expected) {
+        Judged::Broke => Judged::Broke,
+        _ if untested => Judged::Untested,
+        j => j,
     }
 }
 

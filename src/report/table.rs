@@ -2,6 +2,7 @@
 //! cell's verdict and first findings, and each cell's fault windows. `report.md` and
 //! `report.html` format the same figures, so they never disagree.
 
+use crate::check::expectation::{Judged, judge_cell};
 use crate::results::{CellSummary, FifoBasis};
 
 /// A column's heading and whether it holds numbers (right-aligned, sorted as numbers).
@@ -147,35 +148,35 @@ pub enum Standing {
 /// The cell's verdict, and how it stands against its expectation: `UNSAFE` in capitals is a
 /// lock that broke where the workload expected it to hold.
 pub fn verdict(c: &CellSummary) -> String {
-    use crate::results::{Expect, SafetyVerdict};
-    let Some(s) = &c.safety else {
+    use crate::results::SafetyVerdict;
+    let Some((v, judged)) = judged(c) else {
         return "n/a".into();
     };
-    let untested = crate::check::expectation::untested(c).is_some();
-    match (s.verdict, s.expected) {
-        (SafetyVerdict::Unsafe, Expect::Safe) => "UNSAFE".into(),
-        (v, _) if untested => format!("{v} (no fault took effect)"),
-        (SafetyVerdict::Safe, Expect::Safe) => "safe".into(),
-        (SafetyVerdict::Unsafe, Expect::Unsafe) => "unsafe (expected)".into(),
-        (SafetyVerdict::Safe, Expect::Unsafe) => "safe (expected unsafe)".into(),
-        (SafetyVerdict::Unknown, _) => "unknown".into(),
+    match judged {
+        Judged::Broke => "UNSAFE".into(),
+        Judged::Untested => format!("{v} (no fault took effect)"),
+        Judged::AsExpected if v == SafetyVerdict::Safe => "safe".into(),
+        Judged::AsExpected => "unsafe (expected)".into(),
+        Judged::NotExposed => "safe (expected unsafe)".into(),
+        Judged::Unknown => "unknown".into(),
     }
 }
 
 /// [`verdict`] as a [`Standing`], for colouring it.
 pub fn standing(c: &CellSummary) -> Standing {
-    use crate::results::{Expect, SafetyVerdict};
-    let Some(s) = &c.safety else {
-        return Standing::Absent;
-    };
-    match (s.verdict, s.expected) {
-        (SafetyVerdict::Unsafe, Expect::Safe) => Standing::Broken,
-        _ if crate::check::expectation::untested(c).is_some() => Standing::Doubtful,
-        (SafetyVerdict::Safe, Expect::Safe) | (SafetyVerdict::Unsafe, Expect::Unsafe) => {
-            Standing::AsExpected
-        }
-        _ => Standing::Doubtful,
+    match judged(c) {
+        None => Standing::Absent,
+        Some((_, Judged::Broke)) => Standing::Broken,
+        Some((_, Judged::AsExpected)) => Standing::AsExpected,
+        Some(_) => Standing::Doubtful,
     }
+}
+
+/// The cell's merged verdict and how `lockbench run` judges it; `None` without safety figures.
+fn judged(c: &CellSummary) -> Option<(crate::results::SafetyVerdict, Judged)> {
+    let s = c.safety.as_ref()?;
+    let untested = crate::check::expectation::untested(c).is_some();
+    Some((s.verdict, judge_cell(s.verdict, s.expected, untested)))
 }
 
 /// One finding of a checker, ready to show.
