@@ -17,7 +17,9 @@ pub enum Strategy {
     /// Waiters queue in FIFO order and each watches only the one ahead of it: a release wakes
     /// exactly one waiter, which then holds the lock.
     Predecessor,
-    /// etcd only: the server-side `Lock`/`Unlock` RPC (the v3lock service).
+    /// The server's own blocking wait: etcd's `Lock`/`Unlock` RPC (the v3lock service),
+    /// PostgreSQL's `pg_advisory_lock`, MariaDB's `GET_LOCK(name, timeout)`. The server queues
+    /// the waiters, in whatever order it keeps them.
     Native,
     /// Redis only; unsafe, for calibration. The herd's acquire, but the release is a plain
     /// `DEL key` with no owner check: a holder whose key expired deletes the next holder's key,
@@ -122,8 +124,8 @@ impl FromStr for Strategy {
             .find(|st| st.name() == wanted)
             .ok_or_else(|| {
                 format!(
-                    "unknown strategy '{s}': valid strategies are herd, predecessor, native (etcd \
-                     only), unsafe-del, unsafe-setnx-expire and unsafe-get-set (redis only; \
+                    "unknown strategy '{s}': valid strategies are herd, predecessor, native (etcd, \
+                     postgres, mariadb), unsafe-del, unsafe-setnx-expire and unsafe-get-set (redis only; \
                      {UNSAFE_LABEL}) and unsafe-writer-skips-readers (zookeeper only; \
                      {UNSAFE_LABEL})"
                 )

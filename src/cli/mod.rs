@@ -48,7 +48,8 @@ impl Cli {
 pub enum Command {
     /// Run the comparison: every system × strategy × workload × chaos × clients cell, results
     /// on disk.
-    /// With no arguments: hot-lock on all four systems under both strategies.
+    /// With no arguments: hot-lock on ZooKeeper, etcd, Redis and Redlock under both strategies
+    /// (`--all-systems` adds PostgreSQL, MariaDB and Memcached).
     Run(RunArgs),
     /// Sweep the client count of one system × strategy × workload on one cluster, fit the
     /// Universal Scalability Law to the throughput, and write capacity.json, the capacity
@@ -113,9 +114,12 @@ pub enum Command {
 /// Arguments of `lockbench run`.
 #[derive(Debug, clap::Args)]
 pub struct RunArgs {
-    /// Systems to run, comma-separated.
-    #[arg(long, value_delimiter = ',', default_values_t = crate::system::ALL_SYSTEMS)]
+    /// Systems to run, comma-separated; default: the default comparison's.
+    #[arg(long, value_delimiter = ',', default_values_t = crate::system::default_systems())]
     pub systems: Vec<System>,
+    /// Every system lockbench has, the ones outside the default comparison too.
+    #[arg(long, conflicts_with = "systems")]
+    pub all_systems: bool,
     /// Strategies, comma-separated; default: the workload's.
     #[arg(long, value_delimiter = ',', help = strategies_help())]
     pub strategies: Option<Vec<crate::recipe::Strategy>>,

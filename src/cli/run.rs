@@ -38,7 +38,12 @@ pub async fn run(args: RunArgs) -> anyhow::Result<Exit> {
         seed: args.seed,
     };
     let run_id = docker::new_run_id();
-    let plan = Plan::expand(&run_id, &args.systems, &workloads, &ov)?.repeated(args.repeat);
+    let systems = if args.all_systems {
+        crate::system::ALL_SYSTEMS.to_vec()
+    } else {
+        args.systems.clone()
+    };
+    let plan = Plan::expand(&run_id, &systems, &workloads, &ov)?.repeated(args.repeat);
     for s in &plan.skipped {
         eprintln!("lockbench: skipped {s}");
     }

@@ -205,6 +205,22 @@ impl Cluster {
         health::serving(self, n).await
     }
 
+    /// Promotes a replica to lead (see [`Provider::promote`]): the node that now leads, or
+    /// [`ClusterError::Fault`] when this system has nothing to promote.
+    pub async fn promote(&self) -> Result<String, ClusterError> {
+        match self.provider.promote(self) {
+            Some(promoting) => promoting.await,
+            None => Err(ClusterError::Fault {
+                node: "-".into(),
+                error: format!(
+                    "{} has no replica to promote (it fails over by itself, or has no \
+                     replicas): the promote fault runs on postgres and mariadb",
+                    self.system()
+                ),
+            }),
+        }
+    }
+
     /// Polls readiness (as defined for [`Cluster::start`]) until it holds or `timeout` passes.
     pub async fn wait_ready(&self, timeout: Duration) -> Result<(), ClusterError> {
         let deadline = Instant::now() + timeout;

@@ -52,6 +52,17 @@ pub trait Provider: Send + Sync + 'static {
     /// The server version the server at `endpoint` reports (e.g. `3.8.0`), with a deadline.
     fn server_version<'a>(&'a self, endpoint: &'a str) -> BoxFuture<'a, Result<String, String>>;
 
+    /// Promotes a replica to lead, where the system has no failover of its own (PostgreSQL,
+    /// MariaDB: the `promote` fault is this operator's step): the name of the node that now
+    /// leads, once it takes writes. `None` when the system has nothing to promote (its own
+    /// election or failover does it, or it has no replicas).
+    fn promote<'a>(
+        &'a self,
+        _cluster: &'a Cluster,
+    ) -> Option<BoxFuture<'a, Result<String, ClusterError>>> {
+        None
+    }
+
     /// Brings a killed `node` back with an empty data directory when the system cannot simply
     /// start it again (etcd refuses a member twice); `None` to restart it as it is.
     fn rejoin_wiped<'a>(

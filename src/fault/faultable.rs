@@ -29,6 +29,14 @@ pub trait Faultable: Sync {
         node: &str,
         data: DataOnRestart,
     ) -> impl Future<Output = Result<(), ClusterError>>;
+    /// Promotes a replica to lead (PostgreSQL, MariaDB: no failover of their own): the node
+    /// that now leads. Refused by default.
+    fn promote(&self) -> impl Future<Output = Result<String, ClusterError>> {
+        std::future::ready(Err(ClusterError::Fault {
+            node: "-".into(),
+            error: "this cluster has no replica to promote".into(),
+        }))
+    }
     /// Freezes `node`.
     fn pause(&self, node: &str) -> impl Future<Output = Result<(), ClusterError>>;
     /// Thaws `node`.
@@ -119,6 +127,9 @@ impl Faultable for Cluster {
     }
     async fn restart(&self, node: &str, data: DataOnRestart) -> Result<(), ClusterError> {
         Cluster::restart(self, node, data).await
+    }
+    async fn promote(&self) -> Result<String, ClusterError> {
+        Cluster::promote(self).await
     }
     async fn pause(&self, node: &str) -> Result<(), ClusterError> {
         Cluster::pause(self, node).await

@@ -21,6 +21,7 @@
 //! | `partition` | iptables drops per [`Grudge`] ([`partition::shape`]: halves, isolate-leader, bridge, majorities-ring) | remove its cuts, keep the other partitions' | real |
 //! | `clock` | cut every TTL under the cell's prefix by Δ (once, or every tick: fast) | stop the ticker; expired keys stay expired | modelled ([`clock::model`]); refused on ZooKeeper and etcd (monotonic leases) |
 //! | `pause-client` | SIGSTOP worker processes ([`pause_client`] picks `holder` or `random`) | SIGCONT | real |
+//! | `promote` | SIGKILL the primary, promote its replica ([`crate::cluster::Provider::promote`]) | restart the old primary, which rejoins as the new one's replica; wait until it serves | real; postgres and mariadb only |
 //! | `mixed` | each occurrence draws one of its kinds from the schedule's seed | the drawn kind's | the drawn kind's |
 //!
 //! **What a new fault kind touches:** its file here (parameters, validation, name, start, undo,
@@ -67,6 +68,7 @@ registry! {
     pause_client::PauseClient => PausedClients,
     clock::Clock => Skewed,
     mixed::Mixed => Undrawn,
+    promote::Promote => Promoted,
 }
 
 /// A fault that could not be started or undone.

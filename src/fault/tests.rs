@@ -88,3 +88,34 @@ fn kinds_and_effects_say_what_the_report_says() {
     assert_eq!(mixed.refusal().map(|r| r.kind), Some("clock"));
     assert!(!mixed.pauses_clients());
 }
+
+#[test]
+fn a_promotion_runs_only_where_an_operator_fails_over() {
+    let promote = FaultKind::from(Promote);
+    assert_eq!(
+        (promote.name(), promote.realism(), promote.window_field()),
+        ("promote", Realism::Real, "restart_after")
+    );
+    let refusal = promote.refusal().expect("promote is refused somewhere");
+    let manual: Vec<_> = crate::system::FACTS
+        .iter()
+        .filter(|f| f.manual_failover)
+        .map(|f| f.system)
+        .collect();
+    for s in crate::system::ALL_SYSTEMS {
+        // Refused exactly where the system fails over by itself or has no replica.
+        assert_eq!(refusal.systems.contains(&s), !manual.contains(&s), "{s}");
+    }
+    for s in ["zookeeper", "etcd", "redis", "redlock"] {
+        let s: crate::system::System = s.parse().unwrap();
+        assert!(
+            refusal.systems.contains(&s),
+            "{s} elects or fails over by itself"
+        );
+    }
+    assert!(
+        refusal.why.contains("postgres and mariadb"),
+        "{}",
+        refusal.why
+    );
+}

@@ -251,6 +251,18 @@ pub struct RecipeConfig {
     /// attempt is left, or shows it was granted. Past it, the outcome stays unknown (`info`).
     #[serde(default = "default_resolve_timeout")]
     pub resolve_timeout: Duration,
+    /// How often a waiter with no notification to wait for tries again: the herd of the
+    /// stores that have none (MariaDB's `GET_LOCK(name, 0)`, Memcached's `add`) polls at this
+    /// pace, and counts every poll as a wake-up.
+    #[serde(default = "default_poll_interval")]
+    pub poll_interval: Duration,
+}
+
+/// The default of [`RecipeConfig::poll_interval`] (and the workload's `poll_interval`).
+pub const DEFAULT_POLL_INTERVAL: Duration = Duration::from_millis(10);
+
+fn default_poll_interval() -> Duration {
+    DEFAULT_POLL_INTERVAL
 }
 
 /// The default of [`RecipeConfig::resolve_timeout`] (and the workload's `resolve_timeout`):
@@ -272,6 +284,7 @@ impl Default for RecipeConfig {
             crash_between_steps_every: 0,
             retry: RetryPolicy::default(),
             resolve_timeout: DEFAULT_RESOLVE_TIMEOUT,
+            poll_interval: DEFAULT_POLL_INTERVAL,
         }
     }
 }

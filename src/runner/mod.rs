@@ -287,6 +287,7 @@ where
         crash_between_steps_every: wl.crash_between_steps_every,
         retry: wl.retry,
         resolve_timeout: wl.resolve_timeout,
+        poll_interval: wl.poll_interval,
         ..RecipeConfig::default()
     };
     match wl.clients_as {

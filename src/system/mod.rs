@@ -106,6 +106,13 @@ pub struct Facts {
     pub strategies: &'static [Strategy],
     /// No node leads (Redlock's independent masters): `leader` faults hit the first server up.
     pub leaderless: bool,
+    /// Whether a run that names no systems starts it: the default comparison is kept to about
+    /// five minutes, so the stores added later (PostgreSQL, MariaDB, Memcached) run when named
+    /// (`--systems`) or with `--all-systems`.
+    pub in_default_run: bool,
+    /// No failover of its own: a replica takes writes only when an operator promotes it
+    /// (PostgreSQL, MariaDB), which the `promote` fault does.
+    pub manual_failover: bool,
     /// What times its leases, which says how a clock fault reaches its servers.
     pub lease_clock: LeaseClock,
     /// The lock kinds its recipe implements, by their names in workload files (`mutex`,
@@ -125,6 +132,15 @@ pub enum LeaseClock {
     /// Keys expire by their Redis TTLs, on the wall clock (Redis, Redlock): the clock model
     /// reaches them over the Redis protocol.
     RedisTtl,
+}
+
+/// The systems a run that names none starts ([`Facts::in_default_run`]), in report order.
+pub fn default_systems() -> Vec<System> {
+    FACTS
+        .iter()
+        .filter(|f| f.in_default_run)
+        .map(|f| f.system)
+        .collect()
 }
 
 /// The valid system names, as error messages list them.

@@ -137,6 +137,9 @@ pub struct Workload {
     /// How long past its deadline an acquisition whose outcome is unknown keeps asking the
     /// cluster what became of it, before it is recorded as unknown (`info`): the drain.
     pub resolve_timeout: Duration,
+    /// How often a waiter that has no wake-up to wait for tries again (`poll_interval`): the
+    /// herd of MariaDB and Memcached, which have no notifications, polls at this pace.
+    pub poll_interval: Duration,
     /// Waiting strategies to run, in order; `native` is only valid on etcd (checked by the plan).
     pub strategies: Vec<Strategy>,
     /// Seed of every random choice.

@@ -26,6 +26,7 @@ pub(super) struct RawWorkload {
     pub(super) retry_backoff: Option<String>,
     pub(super) retry_backoff_max: Option<String>,
     pub(super) resolve_timeout: Option<String>,
+    pub(super) poll_interval: Option<String>,
     pub(super) strategies: Option<Vec<String>>,
     pub(super) seed: Option<i64>,
     pub(super) stampede: Option<RawStampede>,

@@ -275,7 +275,7 @@ impl Validator<'_> {
             return Err(self.out_of_range(
                 "strategies",
                 "[]",
-                "one or more of herd, predecessor, native (etcd only), unsafe-del, \
+                "one or more of herd, predecessor, native (etcd, postgres, mariadb), unsafe-del, \
                  unsafe-setnx-expire (redis only; unsafe, for calibration)",
             ));
         }
@@ -450,6 +450,13 @@ impl Validator<'_> {
             Duration::ZERO,
             HOUR,
         )?;
+        let poll_interval = self.opt_duration(
+            "poll_interval",
+            raw.poll_interval.as_deref(),
+            crate::recipe::DEFAULT_POLL_INTERVAL,
+            Duration::from_millis(1),
+            Duration::from_secs(60),
+        )?;
         if let Arrival::Open { .. } = arrival {
             if think_given {
                 return Err(self.conflict("field 'think' does not apply to open arrival (the schedule sets the pace): remove it or use kind = \"closed\"".into()));
@@ -468,6 +475,7 @@ impl Validator<'_> {
             arrival,
             stop,
             warmup,
+            poll_interval,
             lease_ttl,
             renew: raw.renew.unwrap_or(true),
             acquire_timeout,

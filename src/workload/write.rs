@@ -82,6 +82,7 @@ impl Workload {
         put("retry_backoff", text(self.retry.initial));
         put("retry_backoff_max", text(self.retry.max));
         put("resolve_timeout", text(self.resolve_timeout));
+        put("poll_interval", text(self.poll_interval));
         put(
             "strategies",
             Value::Array(

@@ -33,6 +33,8 @@ pub(super) static FACTS: Facts = Facts {
     image: ImageKind::Etcd,
     strategies: &[Strategy::Herd, Strategy::Predecessor, Strategy::Native],
     leaderless: false,
+    in_default_run: true,
+    manual_failover: false,
     lease_clock: LeaseClock::Monotonic,
     lock_kinds: &["mutex", "reentrant", "rwlock", "semaphore"],
     colour: (230, 159, 0),

@@ -41,6 +41,8 @@ pub(super) static FACTS: Facts = Facts {
         Strategy::UnsafeGetSet,
     ],
     leaderless: false,
+    in_default_run: true,
+    manual_failover: false,
     lease_clock: LeaseClock::RedisTtl,
     lock_kinds: &["mutex", "reentrant", "rwlock", "semaphore"],
     colour: (0, 140, 100),

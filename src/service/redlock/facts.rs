@@ -22,6 +22,8 @@ pub(super) static FACTS: Facts = Facts {
     image: ImageKind::Redis,
     strategies: &[Strategy::Herd, Strategy::Predecessor],
     leaderless: true,
+    in_default_run: true,
+    manual_failover: false,
     lease_clock: LeaseClock::RedisTtl,
     // No semaphore: over a majority of masters it is unsafe from 2 permits on
     // (recipe/redis/redlock.rs says why).

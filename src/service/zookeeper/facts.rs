@@ -37,6 +37,8 @@ pub(super) static FACTS: Facts = Facts {
         Strategy::UnsafeWriterSkipsReaders,
     ],
     leaderless: false,
+    in_default_run: true,
+    manual_failover: false,
     lease_clock: LeaseClock::Monotonic,
     lock_kinds: &["mutex", "reentrant", "rwlock", "semaphore"],
     colour: (0, 64, 140),
