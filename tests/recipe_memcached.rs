@@ -318,3 +318,104 @@ fn tokens_go_backwards_after_a_restart() {
         a.crash().await;
     });
 }
+
+/// Drops (`on`) or lets through again every reply `node`'s server sends: a request sent
+/// meanwhile is applied, but its answer is lost.
+async fn drop_replies(cluster: &Cluster, node: &str, on: bool) {
+    let n = cluster.node(node).expect("node");
+    let script = format!(
+        "IPT=iptables; $IPT -w -L -n >/dev/null 2>&1 || IPT=iptables-legacy\n\
+         $IPT -w {} OUTPUT -p tcp --sport {} -j DROP",
+        if on { "-I" } else { "-D" },
+        n.container_port()
+    );
+    n.exec_script(&script)
+        .await
+        .unwrap_or_else(|e| panic!("the drop rule on {node}: {e}"));
+}
+
+/// An add whose reply is lost is an unknown outcome, resolved on the server: a lost grant is
+/// found (the key holds the attempt's owner value) and claimed; an attempt that never stored
+/// anything ends `Withdrawn`, not `Timeout`.
+#[test]
+fn unknown_outcomes_are_resolved_on_the_server() {
+    MEMCACHED.run("memcached/herd/unknown_outcomes", |f| async move {
+        let mut cfg = config("/t/unknown", Duration::from_secs(5), true);
+        cfg.request_timeout = Duration::from_millis(500);
+        let key = "/t/unknown/k";
+        let (b, c) = (
+            client(&f.cluster, cfg.clone()).await,
+            client(&f.cluster, cfg.clone()).await,
+        );
+        // Where the key lives: its fencing counter stays there after a release.
+        let first = b
+            .acquire("k", Strategy::Herd, Instant::now() + Duration::from_secs(2))
+            .await
+            .expect("free lock");
+        let (node, endpoint) = holder_node(&f.cluster, key).await;
+        b.release(first).await.expect("release");
+
+        // 1. The add is applied, its reply dropped; the client gives the connection up.
+        drop_replies(&f.cluster, &node, true).await;
+        let started = Instant::now();
+        let taking = tokio::spawn(async move {
+            let r = b
+                .acquire("k", Strategy::Herd, Instant::now() + Duration::from_secs(5))
+                .await;
+            (b, r)
+        });
+        tokio::time::sleep(Duration::from_millis(900)).await;
+        drop_replies(&f.cluster, &node, false).await;
+        let (b, granted) = taking.await.unwrap();
+        let lease = granted.expect("the lost grant is found and claimed");
+        println!(
+            "memcached: a grant whose reply was lost claimed after {:?}, token {}",
+            started.elapsed(),
+            lease.token
+        );
+        assert!(started.elapsed() >= Duration::from_millis(900));
+        assert!(raw(&endpoint, &format!("mg {key} v")).await.1.is_some());
+        let other = c
+            .acquire(
+                "k",
+                Strategy::Herd,
+                Instant::now() + Duration::from_millis(300),
+            )
+            .await;
+        assert!(
+            matches!(other, Err(LockError::Timeout { .. })),
+            "b holds it: {:?}",
+            other.map(|l| l.token)
+        );
+        // Its owner value was b's: the owner-checked release deletes it.
+        b.release(lease).await.expect("b's own key");
+        assert_eq!(raw(&endpoint, &format!("mg {key} v")).await.0, "EN");
+
+        // 2. c holds; b's polls are reset for a while, then find c's key until the deadline.
+        let held = c
+            .acquire("k", Strategy::Herd, Instant::now() + Duration::from_secs(2))
+            .await
+            .expect("c acquires");
+        let waiting = tokio::spawn(async move {
+            let r = b
+                .acquire("k", Strategy::Herd, Instant::now() + Duration::from_secs(2))
+                .await;
+            (b, r)
+        });
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        common::reject_port(&f.cluster, &node, true).await;
+        tokio::time::sleep(Duration::from_millis(600)).await;
+        common::reject_port(&f.cluster, &node, false).await;
+        let (b, r) = waiting.await.unwrap();
+        println!("memcached: a waiter whose poll went unanswered: {r:?}");
+        assert!(
+            matches!(r, Err(LockError::Withdrawn { .. })),
+            "{:?}",
+            r.map(|l| l.token)
+        );
+        assert!(!held.lost.is_lost(), "c kept its lock");
+        c.release(held).await.expect("c releases");
+        b.crash().await;
+        c.crash().await;
+    });
+}
