@@ -220,6 +220,8 @@ impl MemcachedRecipe {
         };
         let mut backoff = Backoff::new(self.cfg.retry);
         let mut unanswered: Option<String> = None;
+        // An unanswered add not yet looked for on the server (one `mg` after each).
+        let mut unchecked = false;
         let poll = self.cfg.poll_interval.max(Duration::from_millis(1));
         let failure = loop {
             let sent = Instant::now();
@@ -228,12 +230,12 @@ impl MemcachedRecipe {
                 Ok(Reply::Stored(_)) => return Ok(sent),
                 Ok(Reply::NotStored) => {
                     // A lost `ms` of this attempt may be what holds the key.
-                    if unanswered.is_some() {
+                    if unchecked {
                         let limit = self.limit(deadline, try_once);
-                        if let Ok(Some(at)) =
-                            self.claim_if_ours(node, keys, owner, limit, tally).await
-                        {
-                            return Ok(at);
+                        match self.claim_if_ours(node, keys, owner, limit, tally).await {
+                            Ok(Some(at)) => return Ok(at),
+                            Ok(None) => unchecked = false,
+                            Err(_) => {}
                         }
                     }
                     let left = deadline.saturating_duration_since(Instant::now());
@@ -266,6 +268,7 @@ impl MemcachedRecipe {
                         CallError::NotSent(e) => LockError::Unavailable(e),
                         CallError::NoReply(e) => {
                             unanswered = Some(e.clone());
+                            unchecked = true;
                             LockError::Connection(e)
                         }
                     };
