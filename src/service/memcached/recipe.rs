@@ -599,6 +599,8 @@ struct Held {
     ttl: Duration,
     server_ttl: u64,
     granted_at: Instant,
+    /// The limit of one request.
+    request_timeout: Duration,
 }
 
 /// Renews `held` every ttl/3 until it is lost; returns when the holder must stop counting on
@@ -617,7 +619,9 @@ async fn keep(held: Held) {
                 &held.keys,
                 &held.owner,
                 held.server_ttl,
-                period.max(Duration::from_millis(50)),
+                held.request_timeout
+                    .min(period)
+                    .max(Duration::from_millis(50)),
             )
             .await;
             (sent, r)
@@ -684,6 +688,7 @@ impl Recipe for MemcachedRecipe {
             ttl: self.cfg.ttl,
             server_ttl,
             granted_at,
+            request_timeout: self.cfg.request_timeout,
         };
         let watchdog = self.tasks.spawn(watch(held, self.cfg.renew, trigger));
         let acquired_at = Instant::now();
