@@ -46,8 +46,17 @@ find_primary() {
   return 1
 }
 
+# A fresh install takes a server id no install had: a replica skips the events that carry its
+# own id (they would be its own, come back round), so a node that starts again from scratch
+# under its old id would skip everything it wrote as a primary. The first primary is node N's
+# id N; an install that replicates takes N + 100 x a random number (1 to 2^20).
 install() {
   rm -rf "$datadir"
+  if [ -n "$primary" ]; then
+    echo $(( sid + 100 * ((RANDOM << 5 ^ RANDOM) % 1048576 + 1) )) > "$data/server-id"
+  else
+    echo "$sid" > "$data/server-id"
+  fi
   mariadb-install-db --user=mysql --datadir="$datadir" --skip-test-db \
     --auth-root-authentication-method=socket >/dev/null 2>&1 || {
     echo "lockbench-entrypoint: mariadb-install-db failed" >&2
@@ -75,6 +84,7 @@ else
   install
 fi
 
+sid=$(cat "$data/server-id" 2>/dev/null || echo "$sid")
 args=(--user=mysql --datadir="$datadir" --socket="$sock" --port=3306
       --bind-address=0.0.0.0 --skip-name-resolve --server-id="$sid"
       --log-bin=mariadb-bin --relay-log=relay-bin --log-slave-updates --gtid-strict-mode=1 --binlog-format=ROW
