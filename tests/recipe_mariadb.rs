@@ -395,3 +395,63 @@ fn a_promoted_replica_grants_the_old_primarys_locks_at_once() {
         b.crash().await;
     });
 }
+
+/// A primary with two replicas, for the promotion that must point the other replica at the
+/// promoted one.
+static MARIADB3: Shared<()> =
+    Shared::new(System::Mariadb, Some(3), Duration::from_secs(120), no_state);
+
+/// Size 3: the promoted replica's fencing writes reach the other replica, which now follows
+/// it, and the old primary rejoins as a third replica.
+#[test]
+fn with_two_replicas_a_promotion_repoints_the_other() {
+    MARIADB3.run("mariadb3/promote_repoints", |f| async move {
+        let (old, _) = primary(&f.cluster).await;
+        let cfg = config("promote3");
+        let a = client(&f.cluster, cfg.clone()).await;
+        let l = a
+            .acquire(
+                "k",
+                Strategy::Native,
+                Instant::now() + Duration::from_secs(5),
+            )
+            .await
+            .expect("grant on the old primary");
+        let first = l.token;
+        f.cluster.kill(&old).await.expect("kill the primary");
+        let new = f.cluster.promote().await.expect("promote");
+        assert_ne!(new, old);
+        let b = client(&f.cluster, cfg).await;
+        let l2 = b
+            .acquire("k", Strategy::Herd, Instant::now() + Duration::from_secs(5))
+            .await
+            .expect("grant on the promoted replica");
+        assert!(l2.token > first);
+        b.release(l2).await.expect("release");
+        // Every running replica follows the new primary, both threads running.
+        let others: Vec<String> = f
+            .cluster
+            .servers()
+            .map(|n| n.name().to_string())
+            .filter(|n| *n != old && *n != new)
+            .collect();
+        assert_eq!(others.len(), 1);
+        let followed = within(Duration::from_secs(10), || async {
+            f.cluster.serving(&others[0]).await.is_ok()
+        })
+        .await;
+        assert!(followed.is_some(), "{} does not follow {new}", others[0]);
+        f.cluster
+            .restart(&old, DataOnRestart::Keep)
+            .await
+            .expect("restart the old primary");
+        f.cluster
+            .wait_ready(Duration::from_secs(60))
+            .await
+            .expect("ready: one primary, two replicas running");
+        assert_eq!(f.cluster.leader().await.unwrap().as_deref(), Some(&*new));
+        drop(l);
+        a.crash().await;
+        b.crash().await;
+    });
+}
