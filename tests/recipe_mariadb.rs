@@ -233,7 +233,7 @@ fn a_stale_lease_does_not_release_the_next_holders_lock() {
             Some(b_id),
             "b still holds it"
         );
-        // A releases nothing of B's even on a new connection; and A locks again after it.
+        // A, on a new connection now, cannot take it while B holds it; once B lets go, it can.
         let e = a
             .acquire(
                 "k",

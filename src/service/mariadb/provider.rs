@@ -25,6 +25,7 @@ pub(crate) const PASSWORD: &str = "lockbench";
 /// The database the clients use (their fencing sequence lives in it).
 pub(crate) const DATABASE: &str = "lockbench";
 
+/// `mariadb1` (the primary) to `mariadb<size>`, each told every peer's host name.
 pub(crate) fn node_specs(run_id: &str, size: usize) -> Vec<NodeSpec> {
     let names: Vec<String> = (1..=size).map(|i| format!("mariadb{i}")).collect();
     let peers = names
@@ -104,11 +105,15 @@ pub(crate) struct Role {
 /// One row of `SHOW SLAVE STATUS`, the fields read.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Replication {
+    /// The primary it replicates (`Master_Host`).
     pub master_host: String,
+    /// `Slave_IO_Running`: `Yes`, `No` or `Connecting`.
     pub io_running: String,
+    /// `Slave_SQL_Running`: `Yes` or `No`.
     pub sql_running: String,
     /// The GTIDs received from the primary (`Gtid_IO_Pos`).
     pub gtid_io_pos: String,
+    /// `Last_IO_Error` and `Last_SQL_Error`, the ones not empty.
     pub last_error: String,
 }
 
@@ -183,6 +188,7 @@ async fn roles(cluster: &Cluster) -> Vec<(&Node, Result<Role, String>)> {
     out
 }
 
+/// Every server runs, exactly one is a primary, and every other replicates with both threads.
 pub(crate) async fn ready(cluster: &Cluster) -> Result<(), String> {
     for n in cluster.servers() {
         if n.state() != NodeState::Running {
