@@ -38,8 +38,8 @@ pub(super) static FACTS: Facts = Facts {
     in_default_run: false,
     // Replication has no failover of its own: an operator promotes a replica.
     manual_failover: true,
-    // Session locks have no TTL: they last as long as the connection (idle sessions end after
-    // the client's `wait_timeout`, counted by the server's own timer).
+    // Session locks have no TTL: they last as long as the connection (the recipe sets the
+    // session's `wait_timeout`, counted by the server's own timer; see its recipe.rs).
     lease_clock: LeaseClock::Monotonic,
     lock_kinds: &["mutex", "reentrant"],
     colour: (213, 94, 0),

@@ -15,9 +15,12 @@
 //! replicated write, so a promoted replica continues above the values it received), taken after
 //! the grant. Loss: a heartbeat every ttl/3 asks `IS_USED_LOCK(name) = CONNECTION_ID()` on the
 //! holding connection; an error, no answer within `request_timeout`, or a lock no longer ours
-//! fires the lease's [`LostSignal`]. The session's `wait_timeout` is the TTL, so a session cut
-//! off from its client (a partition) ends, with its locks, after a TTL without a request; without
-//! `renew` the lease is told lost a TTL after the grant, as the server may then end the session.
+//! fires the lease's [`LostSignal`]. The session's `wait_timeout` is set to the TTL, meant to end
+//! a session cut off from its client (a partition) after a TTL without a request; that is not
+//! shown: under `chaos/pause-clients.toml` (`held-locks`, 10 s TTL) the stopped holder's session
+//! kept its lock through the whole 15 s pause, and the next grant came at the thawed release.
+//! Without `renew` the lease is told lost a TTL after the grant, as the server may then end the
+//! session.
 //!
 //! Release: `RELEASE_LOCK(name)` is 1 only for the session that holds it (0 when another does,
 //! NULL when nobody does: both are [`LockError::Lost`]); a lease from a connection since replaced
