@@ -17,6 +17,7 @@ macro_rules! each_system {
             etcd: "../service/etcd/facts.rs",
             redis: "../service/redis/facts.rs",
             redlock: "../service/redlock/facts.rs",
+            postgres: "../service/postgres/facts.rs",
         }
     };
 }
