@@ -352,3 +352,77 @@ fn promote_frees_every_lock() {
         drop(a);
     });
 }
+
+/// Predecessor: a waiter whose session died while it waited leaves its queue row behind. A
+/// release notifies the first waiter whose session is alive, which deletes the dead row ahead
+/// of it and takes the lock at once, not after a fallback poll.
+#[test]
+fn predecessor_skips_a_dead_waiter() {
+    PG.run("postgres/predecessor/dead-waiter", |f| async move {
+        let (_, endpoint) = primary(&f.cluster).await;
+        let cfg = RecipeConfig {
+            fallback_poll: Duration::from_millis(300),
+            ..config("dead", Duration::from_secs(3))
+        };
+        let st = Strategy::Predecessor;
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let k = fnv(&cfg.prefix, "d");
+        let queued = |n: usize| {
+            let ep = endpoint.clone();
+            async move {
+                let sql = format!("SELECT count(*) FROM lockbench_queue WHERE k = {k}");
+                raw(&ep, &sql).await == [n.to_string()]
+            }
+        };
+        // Waiters idle after a turn check that found someone ahead: their last query is it.
+        let waiting = |n: usize| {
+            let ep = endpoint.clone();
+            async move {
+                let sql = "SELECT count(*) FROM pg_stat_activity WHERE state = 'idle' \
+                           AND query LIKE 'WITH dead AS%'";
+                raw(&ep, sql).await == [n.to_string()]
+            }
+        };
+        let a = client(&f.cluster, cfg.clone()).await;
+        let held = a.acquire("d", st, deadline).await.unwrap();
+        let b = client(&f.cluster, cfg.clone()).await;
+        let dying = tokio::spawn(async move { b.acquire("d", st, deadline).await.map(|_| ()) });
+        within(Duration::from_secs(5), "B queued", || queued(2)).await;
+        within(Duration::from_secs(5), "B waiting", || waiting(1)).await;
+        let c = client(&f.cluster, cfg.clone()).await;
+        let last = tokio::spawn(async move {
+            let lease = c.acquire("d", st, deadline).await;
+            let granted = Instant::now();
+            let seen = lease.map(|l| (l.token, l.queue_position, l.fallback_polls, l));
+            match seen {
+                Ok((token, position, polls, l)) => {
+                    c.release(l).await.expect("C releases");
+                    (granted, Ok((token, position, polls)))
+                }
+                Err(e) => (granted, Err(e)),
+            }
+        });
+        within(Duration::from_secs(5), "C queued", || queued(3)).await;
+        within(Duration::from_secs(5), "C waiting", || waiting(2)).await;
+        // B's process dies while it waits: its connection closes, its row stays.
+        dying.abort();
+        let ended = dying.await;
+        assert!(
+            ended.as_ref().is_err_and(|e| e.is_cancelled()),
+            "B was still waiting: {ended:?}"
+        );
+        within(Duration::from_secs(5), "B's session ended", || waiting(1)).await;
+        let released = Instant::now();
+        a.release(held).await.unwrap();
+        let (granted, lease) = last.await.unwrap();
+        let (token, position, polls) = lease.expect("C is granted after the dead waiter");
+        let after = granted - released;
+        eprintln!(
+            "postgres/predecessor: C (ticket {position:?}, token {token}) granted {after:?} \
+             after the release, past a dead waiter, with {polls} fallback polls"
+        );
+        assert_eq!(polls, 0, "the release woke C, past the dead waiter");
+        assert!(after < Duration::from_millis(300), "{after:?}");
+        within(Duration::from_secs(5), "every row is gone", || queued(0)).await;
+    });
+}

@@ -11,8 +11,10 @@
 //!   and start time); a waiter listens on its own channel `lbq_<ticket>` and takes the advisory
 //!   lock when no row with a smaller ticket for the key belongs to a live session (checked
 //!   against `pg_stat_activity`, and the dead sessions' rows deleted on the way). A release
-//!   unlocks, deletes its row and notifies only its successor. The lock is still the advisory
-//!   lock, so it stays bound to the session.
+//!   unlocks, deletes its row and notifies only its successor, the first waiter whose session
+//!   is alive (one that dies between that check and the notification is covered by the fallback
+//!   poll of the waiter behind it). The lock is still the advisory lock, so it stays bound to
+//!   the session.
 //!
 //! The fencing token is `nextval('lockbench_fence')`, drawn in the statement that takes the
 //! lock, after the grant. While a lock is held a heartbeat asks every `ttl / 3` whether the
@@ -88,8 +90,7 @@ pub(crate) fn enqueue_sql(k: i64) -> String {
 /// live one is left ahead tries the lock: the token, 0 while a live waiter is ahead, -1 when
 /// first but the lock is still held (a session ending, or a client outside the queue).
 pub(crate) fn turn_sql(k: i64, ticket: i64) -> String {
-    let live = "EXISTS (SELECT 1 FROM pg_stat_activity a WHERE a.pid = q.pid \
-                AND a.backend_start = q.started)";
+    let live = LIVE;
     format!(
         "WITH dead AS (DELETE FROM lockbench_queue q WHERE q.k = {k} AND q.ticket < {ticket} \
          AND NOT {live}) \
@@ -99,8 +100,14 @@ pub(crate) fn turn_sql(k: i64, ticket: i64) -> String {
     )
 }
 
-/// Unlocks (if `unlock`), deletes the row of `ticket` and notifies the next waiter on the key.
-/// The notification goes out at commit, after the unlock and the deletion.
+/// A queue row `q` whose session is alive (the same pid started at the same time: a pid the
+/// server reused is not the waiter's).
+const LIVE: &str = "EXISTS (SELECT 1 FROM pg_stat_activity a WHERE a.pid = q.pid \
+                    AND a.backend_start = q.started)";
+
+/// Unlocks (if `unlock`), deletes the row of `ticket` and notifies the next live waiter on the
+/// key (a dead one's row is left for the waiters behind it to delete). The notification goes
+/// out at commit, after the unlock and the deletion.
 pub(crate) fn dequeue_sql(k: i64, ticket: i64, unlock: bool) -> String {
     let unlocked = if unlock {
         format!("pg_advisory_unlock({k})")
@@ -110,7 +117,7 @@ pub(crate) fn dequeue_sql(k: i64, ticket: i64, unlock: bool) -> String {
     format!(
         "WITH mine AS (DELETE FROM lockbench_queue WHERE ticket = {ticket}) \
          SELECT {unlocked}, (SELECT pg_notify('lbq_' || q.ticket, '') FROM lockbench_queue q \
-         WHERE q.k = {k} AND q.ticket > {ticket} ORDER BY q.ticket LIMIT 1)"
+         WHERE q.k = {k} AND q.ticket > {ticket} AND {LIVE} ORDER BY q.ticket LIMIT 1)"
     )
 }
 
@@ -692,7 +699,8 @@ mod tests {
         let d = dequeue_sql(3, 10, true);
         assert!(d.contains("DELETE FROM lockbench_queue WHERE ticket = 10"));
         assert!(d.contains("SELECT pg_advisory_unlock(3),"));
-        assert!(d.contains("q.ticket > 10 ORDER BY q.ticket LIMIT 1"));
+        assert!(d.contains("q.ticket > 10 AND EXISTS"), "{d}");
+        assert!(d.contains("ORDER BY q.ticket LIMIT 1"));
         assert!(dequeue_sql(3, 10, false).contains("SELECT true,"));
         assert!(holds_sql(-2).contains("((classid::bigint << 32) | objid::bigint) = -2"));
     }
