@@ -426,3 +426,50 @@ fn predecessor_skips_a_dead_waiter() {
         within(Duration::from_secs(5), "every row is gone", || queued(0)).await;
     });
 }
+
+/// A connection that breaks mid-acquire ends the session and any lock it got: the waiter
+/// answers `Withdrawn` (certainly not held), and its next call connects again and is granted.
+#[test]
+fn a_broken_connection_mid_acquire_withdraws() {
+    PG.run("postgres/withdraw", |f| async move {
+        let (_, endpoint) = primary(&f.cluster).await;
+        let cfg = config("withdraw", Duration::from_secs(3));
+        for st in [Strategy::Native, Strategy::Herd, Strategy::Predecessor] {
+            let a = client(&f.cluster, cfg.clone()).await;
+            let w = client(&f.cluster, cfg.clone()).await;
+            let deadline = Instant::now() + Duration::from_secs(10);
+            let held = a.acquire("w", st, deadline).await.unwrap();
+            let w = Arc::new(w);
+            let waiter = {
+                let w = w.clone();
+                tokio::spawn(async move { w.acquire("w", st, deadline).await })
+            };
+            // The waiter is waiting: not the holder, and in a lock wait (native) or idle after
+            // a try (herd) or a turn check (predecessor).
+            let waiters = "FROM pg_stat_activity WHERE application_name = 'lockbench' \
+                           AND pid NOT IN (SELECT pid FROM pg_locks WHERE locktype = \
+                           'advisory' AND granted) AND (wait_event_type = 'Lock' OR \
+                           (state = 'idle' AND (query LIKE 'SELECT CASE WHEN pg_try%' \
+                           OR query LIKE 'WITH dead AS%')))";
+            within(Duration::from_secs(5), "W waiting", || {
+                let ep = endpoint.clone();
+                async move { raw(&ep, &format!("SELECT count(*) {waiters}")).await == ["1"] }
+            })
+            .await;
+            raw(
+                &endpoint,
+                &format!("SELECT pg_terminate_backend(pid) {waiters}"),
+            )
+            .await;
+            let e = waiter.await.unwrap().unwrap_err();
+            assert!(matches!(e, LockError::Withdrawn { .. }), "{st}: {e}");
+            a.release(held).await.unwrap();
+            let again = w
+                .acquire("w", st, Instant::now() + Duration::from_secs(5))
+                .await
+                .expect("the next call connects again");
+            w.release(again).await.unwrap();
+            eprintln!("postgres/{st}: a waiter whose session was terminated answered: {e}");
+        }
+    });
+}

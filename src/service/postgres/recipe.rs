@@ -275,7 +275,9 @@ impl PostgresRecipe {
                 s.endpoint
             ))),
             Ok(Err(e)) => match e.as_db_error() {
-                Some(db) if !s.is_broken() => Err(Fail::Lock(server_error(db))),
+                Some(db) if !s.is_broken() && !ends_session(db.code().code()) => {
+                    Err(Fail::Lock(server_error(db)))
+                }
                 _ => Err(Fail::Broken(format!(
                     "{}: {}",
                     s.endpoint,
@@ -546,6 +548,13 @@ fn timeout(key: &str, started: Instant) -> LockError {
     }
 }
 
+/// SQLSTATEs after which the session is gone or useless for locking: a connection exception
+/// (class 08), an operator's intervention (class 57P: the backend terminated, the server
+/// shutting down or starting), a read-only server (25006: no longer the primary).
+pub(crate) fn ends_session(sqlstate: &str) -> bool {
+    sqlstate.starts_with("08") || sqlstate.starts_with("57P") || sqlstate == "25006"
+}
+
 fn server_error(db: &tokio_postgres::error::DbError) -> LockError {
     LockError::Server(format!("{} ({})", db.message(), db.code().code()))
 }
@@ -673,6 +682,16 @@ mod tests {
         assert_ne!(lock_key("ab", ""), lock_key("a", "b"));
         assert_ne!(lock_key("/p", "k1"), lock_key("/p", "k2"));
         assert_eq!(lock_key("/p", "k1"), lock_key("/p", "k1"));
+    }
+
+    #[test]
+    fn a_terminated_or_read_only_session_is_broken_other_errors_are_answers() {
+        for code in ["57P01", "57P02", "57P03", "08006", "08003", "25006"] {
+            assert!(ends_session(code), "{code}");
+        }
+        for code in ["55P03", "57014", "42P01", "40P01"] {
+            assert!(!ends_session(code), "{code}");
+        }
     }
 
     #[test]
