@@ -287,6 +287,7 @@ fn loss_signal_fires_when_the_primary_is_killed() {
         let took = t.elapsed();
         eprintln!("postgres: loss signal {took:?} after the primary was killed (ttl/3 = 300 ms, request_timeout 500 ms)");
         assert!(took <= Duration::from_millis(300 + 500 + 300), "{took:?}");
+        let before = lease.token;
         assert!(a.release(lease).await.is_err(), "a lost lock's release is an error");
         f.cluster.restart(&old, DataOnRestart::Keep).await.unwrap();
         let back = within(Duration::from_secs(30), "old primary serving", || async {
@@ -294,7 +295,18 @@ fn loss_signal_fires_when_the_primary_is_killed() {
         })
         .await;
         assert_eq!(primary(&f.cluster).await.0, old);
-        eprintln!("postgres: the primary restarted with its data serves again after {back:?}");
+        // The fence sequence survives the crash: WAL-logged ahead, flushed before use.
+        let after = client(&f.cluster, cfg)
+            .await
+            .acquire("k", Strategy::Native, Instant::now() + Duration::from_secs(5))
+            .await
+            .expect("granted on the restarted primary");
+        eprintln!(
+            "postgres: the primary restarted with its data serves again after {back:?}; \
+             token {before} before the kill, {} after",
+            after.token
+        );
+        assert!(after.token > before, "fencing tokens grow across a crash");
     });
 }
 
