@@ -21,9 +21,10 @@ pub enum Strategy {
     /// PostgreSQL's `pg_advisory_lock`, MariaDB's `GET_LOCK(name, timeout)`. The server queues
     /// the waiters, in whatever order it keeps them.
     Native,
-    /// Redis only; unsafe, for calibration. The herd's acquire, but the release is a plain
-    /// `DEL key` with no owner check: a holder whose key expired deletes the next holder's key,
-    /// and a third client is granted the lock while the second still holds it.
+    /// Redis and Memcached; unsafe, for calibration. The herd's acquire, but the release is a
+    /// plain `DEL key` (Memcached's `md key`) with no owner check: a holder whose key expired
+    /// deletes the next holder's key, and a third client is granted the lock while the second
+    /// still holds it.
     #[serde(rename = "unsafe-del")]
     UnsafeDel,
     /// Redis only; unsafe, for calibration. `SETNX key value`, then `PEXPIRE key ttl` as a second
@@ -125,9 +126,9 @@ impl FromStr for Strategy {
             .ok_or_else(|| {
                 format!(
                     "unknown strategy '{s}': valid strategies are herd, predecessor, native (etcd, \
-                     postgres, mariadb), unsafe-del, unsafe-setnx-expire and unsafe-get-set (redis only; \
-                     {UNSAFE_LABEL}) and unsafe-writer-skips-readers (zookeeper only; \
-                     {UNSAFE_LABEL})"
+                     postgres, mariadb), unsafe-del (redis and memcached; {UNSAFE_LABEL}), \
+                     unsafe-setnx-expire and unsafe-get-set (redis only; {UNSAFE_LABEL}) and \
+                     unsafe-writer-skips-readers (zookeeper only; {UNSAFE_LABEL})"
                 )
             })
     }

@@ -417,7 +417,7 @@ mod tests {
     }
 
     #[test]
-    fn unsafe_strategies_are_named_labelled_and_redis_only() {
+    fn unsafe_strategies_are_named_labelled_and_redis_and_memcached_only() {
         for (text, st) in [
             ("unsafe-del", Strategy::UnsafeDel),
             ("UNSAFE-SETNX-EXPIRE", Strategy::UnsafeSetnxExpire),
@@ -439,6 +439,9 @@ mod tests {
                 st
             );
             assert!(check_strategy(System::Redis, st).is_ok());
+            // Memcached offers the plain-delete release, the one its `add` lock can get wrong.
+            let on_memcached = check_strategy(System::Memcached, st).is_ok();
+            assert_eq!(on_memcached, st == Strategy::UnsafeDel, "{st}");
             for other in [System::Zookeeper, System::Etcd, System::Redlock] {
                 let e = check_strategy(other, st).unwrap_err().to_string();
                 assert!(e.contains(&format!("no '{}' strategy", st.name())), "{e}");
@@ -447,8 +450,9 @@ mod tests {
         assert!(BOTH_STRATEGIES.iter().all(|s| !s.is_unsafe()));
         assert!(!Strategy::Native.is_unsafe());
         assert!("unsafe".parse::<Strategy>().unwrap_err().contains(
-            "unsafe-del, unsafe-setnx-expire and unsafe-get-set (redis only; unsafe, for \
-                 calibration) and unsafe-writer-skips-readers (zookeeper only"
+            "unsafe-del (redis and memcached; unsafe, for calibration), unsafe-setnx-expire \
+                 and unsafe-get-set (redis only; unsafe, for calibration) and \
+                 unsafe-writer-skips-readers (zookeeper only"
         ));
     }
 

@@ -17,6 +17,8 @@ macro_rules! each_system {
             etcd: "../service/etcd/facts.rs",
             redis: "../service/redis/facts.rs",
             redlock: "../service/redlock/facts.rs",
+            mariadb: "../service/mariadb/facts.rs",
+            memcached: "../service/memcached/facts.rs",
             postgres: "../service/postgres/facts.rs",
         }
     };

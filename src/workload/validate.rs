@@ -275,7 +275,7 @@ impl Validator<'_> {
             return Err(self.out_of_range(
                 "strategies",
                 "[]",
-                "one or more of herd, predecessor, native (etcd, postgres, mariadb), unsafe-del, \
+                "one or more of herd, predecessor, native (etcd, postgres, mariadb), unsafe-del (redis, memcached), \
                  unsafe-setnx-expire (redis only; unsafe, for calibration)",
             ));
         }

@@ -367,7 +367,7 @@ fn bad_kinds_parameters_and_timing_say_what_is_valid() {
     let e = err("[[faults]]\nkind = \"explode\"\nstart = \"1s\"\n");
     assert_eq!(
         e,
-        "chaos/x.toml: field 'faults[0].kind' = \"explode\" is invalid: valid kinds are kill, partition, pause-node, pause-client, clock, mixed"
+        "chaos/x.toml: field 'faults[0].kind' = \"explode\" is invalid: valid kinds are kill, partition, pause-node, pause-client, clock, mixed, promote"
     );
     let e = err("[[faults]]\nkind = \"kill\"\nshape = \"halves\"\nstart = \"1s\"\n");
     assert!(
