@@ -198,18 +198,14 @@ pub async fn ensure(
     let _guard = BUILD_LOCK.lock().await;
     // Without an engine every image looks missing: say so instead of starting a build.
     crate::docker::connect().await?;
-    let mut reports = Vec::new();
-    let mut base: Option<String> = None;
+    // Which images are current, in the order asked; the rest are built below.
+    let mut current = Vec::new();
+    let mut to_build = Vec::new();
     for &kind in kinds {
         let image = image_name(kind);
-        let st = state(kind).await?;
-        if st == ImageState::Current {
+        if state(kind).await? == ImageState::Current {
             log(&format!("{}: up to date", image.name));
-            reports.push(BuildReport {
-                image: image.name,
-                built: false,
-                seconds: 0.0,
-            });
+            current.push(image.name);
             continue;
         }
         if image.overridden {
@@ -218,27 +214,49 @@ pub async fn ensure(
                 image: image.name,
             });
         }
-        let started = Instant::now();
-        let base_name = match &base {
-            Some(b) => b.clone(),
-            None => {
-                let b = ensure_base(log).await?;
-                base = Some(b.clone());
-                b
+        to_build.push((kind, image.name));
+    }
+    let mut built = Vec::new();
+    if !to_build.is_empty() {
+        let base = ensure_base(log).await?;
+        // The builds run at once: each mostly waits on Debian's mirror and on dpkg's I/O, so
+        // six images take little longer than the slowest (on a fresh machine they build beside
+        // the first compile).
+        let builds = to_build.iter().map(|(kind, name)| {
+            let base = &base;
+            async move {
+                log(&format!(
+                    "{name}: building on {base} (Debian packages; a few minutes)"
+                ));
+                let started = Instant::now();
+                build_one(*kind, name, base).await?;
+                let seconds = started.elapsed().as_secs_f64();
+                log(&format!("{name}: built in {seconds:.0} s"));
+                Ok::<_, ImageError>(BuildReport {
+                    image: name.clone(),
+                    built: true,
+                    seconds,
+                })
             }
-        };
-        log(&format!(
-            "{}: building on {base_name} (Debian packages; a few minutes)",
-            image.name
-        ));
-        build_one(kind, &image.name, &base_name).await?;
-        let seconds = started.elapsed().as_secs_f64();
-        log(&format!("{}: built in {seconds:.0} s", image.name));
-        reports.push(BuildReport {
-            image: image.name,
-            built: true,
-            seconds,
         });
+        for r in futures::future::join_all(builds).await {
+            built.push(r?);
+        }
+    }
+    // Reports in the order asked.
+    let mut reports = Vec::new();
+    let mut built = built.into_iter();
+    for &kind in kinds {
+        let name = image_name(kind).name;
+        if current.contains(&name) {
+            reports.push(BuildReport {
+                image: name,
+                built: false,
+                seconds: 0.0,
+            });
+        } else if let Some(r) = built.next() {
+            reports.push(r);
+        }
     }
     Ok(reports)
 }
