@@ -19,6 +19,7 @@ macro_rules! each_system {
             redlock: "../service/redlock/facts.rs",
             mariadb: "../service/mariadb/facts.rs",
             memcached: "../service/memcached/facts.rs",
+            postgres: "../service/postgres/facts.rs",
         }
     };
 }
