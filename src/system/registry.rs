@@ -17,9 +17,9 @@ macro_rules! each_system {
             etcd: "../service/etcd/facts.rs",
             redis: "../service/redis/facts.rs",
             redlock: "../service/redlock/facts.rs",
+            postgres: "../service/postgres/facts.rs",
             mariadb: "../service/mariadb/facts.rs",
             memcached: "../service/memcached/facts.rs",
-            postgres: "../service/postgres/facts.rs",
         }
     };
 }

@@ -57,6 +57,7 @@ fn every_shipped_schedule_parses_and_reads_back_equal() {
             "partition-halves",
             "pause-clients",
             "pause-node",
+            "promote",
             "redlock-restart-delayed",
             "redlock-restart-empty",
             "split-even-20s",
@@ -628,4 +629,35 @@ fn a_clock_fault_on_monotonic_leases_is_refused_with_the_fix() {
     assert!(
         Schedule::from_str(&format!("systems = [\"redis\", \"redlock\"]\n{clock}"), "x").is_ok()
     );
+}
+
+#[test]
+fn the_stores_schedules_say_what_their_comments_say() {
+    let (pg, maria, mc) = (
+        System::Postgres,
+        "mariadb".parse::<System>().unwrap(),
+        "memcached".parse::<System>().unwrap(),
+    );
+    // A stopped client keeps its session lock: a liveness finding on the databases, a
+    // lapsed TTL on Memcached.
+    let pause = shipped("pause-clients");
+    assert_eq!(pause.expect_for(pg, Strategy::Native), Some(Safe));
+    assert_eq!(pause.expect_for(maria, Strategy::Herd), Some(Safe));
+    assert_eq!(pause.expect_for(mc, Strategy::Herd), Some(Unsafe));
+    assert_eq!(
+        pause.expect_for(System::Redis, Strategy::Herd),
+        Some(Unsafe)
+    );
+    // An operator's failover, on the two stores without one of their own.
+    let promote = shipped("promote");
+    assert_eq!(promote.systems, Some(vec![pg, maria]));
+    assert_eq!(promote.faults[0].kind.name(), "promote");
+    assert_eq!(promote.expect_for(maria, Strategy::Native), Some(Unsafe));
+    assert_eq!(promote.expect_for(pg, Strategy::Predecessor), Some(Safe));
+    // The partitions among servers mean nothing to the stores: skipped with the reason.
+    for name in ["bridge", "isolate-leader"] {
+        let s = shipped(name);
+        let systems = s.systems.clone().unwrap();
+        assert!(!systems.contains(&pg) && !systems.contains(&maria) && !systems.contains(&mc));
+    }
 }
