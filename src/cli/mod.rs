@@ -96,7 +96,7 @@ pub enum Command {
     #[command(subcommand)]
     Baseline(BaselineCommand),
     /// Compare a run with a baseline cell by cell: exit 1 on a speed regression past both the
-    /// metric's floor and the baseline's spread, or on any safety rule broken; 0 otherwise; 2
+    /// metric's floor and the two sides' spreads, or on any safety rule broken; 0 otherwise; 2
     /// when it cannot judge (a missing cell, another schema). Prints a Markdown table.
     Gate(GateArgs),
     /// Remove every container and network any lockbench run left behind.
@@ -239,8 +239,8 @@ pub struct GateArgs {
     /// wakeups_per_acquisition=10 are the defaults.
     #[arg(long = "threshold", value_name = "METRIC=PCT", value_parser = crate::gate::compare::parse_threshold)]
     pub thresholds: Vec<(crate::gate::Metric, f64)>,
-    /// How many standard errors of the difference of medians (from the baseline's IQR and
-    /// both sides' repetition counts) a change must also exceed; default 3.
+    /// How many standard errors of the difference of medians (from each side's IQR and
+    /// repetition count) a change must also exceed; default 3.
     #[arg(long, default_value_t = crate::gate::compare::DEFAULT_SIGMAS, value_parser = sigmas)]
     pub sigmas: f64,
     /// Compare each cell after dividing out the suite's machine factor (per metric, the median

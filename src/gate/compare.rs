@@ -1,5 +1,5 @@
 //! The gate's rules: cell by cell, each speed metric's change against the larger of its floor
-//! and what the baseline's own spread allows, and safety strictly.
+//! and what the two sides' spreads allow, and safety strictly.
 
 use std::collections::BTreeMap;
 
@@ -30,7 +30,7 @@ pub struct Thresholds {
     /// Per metric, the smallest worsening (percent) that can fail.
     pub floors: BTreeMap<Metric, f64>,
     /// A worsening must also exceed this many standard errors of the difference of the two
-    /// medians, estimated from the baseline's IQR and both sides' repetition counts.
+    /// medians, estimated from each side's IQR and repetition count.
     pub sigmas: f64,
     /// `Some(limit)` (`--normalize`): each cell is compared with its baseline times the
     /// suite's machine factor ([`machine::factors`]), and the factor itself fails past `limit`
@@ -86,14 +86,15 @@ impl Thresholds {
         t
     }
 
-    /// The worsening (percent) `metric` may show against `base`, when the current median is of
-    /// `current_n` repetitions, before it fails, and whether the floor or the spread set it.
-    /// The spread's share: `sigmas` × 0.929 × IQR/median × √(1/n_baseline + 1/n_current), the
-    /// standard error of a difference of medians; more repetitions on either side narrow it.
-    pub fn allowance(&self, metric: Metric, base: &Spread, current_n: usize) -> (f64, Bound) {
-        let n = |k: usize| 1.0 / k.max(1) as f64;
-        let se =
-            MEDIAN_SE_PER_IQR * base.relative_iqr() * (n(base.values.len()) + n(current_n)).sqrt();
+    /// The worsening (percent) `metric` may show against `base` when the current repetitions
+    /// are `current`, before it fails, and whether the floor or the spread set it. The spread's
+    /// share: `sigmas` × 0.929 × √(r_b²/n_b + r_c²/n_c), the standard error of a difference of
+    /// two medians, where r is a side's IQR/median and n its repetition count (Welch's form:
+    /// each side's own spread, so a current run whose repetitions scatter cannot pass its own
+    /// noise off as a regression, and more repetitions on either side narrow the fence).
+    pub fn allowance(&self, metric: Metric, base: &Spread, current: &Spread) -> (f64, Bound) {
+        let share = |s: &Spread| s.relative_iqr().powi(2) / s.values.len().max(1) as f64;
+        let se = MEDIAN_SE_PER_IQR * (share(base) + share(current)).sqrt();
         self.floor_or_noise(metric, se)
     }
 
@@ -124,7 +125,7 @@ impl Thresholds {
 pub enum Bound {
     /// The metric's floor.
     Floor,
-    /// The baseline's spread (IQR × scale).
+    /// The two sides' spreads (their IQRs, as a standard error of the difference × sigmas).
     Spread,
 }
 
@@ -361,7 +362,7 @@ fn speed_row(
         Some(_) => format!("{change:+.1} % (raw {raw:+.1} %)"),
         None => format!("{change:+.1} %"),
     };
-    (row.threshold, row.verdict) = judge(m, change, th.allowance(m, b, c.values.len()), th);
+    (row.threshold, row.verdict) = judge(m, change, th.allowance(m, b, c), th);
     Some(row)
 }
 
