@@ -199,66 +199,53 @@ pub async fn ensure(
     // Without an engine every image looks missing: say so instead of starting a build.
     crate::docker::connect().await?;
     // Which images are current, in the order asked; the rest are built below.
-    let mut current = Vec::new();
-    let mut to_build = Vec::new();
+    let mut wanted = Vec::new();
     for &kind in kinds {
         let image = image_name(kind);
-        if state(kind).await? == ImageState::Current {
+        let current = state(kind).await? == ImageState::Current;
+        if current {
             log(&format!("{}: up to date", image.name));
-            current.push(image.name);
-            continue;
-        }
-        if image.overridden {
+        } else if image.overridden {
             return Err(ImageError::Missing {
                 fix: missing_fix(kind, &image),
                 image: image.name,
             });
         }
-        to_build.push((kind, image.name));
+        wanted.push((kind, image.name, current));
     }
-    let mut built = Vec::new();
-    if !to_build.is_empty() {
-        let base = ensure_base(log).await?;
-        // The builds run at once: each mostly waits on Debian's mirror and on dpkg's I/O, so
-        // six images take little longer than the slowest (on a fresh machine they build beside
-        // the first compile).
-        let builds = to_build.iter().map(|(kind, name)| {
-            let base = &base;
-            async move {
-                log(&format!(
-                    "{name}: building on {base} (Debian packages; a few minutes)"
-                ));
-                let started = Instant::now();
-                build_one(*kind, name, base).await?;
-                let seconds = started.elapsed().as_secs_f64();
-                log(&format!("{name}: built in {seconds:.0} s"));
-                Ok::<_, ImageError>(BuildReport {
-                    image: name.clone(),
-                    built: true,
-                    seconds,
-                })
-            }
-        });
-        for r in futures::future::join_all(builds).await {
-            built.push(r?);
-        }
-    }
-    // Reports in the order asked.
-    let mut reports = Vec::new();
-    let mut built = built.into_iter();
-    for &kind in kinds {
-        let name = image_name(kind).name;
-        if current.contains(&name) {
-            reports.push(BuildReport {
+    let base = if wanted.iter().any(|(_, _, current)| !current) {
+        Some(ensure_base(log).await?)
+    } else {
+        None
+    };
+    // The builds run at once: each mostly waits on Debian's mirror and on dpkg's I/O, so six
+    // images take little longer than the slowest (on a fresh machine they build beside the
+    // first compile). Reports come in the order asked.
+    let jobs = wanted.into_iter().map(|(kind, name, current)| {
+        let base = base.as_deref();
+        async move {
+            let (Some(base), false) = (base, current) else {
+                return Ok(BuildReport {
+                    image: name,
+                    built: false,
+                    seconds: 0.0,
+                });
+            };
+            log(&format!(
+                "{name}: building on {base} (Debian packages; a few minutes)"
+            ));
+            let started = Instant::now();
+            build_one(kind, &name, base).await?;
+            let seconds = started.elapsed().as_secs_f64();
+            log(&format!("{name}: built in {seconds:.0} s"));
+            Ok(BuildReport {
                 image: name,
-                built: false,
-                seconds: 0.0,
-            });
-        } else if let Some(r) = built.next() {
-            reports.push(r);
+                built: true,
+                seconds,
+            })
         }
-    }
-    Ok(reports)
+    });
+    futures::future::join_all(jobs).await.into_iter().collect()
 }
 
 async fn image_exists(name: &str) -> bool {

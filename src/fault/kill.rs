@@ -89,18 +89,7 @@ impl Kind for Kill {
 
     /// A kill lasts until its restart: `restart_after`, 0 s by default; `duration` is refused.
     fn window(p: &Params<'_>) -> Result<Duration, SpecError> {
-        if p.given("duration") {
-            return Err(p.conflict(format!(
-                "field '{}' does not apply to kind \"kill\": a kill lasts until its \
-                 restart, set 'restart_after' (how long the node stays down; \"0s\", the \
-                 default, restarts it at once)",
-                p.field("duration")
-            )));
-        }
-        match p.text("restart_after") {
-            None => Ok(Duration::ZERO),
-            Some(t) => p.duration("restart_after", t, Duration::ZERO),
-        }
+        restart_window(p, Self::NAME, "a kill lasts until its restart")
     }
 
     fn write(&self, t: &mut Table) {
@@ -168,6 +157,28 @@ impl Effect for Killed {
             }
         }
         Ok(ended)
+    }
+}
+
+/// The window of a kind that lasts until a node's restart (`kill`, `promote`): its
+/// `restart_after`, 0 s by default; `duration` is refused, naming `kind`, what it lasts until
+/// (`lasts`) and the field to set instead.
+pub(super) fn restart_window(
+    p: &Params<'_>,
+    kind: &str,
+    lasts: &str,
+) -> Result<Duration, SpecError> {
+    if p.given("duration") {
+        return Err(p.conflict(format!(
+            "field '{}' does not apply to kind \"{}\": {lasts}, set 'restart_after' (how long \
+             the node stays down; \"0s\", the default, restarts it at once)",
+            p.field("duration"),
+            kind
+        )));
+    }
+    match p.text("restart_after") {
+        None => Ok(Duration::ZERO),
+        Some(t) => p.duration("restart_after", t, Duration::ZERO),
     }
 }
 

@@ -50,18 +50,7 @@ impl Kind for Promote {
 
     /// A promotion lasts until the old primary's restart: `restart_after`, 0 s by default.
     fn window(p: &Params<'_>) -> Result<Duration, SpecError> {
-        if p.given("duration") {
-            return Err(p.conflict(format!(
-                "field '{}' does not apply to kind \"promote\": it lasts until the old \
-                 primary's restart, set 'restart_after' (how long it stays down; \"0s\", the \
-                 default, restarts it at once)",
-                p.field("duration")
-            )));
-        }
-        match p.text("restart_after") {
-            None => Ok(Duration::ZERO),
-            Some(t) => p.duration("restart_after", t, Duration::ZERO),
-        }
+        super::kill::restart_window(p, Self::NAME, "it lasts until the old primary's restart")
     }
 
     fn write(&self, _: &mut Table) {}

@@ -48,6 +48,7 @@ use tokio::task::AbortHandle;
 
 use super::proto::{CallError, Conn, Reply, Request, check_key};
 use super::ring::Ring;
+use crate::recipe::drift;
 use crate::recipe::retry::Backoff;
 use crate::recipe::{
     Claim, Lease, LockError, LostSignal, LostTrigger, Recipe, RecipeConfig, Strategy, Tally,
@@ -66,11 +67,6 @@ pub(crate) fn node_names(n: usize) -> Vec<String> {
 pub(crate) fn server_ttl(ttl: Duration) -> u64 {
     let whole = ttl.as_secs() + u64::from(ttl.subsec_nanos() > 0);
     whole.max(1) + 1
-}
-
-/// The clock-drift allowance every recipe takes from a validity window: 1 % of the TTL + 2 ms.
-fn drift(ttl: Duration) -> Duration {
-    ttl / 100 + Duration::from_millis(2)
 }
 
 /// The end of a key's validity when the request that stored it (with `T<server_ttl>`) was sent
