@@ -42,13 +42,20 @@ pub enum Strategy {
     /// atomic: clients that read the same count all take a permit.
     #[serde(rename = "unsafe-get-set")]
     UnsafeGetSet,
+    /// MariaDB only, mutexes only; unsafe, for calibration. The herd's `GET_LOCK(name, 0)`, but
+    /// every client in a process shares one connection, as a connection pool hands one session
+    /// to whichever request comes: `GET_LOCK` belongs to the session, not the client, and a
+    /// session may take a lock it holds again, so a second client is granted while the first
+    /// holds it.
+    #[serde(rename = "unsafe-shared-session")]
+    UnsafeSharedSession,
 }
 
 /// The two strategies every system offers, and the only ones a workload runs by default.
 pub const BOTH_STRATEGIES: [Strategy; 2] = [Strategy::Herd, Strategy::Predecessor];
 
 /// Every strategy, in the order help texts list them.
-pub const ALL_STRATEGIES: [Strategy; 7] = [
+pub const ALL_STRATEGIES: [Strategy; 8] = [
     Strategy::Herd,
     Strategy::Predecessor,
     Strategy::Native,
@@ -56,6 +63,7 @@ pub const ALL_STRATEGIES: [Strategy; 7] = [
     Strategy::UnsafeSetnxExpire,
     Strategy::UnsafeWriterSkipsReaders,
     Strategy::UnsafeGetSet,
+    Strategy::UnsafeSharedSession,
 ];
 
 /// How help texts and error messages label the unsafe strategies.
@@ -72,6 +80,7 @@ impl Strategy {
             Strategy::UnsafeSetnxExpire => "unsafe-setnx-expire",
             Strategy::UnsafeWriterSkipsReaders => "unsafe-writer-skips-readers",
             Strategy::UnsafeGetSet => "unsafe-get-set",
+            Strategy::UnsafeSharedSession => "unsafe-shared-session",
         }
     }
 
@@ -85,6 +94,7 @@ impl Strategy {
             Strategy::Native | Strategy::UnsafeDel | Strategy::UnsafeSetnxExpire => Some(EXCLUSIVE),
             Strategy::UnsafeWriterSkipsReaders => Some(&["rwlock"]),
             Strategy::UnsafeGetSet => Some(&["semaphore"]),
+            Strategy::UnsafeSharedSession => Some(&["mutex"]),
         }
     }
 
@@ -97,6 +107,7 @@ impl Strategy {
                 | Strategy::UnsafeSetnxExpire
                 | Strategy::UnsafeWriterSkipsReaders
                 | Strategy::UnsafeGetSet
+                | Strategy::UnsafeSharedSession
         )
     }
 
@@ -127,8 +138,9 @@ impl FromStr for Strategy {
                 format!(
                     "unknown strategy '{s}': valid strategies are herd, predecessor, native (etcd, \
                      postgres, mariadb), unsafe-del (redis and memcached; {UNSAFE_LABEL}), \
-                     unsafe-setnx-expire and unsafe-get-set (redis only; {UNSAFE_LABEL}) and \
-                     unsafe-writer-skips-readers (zookeeper only; {UNSAFE_LABEL})"
+                     unsafe-setnx-expire and unsafe-get-set (redis only; {UNSAFE_LABEL}), \
+                     unsafe-writer-skips-readers (zookeeper only; {UNSAFE_LABEL}) and \
+                     unsafe-shared-session (mariadb only; {UNSAFE_LABEL})"
                 )
             })
     }

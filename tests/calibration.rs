@@ -7,6 +7,7 @@
 //!   lost, except on Redlock where an expired lease can repeat a token); unfenced, updates are
 //!   lost. With renewal on, the same holds are safe.
 //! - Redis `DEL` without the owner check; `SETNX` then `EXPIRE` with a crash between them.
+//! - MariaDB `GET_LOCK` on a session the clients share (a pool of one): granted twice.
 
 mod common;
 
@@ -165,5 +166,30 @@ fn redis_semaphore_get_set_overfills_and_the_queue_does_not() {
     let queue = safety(&run, "redis-predecessor-broken-semaphore-c16");
     assert_eq!(queue["verdict"], "safe", "{queue:#}");
     assert_eq!(n(&queue, &["over_permits"]), 0, "{queue:#}");
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+#[test]
+fn mariadb_shared_session_is_granted_twice_and_the_herd_is_not() {
+    let out = scratch("broken-session");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("workloads");
+    let res = run(
+        &out,
+        &["--systems", "mariadb", "--duration", "3s"],
+        &[root.join("broken-shared-session.toml")],
+    );
+    let stderr = String::from_utf8_lossy(&res.stderr);
+    // Every cell is as its workload expects.
+    assert_eq!(res.status.code(), Some(0), "{stderr}");
+    let run = latest(&out);
+    let cell = "mariadb-unsafe-shared-session-broken-shared-session-c4";
+    let shared = safety(&run, cell);
+    assert_eq!(shared["verdict"], "unsafe", "{shared:#}");
+    assert!(n(&shared, &["overlaps", "granted_twice"]) > 0, "{shared:#}");
+    assert_evidence_walks_to_events(&run, cell, &shared);
+    let herd = safety(&run, "mariadb-herd-broken-shared-session-c4");
+    assert_eq!(herd["verdict"], "safe", "{herd:#}");
+    assert_eq!(n(&herd, &["overlaps", "granted_twice"]), 0, "{herd:#}");
+    eprintln!("unsafe-shared-session {}", shared["overlaps"]);
     let _ = std::fs::remove_dir_all(&out);
 }

@@ -8,6 +8,9 @@
 //!   overlaps and lost updates; fenced, stale accesses refused and no update lost.
 //! - Redlock with a majority's clocks jumped past the TTL grants the lock twice, with the
 //!   evidence.
+//! - PostgreSQL with its clients cut off from the primary (`chaos/partition-clients.toml`): the
+//!   holder is told its lock is lost, nobody else is granted it, and the lock is out of reach
+//!   for the whole partition (a liveness finding, safe).
 //!
 //! The leader kill and the even split run alone: that test times elections and recoveries,
 //! which two runs at once on a small machine would stretch. The pause and the clock jump
@@ -340,6 +343,56 @@ fn redlock_grants_twice_when_a_majoritys_clocks_jump() {
     eprintln!(
         "{cell}: overlaps {}; first: {}",
         s["overlaps"], s["violations"][0]["what"]
+    );
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+#[test]
+fn postgres_clients_cut_from_the_primary_are_told_and_nobody_else_is_granted() {
+    let _turn = beside_others();
+    let out = scratch("chaos-partition-clients");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let res = run(
+        &out,
+        &[
+            "--systems",
+            "postgres",
+            "--strategies",
+            "native",
+            "--duration",
+            "16s",
+            "--chaos",
+            root.join("chaos/partition-clients.toml").to_str().unwrap(),
+        ],
+        &[root.join("workloads/held-locks.toml")],
+    );
+    let stderr = String::from_utf8_lossy(&res.stderr);
+    assert_eq!(res.status.code(), Some(0), "{stderr}");
+    let run = latest(&out);
+    let cell = "postgres-native-held-locks-partition-clients-c4";
+    let sum = summary(&run, cell);
+    let faults = sum["faults"].as_array().expect("faults");
+    assert_eq!(faults.len(), 1, "{cell}: {faults:#?}");
+    assert_eq!(faults[0]["started"], true, "{cell}: {:#}", faults[0]);
+    // Seed 12 puts the clients beside the replica: cut from the primary, pg1.
+    let targets = faults[0]["targets"].to_string();
+    assert!(
+        targets.contains("clients cut from pg1"),
+        "{cell}: {targets}"
+    );
+    let s = &sum["safety"];
+    assert_eq!(s["verdict"], "safe", "{cell}: {s:#}");
+    assert_eq!(overlaps(s), 0, "{cell}: {s:#}");
+    // The holder's session was out of reach: its client told it (a lost lease), and the lock
+    // stayed unavailable for at least the 8 s partition (its server kept the session's lock).
+    assert!(n(&sum, &["lost_leases"]) >= 1, "{cell}: {sum:#}");
+    let unavailable = s["max_unavailable_ms"]
+        .as_f64()
+        .expect("max_unavailable_ms");
+    assert!(unavailable >= 7_500.0, "{cell}: {unavailable} ms: {s:#}");
+    eprintln!(
+        "{cell}: lost leases {}, longest unavailable {unavailable:.0} ms",
+        sum["lost_leases"]
     );
     let _ = std::fs::remove_dir_all(&out);
 }

@@ -255,6 +255,61 @@ fn a_stale_lease_does_not_release_the_next_holders_lock() {
     });
 }
 
+/// The calibration mistake `unsafe-shared-session`: two clients of one process share a
+/// session, so the second is granted while the first holds (one holding session on the server,
+/// two holders in the process); the herd, each client on its own session, keeps the second out.
+#[test]
+fn a_shared_session_grants_a_held_lock_to_a_second_client() {
+    MARIADB.run("mariadb/shared_session", |f| async move {
+        let (_, mut adm) = primary(&f.cluster).await;
+        let cfg = config("shared");
+        let name = format!("{}/k", cfg.prefix);
+        let a = client(&f.cluster, cfg.clone()).await;
+        let b = client(&f.cluster, cfg.clone()).await;
+        let soon = || Instant::now() + Duration::from_millis(500);
+        let st = Strategy::UnsafeSharedSession;
+        let first = a.acquire("k", st, soon()).await.expect("a");
+        let session = holder(&mut adm, &name).await.expect("a's session holds it");
+        let second = b
+            .acquire("k", st, soon())
+            .await
+            .expect("b is granted while a holds: the shared session takes it again");
+        assert!(
+            second.token > first.token,
+            "{} after {}",
+            second.token,
+            first.token
+        );
+        assert_eq!(
+            holder(&mut adm, &name).await,
+            Some(session),
+            "one session holds it"
+        );
+        // The owner check cannot tell the clients apart: both releases succeed.
+        a.release(first).await.expect("a releases");
+        assert_eq!(
+            holder(&mut adm, &name).await,
+            Some(session),
+            "b's nesting still holds"
+        );
+        b.release(second).await.expect("b releases");
+        assert_eq!(holder(&mut adm, &name).await, None);
+        // The same two clients with the herd: the second waits out its deadline.
+        let held = a
+            .acquire("k", Strategy::Herd, soon())
+            .await
+            .expect("a, herd");
+        let e = b
+            .acquire("k", Strategy::Herd, soon())
+            .await
+            .expect_err("a holds it on its own session");
+        assert!(matches!(e, LockError::Timeout { .. }), "{e}");
+        a.release(held).await.expect("a releases");
+        a.crash().await;
+        b.crash().await;
+    });
+}
+
 /// Tokens strictly grow across grants, alternating between clients and strategies.
 #[test]
 fn fencing_tokens_grow_across_grants() {

@@ -37,6 +37,7 @@ pub use redis::redlock;
 pub use any::AnyRecipe;
 pub(crate) use any::CONNECT_TIMEOUT;
 pub use claim::{Claim, Turn};
+pub(crate) use deadline::drift;
 pub use etcd::EtcdRecipe;
 pub use redis::{RedisRecipe, RedisTarget};
 pub use redlock::{RedlockOptions, RedlockRecipe};
@@ -447,12 +448,25 @@ mod tests {
                 assert!(e.contains(&format!("no '{}' strategy", st.name())), "{e}");
             }
         }
+        // MariaDB's calibration: its session-owned lock shared by the process's clients.
+        let shared = Strategy::UnsafeSharedSession;
+        assert_eq!("unsafe-shared-session".parse::<Strategy>(), Ok(shared));
+        assert!(shared.is_unsafe());
+        assert_eq!(shared.for_kinds(), Some(&["mutex"][..]));
+        for system in crate::system::ALL_SYSTEMS {
+            assert_eq!(
+                check_strategy(system, shared).is_ok(),
+                system == System::Mariadb,
+                "{system}"
+            );
+        }
         assert!(BOTH_STRATEGIES.iter().all(|s| !s.is_unsafe()));
         assert!(!Strategy::Native.is_unsafe());
         assert!("unsafe".parse::<Strategy>().unwrap_err().contains(
             "unsafe-del (redis and memcached; unsafe, for calibration), unsafe-setnx-expire \
-                 and unsafe-get-set (redis only; unsafe, for calibration) and \
-                 unsafe-writer-skips-readers (zookeeper only"
+                 and unsafe-get-set (redis only; unsafe, for calibration), \
+                 unsafe-writer-skips-readers (zookeeper only; unsafe, for calibration) and \
+                 unsafe-shared-session (mariadb only"
         ));
     }
 

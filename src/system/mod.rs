@@ -408,9 +408,14 @@ mod tests {
              unsafe-setnx-expire (unsafe, for calibration), \
              unsafe-get-set (unsafe, for calibration)"
         );
-        // The unsafe designs are Redis's (Memcached's plain-delete release too), and
-        // ZooKeeper's read-write lock calibration.
-        let calibrated = [System::Redis, System::Memcached, System::Zookeeper];
+        // The unsafe designs are Redis's (Memcached's plain-delete release too), ZooKeeper's
+        // read-write lock calibration and MariaDB's shared session.
+        let calibrated = [
+            System::Redis,
+            System::Memcached,
+            System::Zookeeper,
+            System::Mariadb,
+        ];
         for f in FACTS.iter().filter(|f| !calibrated.contains(&f.system)) {
             assert!(f.strategies.iter().all(|s| !s.is_unsafe()), "{}", f.name);
         }

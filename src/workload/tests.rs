@@ -31,6 +31,7 @@ fn every_shipped_workload_parses() {
             "broken-rwlock",
             "broken-semaphore",
             "broken-setnx-expire",
+            "broken-shared-session",
             "harness-overhead",
             "held-locks",
             "held-locks-unfenced",
@@ -440,6 +441,16 @@ fn unsafe_strategies_run_only_when_named() {
         setnx.expect_for(System::Redis, Strategy::UnsafeSetnxExpire),
         Unsafe
     );
+    let session = load("broken-shared-session");
+    assert_eq!(
+        session.strategies,
+        vec![Strategy::Herd, Strategy::UnsafeSharedSession]
+    );
+    assert_eq!(
+        session.expect_for(System::Mariadb, Strategy::UnsafeSharedSession),
+        Unsafe
+    );
+    assert_eq!(session.expect_for(System::Mariadb, Strategy::Herd), Safe);
     // Every other shipped workload leaves them out.
     for n in [
         "hot-lock",

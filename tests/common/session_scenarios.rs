@@ -133,7 +133,8 @@ pub async fn contention<R, F, Fut>(
         Strategy::UnsafeDel
         | Strategy::UnsafeSetnxExpire
         | Strategy::UnsafeWriterSkipsReaders
-        | Strategy::UnsafeGetSet => {
+        | Strategy::UnsafeGetSet
+        | Strategy::UnsafeSharedSession => {
             panic!("{label}: {strategy} is a calibration, not measured here")
         }
     }

@@ -53,6 +53,7 @@ fn every_shipped_schedule_parses_and_reads_back_equal() {
             "kill-leader",
             "mixed",
             "none",
+            "partition-clients",
             "partition-even",
             "partition-halves",
             "pause-clients",
@@ -654,6 +655,21 @@ fn the_stores_schedules_say_what_their_comments_say() {
     assert_eq!(promote.faults[0].kind.name(), "promote");
     assert_eq!(promote.expect_for(maria, Strategy::Native), Some(Unsafe));
     assert_eq!(promote.expect_for(pg, Strategy::Predecessor), Some(Unsafe));
+    // The clients cut off beside one server, on the stores only; the schedule raises no
+    // expectation, so the workload's (safe) stands.
+    let cut = shipped("partition-clients");
+    assert_eq!(cut.systems, Some(vec![pg, maria, mc]));
+    assert_eq!(
+        cut.seed, 12,
+        "the seed that puts the clients beside the replica"
+    );
+    assert_eq!(cut.faults[0].kind.name(), "partition");
+    assert!(
+        toml::to_string(&cut.to_table())
+            .unwrap()
+            .contains("clients = true")
+    );
+    assert_eq!(cut.expect_for(pg, Strategy::Native), None);
     // The partitions among servers mean nothing to the stores: skipped with the reason.
     for name in ["bridge", "isolate-leader"] {
         let s = shipped(name);

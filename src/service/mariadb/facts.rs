@@ -33,7 +33,12 @@ pub(super) static FACTS: Facts = Facts {
     sizes_text: "1 to 3 (one primary plus replicas)",
     image: ImageKind::Mariadb,
     // No predecessor: MariaDB has no channel to notify one waiter (see the recipe's doc).
-    strategies: &[Strategy::Native, Strategy::Herd],
+    // `unsafe-shared-session` runs only when named.
+    strategies: &[
+        Strategy::Native,
+        Strategy::Herd,
+        Strategy::UnsafeSharedSession,
+    ],
     leaderless: false,
     in_default_run: false,
     // Replication has no failover of its own: an operator promotes a replica.

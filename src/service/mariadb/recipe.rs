@@ -27,6 +27,13 @@
 //! releases nothing. If the connection breaks mid-acquire, its session and any lock it got are
 //! gone: the client reconnects and tries again within the deadline, or answers
 //! [`LockError::Withdrawn`]. Lock names longer than MariaDB's 64 characters are hashed.
+//!
+//! `unsafe-shared-session` (unsafe, for calibration): the herd's polling `GET_LOCK(name, 0)`
+//! on a connection every client of this process with the same servers and prefix shares, as
+//! a connection pool of one would hand it out. The session owns the lock, not the client, and
+//! a session may take a lock it holds again (`GET_LOCK` nests since MariaDB 10.0.2): the second
+//! client is granted while the first holds, and the owner check on release (`RELEASE_LOCK` is 1
+//! for the holding session) cannot tell the two apart.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -66,7 +73,33 @@ pub fn lock_name(prefix: &str, key: &str) -> String {
 pub struct MariadbRecipe {
     endpoints: Vec<String>,
     config: RecipeConfig,
-    shared: Arc<tokio::sync::Mutex<Slot>>,
+    /// This client's own connection.
+    own: Arc<tokio::sync::Mutex<Slot>>,
+    /// The process-wide connection `unsafe-shared-session` uses, once it has been asked for.
+    pooled: std::sync::OnceLock<Arc<tokio::sync::Mutex<Slot>>>,
+}
+
+/// The connections `unsafe-shared-session` clients share, by servers and prefix: one per cell
+/// in this process, dropped with its last client.
+static POOL: std::sync::Mutex<Vec<(String, std::sync::Weak<tokio::sync::Mutex<Slot>>)>> =
+    std::sync::Mutex::new(Vec::new());
+
+/// The shared connection of `endpoints` and `prefix`, made on first use.
+fn pooled_slot(endpoints: &[String], prefix: &str) -> Arc<tokio::sync::Mutex<Slot>> {
+    use crate::sync::LockUnpoisoned;
+    let key = format!("{}|{prefix}", endpoints.join(","));
+    let mut pool = POOL.locked();
+    pool.retain(|(_, w)| w.strong_count() > 0);
+    if let Some(slot) = pool
+        .iter()
+        .find(|(k, _)| *k == key)
+        .and_then(|(_, w)| w.upgrade())
+    {
+        return slot;
+    }
+    let slot = Arc::new(tokio::sync::Mutex::new(Slot::empty()));
+    pool.push((key, Arc::downgrade(&slot)));
+    slot
 }
 
 /// The connection and what lives on it.
@@ -76,11 +109,23 @@ struct Slot {
     generation: u64,
     /// When the connection last ran a request (the server ends it after `wait_timeout` idle).
     last_used: Instant,
-    /// The loss triggers of the leases held on this connection, by lock name.
-    held: Vec<(String, LostTrigger)>,
+    /// The loss triggers of the leases held on this connection, by lease number.
+    held: Vec<(u64, LostTrigger)>,
+    /// The number the next lease granted on this slot gets.
+    next_lease: u64,
 }
 
 impl Slot {
+    fn empty() -> Slot {
+        Slot {
+            conn: None,
+            generation: 0,
+            last_used: Instant::now(),
+            held: Vec::new(),
+            next_lease: 0,
+        }
+    }
+
     /// The connection broke or was given up: its session and every lock on it are gone (or
     /// will be, when the server notices). Its leases are told.
     fn broken(&mut self) {
@@ -90,8 +135,8 @@ impl Slot {
         }
     }
 
-    fn forget(&mut self, name: &str) {
-        if let Some(i) = self.held.iter().position(|(n, _)| n == name) {
+    fn forget(&mut self, lease: u64) {
+        if let Some(i) = self.held.iter().position(|(n, _)| *n == lease) {
             self.held.swap_remove(i);
         }
     }
@@ -100,6 +145,9 @@ impl Slot {
 /// What `release` needs.
 struct Handle {
     name: String,
+    /// The connection slot it was granted on, and its number there.
+    slot: Arc<tokio::sync::Mutex<Slot>>,
+    lease: u64,
     /// The [`Slot::generation`] of the connection that holds it.
     generation: u64,
     /// Stops the heartbeat (also when the lease is dropped unreleased).
@@ -158,18 +206,26 @@ impl MariadbRecipe {
         let recipe = MariadbRecipe {
             endpoints,
             config,
-            shared: Arc::new(tokio::sync::Mutex::new(Slot {
-                conn: None,
-                generation: 0,
-                last_used: Instant::now(),
-                held: Vec::new(),
-            })),
+            own: Arc::new(tokio::sync::Mutex::new(Slot::empty())),
+            pooled: std::sync::OnceLock::new(),
         };
         {
-            let mut slot = recipe.shared.lock().await;
+            let mut slot = recipe.own.lock().await;
             recipe.ensure(&mut slot, deadline).await?;
         }
         Ok(recipe)
+    }
+
+    /// The connection `strategy` acquires on: the process-wide shared one for
+    /// `unsafe-shared-session`, else this client's own.
+    fn slot_for(&self, strategy: Strategy) -> Arc<tokio::sync::Mutex<Slot>> {
+        if strategy == Strategy::UnsafeSharedSession {
+            self.pooled
+                .get_or_init(|| pooled_slot(&self.endpoints, &self.config.prefix))
+                .clone()
+        } else {
+            self.own.clone()
+        }
     }
 
     /// `wait_timeout` of the session: the TTL, whole seconds, at least 1.
@@ -306,12 +362,11 @@ impl MariadbRecipe {
     /// The heartbeat of a lease on connection `generation` (see the module doc).
     fn watch(
         &self,
-        name: String,
-        generation: u64,
+        (name, lease, generation): (String, u64, u64),
+        shared: Arc<tokio::sync::Mutex<Slot>>,
         trigger: LostTrigger,
         mut stop: tokio::sync::watch::Receiver<bool>,
     ) {
-        let shared = self.shared.clone();
         let ttl = self.config.ttl;
         let renew = self.config.renew;
         let rt = self.config.request_timeout;
@@ -350,7 +405,7 @@ impl MariadbRecipe {
                 match r {
                     Ok(Some(Some(1))) => slot.last_used = Instant::now(),
                     Ok(_) | Err(Failure::Refused(_)) => {
-                        slot.forget(&name);
+                        slot.forget(lease);
                         trigger.fire();
                         return;
                     }
@@ -391,8 +446,9 @@ impl Recipe for MariadbRecipe {
         };
         let mut backoff = Backoff::new(self.config.retry);
         let mut broke: Option<String> = None;
+        let cell = self.slot_for(strategy);
         loop {
-            let mut slot = self.shared.lock().await;
+            let mut slot = cell.lock().await;
             match self.ensure(&mut slot, deadline).await {
                 Ok(()) => {}
                 // Nothing is left of an attempt whose connection broke.
@@ -413,10 +469,17 @@ impl Recipe for MariadbRecipe {
             match r {
                 Ok(Got::Granted(token)) => {
                     let (trigger, lost) = LostSignal::new();
-                    slot.held.push((name.clone(), trigger.clone()));
+                    let lease = slot.next_lease;
+                    slot.next_lease += 1;
+                    slot.held.push((lease, trigger.clone()));
                     drop(slot);
                     let (stop, stop_rx) = tokio::sync::watch::channel(false);
-                    self.watch(name.clone(), generation, trigger, stop_rx);
+                    self.watch(
+                        (name.clone(), lease, generation),
+                        cell.clone(),
+                        trigger,
+                        stop_rx,
+                    );
                     return Ok(Lease {
                         key: key.to_string(),
                         token,
@@ -429,6 +492,8 @@ impl Recipe for MariadbRecipe {
                         lost,
                         handle: Box::new(Handle {
                             name,
+                            slot: cell,
+                            lease,
                             generation,
                             stop,
                         }),
@@ -483,12 +548,12 @@ impl Recipe for MariadbRecipe {
             why: why.to_string(),
         };
         let rt = self.config.request_timeout;
-        let Ok(mut slot) = tokio::time::timeout(rt, self.shared.lock()).await else {
+        let Ok(mut slot) = tokio::time::timeout(rt, handle.slot.lock()).await else {
             return Err(LockError::Connection(format!(
                 "releasing '{key}': the connection stayed busy for {rt:?}"
             )));
         };
-        slot.forget(&handle.name);
+        slot.forget(handle.lease);
         if slot.generation != handle.generation || slot.conn.is_none() {
             return Err(lost(
                 "the connection that held it has ended, and the server released it with its \
@@ -520,11 +585,14 @@ impl Recipe for MariadbRecipe {
     }
 
     async fn crash(self) {
-        let mut slot = self.shared.lock().await;
-        // Dropped, not closed by a release: the server ends the session and its locks.
-        slot.conn = None;
-        slot.generation += 1;
-        slot.held.clear();
+        // Dropped, not closed by a release: the server ends the session and its locks (a
+        // shared session too: it dies with the process that held it).
+        for cell in std::iter::once(&self.own).chain(self.pooled.get()) {
+            let mut slot = cell.lock().await;
+            slot.conn = None;
+            slot.generation += 1;
+            slot.held.clear();
+        }
     }
 }
 
