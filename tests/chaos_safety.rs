@@ -10,7 +10,8 @@
 //!   evidence.
 //! - PostgreSQL with its clients cut off from the primary (`chaos/partition-clients.toml`): the
 //!   holder is told its lock is lost, nobody else is granted it, and the lock is out of reach
-//!   for the whole partition (a liveness finding, safe).
+//!   for the whole partition; with the holder stopped past its lease (`chaos/pause-clients.toml`)
+//!   its session keeps the lock: both safe, liveness findings.
 //!
 //! The leader kill and the even split run alone: that test times elections and recoveries,
 //! which two runs at once on a small machine would stretch. The pause and the clock jump
@@ -347,11 +348,16 @@ fn redlock_grants_twice_when_a_majoritys_clocks_jump() {
     let _ = std::fs::remove_dir_all(&out);
 }
 
+/// PostgreSQL's session lock under the two client faults of the stores, on one cluster: the
+/// clients cut off from the primary (the holder is told, nobody else is granted, the lock is out
+/// of reach through the partition), and the holder's worker stopped past its lease (the
+/// session, its socket open, keeps the lock: no overlap, a long unavailable window).
 #[test]
-fn postgres_clients_cut_from_the_primary_are_told_and_nobody_else_is_granted() {
+fn postgres_keeps_a_cut_off_or_stopped_holders_lock_and_grants_it_to_nobody_else() {
     let _turn = beside_others();
-    let out = scratch("chaos-partition-clients");
+    let out = scratch("chaos-stores");
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let schedule = |name: &str| root.join(format!("chaos/{name}.toml"));
     let res = run(
         &out,
         &[
@@ -360,39 +366,59 @@ fn postgres_clients_cut_from_the_primary_are_told_and_nobody_else_is_granted() {
             "--strategies",
             "native",
             "--duration",
-            "16s",
+            "20s",
+            "--clients-as",
+            "processes",
             "--chaos",
-            root.join("chaos/partition-clients.toml").to_str().unwrap(),
+            schedule("partition-clients").to_str().unwrap(),
+            "--chaos",
+            schedule("pause-clients").to_str().unwrap(),
         ],
         &[root.join("workloads/held-locks.toml")],
     );
     let stderr = String::from_utf8_lossy(&res.stderr);
     assert_eq!(res.status.code(), Some(0), "{stderr}");
     let run = latest(&out);
-    let cell = "postgres-native-held-locks-partition-clients-c4";
-    let sum = summary(&run, cell);
-    let faults = sum["faults"].as_array().expect("faults");
-    assert_eq!(faults.len(), 1, "{cell}: {faults:#?}");
-    assert_eq!(faults[0]["started"], true, "{cell}: {:#}", faults[0]);
-    // Seed 12 puts the clients beside the replica: cut from the primary, pg1.
-    let targets = faults[0]["targets"].to_string();
-    assert!(
-        targets.contains("clients cut from pg1"),
-        "{cell}: {targets}"
-    );
-    let s = &sum["safety"];
-    assert_eq!(s["verdict"], "safe", "{cell}: {s:#}");
-    assert_eq!(overlaps(s), 0, "{cell}: {s:#}");
-    // The holder's session was out of reach: its client told it (a lost lease), and the lock
-    // stayed unavailable for at least the 8 s partition (its server kept the session's lock).
-    assert!(n(&sum, &["lost_leases"]) >= 1, "{cell}: {sum:#}");
-    let unavailable = s["max_unavailable_ms"]
-        .as_f64()
-        .expect("max_unavailable_ms");
-    assert!(unavailable >= 7_500.0, "{cell}: {unavailable} ms: {s:#}");
-    eprintln!(
-        "{cell}: lost leases {}, longest unavailable {unavailable:.0} ms",
-        sum["lost_leases"]
-    );
+    let mut table = Vec::new();
+    for (chaos, kind, targets, unavailable_ms) in [
+        // Seed 12 puts the clients beside the replica: cut from the primary, pg1, for 8 s.
+        (
+            "partition-clients",
+            "partition",
+            "clients cut from pg1",
+            7_500.0,
+        ),
+        // The holder stopped for 15 s from 3 s.
+        ("pause-clients", "pause-client", "", 12_000.0),
+    ] {
+        let cell = format!("postgres-native-held-locks-{chaos}-c4");
+        let sum = summary(&run, &cell);
+        let faults = sum["faults"].as_array().expect("faults");
+        assert_eq!(faults.len(), 1, "{cell}: {faults:#?}");
+        assert_eq!(faults[0]["kind"], kind, "{cell}: {:#}", faults[0]);
+        assert_eq!(faults[0]["started"], true, "{cell}: {:#}", faults[0]);
+        let t = faults[0]["targets"].to_string();
+        assert!(t.contains(targets), "{cell}: {t}");
+        let s = &sum["safety"];
+        assert_eq!(s["verdict"], "safe", "{cell}: {s:#}");
+        assert_eq!(overlaps(s), 0, "{cell}: {s:#}");
+        // Liveness, not safety: the lock was out of everyone's reach meanwhile.
+        let unavailable = s["max_unavailable_ms"]
+            .as_f64()
+            .expect("max_unavailable_ms");
+        assert!(
+            unavailable >= unavailable_ms,
+            "{cell}: {unavailable} ms: {s:#}"
+        );
+        if chaos == "partition-clients" {
+            // The cut-off holder's client told it (its session was out of reach).
+            assert!(n(&sum, &["lost_leases"]) >= 1, "{cell}: {sum:#}");
+        }
+        table.push(format!(
+            "{cell}: lost leases {}, longest unavailable {unavailable:.0} ms",
+            sum["lost_leases"]
+        ));
+    }
+    eprintln!("{}", table.join("\n"));
     let _ = std::fs::remove_dir_all(&out);
 }
