@@ -752,15 +752,30 @@ mod tests {
         // none 4 × 2 + kill-leader 4 × 2 + partition-even (zookeeper, etcd) 2 × 2 +
         // redlock-restart-empty (redlock) 1 × 2.
         assert_eq!(plan.cells.len(), 22);
+        // Each line says which systems the schedule applies to, then why (its file's
+        // `skipped_because`).
+        let who: Vec<&str> = plan
+            .skipped
+            .iter()
+            .map(|l| l.split(" only: ").next().unwrap())
+            .collect();
         assert_eq!(
-            plan.skipped,
+            who,
             [
-                "zookeeper × redlock-restart-empty: the schedule applies to redlock only",
-                "etcd × redlock-restart-empty: the schedule applies to redlock only",
-                "redis × partition-even: the schedule applies to zookeeper, etcd only",
-                "redis × redlock-restart-empty: the schedule applies to redlock only",
-                "redlock × partition-even: the schedule applies to zookeeper, etcd only",
+                "zookeeper × redlock-restart-empty: the schedule applies to redlock",
+                "etcd × redlock-restart-empty: the schedule applies to redlock",
+                "redis × partition-even: the schedule applies to zookeeper, etcd",
+                "redis × redlock-restart-empty: the schedule applies to redlock",
+                "redlock × partition-even: the schedule applies to zookeeper, etcd",
             ]
+        );
+        assert!(
+            plan.skipped[2].ends_with(
+                "Redis data nodes do not vote, and PostgreSQL, MariaDB \
+                 and Memcached servers do not agree on locks"
+            ),
+            "{:?}",
+            plan.skipped
         );
         let ids: Vec<String> = plan.cells.iter().map(|c| c.id().to_string()).collect();
         // Calm cells keep the folder names they always had.
@@ -893,7 +908,7 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(
-            e.starts_with("nothing to run: no cell left after expansion (etcd × redlock-restart-delayed: the schedule applies to redlock only)"),
+            e.starts_with("nothing to run: no cell left after expansion (etcd × redlock-restart-delayed: the schedule applies to redlock only: a majority of Redlock's five independent masters restarted empty"),
             "{e}"
         );
     }

@@ -43,6 +43,9 @@ pub struct Schedule {
     pub seed: u64,
     /// The systems it applies to; `None` for every system. Others are skipped by the plan.
     pub systems: Option<Vec<System>>,
+    /// Why the systems not in `systems` are left out (`skipped_because`), said in the plan's
+    /// skip line; only with `systems`.
+    pub skipped_because: Option<String>,
     /// The cluster size its cells need (e.g. 4 for the even split); `None` for each system's
     /// default. Systems that cannot run that size are skipped by the plan.
     pub cluster_size: Option<usize>,
@@ -88,6 +91,7 @@ impl Schedule {
             name: NO_CHAOS.to_string(),
             seed: 1,
             systems: None,
+            skipped_because: None,
             cluster_size: None,
             expect: None,
             faults: Vec::new(),
@@ -124,8 +128,13 @@ impl Schedule {
             && !systems.contains(&system)
         {
             let names: Vec<&str> = systems.iter().map(|s| s.name()).collect();
+            let why = self
+                .skipped_because
+                .as_ref()
+                .map(|w| format!(": {w}"))
+                .unwrap_or_default();
             return Some(format!(
-                "{system} × {}: the schedule applies to {} only",
+                "{system} × {}: the schedule applies to {} only{why}",
                 self.name,
                 names.join(", ")
             ));

@@ -23,6 +23,7 @@ pub(super) struct RawSchedule {
     pub(super) name: Option<String>,
     pub(super) seed: Option<i64>,
     pub(super) systems: Option<Vec<String>>,
+    pub(super) skipped_because: Option<String>,
     pub(super) cluster_size: Option<i64>,
     pub(super) expect: Option<toml::Value>,
     pub(super) faults: Option<Vec<RawFault>>,

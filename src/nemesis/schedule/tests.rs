@@ -549,10 +549,49 @@ fn schedule_level_fields_are_checked() {
 fn systems_and_sizes_say_why_a_system_is_left_out() {
     let even = shipped("partition-even");
     assert!(even.unfit_for(System::Zookeeper).is_none());
+    // The file's `skipped_because` says why.
     assert_eq!(
         even.unfit_for(System::Redis).unwrap(),
-        "redis × partition-even: the schedule applies to zookeeper, etcd only"
+        "redis × partition-even: the schedule applies to zookeeper, etcd only: only ZooKeeper \
+         and etcd are split-brain-proof by quorum: Redlock cannot run 4 masters, Redis data \
+         nodes do not vote, and PostgreSQL, MariaDB and Memcached servers do not agree on locks"
     );
+    // Every shipped schedule that leaves systems out says why.
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("chaos");
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_none_or(|e| e != "toml") {
+            continue;
+        }
+        let s = Schedule::from_file(&path).unwrap();
+        assert_eq!(
+            s.systems.is_some(),
+            s.skipped_because.is_some(),
+            "{}",
+            s.name
+        );
+    }
+    let bare = Schedule::from_str("systems = [\"etcd\"]\n", "c/bare.toml").unwrap();
+    assert_eq!(
+        bare.unfit_for(System::Redis).unwrap(),
+        "redis × bare: the schedule applies to etcd only"
+    );
+    let e = Schedule::from_str("skipped_because = \"x\"\n", "c/why.toml")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("c/why.toml")
+            && e.contains("'skipped_because'")
+            && e.contains("systems = [...]"),
+        "{e}"
+    );
+    let e = Schedule::from_str(
+        "systems = [\"etcd\"]\nskipped_because = \" \"\n",
+        "c/why.toml",
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("'skipped_because'"), "{e}");
     let s = Schedule::from_str("cluster_size = 4\n", "c/four.toml").unwrap();
     assert_eq!(
         s.unfit_for(System::Redlock).unwrap(),

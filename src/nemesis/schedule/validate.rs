@@ -20,6 +20,25 @@ pub(super) fn schedule(origin: &str, raw: RawSchedule) -> Result<Schedule, SpecE
     let name = v.name(raw.name)?;
     let seed = v.range("seed", raw.seed, Some(1), (0, i64::MAX))? as u64;
     let systems = systems(&v, raw.systems)?;
+    let skipped_because = match (raw.skipped_because, &systems) {
+        (None, _) => None,
+        (Some(w), _) if w.trim().is_empty() => {
+            return Err(v.invalid(
+                "skipped_because",
+                "\"\"",
+                "a sentence saying why the systems not in 'systems' are left out",
+            ));
+        }
+        (Some(_), None) => {
+            return Err(v.conflict(
+                "field 'skipped_because' says why systems are left out, and 'systems' leaves \
+                 none out: add systems = [...] naming the ones it runs on, or remove \
+                 'skipped_because'"
+                    .into(),
+            ));
+        }
+        (Some(w), Some(_)) => Some(w.trim().to_string()),
+    };
     let cluster_size = match raw.cluster_size {
         None => None,
         Some(n) => Some(cluster_size(&v, n, systems.as_deref())?),
@@ -47,6 +66,7 @@ pub(super) fn schedule(origin: &str, raw: RawSchedule) -> Result<Schedule, SpecE
         name,
         seed,
         systems,
+        skipped_because,
         cluster_size,
         expect,
         faults,

@@ -56,6 +56,9 @@ impl Schedule {
             let names = systems.iter().map(|s| string(s.name())).collect();
             t.insert("systems".into(), Value::Array(names));
         }
+        if let Some(why) = &self.skipped_because {
+            t.insert("skipped_because".into(), string(why));
+        }
         if let Some(n) = self.cluster_size {
             t.insert("cluster_size".into(), Value::Integer(n as i64));
         }
