@@ -140,6 +140,7 @@ pub mod stats;
 pub mod strategy;
 mod sync;
 pub mod system;
+pub mod target;
 pub mod workload;
 
 pub use cluster::{Cluster, ClusterOptions};

@@ -21,6 +21,12 @@ pub enum SpecError {
         origin: String,
         source: std::io::Error,
     },
+    /// A target file could not be read.
+    #[error("{origin}: cannot read the target file: {source} (check the path)")]
+    ReadTarget {
+        origin: String,
+        source: std::io::Error,
+    },
     /// TOML syntax, an unknown field, or a value of the wrong type.
     #[error("{origin}:{line}:{column}: {message}")]
     Parse {
