@@ -43,6 +43,10 @@ pub struct Environment {
     /// The Docker engine's version, or why it is not known (the mock backend uses none).
     #[serde(default = "unknown")]
     pub docker_server: String,
+    /// The targets a run used (`lockbench run --target`), as their records say them: the
+    /// endpoints, prefix and user, never a password. Absent on runs of lockbench's own clusters.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<serde_json::Value>,
 }
 
 impl Environment {
@@ -64,6 +68,7 @@ impl Environment {
                 .unwrap_or_else(|e| e),
             kernel: kernel(),
             docker_server,
+            target: None,
         }
     }
 }

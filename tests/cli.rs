@@ -236,3 +236,58 @@ fn chaos_files_are_validated_before_docker_is_touched() {
     assert_eq!(code, 2, "{text}");
     assert!(text.contains("add --clients-as processes"), "{text}");
 }
+
+#[test]
+fn a_target_is_refused_before_anything_runs_where_it_cannot_be_kept() {
+    let dir = std::env::temp_dir().join(format!("lockbench-cli-{}-targets", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = |name: &str, text: &str| {
+        let p = dir.join(name);
+        std::fs::write(&p, text).unwrap();
+        p.display().to_string()
+    };
+    let etcd = file(
+        "etcd.toml",
+        "system = \"etcd\"\nendpoints = [\"127.0.0.1:1\"]\nprefix = \"/b\"\n",
+    );
+    let chaos = concat!(env!("CARGO_MANIFEST_DIR"), "/chaos/kill-leader.toml");
+    // A schedule with faults: refused, naming the schedule, the target and why.
+    let (code, text) = run_offline("target-chaos", &["--target", &etcd, "--chaos", chaos]);
+    assert_eq!(code, 2, "{text}");
+    assert!(
+        text.contains("'kill-leader' injects faults") && text.contains("faults = true"),
+        "{text}"
+    );
+    // A system whose keys cannot be listed cannot keep the empty-prefix rule.
+    let pg = file(
+        "pg.toml",
+        "system = \"postgres\"\nendpoints = [\"127.0.0.1:1\"]\nprefix = \"/b\"\n",
+    );
+    let (code, text) = run_offline("target-pg", &["--target", &pg]);
+    assert_eq!(code, 2, "{text}");
+    assert!(
+        text.contains("cannot list the keys a postgres recipe"),
+        "{text}"
+    );
+    // Two targets of one system, and --systems beside --target.
+    let (code, text) = run_offline("target-twice", &["--target", &etcd, "--target", &etcd]);
+    assert_eq!(code, 2, "{text}");
+    assert!(text.contains("a run takes one target per system"), "{text}");
+    let (code, text) = run_offline("target-systems", &["--target", &etcd, "--systems", "etcd"]);
+    assert_eq!(code, 2, "{text}");
+    assert!(text.contains("cannot be used with"), "{text}");
+    // A password from a variable that is not set: named, before any connection.
+    let auth = file(
+        "auth.toml",
+        "system = \"etcd\"\nendpoints = [\"127.0.0.1:1\"]\nprefix = \"/b\"\n[auth]\n\
+         user = \"u\"\npassword_env = \"LB_CLI_TEST_UNSET_PW\"\n",
+    );
+    let (code, text) = run_offline("target-unset", &["--target", &auth]);
+    assert_eq!(code, 2, "{text}");
+    assert!(
+        text.contains("$LB_CLI_TEST_UNSET_PW, which is not set"),
+        "{text}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

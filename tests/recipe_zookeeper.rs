@@ -39,8 +39,13 @@ async fn children(raw: &zk::Client, key: &str) -> Vec<String> {
     c
 }
 
-/// Whether a node of lock `key` has czxid `token`.
+/// Whether a node of lock `key` has czxid `token`. ZooKeeper reads are served by whichever
+/// server the raw client is on, and a follower may not yet have applied the create another
+/// client's server just committed: `sync` first, so the read sees every write before it.
 async fn holds(raw: &zk::Client, key: &str, token: u64) -> bool {
+    raw.sync(&format!("{PREFIX}/{key}"))
+        .await
+        .expect("sync the raw client's server with the leader");
     for c in children(raw, key).await {
         let stat = raw
             .check_stat(&format!("{PREFIX}/{key}/{c}"))

@@ -40,6 +40,7 @@ fn target(exe: PathBuf) -> WorkerTarget {
             endpoints: vec!["127.0.0.1:1".into()],
             sentinel_endpoints: vec![],
             address_map: Default::default(),
+            master_name: None,
         },
     }
 }

@@ -120,6 +120,11 @@ pub struct RunArgs {
     /// Every system lockbench has, the ones outside the default comparison too.
     #[arg(long, conflicts_with = "systems")]
     pub all_systems: bool,
+    /// Run on a cluster you already run, named by a target file (repeatable, one per system;
+    /// see README "Your own clusters"): nothing is started, every key lives under the
+    /// target's prefix and is removed at the end. The systems are the targets'.
+    #[arg(long = "target", value_name = "FILE", conflicts_with_all = ["systems", "all_systems"])]
+    pub targets: Vec<std::path::PathBuf>,
     /// Strategies, comma-separated; default: the workload's.
     #[arg(long, value_delimiter = ',', help = strategies_help())]
     pub strategies: Option<Vec<crate::recipe::Strategy>>,

@@ -6,7 +6,7 @@ use super::results::verdicts;
 use super::{CapacityArgs, Exit, RunArgs};
 use crate::docker;
 use crate::plan::{Overrides, Plan};
-use crate::runner::RunOutcome;
+use crate::runner::{Backend, DockerBackend, RunOutcome, TargetBackend};
 use crate::workload::Workload;
 
 /// The built-in default workload (the file in workloads/, embedded so the binary runs anywhere).
@@ -38,6 +38,27 @@ pub async fn run(args: RunArgs) -> anyhow::Result<Exit> {
         seed: args.seed,
     };
     let run_id = docker::new_run_id();
+    let name = workloads
+        .iter()
+        .map(|w| w.name.as_str())
+        .collect::<Vec<_>>()
+        .join("+");
+    if !args.targets.is_empty() {
+        let backend = targets_backend(&args.targets, &ov)?;
+        // Before the run's folder is made: a refused prefix or a missing password leaves none.
+        backend.check().await?;
+        let plan =
+            Plan::expand(&run_id, &backend.systems(), &workloads, &ov)?.repeated(args.repeat);
+        for s in &plan.skipped {
+            eprintln!("lockbench: skipped {s}");
+        }
+        let heading = format!("{} cells on your own clusters", plan.cells.len());
+        let Some(outcome) = play(&backend, plan, args.out.as_deref(), &name, &heading, "").await?
+        else {
+            return Ok(Exit::Interrupted);
+        };
+        return Ok(verdicts(&outcome.summaries, args.strict));
+    }
     let systems = if args.all_systems {
         crate::system::ALL_SYSTEMS.to_vec()
     } else {
@@ -48,13 +69,10 @@ pub async fn run(args: RunArgs) -> anyhow::Result<Exit> {
         eprintln!("lockbench: skipped {s}");
     }
     docker::connect().await?;
-    let name = workloads
-        .iter()
-        .map(|w| w.name.as_str())
-        .collect::<Vec<_>>()
-        .join("+");
     let heading = format!("{} cells", plan.cells.len());
-    let Some(outcome) = play(plan, args.out.as_deref(), &name, &heading, "").await? else {
+    let backend = DockerBackend::default();
+    let Some(outcome) = play(&backend, plan, args.out.as_deref(), &name, &heading, "").await?
+    else {
         return Ok(Exit::Interrupted);
     };
     Ok(verdicts(&outcome.summaries, args.strict))
@@ -87,7 +105,9 @@ pub async fn capacity(args: CapacityArgs) -> anyhow::Result<Exit> {
         plan.cells.len()
     );
     let note = "; no capacity report";
-    let Some(outcome) = play(plan, args.out.as_deref(), &name, &heading, note).await? else {
+    let backend = DockerBackend::default();
+    let Some(outcome) = play(&backend, plan, args.out.as_deref(), &name, &heading, note).await?
+    else {
         return Ok(Exit::Interrupted);
     };
     let capacity = sweep::finish(
@@ -106,7 +126,8 @@ pub async fn capacity(args: CapacityArgs) -> anyhow::Result<Exit> {
 /// Plays `plan` into a new run folder `name` under `out` with the progress on stderr, after
 /// saying `heading` and where the results go; `None` (said, with `interrupted_note`) when
 /// Ctrl-C or SIGTERM ended it.
-async fn play(
+async fn play<B: Backend>(
+    backend: &B,
     plan: Plan,
     out: Option<&Path>,
     name: &str,
@@ -119,7 +140,14 @@ async fn play(
         folder.path().display()
     );
     let progress = crate::runner::progress::for_stderr(plan.cells.len());
-    let outcome = crate::runner::run(plan, folder, progress.as_ref()).await?;
+    let outcome = crate::runner::run_on(
+        backend,
+        plan,
+        folder,
+        progress.as_ref(),
+        &crate::report::Exporters::standard(),
+    )
+    .await?;
     if outcome.interrupted {
         eprintln!(
             "lockbench: interrupted; not run: {}{interrupted_note}",
@@ -128,4 +156,29 @@ async fn play(
         return Ok(None);
     }
     Ok(Some(outcome))
+}
+
+/// The backend of `run --target`: the target files read and checked, and refused where the run
+/// would need what a target cannot give yet (faults).
+fn targets_backend(files: &[std::path::PathBuf], ov: &Overrides) -> anyhow::Result<TargetBackend> {
+    let targets = files
+        .iter()
+        .map(|p| crate::target::Target::from_file(p))
+        .collect::<Result<Vec<_>, _>>()?;
+    if let Some(s) = ov.schedules.iter().find(|s| !s.is_calm()) {
+        let t = &targets[0];
+        let fix = if t.faults {
+            "lockbench does not yet run a target's [commands] (the command nemesis is not built): \
+             run the schedule on clusters lockbench starts"
+        } else {
+            "a target runs faults only when its file says faults = true and its [commands] \
+             cover the schedule's primitives (and lockbench does not yet run those commands)"
+        };
+        anyhow::bail!(
+            "the chaos schedule '{}' injects faults, and target '{}' takes none: {fix}",
+            s.name,
+            t.name
+        );
+    }
+    TargetBackend::new(targets)
 }

@@ -125,6 +125,10 @@ pub struct ConnectInfo {
     /// Every node's in-network host name (what Sentinel reports as the master) mapped to the
     /// endpoint this machine reaches it at.
     pub address_map: std::collections::BTreeMap<String, String>,
+    /// The master's name as the Sentinels know it (Redis only); `None` for the name the
+    /// clusters lockbench starts use.
+    #[serde(default)]
+    pub master_name: Option<String>,
 }
 
 impl Cluster {
@@ -330,6 +334,7 @@ impl Cluster {
                 .iter()
                 .map(|n| (n.hostname().to_string(), n.endpoint()))
                 .collect(),
+            master_name: None,
         }
     }
     /// Maps a node's in-network host name (as Sentinel or etcd report it) to its node.

@@ -21,6 +21,7 @@ use crate::system::System;
 
 mod any;
 pub mod claim;
+mod credentials;
 mod deadline;
 pub mod etcd;
 mod holders;
@@ -37,6 +38,7 @@ pub use redis::redlock;
 pub use any::AnyRecipe;
 pub(crate) use any::CONNECT_TIMEOUT;
 pub use claim::{Claim, Turn};
+pub use credentials::Credentials;
 pub(crate) use deadline::drift;
 pub use etcd::EtcdRecipe;
 pub use redis::{RedisRecipe, RedisTarget};
@@ -257,6 +259,10 @@ pub struct RecipeConfig {
     /// pace, and counts every poll as a wake-up.
     #[serde(default = "default_poll_interval")]
     pub poll_interval: Duration,
+    /// The user and password to log in with, when the cluster asks for them (a target's
+    /// `[auth]`); `None` on the clusters lockbench starts.
+    #[serde(default)]
+    pub credentials: Option<Credentials>,
 }
 
 /// The default of [`RecipeConfig::poll_interval`] (and the workload's `poll_interval`).
@@ -286,6 +292,7 @@ impl Default for RecipeConfig {
             retry: RetryPolicy::default(),
             resolve_timeout: DEFAULT_RESOLVE_TIMEOUT,
             poll_interval: DEFAULT_POLL_INTERVAL,
+            credentials: None,
         }
     }
 }

@@ -11,7 +11,7 @@ use super::progress::Progress;
 use crate::cluster::{Cluster, ClusterOptions};
 use crate::fault::Faultable;
 use crate::recipe::mock::{MockOptions, MockRecipe, MockService};
-use crate::recipe::{AnyRecipe, LockError, Recipe, RecipeConfig};
+use crate::recipe::{AnyRecipe, Credentials, LockError, Recipe, RecipeConfig};
 use crate::sync::LockUnpoisoned;
 use crate::system::System;
 
@@ -50,6 +50,33 @@ pub trait Backend: Sync {
         progress: &dyn Progress,
     ) -> impl Future<Output = anyhow::Result<()>>;
 
+    /// Ends what `start` brought up when the run stops early (Ctrl-C, an error in a cell):
+    /// removes what it can, says what it could not, and never fails. By default the cluster is
+    /// dropped (containers are removed on drop).
+    fn abandon(&self, cluster: Self::Cluster) -> impl Future<Output = ()> {
+        drop(cluster);
+        async {}
+    }
+
+    /// The root of every cell's key prefix (`<root>/<run id>/<cell>`) on `cluster`:
+    /// `/lockbench` on the clusters lockbench starts.
+    fn key_root(&self, cluster: &Self::Cluster) -> String {
+        let _ = cluster;
+        "/lockbench".to_string()
+    }
+
+    /// The login clients of `cluster` use, if it asks for one (none by default).
+    fn credentials(&self, cluster: &Self::Cluster) -> Option<Credentials> {
+        let _ = cluster;
+        None
+    }
+
+    /// What `environment.json` records of the clusters beyond the engine (a target's
+    /// [`crate::target::Target::record`], never a secret); nothing by default.
+    fn record(&self) -> Option<serde_json::Value> {
+        None
+    }
+
     /// What runs the clusters, for the run's `environment.json`: its version, or why it is
     /// not known. The default says there is no engine (the clusters live in this process).
     fn engine(&self) -> impl Future<Output = String> + Send {
@@ -66,6 +93,15 @@ pub trait Backend: Sync {
              the runner's process, so its clients cannot run in worker processes; use \
              clients_as = \"tasks\""
         )
+    }
+}
+
+/// The `lockbench` executable worker processes run: `given`, or this program itself.
+pub(super) fn worker_exe(given: Option<&PathBuf>) -> anyhow::Result<PathBuf> {
+    match given {
+        Some(exe) => Ok(exe.clone()),
+        None => std::env::current_exe()
+            .context("finding this program's path, to start worker processes from it"),
     }
 }
 
@@ -119,13 +155,8 @@ impl Backend for DockerBackend {
     }
 
     fn worker_target(&self, cluster: &Cluster) -> anyhow::Result<WorkerTarget> {
-        let exe = match &self.worker_exe {
-            Some(exe) => exe.clone(),
-            None => std::env::current_exe()
-                .context("finding this program's path, to start worker processes from it")?,
-        };
         Ok(WorkerTarget {
-            exe,
+            exe: worker_exe(self.worker_exe.as_ref())?,
             cluster: cluster.connect_info(),
         })
     }

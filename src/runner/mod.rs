@@ -6,6 +6,7 @@ mod client;
 mod outcome;
 mod output;
 pub mod progress;
+mod target_backend;
 #[cfg(test)]
 mod tests;
 pub mod worker;
@@ -30,6 +31,7 @@ use crate::workload::ClientsAs;
 
 pub use backend::{Backend, DockerBackend, MockBackend};
 pub use output::RunFolder;
+pub use target_backend::{TargetBackend, TargetCluster};
 pub use worker::{WorkerControl, WorkerError, WorkerPlan, WorkerState, WorkerTarget, Workers};
 
 /// What a finished (or interrupted) run produced.
@@ -68,9 +70,9 @@ pub async fn run_on<B: Backend>(
     exporters: &Exporters,
 ) -> anyhow::Result<RunOutcome> {
     folder.write_plan(&plan)?;
-    folder.write_environment(&crate::environment::Environment::collect(
-        backend.engine().await,
-    ))?;
+    let mut environment = crate::environment::Environment::collect(backend.engine().await);
+    environment.target = backend.record();
+    folder.write_environment(&environment)?;
     let mut summaries = Vec::new();
     let total = plan.cells.len();
     let mut done = 0usize;
@@ -107,8 +109,11 @@ pub async fn run_on<B: Backend>(
             _ = &mut ctrl_c => None,
         };
         match ran {
-            Some(r) => {
-                let out = r?;
+            Some(Err(e)) => {
+                backend.abandon(cluster).await;
+                return Err(e);
+            }
+            Some(Ok(out)) => {
                 done += out.len();
                 summaries.extend(out);
                 backend.stop(cluster, progress).await?;
@@ -116,8 +121,8 @@ pub async fn run_on<B: Backend>(
             None => {
                 interrupted = true;
                 heal_left(&books, &cluster, system).await?;
-                // Dropping the cluster removes its containers.
-                drop(cluster);
+                // Removes the containers (or a target's keys).
+                backend.abandon(cluster).await;
                 break;
             }
         }
@@ -194,7 +199,12 @@ async fn run_cell<B: Backend>(
     books: &Books,
 ) -> anyhow::Result<CellSummary> {
     let dir = folder.cell_dir(cell)?;
-    let prefix = format!("/lockbench/{}/{}", plan.run_id, cell.id());
+    let prefix = format!(
+        "{}/{}/{}",
+        backend.key_root(cluster),
+        plan.run_id,
+        cell.id()
+    );
     // Calm cells run exactly as before: nothing beside the clients.
     let nemesis = (!cell.chaos.is_calm()).then(|| {
         let length = match cell.workload.stop {
@@ -288,6 +298,7 @@ where
         retry: wl.retry,
         resolve_timeout: wl.resolve_timeout,
         poll_interval: wl.poll_interval,
+        credentials: backend.credentials(cluster),
         ..RecipeConfig::default()
     };
     match wl.clients_as {
@@ -379,6 +390,9 @@ where
         tasks.push(tokio::spawn(client::drive(c, i as u32, shared.clone())));
     }
     drop(shared);
+    // Dropped (Ctrl-C), the cell stops its clients: a detached task would go on writing to the
+    // cluster (on a target, after its keys were removed).
+    let _abort = AbortOnDrop(tasks.iter().map(|t| t.abort_handle()).collect());
     // A client that hangs past its own deadlines must not hang the run.
     let grace = client::drain(wl);
     let limit = match wl.stop {
@@ -413,6 +427,17 @@ where
     let ran = alongside(join, beside(running), stop).await?;
     recorder.finish().await?;
     Ok(ran)
+}
+
+/// Aborts its tasks when dropped (finished tasks ignore it).
+struct AbortOnDrop(Vec<tokio::task::AbortHandle>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        for t in &self.0 {
+            t.abort();
+        }
+    }
 }
 
 async fn in_processes<F, Fut>(

@@ -77,6 +77,20 @@ impl RunFolder {
         write(&dir.join(name), &serde_json::to_string_pretty(info)?)
     }
 
+    /// `clusters/<system>.json` as given: what a run on a target records of it.
+    pub(crate) fn write_cluster_record(
+        &self,
+        system: crate::system::System,
+        record: &serde_json::Value,
+    ) -> anyhow::Result<()> {
+        let dir = self.path.join("clusters");
+        std::fs::create_dir_all(&dir)?;
+        write(
+            &dir.join(format!("{system}.json")),
+            &serde_json::to_string_pretty(record)?,
+        )
+    }
+
     pub(crate) fn cell_dir(&self, cell: &Cell) -> anyhow::Result<PathBuf> {
         let dir = self.path.join("cells").join(cell.id().to_string());
         std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;

@@ -27,7 +27,7 @@ pub use self::redis::provider::MASTER_NAME as REDIS_MASTER_NAME;
 use std::time::Instant;
 
 use crate::cluster::{BoxFuture, Cluster, ConnectInfo, Provider};
-use crate::recipe::{AnyRecipe, CONNECT_TIMEOUT, LockError, RecipeConfig};
+use crate::recipe::{AnyRecipe, CONNECT_TIMEOUT, Credentials, LockError, RecipeConfig};
 use crate::system::System;
 
 /// One lock service: how to start, probe and connect to it.
@@ -41,6 +41,47 @@ pub trait LockService: Provider {
         config: RecipeConfig,
         deadline: Instant,
     ) -> BoxFuture<'a, Result<AnyRecipe, LockError>>;
+
+    /// How a run on a target lists and removes what this system's recipes wrote under a
+    /// prefix, and asks a server its version with the target's login; `None` when this
+    /// system's keys cannot be listed (a target of it is refused).
+    fn target_ops(&self) -> Option<TargetOps> {
+        None
+    }
+}
+
+/// Up to `limit` keys (or nodes) under `prefix` on the cluster `info` describes, logged in
+/// with `login`. The caller puts the deadline on it.
+pub type ListKeys = for<'a> fn(
+    &'a ConnectInfo,
+    Option<&'a Credentials>,
+    &'a str,
+    usize,
+) -> BoxFuture<'a, Result<Vec<String>, String>>;
+
+/// Removes every key (or node) under `prefix`, and `prefix` itself where it is a node of its
+/// own (ZooKeeper): how many went. The caller puts the deadline on it.
+pub type RemoveKeys = for<'a> fn(
+    &'a ConnectInfo,
+    Option<&'a Credentials>,
+    &'a str,
+) -> BoxFuture<'a, Result<u64, String>>;
+
+/// The version the server at an endpoint reports, logged in with the login given, with a
+/// deadline.
+pub type VersionAs =
+    for<'a> fn(&'a str, Option<&'a Credentials>) -> BoxFuture<'a, Result<String, String>>;
+
+/// What a run on a target needs of a system beyond connecting ([`LockService::target_ops`]).
+#[derive(Clone, Copy)]
+pub struct TargetOps {
+    /// Lists what is under a prefix (to refuse one that holds keys the run did not write).
+    pub list: ListKeys,
+    /// Removes what is under a prefix (what the run wrote, at its end).
+    pub remove: RemoveKeys,
+    /// The version probe with the target's login; `None` where [`Provider::server_version`]
+    /// needs none (ZooKeeper's `srvr`, etcd's status call).
+    pub version: Option<VersionAs>,
 }
 
 /// `system`'s entry in [`SERVICES`] (a cluster starts with it as its provider:

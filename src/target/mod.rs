@@ -17,6 +17,7 @@
 //! [sentinel]                     # Redis with Sentinel only
 //! addresses = ["10.0.0.5:26379"]
 //! master = "mymaster"
+//! nat_map = { "redis-0:6379" = "10.0.1.5:6379" }   # optional: reported → reachable
 //! [[nodes]]                      # optional: what fault commands act on
 //! name = "etcd1"
 //! address = "10.0.0.1"
@@ -78,6 +79,10 @@ pub struct Sentinel {
     pub addresses: Vec<String>,
     /// The master's name as the Sentinels know it.
     pub master: String,
+    /// `host:port` as the Sentinels report a server → `host:port` this machine reaches it at,
+    /// for servers behind address translation (Redisson's `natMap`); empty when the reported
+    /// addresses are reachable.
+    pub nat_map: std::collections::BTreeMap<String, String>,
 }
 
 /// A user and where the password comes from.
@@ -218,6 +223,7 @@ impl Target {
             "sentinel": self.sentinel.as_ref().map(|s| json!({
                 "addresses": s.addresses,
                 "master": s.master,
+                "nat_map": s.nat_map,
             })),
             "auth": auth,
             "tls": self.tls.as_ref().map(|t| json!({

@@ -23,6 +23,7 @@ pub(super) struct RawTarget {
 pub(super) struct RawSentinel {
     pub(super) addresses: Option<Vec<String>>,
     pub(super) master: Option<String>,
+    pub(super) nat_map: Option<std::collections::BTreeMap<String, String>>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -111,6 +111,31 @@ fn a_redis_target_with_sentinel_and_a_bare_password() {
 }
 
 #[test]
+fn a_sentinel_nat_map_maps_reported_addresses_to_reachable_ones() {
+    let t = Target::from_str(
+        "system = \"redis\"\nendpoints = [\"127.0.0.1:7001\"]\nprefix = \"/b\"\n\
+         [sentinel]\naddresses = [\"127.0.0.1:7101\"]\nmaster = \"m\"\n\
+         nat_map = { \"redis-0:6379\" = \"127.0.0.1:7001\" }\n",
+        "t/r.toml",
+    )
+    .unwrap();
+    let s = t.sentinel.as_ref().unwrap();
+    assert_eq!(s.nat_map["redis-0:6379"], "127.0.0.1:7001");
+    assert_eq!(
+        t.record()["sentinel"]["nat_map"]["redis-0:6379"],
+        "127.0.0.1:7001"
+    );
+    let e = err(
+        "system = \"redis\"\nendpoints = [\"a:1\"]\nprefix = \"/b\"\n[sentinel]\n\
+         addresses = [\"s:1\"]\nmaster = \"m\"\nnat_map = { \"redis-0\" = \"a:1\" }\n",
+    );
+    assert!(
+        e.contains("sentinel.nat_map.\"redis-0\"") && e.contains("host:port"),
+        "{e}"
+    );
+}
+
+#[test]
 fn missing_and_malformed_fields_name_the_file_the_field_and_the_fix() {
     let e = err("endpoints = [\"a:1\"]\nprefix = \"/p\"\n");
     assert!(

@@ -171,7 +171,30 @@ fn sentinel(v: &Validator, system: System, raw: RawSentinel) -> Result<Sentinel,
             "give the master's name as the Sentinels know it (sentinel monitor NAME ...)",
         )
     })?;
-    Ok(Sentinel { addresses, master })
+    let mut nat_map = std::collections::BTreeMap::new();
+    for (reported, reachable) in raw.nat_map.unwrap_or_default() {
+        let field = format!("sentinel.nat_map.\"{reported}\"");
+        let pair = self::addresses(
+            v,
+            &field,
+            Some(vec![reported.clone(), reachable.clone()]),
+            true,
+        )
+        .map_err(|_| {
+            v.invalid(
+                &field,
+                format!("\"{reported}\" = \"{reachable}\""),
+                "map \"host:port\" as the Sentinels report a server to the \"host:port\" \
+                     this machine reaches it at, e.g. \"redis-0:6379\" = \"10.0.1.5:6379\"",
+            )
+        })?;
+        nat_map.insert(pair[0].clone(), pair[1].clone());
+    }
+    Ok(Sentinel {
+        addresses,
+        master,
+        nat_map,
+    })
 }
 
 fn auth(v: &Validator, system: System, raw: RawAuth) -> Result<Auth, SpecError> {

@@ -7,6 +7,7 @@ pub mod contention;
 pub mod redis_scenarios;
 pub mod session_scenarios;
 pub mod shared;
+pub mod up;
 
 use std::process::Child;
 use std::time::{Duration, Instant};

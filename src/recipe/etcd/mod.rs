@@ -123,28 +123,36 @@ fn already_held(key: &str) -> LockError {
     ))
 }
 
+/// `endpoints` as the URLs etcd's client dials: `host:port` gets `http://`.
+pub fn urls(endpoints: &[String]) -> Vec<String> {
+    endpoints
+        .iter()
+        .map(|e| {
+            if e.contains("://") {
+                e.clone()
+            } else {
+                format!("http://{e}")
+            }
+        })
+        .collect()
+}
+
 impl EtcdRecipe {
     /// Connects to `endpoints` (`host:port` each) and grants this client's lease, giving up
     /// after three request timeouts.
     pub async fn connect(endpoints: &[String], config: RecipeConfig) -> Result<Self, LockError> {
-        let urls: Vec<String> = endpoints
-            .iter()
-            .map(|e| {
-                if e.contains("://") {
-                    e.clone()
-                } else {
-                    format!("http://{e}")
-                }
-            })
-            .collect();
+        let urls = urls(endpoints);
         let limit = config.request_timeout * 3;
         // No per-request gRPC timeout: it would also cut watch streams and the blocking Lock
         // RPC; every call gets its own deadline instead.
         // require_leader: a member cut off from the leader refuses requests and cancels our
         // watches instead of leaving a waiter to hear nothing from it until its deadline.
-        let opts = ConnectOptions::new()
+        let mut opts = ConnectOptions::new()
             .with_connect_timeout(config.request_timeout)
             .with_require_leader(true);
+        if let Some(c) = &config.credentials {
+            opts = opts.with_user(c.user.clone().unwrap_or_default(), c.password.clone());
+        }
         let client = match tokio::time::timeout(limit, Client::connect(&urls, Some(opts))).await {
             Ok(Ok(c)) => c,
             Ok(Err(e)) => {

@@ -414,7 +414,7 @@ mod tests {
 
     async fn lost_after(renew: bool, ttl: Duration) -> (Instant, Duration) {
         let (addr, server) = black_hole().await;
-        let node = Arc::new(Server::new(&addr, Duration::from_secs(2)).unwrap());
+        let node = Arc::new(Server::new(&addr, Duration::from_secs(2), None).unwrap());
         let (trigger, mut lost) = LostSignal::new();
         let granted_at = Instant::now();
         let held = Held {

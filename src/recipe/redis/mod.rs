@@ -55,6 +55,7 @@
 mod broken;
 mod cleanup;
 mod common;
+pub mod keyspace;
 mod pubsub;
 pub mod redlock;
 mod scripts;
@@ -138,7 +139,11 @@ impl Master {
         let deadline = deadline.min(Instant::now() + self.cfg.request_timeout);
         if let Ok(endpoint) = resolve(&self.target, &self.cfg, deadline).await
             && endpoint != cur.endpoint()
-            && let Ok(node) = Server::new(&endpoint, self.cfg.request_timeout)
+            && let Ok(node) = Server::new(
+                &endpoint,
+                self.cfg.request_timeout,
+                self.cfg.credentials.as_ref(),
+            )
         {
             cur.shutdown().await;
             *cur = Arc::new(node);
@@ -169,15 +174,17 @@ impl RedisRecipe {
     ) -> Result<RedisRecipe, LockError> {
         let node = loop {
             let r = match resolve(&target, &cfg, deadline).await {
-                Ok(endpoint) => match Server::new(&endpoint, cfg.request_timeout) {
-                    Ok(node) => {
-                        let left = deadline.saturating_duration_since(Instant::now());
-                        node.query::<String>(&::redis::cmd("PING"), left)
-                            .await
-                            .map(|_| node)
+                Ok(endpoint) => {
+                    match Server::new(&endpoint, cfg.request_timeout, cfg.credentials.as_ref()) {
+                        Ok(node) => {
+                            let left = deadline.saturating_duration_since(Instant::now());
+                            node.query::<String>(&::redis::cmd("PING"), left)
+                                .await
+                                .map(|_| node)
+                        }
+                        Err(e) => return Err(e),
                     }
-                    Err(e) => return Err(e),
-                },
+                }
                 Err(e) => Err(e),
             };
             match r {
@@ -658,7 +665,9 @@ async fn resolve(
         if left.is_zero() {
             break;
         }
-        let sentinel = Server::new(s, cfg.request_timeout)?;
+        // Sentinels are asked without the servers' login (Sentinel's own `requirepass` is
+        // not supported yet).
+        let sentinel = Server::new(s, cfg.request_timeout, None)?;
         let mut cmd = ::redis::cmd("SENTINEL");
         cmd.arg("get-master-addr-by-name").arg(master_name);
         let addr = match sentinel.query::<Option<(String, String)>>(&cmd, left).await {
@@ -672,9 +681,14 @@ async fn resolve(
                 continue;
             }
         };
+        // With no map, the address Sentinel reports is one this process reaches (a user's
+        // cluster that announces routable addresses).
+        let reported = format!("{}:{}", addr.0, addr.1);
         let Some(endpoint) = map
             .get(&addr.0)
-            .or_else(|| map.get(&format!("{}:{}", addr.0, addr.1)))
+            .or_else(|| map.get(&reported))
+            .cloned()
+            .or_else(|| map.is_empty().then_some(reported))
         else {
             problems.push(format!(
                 "{s} names master {}:{}, which address_map does not map to a reachable address",
@@ -683,7 +697,7 @@ async fn resolve(
             continue;
         };
         // Sentinel may still name a master that was just demoted or is being promoted.
-        let node = Server::new(endpoint, cfg.request_timeout)?;
+        let node = Server::new(&endpoint, cfg.request_timeout, cfg.credentials.as_ref())?;
         let left = deadline.saturating_duration_since(Instant::now());
         match node
             .query::<::redis::Value>(&::redis::cmd("ROLE"), left)

@@ -225,7 +225,7 @@ impl RedlockRecipe {
         }
         let nodes = endpoints
             .iter()
-            .map(|e| Server::new(e, cfg.request_timeout).map(Arc::new))
+            .map(|e| Server::new(e, cfg.request_timeout, cfg.credentials.as_ref()).map(Arc::new))
             .collect::<Result<Vec<_>, _>>()?;
         let quorum = nodes.len() / 2 + 1;
         loop {

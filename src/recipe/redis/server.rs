@@ -6,15 +6,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ::redis::aio::{ConnectionManager, ConnectionManagerConfig};
-use ::redis::{RedisError, Script};
+use ::redis::{IntoConnectionInfo, RedisError, Script};
 use tokio::sync::mpsc::UnboundedSender;
 
-use crate::recipe::LockError;
 use crate::recipe::redis::pubsub::PubSub;
 use crate::recipe::redis::scripts::{
     FAIR_ACQUIRE_SCRIPT, HERD_ACQUIRE_SCRIPT, Keys, QueueEntry, RELEASE_SCRIPT, RENEW_SCRIPT,
     RESOLVE_SCRIPT, SHARED_RENEW_SCRIPT, TicketMode,
 };
+use crate::recipe::{Credentials, LockError};
 
 /// One Redis server.
 pub(crate) struct Server {
@@ -89,12 +89,28 @@ pub(super) fn ms(d: Duration) -> u64 {
 impl Server {
     /// A node whose connections open lazily and reconnect by themselves, so a server that is
     /// down now (a Redlock master) can serve later calls once it is back.
-    pub fn new(endpoint: &str, request_timeout: Duration) -> Result<Server, LockError> {
-        let client = ::redis::Client::open(format!("redis://{endpoint}/")).map_err(|e| {
+    /// Logs in with `credentials` when given (`AUTH [user] password` on every connection).
+    pub fn new(
+        endpoint: &str,
+        request_timeout: Duration,
+        credentials: Option<&Credentials>,
+    ) -> Result<Server, LockError> {
+        let invalid = |e: RedisError| {
             LockError::Server(format!(
                 "'{endpoint}' is not a valid Redis address (use host:port): {e}"
             ))
-        })?;
+        };
+        let mut info = format!("redis://{endpoint}/")
+            .into_connection_info()
+            .map_err(invalid)?;
+        if let Some(c) = credentials {
+            let mut login = info.redis_settings().clone().set_password(&c.password);
+            if let Some(user) = &c.user {
+                login = login.set_username(user);
+            }
+            info = info.set_redis_settings(login);
+        }
+        let client = ::redis::Client::open(info).map_err(invalid)?;
         let cfg = ConnectionManagerConfig::new()
             .set_connection_timeout(Some(request_timeout))
             .set_response_timeout(Some(request_timeout))

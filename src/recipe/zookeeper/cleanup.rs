@@ -65,9 +65,12 @@ impl ZkJanitorCtx {
         });
         if !usable {
             // Not detached: dropping it closes the session on the server.
-            let connecting = zk::Client::connector()
-                .with_session_timeout(self.config.ttl)
-                .connect(&self.connect_string);
+            let mut connector = zk::Client::connector();
+            connector = connector.with_session_timeout(self.config.ttl);
+            if let Some(c) = &self.config.credentials {
+                connector = connector.with_auth("digest", &c.zookeeper_digest());
+            }
+            let connecting = connector.connect(&self.connect_string);
             self.client = tokio::time::timeout(self.config.request_timeout * 2, connecting)
                 .await
                 .ok()

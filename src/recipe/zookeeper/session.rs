@@ -272,12 +272,16 @@ pub(super) async fn open_session(
     config: &RecipeConfig,
 ) -> Result<ZkSession, LockError> {
     let limit = config.request_timeout * 3;
-    let connecting = zk::Client::connector()
+    let mut connector = zk::Client::connector();
+    connector = connector
         .with_session_timeout(config.ttl)
         // Detached: dropping the client must not close the session, so that `crash` leaves
         // ephemeral nodes to expire with the session, as a killed process would.
-        .with_detached()
-        .connect(connect_string);
+        .with_detached();
+    if let Some(c) = &config.credentials {
+        connector = connector.with_auth("digest", &c.zookeeper_digest());
+    }
+    let connecting = connector.connect(connect_string);
     let client = match tokio::time::timeout(limit, connecting).await {
         Ok(Ok(c)) => c,
         Ok(Err(e)) => {

@@ -138,8 +138,16 @@ mod tests {
                 endpoints: vec!["127.0.0.1:1".into()],
                 sentinel_endpoints: vec!["127.0.0.1:2".into()],
                 address_map: [("redis1".to_string(), "127.0.0.1:1".to_string())].into(),
+                master_name: Some("mymaster".into()),
             },
-            recipe: RecipeConfig::default(),
+            // A target's login reaches the workers through their stdin.
+            recipe: RecipeConfig {
+                credentials: Some(crate::recipe::Credentials {
+                    user: Some("bench".into()),
+                    password: "pw".into(),
+                }),
+                ..RecipeConfig::default()
+            },
             workload: "clients = 2\nduration = \"1s\"\n".into(),
             strategy: Strategy::Herd,
             clients: vec![0, 1],

@@ -2,11 +2,12 @@
 //! revision-ordered recipe or the server's own Lock API in `recipe/etcd/`. Leases run on
 //! monotonic time, so a clock fault has nothing to move.
 
+mod keys;
 mod provider;
 
 use std::time::Instant;
 
-use super::LockService;
+use super::{LockService, TargetOps};
 use crate::cluster::{
     BoxFuture, Cluster, ClusterError, ClusterOptions, ConnectInfo, Node, NodeSpec, PROBE_TIMEOUT,
     Provider,
@@ -79,5 +80,8 @@ impl LockService for Etcd {
                 EtcdRecipe::connect(&info.endpoints, config).await?,
             ))
         })
+    }
+    fn target_ops(&self) -> Option<TargetOps> {
+        Some(keys::OPS)
     }
 }

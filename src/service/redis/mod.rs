@@ -2,11 +2,12 @@
 //! `provider.rs`), locked through the single-instance recipe in `recipe/redis/`. Keys
 //! expire by wall clock, so a clock fault shortens their TTLs.
 
+pub(super) mod keys;
 pub(super) mod provider;
 
 use std::time::Instant;
 
-use super::LockService;
+use super::{LockService, TargetOps};
 use crate::cluster::{
     BoxFuture, Cluster, ClusterError, ClusterOptions, ConnectInfo, Node, NodeSpec, Provider,
 };
@@ -51,6 +52,28 @@ impl Provider for Redis {
     }
 }
 
+/// Where a client finds the master of the cluster `info` describes: through its Sentinels,
+/// or (a target without Sentinels) at its one endpoint.
+pub(super) fn target_of(info: &ConnectInfo) -> RedisTarget {
+    if info.sentinel_endpoints.is_empty() && !info.endpoints.is_empty() {
+        return RedisTarget::Single {
+            endpoint: info.endpoints[0].clone(),
+        };
+    }
+    RedisTarget::Sentinel {
+        sentinels: info.sentinel_endpoints.clone(),
+        master_name: info
+            .master_name
+            .clone()
+            .unwrap_or_else(|| provider::MASTER_NAME.to_string()),
+        address_map: info
+            .address_map
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect(),
+    }
+}
+
 impl LockService for Redis {
     fn connect<'a>(
         &'a self,
@@ -59,18 +82,13 @@ impl LockService for Redis {
         deadline: Instant,
     ) -> BoxFuture<'a, Result<AnyRecipe, LockError>> {
         Box::pin(async move {
-            let target = RedisTarget::Sentinel {
-                sentinels: info.sentinel_endpoints.clone(),
-                master_name: provider::MASTER_NAME.to_string(),
-                address_map: info
-                    .address_map
-                    .iter()
-                    .map(|(k, v)| (k.clone(), v.clone()))
-                    .collect(),
-            };
+            let target = target_of(info);
             Ok(AnyRecipe::new(
                 RedisRecipe::connect(target, config, deadline).await?,
             ))
         })
+    }
+    fn target_ops(&self) -> Option<TargetOps> {
+        Some(keys::OPS)
     }
 }

@@ -310,7 +310,7 @@ pub(crate) async fn server_version(endpoint: &str) -> Result<String, String> {
 }
 
 /// The `redis_version:7.0.15` line of `INFO server`.
-fn version(info: &str) -> Option<String> {
+pub(in crate::service) fn version(info: &str) -> Option<String> {
     info.lines()
         .find_map(|l| l.strip_prefix("redis_version:"))
         .map(|v| v.trim().to_string())

@@ -6,7 +6,7 @@ mod provider;
 
 use std::time::Instant;
 
-use super::LockService;
+use super::{LockService, TargetOps};
 use crate::cluster::{
     BoxFuture, Cluster, ClusterError, ClusterOptions, ConnectInfo, Node, NodeSpec, Provider,
 };
@@ -64,5 +64,8 @@ impl LockService for Redlock {
             .await?;
             Ok(AnyRecipe::new(r))
         })
+    }
+    fn target_ops(&self) -> Option<TargetOps> {
+        Some(super::redis::keys::OPS)
     }
 }

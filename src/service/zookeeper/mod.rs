@@ -2,11 +2,12 @@
 //! through the sequential-ephemeral recipe in `recipe/zookeeper/`. Sessions run on monotonic
 //! time, so a clock fault has nothing to move.
 
+mod keys;
 mod provider;
 
 use std::time::Instant;
 
-use super::LockService;
+use super::{LockService, TargetOps};
 use crate::cluster::{
     self, BoxFuture, Cluster, ClusterError, ClusterOptions, ConnectInfo, Node, NodeSpec, Provider,
 };
@@ -62,5 +63,8 @@ impl LockService for Zookeeper {
                 ZookeeperRecipe::connect(&info.endpoints, config).await?,
             ))
         })
+    }
+    fn target_ops(&self) -> Option<TargetOps> {
+        Some(keys::OPS)
     }
 }

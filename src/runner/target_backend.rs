@@ -1,0 +1,417 @@
+//! Runs on clusters the user already runs, named by target files (`lockbench run --target
+//! FILE`): nothing is started; clients connect to the target's endpoints with its login, and
+//! every key lives under the target's prefix, `<prefix>/<run id>/<cell>`.
+//!
+//! The rules, each with its error:
+//! - Before the first cell, the prefix must hold nothing (listed through the protocol), unless
+//!   the target says `allow_existing = true`: lockbench never mixes its keys with data it did
+//!   not write, and never removes such data.
+//! - After the last cell, and when the run stops early (Ctrl-C, an error), everything under
+//!   `<prefix>/<run id>` is removed, and the prefix itself where it was empty before and is a
+//!   node of its own (ZooKeeper).
+//! - `environment.json` and `clusters/<system>.json` record [`Target::record`]: never a password.
+//! - Faults need the target's commands: until the command nemesis runs them, a chaos schedule on
+//!   a target is refused before the run (see `cli::run`).
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+
+use super::RunFolder;
+use super::backend::Backend;
+use super::progress::Progress;
+use super::worker::WorkerTarget;
+use crate::cluster::{ClusterError, ConnectInfo};
+use crate::fault::{ClockAccess, Faultable, Grudge};
+use crate::recipe::{AnyRecipe, Credentials, LockError, RecipeConfig};
+use crate::system::System;
+use crate::target::Target;
+
+/// How long listing or removing the prefix's keys may take.
+const KEYS_DEADLINE: Duration = Duration::from_secs(60);
+/// How long a run stopped early waits before it looks again for keys its dropped clients'
+/// last requests wrote, and how many times it looks.
+const ABANDON_SETTLE: Duration = Duration::from_millis(500);
+const ABANDON_ROUNDS: usize = 6;
+/// How many keys an error about a non-empty prefix lists.
+const KEYS_SHOWN: usize = 10;
+
+/// Clusters named by target files, one per system.
+#[derive(Debug, Clone, Default)]
+pub struct TargetBackend {
+    /// The targets, at most one per system.
+    pub targets: Vec<Target>,
+    /// As [`super::DockerBackend::worker_exe`].
+    pub worker_exe: Option<PathBuf>,
+}
+
+/// One target as a run uses it.
+#[derive(Debug)]
+pub struct TargetCluster {
+    target: Target,
+    info: ConnectInfo,
+    login: Option<Credentials>,
+    run_root: String,
+    /// Whether the prefix held nothing when the run began (so it may go at the end).
+    prefix_was_empty: bool,
+}
+
+impl TargetBackend {
+    /// A backend over `targets`; refuses two targets of one system.
+    pub fn new(targets: Vec<Target>) -> anyhow::Result<TargetBackend> {
+        for (i, t) in targets.iter().enumerate() {
+            if let Some(other) = targets[..i].iter().find(|o| o.system == t.system) {
+                anyhow::bail!(
+                    "targets '{}' and '{}' are both {}: a run takes one target per system; run \
+                     them one after another",
+                    other.name,
+                    t.name,
+                    t.system
+                );
+            }
+        }
+        for t in &targets {
+            if crate::service::of(t.system).target_ops().is_none() {
+                anyhow::bail!(
+                    "target '{}': lockbench cannot list the keys a {} recipe leaves, so it \
+                     cannot keep its rule of writing only into an empty prefix; targets run on \
+                     zookeeper, etcd, redis and redlock",
+                    t.name,
+                    t.system
+                );
+            }
+        }
+        Ok(TargetBackend {
+            targets,
+            worker_exe: None,
+        })
+    }
+
+    /// Checks every target before the run's folder is made: its password is at hand, and its
+    /// prefix is empty (or `allow_existing`). [`Backend::start`] checks again.
+    pub async fn check(&self) -> anyhow::Result<()> {
+        for t in &self.targets {
+            let login = login(t)?;
+            prefix_is_usable(t, &connect_info(t), login.as_ref()).await?;
+        }
+        Ok(())
+    }
+
+    /// The systems the targets run, in the order given.
+    pub fn systems(&self) -> Vec<System> {
+        self.targets.iter().map(|t| t.system).collect()
+    }
+
+    fn target(&self, system: System) -> anyhow::Result<&Target> {
+        self.targets
+            .iter()
+            .find(|t| t.system == system)
+            .with_context(|| format!("no target names a {system} cluster"))
+    }
+}
+
+/// What clients need to reach `target`.
+pub fn connect_info(target: &Target) -> ConnectInfo {
+    ConnectInfo {
+        system: target.system,
+        endpoints: target.endpoints.clone(),
+        sentinel_endpoints: target
+            .sentinel
+            .as_ref()
+            .map(|s| s.addresses.clone())
+            .unwrap_or_default(),
+        address_map: target
+            .sentinel
+            .as_ref()
+            .map(|s| s.nat_map.clone())
+            .unwrap_or_default(),
+        master_name: target.sentinel.as_ref().map(|s| s.master.clone()),
+    }
+}
+
+/// The target's login, its password read now (from the file or its variable).
+pub fn login(target: &Target) -> anyhow::Result<Option<Credentials>> {
+    let Some(auth) = &target.auth else {
+        return Ok(None);
+    };
+    let password = auth
+        .password
+        .reveal()
+        .map_err(|why| anyhow::anyhow!("target '{}': {why}", target.name))?;
+    Ok(Some(Credentials {
+        user: auth.user.clone(),
+        password,
+    }))
+}
+
+/// Up to [`KEYS_SHOWN`] keys under `prefix` on `target`.
+pub async fn keys_under(
+    target: &Target,
+    info: &ConnectInfo,
+    login: Option<&Credentials>,
+    prefix: &str,
+) -> anyhow::Result<Vec<String>> {
+    let Some(ops) = crate::service::of(target.system).target_ops() else {
+        anyhow::bail!(
+            "target '{}': lockbench cannot list the keys a {} recipe leaves, so it cannot keep \
+             its rule of touching only an empty prefix; targets run on zookeeper, etcd, redis \
+             and redlock",
+            target.name,
+            target.system
+        );
+    };
+    tokio::time::timeout(KEYS_DEADLINE, (ops.list)(info, login, prefix, KEYS_SHOWN))
+        .await
+        .map_err(|_| {
+            anyhow::anyhow!("listing the keys under {prefix} took over {KEYS_DEADLINE:?}")
+        })?
+        .map_err(|e| anyhow::anyhow!("target '{}': {e}", target.name))
+}
+
+/// Removes everything under `prefix` on `target`: how many keys went.
+pub async fn remove_under(
+    target: &Target,
+    info: &ConnectInfo,
+    login: Option<&Credentials>,
+    prefix: &str,
+) -> anyhow::Result<u64> {
+    let Some(ops) = crate::service::of(target.system).target_ops() else {
+        anyhow::bail!(
+            "target '{}': {} keys cannot be removed",
+            target.name,
+            target.system
+        );
+    };
+    tokio::time::timeout(KEYS_DEADLINE, (ops.remove)(info, login, prefix))
+        .await
+        .map_err(|_| {
+            anyhow::anyhow!("removing the keys under {prefix} took over {KEYS_DEADLINE:?}")
+        })?
+        .map_err(|e| anyhow::anyhow!("target '{}': {e}", target.name))
+}
+
+/// The keys under `target`'s prefix (at most a few), once it is shown usable: empty, or
+/// `allow_existing`.
+async fn prefix_is_usable(
+    target: &Target,
+    info: &ConnectInfo,
+    login: Option<&Credentials>,
+) -> anyhow::Result<Vec<String>> {
+    let found = keys_under(target, info, login, &target.prefix).await?;
+    if !found.is_empty() && !target.allow_existing {
+        anyhow::bail!(
+            "target '{}': the prefix {} already holds keys lockbench did not write in this \
+             run, e.g. {}. lockbench writes only into an empty prefix, so that it never \
+             mixes with or removes data that is not its own: give another prefix, remove \
+             those keys (a run stopped by a power cut leaves <prefix>/<run id>/...), or set \
+             allow_existing = true in the target file",
+            target.name,
+            target.prefix,
+            found.join(", ")
+        );
+    }
+    Ok(found)
+}
+
+impl TargetCluster {
+    /// Removes what this run wrote: `<prefix>/<run id>`, then the prefix where it was empty
+    /// before and is empty now. How many keys went.
+    async fn clean(&self) -> anyhow::Result<u64> {
+        let login = self.login.as_ref();
+        let mut removed = remove_under(&self.target, &self.info, login, &self.run_root).await?;
+        if self.prefix_was_empty
+            && keys_under(&self.target, &self.info, login, &self.target.prefix)
+                .await?
+                .is_empty()
+        {
+            removed += remove_under(&self.target, &self.info, login, &self.target.prefix).await?;
+        }
+        Ok(removed)
+    }
+}
+
+impl Backend for TargetBackend {
+    type Cluster = TargetCluster;
+    type Client = AnyRecipe;
+
+    async fn start(
+        &self,
+        system: System,
+        _size: usize,
+        run_id: &str,
+        folder: &RunFolder,
+        progress: &dyn Progress,
+    ) -> anyhow::Result<TargetCluster> {
+        let target = self.target(system)?.clone();
+        let started = Instant::now();
+        let info = connect_info(&target);
+        let login = login(&target)?;
+        let found = prefix_is_usable(&target, &info, login.as_ref()).await?;
+        let service = crate::service::of(system);
+        let mut versions = Vec::new();
+        for e in &target.endpoints {
+            let probe = match service.target_ops().and_then(|o| o.version) {
+                Some(version_as) => version_as(e, login.as_ref()),
+                None => service.server_version(e),
+            };
+            let v = match tokio::time::timeout(crate::cluster::PROBE_TIMEOUT * 2, probe).await {
+                Ok(Ok(v)) => v,
+                Ok(Err(why)) => format!("unknown ({why})"),
+                Err(_) => "unknown (no answer in time)".to_string(),
+            };
+            versions.push(v);
+        }
+        let record = serde_json::json!({
+            "system": system.name(),
+            "target": target.record(),
+            "server_version": versions.first().cloned().unwrap_or_else(|| "unknown".into()),
+            "server_versions": versions,
+            "nodes": target.endpoints.iter().map(|e| serde_json::json!({
+                "name": e, "role": "server", "endpoint": e,
+            })).collect::<Vec<_>>(),
+            "start_seconds": started.elapsed().as_secs_f64(),
+        });
+        folder.write_cluster_record(system, &record)?;
+        progress.line(&format!(
+            "{system}: target '{}' at {} (server {}), keys under {}/{run_id}",
+            target.name,
+            target.endpoints.join(","),
+            versions.first().map_or("unknown", String::as_str),
+            target.prefix
+        ));
+        Ok(TargetCluster {
+            run_root: format!("{}/{run_id}", target.prefix),
+            prefix_was_empty: found.is_empty(),
+            target,
+            info,
+            login,
+        })
+    }
+
+    async fn connect(
+        &self,
+        cluster: &TargetCluster,
+        mut config: RecipeConfig,
+    ) -> Result<AnyRecipe, LockError> {
+        config.credentials = cluster.login.clone();
+        crate::service::connect_to(&cluster.info, config).await
+    }
+
+    async fn stop(&self, cluster: TargetCluster, progress: &dyn Progress) -> anyhow::Result<()> {
+        let removed = cluster.clean().await?;
+        progress.line(&format!(
+            "{}: removed {removed} key(s) this run left under {}",
+            cluster.target.system, cluster.run_root
+        ));
+        Ok(())
+    }
+
+    async fn abandon(&self, cluster: TargetCluster) {
+        // The cell's client tasks were dropped, but a request already on the wire still lands
+        // (an INCR, a create): clean, then look again until the run's keys stay gone.
+        let mut result = cluster.clean().await;
+        for _ in 0..ABANDON_ROUNDS {
+            tokio::time::sleep(ABANDON_SETTLE).await;
+            let login = cluster.login.as_ref();
+            match keys_under(&cluster.target, &cluster.info, login, &cluster.run_root).await {
+                Ok(left) if left.is_empty() => break,
+                Ok(_) => {
+                    let again = cluster.clean().await;
+                    result = match (result, again) {
+                        (Ok(a), Ok(b)) => Ok(a + b),
+                        (Err(e), _) | (_, Err(e)) => Err(e),
+                    };
+                }
+                Err(e) => {
+                    result = Err(e);
+                    break;
+                }
+            }
+        }
+        match result {
+            Ok(n) => eprintln!(
+                "lockbench: removed {n} key(s) this run left under {}",
+                cluster.run_root
+            ),
+            Err(e) => eprintln!(
+                "lockbench: could not remove what this run left under {}: {e:#}; remove it by \
+                 hand",
+                cluster.run_root
+            ),
+        }
+    }
+
+    fn key_root(&self, cluster: &TargetCluster) -> String {
+        cluster.target.prefix.clone()
+    }
+
+    fn credentials(&self, cluster: &TargetCluster) -> Option<Credentials> {
+        cluster.login.clone()
+    }
+
+    async fn engine(&self) -> String {
+        "none (the clusters are the user's own: see target)".to_string()
+    }
+
+    fn record(&self) -> Option<serde_json::Value> {
+        Some(serde_json::Value::Array(
+            self.targets.iter().map(Target::record).collect(),
+        ))
+    }
+
+    fn worker_target(&self, cluster: &TargetCluster) -> anyhow::Result<WorkerTarget> {
+        Ok(WorkerTarget {
+            exe: super::backend::worker_exe(self.worker_exe.as_ref())?,
+            cluster: cluster.info.clone(),
+        })
+    }
+}
+
+fn no_commands(node: &str) -> ClusterError {
+    ClusterError::Fault {
+        node: node.to_string(),
+        error: "faults on a target run through its commands, which lockbench does not run yet"
+            .into(),
+    }
+}
+
+/// A target as faults see it: its nodes (or endpoints) by name; every fault is refused, as
+/// the run refuses chaos schedules on targets before it starts.
+impl Faultable for TargetCluster {
+    fn servers(&self) -> Vec<String> {
+        if self.target.nodes.is_empty() {
+            self.target.endpoints.clone()
+        } else {
+            self.target.nodes.iter().map(|n| n.name.clone()).collect()
+        }
+    }
+    async fn leader(&self) -> Result<Option<String>, ClusterError> {
+        Ok(None)
+    }
+    async fn kill(&self, node: &str) -> Result<(), ClusterError> {
+        Err(no_commands(node))
+    }
+    async fn restart(
+        &self,
+        node: &str,
+        _data: crate::cluster::DataOnRestart,
+    ) -> Result<(), ClusterError> {
+        Err(no_commands(node))
+    }
+    async fn pause(&self, node: &str) -> Result<(), ClusterError> {
+        Err(no_commands(node))
+    }
+    async fn resume(&self, node: &str) -> Result<(), ClusterError> {
+        Err(no_commands(node))
+    }
+    async fn partition(&self, grudge: &Grudge) -> Result<(), ClusterError> {
+        Err(no_commands(&grudge.nodes().join(",")))
+    }
+    async fn heal(&self) -> Result<(), ClusterError> {
+        Ok(())
+    }
+    fn clock(&self, node: &str) -> Result<ClockAccess, ClusterError> {
+        Err(no_commands(node))
+    }
+}

@@ -1,0 +1,68 @@
+//! What lockbench's etcd recipes wrote under a target's prefix: listed before a run (to refuse a
+//! prefix that holds someone else's keys) and removed after it. Every key the recipes write is
+//! `<prefix>/...` (see `recipe/etcd`), so a range over `<prefix>/` is exactly theirs.
+
+use etcd_client::{Client, ConnectOptions, DeleteOptions, GetOptions};
+
+use crate::cluster::{ConnectInfo, PROBE_TIMEOUT};
+use crate::recipe::Credentials;
+use crate::service::TargetOps;
+
+/// etcd's [`TargetOps`]: its status call needs no login.
+pub(super) const OPS: TargetOps = TargetOps {
+    list: |info, login, prefix, limit| Box::pin(list(info, login, prefix, limit)),
+    remove: |info, login, prefix| Box::pin(remove(info, login, prefix)),
+    version: None,
+};
+
+async fn client(info: &ConnectInfo, login: Option<&Credentials>) -> Result<Client, String> {
+    let urls = crate::recipe::etcd::urls(&info.endpoints);
+    let mut opts = ConnectOptions::new()
+        .with_connect_timeout(PROBE_TIMEOUT)
+        .with_timeout(PROBE_TIMEOUT * 5);
+    if let Some(c) = login {
+        opts = opts.with_user(c.user.clone().unwrap_or_default(), c.password.clone());
+    }
+    Client::connect(&urls, Some(opts))
+        .await
+        .map_err(|e| format!("connect to etcd at {}: {e}", urls.join(",")))
+}
+
+/// Up to `limit` keys under `prefix/`.
+async fn list(
+    info: &ConnectInfo,
+    login: Option<&Credentials>,
+    prefix: &str,
+    limit: usize,
+) -> Result<Vec<String>, String> {
+    let mut c = client(info, login).await?;
+    let opts = GetOptions::new()
+        .with_prefix()
+        .with_keys_only()
+        .with_limit(limit as i64);
+    let r = c
+        .get(format!("{prefix}/"), Some(opts))
+        .await
+        .map_err(|e| format!("list the keys under {prefix}/: {e}"))?;
+    Ok(r.kvs()
+        .iter()
+        .map(|kv| String::from_utf8_lossy(kv.key()).into_owned())
+        .collect())
+}
+
+/// Deletes every key under `prefix/`: how many there were.
+async fn remove(
+    info: &ConnectInfo,
+    login: Option<&Credentials>,
+    prefix: &str,
+) -> Result<u64, String> {
+    let mut c = client(info, login).await?;
+    let r = c
+        .delete(
+            format!("{prefix}/"),
+            Some(DeleteOptions::new().with_prefix()),
+        )
+        .await
+        .map_err(|e| format!("delete the keys under {prefix}/: {e}"))?;
+    Ok(r.deleted().max(0) as u64)
+}

@@ -1,0 +1,425 @@
+//! `lockbench run --target FILE` against clusters started with `lockbench up`, given as a user
+//! gives them: the endpoints `up` printed, a login where the cluster asks for one (etcd with
+//! authentication on and a user whose role reaches only the prefix; Redis with an ACL user
+//! confined to the prefix's keys and channels), and a key prefix. Each test checks the rules
+//! of a run on a target: the cells run and are judged safe; nothing outside the prefix is
+//! touched (a key planted outside it survives, and the servers themselves refuse the users any
+//! other key); what the run wrote is gone afterwards; a prefix holding a key lockbench did not
+//! write is refused, and that key is left alone; no file of the run holds the password.
+
+mod common;
+
+use std::io::Read;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use common::cli_run::{latest, scratch, summary, write};
+use common::up::Up;
+use serde_json::Value;
+
+/// `lockbench run --target FILE ARGS` with short cells, the password in `env`.
+fn run_on_target(
+    out: &Path,
+    target: &Path,
+    env: &[(&str, &str)],
+    args: &[&str],
+) -> std::process::Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_lockbench"));
+    cmd.arg("run")
+        .arg("--target")
+        .arg(target)
+        .args(["--duration", "3s", "--clients", "4"])
+        .args(args)
+        .arg("--out")
+        .arg(out);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd.output().expect("run lockbench")
+}
+
+/// Every cell of the run in `out/latest` acquired and was judged safe; no file of the run
+/// holds `password`; environment.json records the target named `name` with user `user`.
+fn assert_run_is_sound(out: &Path, name: &str, user: Option<&str>, password: &str) {
+    let run = latest(out);
+    let cells: Vec<String> = std::fs::read_dir(run.join("cells"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(cells.len(), 2, "both strategies' cells: {cells:?}");
+    for c in &cells {
+        let s = summary(&run, c);
+        assert!(
+            s["acquisitions"].as_u64().unwrap_or(0) > 0,
+            "{c} acquired nothing: {s}"
+        );
+        assert_eq!(s["safety"]["verdict"], "safe", "{c}: {}", s["safety"]);
+    }
+    let env: Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("environment.json")).unwrap())
+            .unwrap();
+    assert_eq!(env["target"][0]["name"], name, "{env}");
+    if let Some(user) = user {
+        assert_eq!(env["target"][0]["auth"]["user"], user, "{env}");
+    }
+    if !password.is_empty() {
+        for file in files(&run) {
+            let bytes = std::fs::read(&file).unwrap();
+            assert!(
+                !bytes
+                    .windows(password.len())
+                    .any(|w| w == password.as_bytes()),
+                "{} holds the password",
+                file.display()
+            );
+        }
+    }
+}
+
+fn files(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            out.extend(files(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}
+
+/// The run refused the prefix because of `key`, before any cell ran.
+fn assert_refused_for(out: &std::process::Output, key: &str) {
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success(),
+        "a run on a used prefix must fail: {err}"
+    );
+    assert!(
+        err.contains("already holds keys") && err.contains(key) && err.contains("allow_existing"),
+        "the refusal names the key and the fix: {err}"
+    );
+}
+
+#[test]
+fn etcd_target_with_authentication_keeps_to_its_prefix_and_cleans_up() {
+    use etcd_client::{Client, ConnectOptions, GetOptions, Permission};
+    let up = Up::start(&["etcd"]);
+    let endpoints = up.strings("endpoints");
+    let (root_pw, bench_pw) = ("root-pw-7f3a", "bench-pw-91c2");
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let urls: Vec<String> = endpoints.iter().map(|e| format!("http://{e}")).collect();
+    let as_root = || {
+        let urls = urls.clone();
+        async move {
+            let opts = ConnectOptions::new().with_user("root", root_pw);
+            Client::connect(&urls, Some(opts))
+                .await
+                .expect("root login")
+        }
+    };
+    rt.block_on(async {
+        let mut c = Client::connect(&urls, None).await.unwrap();
+        c.put("/other/keep", "theirs", None).await.unwrap();
+        c.user_add("root", root_pw, None).await.unwrap();
+        c.user_grant_role("root", "root").await.unwrap();
+        c.role_add("bench").await.unwrap();
+        c.role_grant_permission("bench", Permission::read_write("/bench/").with_prefix())
+            .await
+            .unwrap();
+        c.user_add("bench", bench_pw, None).await.unwrap();
+        c.user_grant_role("bench", "bench").await.unwrap();
+        c.auth_enable().await.unwrap();
+    });
+    let dir = scratch("target-etcd");
+    let target = write(
+        &dir,
+        "my-etcd.toml",
+        &format!(
+            "system = \"etcd\"\nendpoints = {}\nprefix = \"/bench\"\n\n[auth]\nuser = \
+             \"bench\"\npassword_env = \"LB_TEST_ETCD_PASSWORD\"\n",
+            up.toml_list("endpoints")
+        ),
+    );
+    let env = [("LB_TEST_ETCD_PASSWORD", bench_pw)];
+    let out = run_on_target(&dir.join("out"), &target, &env, &[]);
+    assert!(
+        out.status.success(),
+        "run on the etcd target: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_run_is_sound(&dir.join("out"), "my-etcd", Some("bench"), bench_pw);
+    rt.block_on(async {
+        let mut c = as_root().await;
+        let left = c
+            .get(
+                "/bench",
+                Some(GetOptions::new().with_prefix().with_keys_only()),
+            )
+            .await
+            .unwrap();
+        let keys: Vec<_> = left
+            .kvs()
+            .iter()
+            .map(|kv| kv.key_str().unwrap().to_string())
+            .collect();
+        assert!(keys.is_empty(), "the run left keys: {keys:?}");
+        let theirs = c.get("/other/keep", None).await.unwrap();
+        assert_eq!(theirs.kvs()[0].value(), b"theirs");
+        // The user's role reaches nothing else: the server itself keeps the run inside.
+        let opts = ConnectOptions::new().with_user("bench", bench_pw);
+        let mut bench = Client::connect(&urls, Some(opts)).await.unwrap();
+        assert!(bench.get("/other/keep", None).await.is_err());
+        c.put("/bench/someone-elses", "x", None).await.unwrap();
+    });
+    let out = run_on_target(&dir.join("out2"), &target, &env, &[]);
+    assert_refused_for(&out, "/bench/someone-elses");
+    rt.block_on(async {
+        let mut c = as_root().await;
+        let kept = c.get("/bench/someone-elses", None).await.unwrap();
+        assert_eq!(kept.kvs().len(), 1, "a refused run removes nothing");
+    });
+    // A wrong password is refused with the server's answer, before any cell.
+    let out = run_on_target(
+        &dir.join("out3"),
+        &target,
+        &[("LB_TEST_ETCD_PASSWORD", "wrong")],
+        &[],
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(err.contains("authentication failed"), "{err}");
+}
+
+#[test]
+fn redis_target_with_an_acl_user_keeps_to_its_prefix_and_cleans_up() {
+    let up = Up::start(&["redis"]);
+    let bench_pw = "bench-pw-5d81";
+    let servers: Vec<&Value> = up.info["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|n| n["role"] != "sentinel")
+        .collect();
+    assert!(servers.len() >= 2, "{}", up.info);
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    // The ACL user on every server (a replica may be promoted), confined to the prefix.
+    rt.block_on(async {
+        for n in &servers {
+            let ep = n["endpoint"].as_str().unwrap();
+            let c = redis::Client::open(format!("redis://{ep}/")).unwrap();
+            let mut conn = c.get_multiplexed_async_connection().await.unwrap();
+            let _: () = redis::cmd("ACL")
+                .arg("SETUSER")
+                .arg("bench")
+                .arg("on")
+                .arg(format!(">{bench_pw}"))
+                .arg("~/bench/*")
+                .arg("&/bench/*")
+                .arg("+@all")
+                .query_async(&mut conn)
+                .await
+                .unwrap();
+        }
+    });
+    let master_ep = servers[0]["endpoint"].as_str().unwrap().to_string();
+    let default_conn = || {
+        let ep = master_ep.clone();
+        async move {
+            let c = redis::Client::open(format!("redis://{ep}/")).unwrap();
+            c.get_multiplexed_async_connection().await.unwrap()
+        }
+    };
+    rt.block_on(async {
+        let mut conn = default_conn().await;
+        let _: () = redis::cmd("SET")
+            .arg("other:keep")
+            .arg("theirs")
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+    });
+    let nat: Vec<String> = servers
+        .iter()
+        .map(|n| {
+            format!(
+                "\"{}:6379\" = \"{}\"",
+                n["hostname"].as_str().unwrap(),
+                n["endpoint"].as_str().unwrap()
+            )
+        })
+        .collect();
+    let dir = scratch("target-redis");
+    let target = write(
+        &dir,
+        "my-redis.toml",
+        &format!(
+            "system = \"redis\"\nendpoints = {}\nprefix = \"/bench\"\n\n[auth]\nuser = \
+             \"bench\"\npassword_env = \"LB_TEST_REDIS_PASSWORD\"\n\n[sentinel]\naddresses = \
+             {}\nmaster = \"mymaster\"\nnat_map = {{ {} }}\n",
+            up.toml_list("endpoints"),
+            up.toml_list("sentinel_endpoints"),
+            nat.join(", ")
+        ),
+    );
+    let env = [("LB_TEST_REDIS_PASSWORD", bench_pw)];
+    // Clients in worker processes: the login reaches them over their stdin.
+    let out = run_on_target(
+        &dir.join("out"),
+        &target,
+        &env,
+        &["--clients-as", "processes"],
+    );
+    assert!(
+        out.status.success(),
+        "run on the Redis target: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_run_is_sound(&dir.join("out"), "my-redis", Some("bench"), bench_pw);
+    rt.block_on(async {
+        let mut conn = default_conn().await;
+        let left: Vec<String> = redis::cmd("KEYS")
+            .arg("/bench*")
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+        assert!(left.is_empty(), "the run left keys: {left:?}");
+        let theirs: String = redis::cmd("GET")
+            .arg("other:keep")
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+        assert_eq!(theirs, "theirs");
+        // The ACL refused the user nothing: every key the run touched was its own.
+        let denied: Vec<Value> = redis::cmd("ACL")
+            .arg("LOG")
+            .query_async::<redis::Value>(&mut conn)
+            .await
+            .map(|v| match v {
+                redis::Value::Array(a) => {
+                    a.iter().map(|e| Value::String(format!("{e:?}"))).collect()
+                }
+                _ => Vec::new(),
+            })
+            .unwrap();
+        assert!(denied.is_empty(), "the ACL denied the run: {denied:?}");
+        let _: () = redis::cmd("SET")
+            .arg("/bench/someone-elses")
+            .arg("x")
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+    });
+    let out = run_on_target(&dir.join("out2"), &target, &env, &[]);
+    assert_refused_for(&out, "/bench/someone-elses");
+    rt.block_on(async {
+        let mut conn = default_conn().await;
+        let kept: Option<String> = redis::cmd("GET")
+            .arg("/bench/someone-elses")
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+        assert_eq!(kept.as_deref(), Some("x"), "a refused run removes nothing");
+    });
+}
+
+#[test]
+fn zookeeper_and_redlock_targets_clean_up_their_trees_and_keys() {
+    for (system, prefix) in [("zookeeper", "/bench/zk"), ("redlock", "/bench")] {
+        let up = Up::start(&[system]);
+        let dir = scratch(&format!("target-{system}"));
+        let target = write(
+            &dir,
+            "plain.toml",
+            &format!(
+                "system = \"{system}\"\nendpoints = {}\nprefix = \"{prefix}\"\n",
+                up.toml_list("endpoints")
+            ),
+        );
+        let out = run_on_target(&dir.join("out"), &target, &[], &[]);
+        assert!(
+            out.status.success(),
+            "run on the {system} target: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_run_is_sound(&dir.join("out"), "plain", None, "");
+        let rt = tokio::runtime::Runtime::new().unwrap();
+        rt.block_on(async {
+            if system == "zookeeper" {
+                let zk = zookeeper_client::Client::connect(&up.strings("endpoints").join(","))
+                    .await
+                    .unwrap();
+                zk.sync("/").await.unwrap();
+                // The prefix was empty (absent) before: the run removed its whole tree.
+                let left = zk.check_stat(prefix).await.unwrap();
+                assert!(left.is_none(), "the run left {prefix}: {left:?}");
+            } else {
+                assert_eq!(
+                    redlock_keys(&up).await,
+                    Vec::<String>::new(),
+                    "the run left keys"
+                );
+            }
+        });
+        if system == "redlock" {
+            // Ctrl-C in the middle of a cell: the clients stop and what they wrote goes.
+            let mut child = Command::new(env!("CARGO_BIN_EXE_lockbench"))
+                .arg("run")
+                .arg("--target")
+                .arg(&target)
+                .args(["--duration", "60s", "--clients", "4", "--out"])
+                .arg(dir.join("out-interrupted"))
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap();
+            let writing = rt.block_on(async {
+                for _ in 0..100 {
+                    if !redlock_keys(&up).await.is_empty() {
+                        return true;
+                    }
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+                false
+            });
+            assert!(writing, "the interrupted run never wrote a key");
+            let code = common::interrupt_and_wait(&mut child, "INT", "lockbench run --target");
+            assert_eq!(code, Some(130), "an interrupted run exits 130");
+            let mut err = String::new();
+            child
+                .stderr
+                .take()
+                .unwrap()
+                .read_to_string(&mut err)
+                .unwrap();
+            assert!(err.contains("key(s) this run left under /bench/"), "{err}");
+            rt.block_on(async {
+                // Long enough for a detached client to have written again.
+                tokio::time::sleep(Duration::from_secs(2)).await;
+                assert_eq!(
+                    redlock_keys(&up).await,
+                    Vec::<String>::new(),
+                    "after Ctrl-C"
+                );
+            });
+        }
+    }
+}
+
+/// Every key on every Redlock master of `up`.
+async fn redlock_keys(up: &Up) -> Vec<String> {
+    let mut all = Vec::new();
+    for ep in up.strings("endpoints") {
+        let c = redis::Client::open(format!("redis://{ep}/")).unwrap();
+        let mut conn = c.get_multiplexed_async_connection().await.unwrap();
+        let keys: Vec<String> = redis::cmd("KEYS")
+            .arg("*")
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+        all.extend(keys.into_iter().map(|k| format!("{k} (on {ep})")));
+    }
+    all
+}
