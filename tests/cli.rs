@@ -252,11 +252,13 @@ fn a_target_is_refused_before_anything_runs_where_it_cannot_be_kept() {
         "system = \"etcd\"\nendpoints = [\"127.0.0.1:1\"]\nprefix = \"/b\"\n",
     );
     let chaos = concat!(env!("CARGO_MANIFEST_DIR"), "/chaos/kill-leader.toml");
-    // A schedule with faults: refused, naming the schedule, the target and why.
+    // A schedule with faults on a target without them: refused, naming the schedule, the
+    // primitive, the target and the fix.
     let (code, text) = run_offline("target-chaos", &["--target", &etcd, "--chaos", chaos]);
     assert_eq!(code, 2, "{text}");
     assert!(
-        text.contains("'kill-leader' injects faults") && text.contains("faults = true"),
+        text.contains("'kill-leader' needs kill on target 'etcd'")
+            && text.contains("faults = true"),
         "{text}"
     );
     // A system whose keys cannot be listed cannot keep the empty-prefix rule.

@@ -18,7 +18,8 @@ use common::cli_run::{latest, scratch, summary, write};
 use common::up::Up;
 use serde_json::Value;
 
-/// `lockbench run --target FILE ARGS` with short cells, the password in `env`.
+/// `lockbench run --target FILE ARGS` with 4 clients and (unless ARGS say) 3 s cells, the
+/// password in `env`.
 fn run_on_target(
     out: &Path,
     target: &Path,
@@ -29,10 +30,13 @@ fn run_on_target(
     cmd.arg("run")
         .arg("--target")
         .arg(target)
-        .args(["--duration", "3s", "--clients", "4"])
+        .args(["--clients", "4"])
         .args(args)
         .arg("--out")
         .arg(out);
+    if !args.contains(&"--duration") {
+        cmd.args(["--duration", "3s"]);
+    }
     for (k, v) in env {
         cmd.env(k, v);
     }
@@ -422,4 +426,150 @@ async fn redlock_keys(up: &Up) -> Vec<String> {
         all.extend(keys.into_iter().map(|k| format!("{k} (on {ep})")));
     }
     all
+}
+
+/// The iptables of the images, as the built-in partition picks it (`cluster/partition.rs`).
+const IPT: &str = "IPT=iptables; $IPT -w -L -n >/dev/null 2>&1 || IPT=iptables-legacy";
+
+/// The faults of `chaos/kill-leader.toml` and `chaos/isolate-leader.toml`, played on an etcd
+/// target through Docker commands (kill and start a container, iptables inside it), judged as
+/// the same schedules on lockbench's own etcd cluster are: both cells safe on both, the killed
+/// or isolated node the leader the protocol named, every command logged, the nodes all back
+/// afterwards. A schedule needing a primitive the commands lack is refused naming it.
+#[test]
+fn etcd_faults_by_docker_commands_give_the_built_in_verdicts() {
+    let up = Up::start(&["etcd"]);
+    let nodes: Vec<String> = up.info["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| {
+            format!(
+                "[[nodes]]\nname = \"{}\"\naddress = \"{}\"\nendpoint = \"{}\"\n",
+                n["hostname"].as_str().unwrap(),
+                n["network_ip"].as_str().unwrap(),
+                n["endpoint"].as_str().unwrap()
+            )
+        })
+        .collect();
+    let isolate = format!(
+        "docker exec {{node}} sh -c '{IPT}; $IPT -A INPUT -s {{peers}} -j DROP; $IPT -A OUTPUT \
+         -d {{peers}} -j DROP'"
+    );
+    let heal = format!("docker exec {{node}} sh -c '{IPT}; $IPT -F INPUT; $IPT -F OUTPUT'");
+    let dir = scratch("target-etcd-faults");
+    let target = write(
+        &dir,
+        "etcd-docker.toml",
+        &format!(
+            "system = \"etcd\"\nendpoints = {}\nprefix = \"/bench\"\nfaults = true\n\n{}\n\
+             [commands]\nkill = \"docker kill {{node}}\"\nrestart = \"docker start \
+             {{node}}\"\nisolate = \"{}\"\nheal = \"{}\"\ntimeout = \"30s\"\n",
+            up.toml_list("endpoints"),
+            nodes.join("\n"),
+            isolate.replace('"', "\\\""),
+            heal.replace('"', "\\\"")
+        ),
+    );
+    let chaos = |name: &str| format!("{}/chaos/{name}.toml", env!("CARGO_MANIFEST_DIR"));
+    let args = [
+        "--chaos",
+        &chaos("kill-leader"),
+        "--chaos",
+        &chaos("isolate-leader"),
+        "--strategies",
+        "predecessor",
+        "--duration",
+        "26s",
+    ];
+    let out = run_on_target(&dir.join("out"), &target, &[], &args);
+    assert!(
+        out.status.success(),
+        "faults by command on the etcd target: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let by_command = verdicts_and_faults(&latest(&dir.join("out")));
+    let log = std::fs::read_to_string(latest(&dir.join("out")).join("commands.jsonl")).unwrap();
+    for needle in ["docker kill", "docker start", "-j DROP", "-F INPUT"] {
+        assert!(
+            log.contains(needle),
+            "commands.jsonl has no `{needle}`: {log}"
+        );
+    }
+    let failed: Vec<&str> = log.lines().filter(|l| !l.contains("\"exit\":0")).collect();
+    assert!(failed.is_empty(), "commands that failed: {failed:?}");
+    // Every container is running again (the undo ran).
+    for n in up.info["nodes"].as_array().unwrap() {
+        let name = n["hostname"].as_str().unwrap();
+        let state = Command::new("docker")
+            .args(["inspect", "-f", "{{.State.Running}}", name])
+            .output()
+            .unwrap();
+        assert_eq!(
+            String::from_utf8_lossy(&state.stdout).trim(),
+            "true",
+            "{name}"
+        );
+    }
+    // The same schedules on lockbench's own etcd cluster.
+    let mut own = Command::new(env!("CARGO_BIN_EXE_lockbench"));
+    own.args(["run", "--systems", "etcd", "--clients", "4"])
+        .args(args)
+        .arg("--out")
+        .arg(dir.join("own"));
+    let own = own.output().unwrap();
+    assert!(
+        own.status.success(),
+        "{}",
+        String::from_utf8_lossy(&own.stderr)
+    );
+    let built_in = verdicts_and_faults(&latest(&dir.join("own")));
+    let verdicts = |v: &[(String, String, Vec<String>)]| -> Vec<(String, String)> {
+        v.iter().map(|(c, s, _)| (c.clone(), s.clone())).collect()
+    };
+    assert_eq!(verdicts(&by_command), verdicts(&built_in));
+    for (cell, verdict, kinds) in by_command.iter().chain(&built_in) {
+        assert_eq!(verdict, "safe", "{cell}");
+        assert!(!kinds.is_empty(), "{cell}: no fault started");
+    }
+    // A pause needs the pause commands this target does not give.
+    let out = run_on_target(
+        &dir.join("out2"),
+        &target,
+        &[],
+        &["--chaos", &chaos("pause-node")],
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(
+        err.contains("needs pause on target 'etcd-docker'") && err.contains("cover kill, isolate"),
+        "{err}"
+    );
+}
+
+/// Each cell of the run at `run` (by its chaos schedule): its verdict, and the kinds of the
+/// faults that started, each with the leader it hit (`kill etcd2`).
+fn verdicts_and_faults(run: &Path) -> Vec<(String, String, Vec<String>)> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(run.join("cells")).unwrap() {
+        let cell = e.unwrap().file_name().to_string_lossy().into_owned();
+        let s = summary(run, &cell);
+        let started: Vec<String> = s["faults"]
+            .as_array()
+            .map(|fs| {
+                fs.iter()
+                    .filter(|f| f["started"] == true)
+                    .map(|f| format!("{} {}", f["kind"].as_str().unwrap(), f["targets"]))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let chaos = s["chaos"].as_str().unwrap().to_string();
+        out.push((
+            chaos,
+            s["safety"]["verdict"].as_str().unwrap().to_string(),
+            started,
+        ));
+    }
+    out.sort();
+    out
 }

@@ -92,6 +92,10 @@ impl Kind for Kill {
         restart_window(p, Self::NAME, "a kill lasts until its restart")
     }
 
+    fn primitives(&self) -> Vec<&'static str> {
+        vec!["kill"]
+    }
+
     fn write(&self, t: &mut Table) {
         t.insert("target".into(), Value::String(self.target.name().into()));
         t.insert("data".into(), Value::String(data_name(self.data).into()));

@@ -50,6 +50,14 @@ impl Kind for Mixed {
         Ok(Mixed { kinds })
     }
 
+    fn primitives(&self) -> Vec<&'static str> {
+        let mut all: Vec<&'static str> =
+            self.kinds.iter().flat_map(FaultKind::primitives).collect();
+        all.sort_unstable();
+        all.dedup();
+        all
+    }
+
     fn write(&self, t: &mut Table) {
         let entries = self
             .kinds

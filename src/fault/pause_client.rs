@@ -78,6 +78,11 @@ impl Kind for PauseClient {
         })
     }
 
+    fn primitives(&self) -> Vec<&'static str> {
+        // Lockbench stops its own worker processes: nothing on the servers.
+        Vec::new()
+    }
+
     fn write(&self, t: &mut Table) {
         t.insert("target".into(), Value::String(self.target.name().into()));
     }

@@ -41,6 +41,10 @@ impl Kind for PauseNode {
         })
     }
 
+    fn primitives(&self) -> Vec<&'static str> {
+        vec!["pause"]
+    }
+
     fn write(&self, t: &mut Table) {
         t.insert("target".into(), Value::String(self.target.name().into()));
     }

@@ -53,6 +53,10 @@ impl Kind for Promote {
         super::kill::restart_window(p, Self::NAME, "it lasts until the old primary's restart")
     }
 
+    fn primitives(&self) -> Vec<&'static str> {
+        vec!["promote"]
+    }
+
     fn write(&self, _: &mut Table) {}
 
     fn refusal(&self) -> Option<Refusal> {

@@ -70,6 +70,11 @@ pub trait Kind: Clone + fmt::Debug + PartialEq + Into<FaultKind> {
         None
     }
 
+    /// The [`Faultable`] primitives it acts through (`kill`, `pause`, `isolate`, ...), by the
+    /// names a target file's `[commands]` give them: a schedule runs on a target only when the
+    /// target's commands cover every one. Lockbench's own client pauses need none.
+    fn primitives(&self) -> Vec<&'static str>;
+
     /// Resolves its targets against the cluster as it is now, drawing with `rng` (seeded by the
     /// occurrence, so a seed picks the same nodes again): the fault to start and the targets
     /// its events name. `Err` says why nothing could be started.
@@ -349,6 +354,11 @@ macro_rules! registry {
             /// Whether it waits for a lock holder when due ([`Kind::waits_for_holder`]).
             pub fn waits_for_holder(&self) -> bool {
                 match self { $(FaultKind::$kind(k) => $crate::fault::Kind::waits_for_holder(k)),+ }
+            }
+
+            /// The primitives it acts through ([`Kind::primitives`]).
+            pub fn primitives(&self) -> Vec<&'static str> {
+                match self { $(FaultKind::$kind(k) => $crate::fault::Kind::primitives(k)),+ }
             }
 
             /// The systems it cannot run on ([`Kind::refusal`]).

@@ -72,6 +72,11 @@ pub type RemoveKeys = for<'a> fn(
 pub type VersionAs =
     for<'a> fn(&'a str, Option<&'a Credentials>) -> BoxFuture<'a, Result<String, String>>;
 
+/// Whether the server at an endpoint leads its cluster now (ZooKeeper's leader, etcd's, the
+/// Redis master), asked with the login given and a deadline.
+pub type Leads =
+    for<'a> fn(&'a str, Option<&'a Credentials>) -> BoxFuture<'a, Result<bool, String>>;
+
 /// What a run on a target needs of a system beyond connecting ([`LockService::target_ops`]).
 #[derive(Clone, Copy)]
 pub struct TargetOps {
@@ -82,6 +87,9 @@ pub struct TargetOps {
     /// The version probe with the target's login; `None` where [`Provider::server_version`]
     /// needs none (ZooKeeper's `srvr`, etcd's status call).
     pub version: Option<VersionAs>,
+    /// Whether a server leads, for faults on the leader; `None` for a system without one
+    /// (Redlock: such faults hit the first node).
+    pub leads: Option<Leads>,
 }
 
 /// `system`'s entry in [`SERVICES`] (a cluster starts with it as its provider:

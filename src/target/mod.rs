@@ -21,6 +21,7 @@
 //! [[nodes]]                      # optional: what fault commands act on
 //! name = "etcd1"
 //! address = "10.0.0.1"
+//! endpoint = "10.0.0.1:2379"     # optional: how the leader and a restart's return are seen
 //! [commands]                     # per fault primitive and its undo; {node} {address} {peers}
 //! kill = "ssh {address} sudo systemctl kill etcd"
 //! restart = "ssh {address} sudo systemctl start etcd"
@@ -141,6 +142,10 @@ pub struct TargetNode {
     pub name: String,
     /// Its address (`{address}`): a host name or IP, as the commands need it.
     pub address: String,
+    /// The `host:port` this machine's clients reach it at (one of `endpoints`), when given:
+    /// how a fault on the leader finds which node leads, and how a restarted node is seen to
+    /// serve again.
+    pub endpoint: Option<String>,
 }
 
 /// The fault primitives' command templates, each with its undo.
@@ -231,7 +236,9 @@ impl Target {
                 "cert": t.client.as_ref().map(|c| &c.0),
                 "key": t.client.as_ref().map(|c| &c.1),
             })),
-            "nodes": self.nodes.iter().map(|n| json!({"name": n.name, "address": n.address}))
+            "nodes": self.nodes.iter().map(|n| json!({
+                "name": n.name, "address": n.address, "endpoint": n.endpoint,
+            }))
                 .collect::<Vec<_>>(),
             "faults": self.faults,
             "fault_primitives": self.commands.as_ref().map(Commands::primitives),

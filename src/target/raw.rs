@@ -47,6 +47,7 @@ pub(super) struct RawTls {
 pub(super) struct RawNode {
     pub(super) name: Option<String>,
     pub(super) address: Option<String>,
+    pub(super) endpoint: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]

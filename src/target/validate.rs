@@ -304,7 +304,30 @@ fn nodes(v: &Validator, raw: Vec<RawNode>) -> Result<Vec<TargetNode>, SpecError>
                 "give the host name or IP the commands reach it at ({address})",
             )
         })?;
-        out.push(TargetNode { name, address });
+        if !address
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-' | ':'))
+        {
+            return Err(v.invalid(
+                &field("address"),
+                format!("\"{address}\""),
+                "give a host name or IP: letters, digits, '.', '_', '-' or ':' (it is put into \
+                 shell commands)",
+            ));
+        }
+        let endpoint = match n.endpoint {
+            None => None,
+            Some(e) => Some(
+                addresses(v, &field("endpoint"), Some(vec![e]), true)?
+                    .pop()
+                    .expect("one address in, one out"),
+            ),
+        };
+        out.push(TargetNode {
+            name,
+            address,
+            endpoint,
+        });
     }
     Ok(out)
 }

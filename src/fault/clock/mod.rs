@@ -123,6 +123,10 @@ impl Kind for Clock {
         })
     }
 
+    fn primitives(&self) -> Vec<&'static str> {
+        vec!["clock"]
+    }
+
     fn write(&self, t: &mut Table) {
         t.insert("target".into(), Value::String(self.target.name().into()));
         match self.skew {

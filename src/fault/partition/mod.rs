@@ -63,6 +63,16 @@ impl Kind for Partition {
         })
     }
 
+    fn primitives(&self) -> Vec<&'static str> {
+        // Cutting the clients off is done on the servers' side of their links, which a
+        // target's isolate-from-peers command does not cover.
+        if self.clients {
+            vec!["isolate", "isolate-clients"]
+        } else {
+            vec!["isolate"]
+        }
+    }
+
     fn write(&self, t: &mut Table) {
         t.insert("shape".into(), Value::String(self.shape.name().into()));
         t.insert("clients".into(), Value::Boolean(self.clients));

@@ -122,6 +122,18 @@ impl Schedule {
         self.faults.is_empty()
     }
 
+    /// Every primitive its faults act through, in name order ([`FaultKind::primitives`]).
+    pub fn primitives(&self) -> Vec<&'static str> {
+        let mut all: Vec<&'static str> = self
+            .faults
+            .iter()
+            .flat_map(|f| f.kind.primitives())
+            .collect();
+        all.sort_unstable();
+        all.dedup();
+        all
+    }
+
     /// Why `system` cannot run this schedule's cells, or `None` when it can.
     pub fn unfit_for(&self, system: System) -> Option<String> {
         if let Some(systems) = &self.systems

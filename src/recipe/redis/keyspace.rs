@@ -110,6 +110,30 @@ pub async fn info_server(
     text
 }
 
+/// The first word of `ROLE` of the server at `endpoint` (`master`, `slave`, `sentinel`),
+/// logged in with `login`, by `deadline`.
+pub async fn role(
+    endpoint: &str,
+    login: Option<&Credentials>,
+    deadline: Instant,
+) -> Result<String, LockError> {
+    let node = server(endpoint, login, left(deadline)?)?;
+    let reply = node
+        .query::<::redis::Value>(&::redis::cmd("ROLE"), left(deadline)?)
+        .await;
+    node.shutdown().await;
+    match reply? {
+        ::redis::Value::Array(items) => match items.first() {
+            Some(first) => ::redis::from_redis_value_ref::<String>(first)
+                .map_err(|e| LockError::Server(format!("{endpoint}: ROLE: {e}"))),
+            None => Err(LockError::Server(format!("{endpoint}: ROLE said nothing"))),
+        },
+        other => Err(LockError::Server(format!(
+            "{endpoint}: ROLE said {other:?}"
+        ))),
+    }
+}
+
 /// The master's endpoint as `target` finds it (through its Sentinels, or fixed), by `deadline`.
 pub async fn master_endpoint(
     target: &RedisTarget,

@@ -13,7 +13,19 @@ pub(super) const OPS: TargetOps = TargetOps {
     list: |info, login, prefix, limit| Box::pin(list(info, login, prefix, limit)),
     remove: |info, login, prefix| Box::pin(remove(info, login, prefix)),
     version: None,
+    leads: Some(|endpoint, _| Box::pin(leads(endpoint))),
 };
+
+/// Whether the member at `endpoint` is the leader it reports (its status call needs no login).
+async fn leads(endpoint: &str) -> Result<bool, String> {
+    let mut c = super::provider::client_for(endpoint).await?;
+    let st = tokio::time::timeout(PROBE_TIMEOUT, c.status())
+        .await
+        .map_err(|_| format!("status of {endpoint} took over {PROBE_TIMEOUT:?}"))?
+        .map_err(|e| e.to_string())?;
+    let member = st.header().map(|h| h.member_id()).unwrap_or(0);
+    Ok(member != 0 && member == st.leader())
+}
 
 async fn client(info: &ConnectInfo, login: Option<&Credentials>) -> Result<Client, String> {
     let urls = crate::recipe::etcd::urls(&info.endpoints);

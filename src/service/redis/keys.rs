@@ -14,7 +14,20 @@ pub(in crate::service) const OPS: TargetOps = TargetOps {
     list: |info, login, prefix, limit| Box::pin(list(info, login, prefix, limit)),
     remove: |info, login, prefix| Box::pin(remove(info, login, prefix)),
     version: Some(|endpoint, login| Box::pin(version(endpoint, login))),
+    leads: Some(|endpoint, login| Box::pin(leads(endpoint, login))),
 };
+
+/// Redlock's: its masters are independent, so none leads.
+pub(in crate::service) const REDLOCK_OPS: TargetOps = TargetOps { leads: None, ..OPS };
+
+/// Whether the server at `endpoint` says it is a master (`ROLE`).
+async fn leads(endpoint: &str, login: Option<&Credentials>) -> Result<bool, String> {
+    let deadline = Instant::now() + crate::cluster::PROBE_TIMEOUT;
+    let role = keyspace::role(endpoint, login, deadline)
+        .await
+        .map_err(|e| e.to_string())?;
+    Ok(role == "master")
+}
 
 /// How long one listing or removal may take on one server.
 const LIMIT: Duration = Duration::from_secs(30);

@@ -66,6 +66,6 @@ impl LockService for Redlock {
         })
     }
     fn target_ops(&self) -> Option<TargetOps> {
-        Some(super::redis::keys::OPS)
+        Some(super::redis::keys::REDLOCK_OPS)
     }
 }

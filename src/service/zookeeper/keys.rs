@@ -14,7 +14,17 @@ pub(super) const OPS: TargetOps = TargetOps {
     list: |info, login, prefix, limit| Box::pin(list_nodes(info, login, prefix, limit)),
     remove: |info, login, prefix| Box::pin(remove_tree(info, login, prefix)),
     version: None,
+    leads: Some(|endpoint, _| Box::pin(leads(endpoint))),
 };
+
+/// Whether the server at `endpoint` says `Mode: leader` (or `standalone`) to `srvr`.
+async fn leads(endpoint: &str) -> Result<bool, String> {
+    let reply = super::provider::four_letter_word(endpoint, "srvr").await?;
+    Ok(matches!(
+        super::provider::parse_mode(&reply).as_deref(),
+        Some("leader" | "standalone")
+    ))
+}
 
 /// How long one request may take.
 const REQUEST: Duration = Duration::from_secs(5);

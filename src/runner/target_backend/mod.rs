@@ -10,20 +10,25 @@
 //!   `<prefix>/<run id>` is removed, and the prefix itself where it was empty before and is a
 //!   node of its own (ZooKeeper).
 //! - `environment.json` and `clusters/<system>.json` record [`Target::record`]: never a password.
-//! - Faults need the target's commands: until the command nemesis runs them, a chaos schedule on
-//!   a target is refused before the run (see `cli::run`).
+//! - Faults run only through the target's commands, and only with `faults = true` (see
+//!   `faults.rs`): a chaos schedule whose faults need a primitive the commands do not cover is
+//!   refused before the run, naming it.
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
 
+mod faults;
+#[cfg(test)]
+mod tests;
+
 use super::RunFolder;
 use super::backend::Backend;
 use super::progress::Progress;
 use super::worker::WorkerTarget;
-use crate::cluster::{ClusterError, ConnectInfo};
-use crate::fault::{ClockAccess, Faultable, Grudge};
+use crate::cluster::ConnectInfo;
+use crate::nemesis::schedule::Schedule;
 use crate::recipe::{AnyRecipe, Credentials, LockError, RecipeConfig};
 use crate::system::System;
 use crate::target::Target;
@@ -55,11 +60,18 @@ pub struct TargetCluster {
     run_root: String,
     /// Whether the prefix held nothing when the run began (so it may go at the end).
     prefix_was_empty: bool,
+    /// Runs the target's fault commands (when it has them) and logs them to the run folder.
+    commands: faults::CommandLog,
+    /// Each isolate command run (the node, the peers it was cut from), which the heal undoes
+    /// with the same `{peers}`.
+    isolated: std::sync::Mutex<Vec<(String, Vec<String>)>>,
 }
 
 impl TargetBackend {
-    /// A backend over `targets`; refuses two targets of one system.
-    pub fn new(targets: Vec<Target>) -> anyhow::Result<TargetBackend> {
+    /// A backend over `targets` for a run of `schedules`; refuses two targets of one system,
+    /// a system whose keys cannot be listed, and a schedule whose faults need a primitive a
+    /// target's commands do not cover (naming it).
+    pub fn new(targets: Vec<Target>, schedules: &[Schedule]) -> anyhow::Result<TargetBackend> {
         for (i, t) in targets.iter().enumerate() {
             if let Some(other) = targets[..i].iter().find(|o| o.system == t.system) {
                 anyhow::bail!(
@@ -79,6 +91,43 @@ impl TargetBackend {
                      zookeeper, etcd, redis and redlock",
                     t.name,
                     t.system
+                );
+            }
+        }
+        for s in schedules.iter().filter(|s| !s.is_calm()) {
+            for t in &targets {
+                let covered = faults::covered(t);
+                let missing: Vec<&str> = s
+                    .primitives()
+                    .into_iter()
+                    .filter(|p| !covered.contains(p))
+                    .collect();
+                if missing.is_empty() {
+                    continue;
+                }
+                let fix = if !t.faults {
+                    "a target takes faults only when its file says faults = true".to_string()
+                } else {
+                    format!(
+                        "give [commands] {} with its undo ({}), or run the schedule on clusters \
+                         lockbench starts",
+                        missing.join(", "),
+                        "kill/restart, pause/resume, isolate/heal; clock and promote have no \
+                         commands yet, and a partition with clients = true cannot be made \
+                         by isolate"
+                    )
+                };
+                anyhow::bail!(
+                    "the chaos schedule '{}' needs {} on target '{}', whose commands cover {}: \
+                     {fix}",
+                    s.name,
+                    missing.join(", "),
+                    t.name,
+                    if covered.is_empty() {
+                        "nothing".to_string()
+                    } else {
+                        covered.join(", ")
+                    }
                 );
             }
         }
@@ -214,6 +263,20 @@ async fn prefix_is_usable(
     Ok(found)
 }
 
+/// The version the server at `endpoint` reports, asked with `login` where the system's probe
+/// needs it (Redis' `INFO`).
+fn version_probe<'a>(
+    system: System,
+    endpoint: &'a str,
+    login: Option<&'a Credentials>,
+) -> crate::cluster::BoxFuture<'a, Result<String, String>> {
+    let service = crate::service::of(system);
+    match service.target_ops().and_then(|o| o.version) {
+        Some(version_as) => version_as(endpoint, login),
+        None => service.server_version(endpoint),
+    }
+}
+
 impl TargetCluster {
     /// Removes what this run wrote: `<prefix>/<run id>`, then the prefix where it was empty
     /// before and is empty now. How many keys went.
@@ -248,13 +311,9 @@ impl Backend for TargetBackend {
         let info = connect_info(&target);
         let login = login(&target)?;
         let found = prefix_is_usable(&target, &info, login.as_ref()).await?;
-        let service = crate::service::of(system);
         let mut versions = Vec::new();
         for e in &target.endpoints {
-            let probe = match service.target_ops().and_then(|o| o.version) {
-                Some(version_as) => version_as(e, login.as_ref()),
-                None => service.server_version(e),
-            };
+            let probe = version_probe(system, e, login.as_ref());
             let v = match tokio::time::timeout(crate::cluster::PROBE_TIMEOUT * 2, probe).await {
                 Ok(Ok(v)) => v,
                 Ok(Err(why)) => format!("unknown ({why})"),
@@ -281,6 +340,8 @@ impl Backend for TargetBackend {
             target.prefix
         ));
         Ok(TargetCluster {
+            commands: faults::CommandLog::new(folder.path().join(faults::LOG_FILE)),
+            isolated: Default::default(),
             run_root: format!("{}/{run_id}", target.prefix),
             prefix_was_empty: found.is_empty(),
             target,
@@ -365,53 +426,5 @@ impl Backend for TargetBackend {
             exe: super::backend::worker_exe(self.worker_exe.as_ref())?,
             cluster: cluster.info.clone(),
         })
-    }
-}
-
-fn no_commands(node: &str) -> ClusterError {
-    ClusterError::Fault {
-        node: node.to_string(),
-        error: "faults on a target run through its commands, which lockbench does not run yet"
-            .into(),
-    }
-}
-
-/// A target as faults see it: its nodes (or endpoints) by name; every fault is refused, as
-/// the run refuses chaos schedules on targets before it starts.
-impl Faultable for TargetCluster {
-    fn servers(&self) -> Vec<String> {
-        if self.target.nodes.is_empty() {
-            self.target.endpoints.clone()
-        } else {
-            self.target.nodes.iter().map(|n| n.name.clone()).collect()
-        }
-    }
-    async fn leader(&self) -> Result<Option<String>, ClusterError> {
-        Ok(None)
-    }
-    async fn kill(&self, node: &str) -> Result<(), ClusterError> {
-        Err(no_commands(node))
-    }
-    async fn restart(
-        &self,
-        node: &str,
-        _data: crate::cluster::DataOnRestart,
-    ) -> Result<(), ClusterError> {
-        Err(no_commands(node))
-    }
-    async fn pause(&self, node: &str) -> Result<(), ClusterError> {
-        Err(no_commands(node))
-    }
-    async fn resume(&self, node: &str) -> Result<(), ClusterError> {
-        Err(no_commands(node))
-    }
-    async fn partition(&self, grudge: &Grudge) -> Result<(), ClusterError> {
-        Err(no_commands(&grudge.nodes().join(",")))
-    }
-    async fn heal(&self) -> Result<(), ClusterError> {
-        Ok(())
-    }
-    fn clock(&self, node: &str) -> Result<ClockAccess, ClusterError> {
-        Err(no_commands(node))
     }
 }
