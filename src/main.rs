@@ -70,6 +70,13 @@ async fn run(cli: Cli) -> anyhow::Result<Exit> {
             verb::results::baseline_save(&file, from)
         }
         Command::Gate(args) => verb::results::gate(args),
-        Command::Clean { run_id } => verb::cluster::clean(run_id.as_deref()).await,
+        Command::Clean {
+            run_id,
+            target: Some(file),
+        } => verb::run::clean_target(&file, run_id.as_deref()).await,
+        Command::Clean {
+            run_id,
+            target: None,
+        } => verb::cluster::clean(run_id.as_deref()).await,
     }
 }

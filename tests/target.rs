@@ -408,6 +408,46 @@ fn zookeeper_and_redlock_targets_clean_up_their_trees_and_keys() {
                     "after Ctrl-C"
                 );
             });
+            // What a killed run leaves, removed by hand: one run's keys, then the prefix's.
+            let first = up.strings("endpoints")[0].clone();
+            rt.block_on(async {
+                let c = redis::Client::open(format!("redis://{first}/")).unwrap();
+                let mut conn = c.get_multiplexed_async_connection().await.unwrap();
+                for k in [
+                    "/bench/0badc0de/k",
+                    "/bench/0badc0de/k:fence",
+                    "/bench/feed/k",
+                ] {
+                    let _: () = redis::cmd("SET")
+                        .arg(k)
+                        .arg(1)
+                        .query_async(&mut conn)
+                        .await
+                        .unwrap();
+                }
+            });
+            let clean = |run: Option<&str>| {
+                let mut cmd = Command::new(env!("CARGO_BIN_EXE_lockbench"));
+                cmd.args(["clean", "--target"]).arg(&target);
+                if let Some(r) = run {
+                    cmd.args(["--run", r]);
+                }
+                let out = cmd.output().unwrap();
+                assert!(
+                    out.status.success(),
+                    "{}",
+                    String::from_utf8_lossy(&out.stderr)
+                );
+                serde_json::from_slice::<Value>(&out.stdout).unwrap()["removed"].clone()
+            };
+            assert_eq!(clean(Some("0badc0de")), 2);
+            assert_eq!(
+                rt.block_on(redlock_keys(&up)).len(),
+                1,
+                "only that run's keys"
+            );
+            assert_eq!(clean(None), 1);
+            assert!(rt.block_on(redlock_keys(&up)).is_empty());
         }
     }
 }

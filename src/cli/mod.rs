@@ -104,6 +104,10 @@ pub enum Command {
         /// Only those of this run id (the `lockbench.run` label), e.g. from `up`'s JSON.
         #[arg(long = "run")]
         run_id: Option<String>,
+        /// Instead of containers: remove what runs left under this target's prefix (with
+        /// --run, only `<prefix>/<run id>`), e.g. after a run was killed before its clean-up.
+        #[arg(long, value_name = "FILE")]
+        target: Option<std::path::PathBuf>,
     },
     /// A client process of `lockbench run --clients-as processes`: reads its setup as JSON
     /// lines on stdin and writes its events as JSON lines on stdout. Not for use by hand.

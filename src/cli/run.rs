@@ -167,3 +167,15 @@ fn targets_backend(files: &[std::path::PathBuf], ov: &Overrides) -> anyhow::Resu
         .collect::<Result<Vec<_>, _>>()?;
     TargetBackend::new(targets, &ov.schedules)
 }
+
+/// `lockbench clean --target FILE [--run ID]`: removes what runs left under the target's prefix
+/// (only `<prefix>/<ID>` with `--run`), and prints how many keys went.
+pub async fn clean_target(file: &std::path::Path, run_id: Option<&str>) -> anyhow::Result<Exit> {
+    let target = crate::target::Target::from_file(file)?;
+    let removed = crate::runner::target_backend::clean(&target, run_id).await?;
+    println!(
+        "{}",
+        serde_json::json!({ "target": target.name, "removed": removed })
+    );
+    Ok(Exit::Ok)
+}

@@ -6,7 +6,7 @@ mod client;
 mod outcome;
 mod output;
 pub mod progress;
-mod target_backend;
+pub mod target_backend;
 #[cfg(test)]
 mod tests;
 pub mod worker;

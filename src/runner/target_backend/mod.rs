@@ -263,6 +263,37 @@ async fn prefix_is_usable(
     Ok(found)
 }
 
+/// Removes what runs left on `target`: everything under `<prefix>/<run_id>`, or (no run id)
+/// under the prefix, which only a prefix lockbench owns allows. How many keys went.
+pub async fn clean(target: &Target, run_id: Option<&str>) -> anyhow::Result<u64> {
+    if crate::service::of(target.system).target_ops().is_none() {
+        anyhow::bail!(
+            "target '{}': lockbench cannot list or remove {} keys",
+            target.name,
+            target.system
+        );
+    }
+    let root = match run_id {
+        Some(id) if !id.is_empty() && id.chars().all(|c| c.is_ascii_alphanumeric()) => {
+            format!("{}/{id}", target.prefix)
+        }
+        Some(id) => anyhow::bail!(
+            "--run \"{id}\" is not a run id: give the letters and digits of one, as the run's \
+             folder and its keys (<prefix>/<run id>/...) show it"
+        ),
+        None if target.allow_existing => anyhow::bail!(
+            "target '{}' says allow_existing = true, so its prefix {} may hold data that is not \
+             lockbench's: name the run to remove with --run ID",
+            target.name,
+            target.prefix
+        ),
+        None => target.prefix.clone(),
+    };
+    let info = connect_info(target);
+    let login = login(target)?;
+    remove_under(target, &info, login.as_ref(), &root).await
+}
+
 /// The version the server at `endpoint` reports, asked with `login` where the system's probe
 /// needs it (Redis' `INFO`).
 fn version_probe<'a>(
