@@ -34,6 +34,7 @@
 //! ```text
 //! history, pace, environment, docker, signal, sync,      import no other module
 //!   strategy, spec_error
+//! latency                                                a delaying TCP relay (uses pace)
 //! resource                                               the protected register
 //! system                                                 a system's name and facts, as data
 //! image                                                  server images, built offline
@@ -123,6 +124,7 @@ pub mod fault;
 pub mod gate;
 pub mod history;
 pub mod image;
+pub mod latency;
 #[cfg(test)]
 mod layering_tests;
 pub mod nemesis;

@@ -1,7 +1,8 @@
 //! `lockbench run --target FILE` against clusters started with `lockbench up`, given as a user
 //! gives them: the endpoints `up` printed, a login where the cluster asks for one (etcd with
 //! authentication on and a user whose role reaches only the prefix; Redis with an ACL user
-//! confined to the prefix's keys and channels), and a key prefix. Each test checks the rules
+//! confined to the prefix's keys and channels; ZooKeeper with a digest user, the only one the
+//! prefix node's ACL lets in), and a key prefix. Each test checks the rules
 //! of a run on a target: the cells run and are judged safe; nothing outside the prefix is
 //! touched (a key planted outside it survives, and the servers themselves refuse the users any
 //! other key); what the run wrote is gone afterwards; a prefix holding a key lockbench did not
@@ -330,126 +331,175 @@ fn redis_target_with_an_acl_user_keeps_to_its_prefix_and_cleans_up() {
 }
 
 #[test]
-fn zookeeper_and_redlock_targets_clean_up_their_trees_and_keys() {
-    for (system, prefix) in [("zookeeper", "/bench/zk"), ("redlock", "/bench")] {
-        let up = Up::start(&[system]);
-        let dir = scratch(&format!("target-{system}"));
-        let target = write(
+fn zookeeper_target_with_a_digest_login_keeps_its_acl_prefix_node() {
+    use zookeeper_client as zk;
+    let up = Up::start(&["zookeeper"]);
+    let eps = up.strings("endpoints").join(",");
+    let password = "zk-pw-3e1a";
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    // The user's prefix node: only `bench` (digest) may read it or create under it.
+    let admin = rt.block_on(async {
+        let c = zk::Client::connector()
+            .with_auth("digest", format!("bench:{password}").as_bytes())
+            .connect(&eps)
+            .await
+            .unwrap();
+        let acl = zk::CreateMode::Persistent.with_acls(zk::Acls::creator_all());
+        c.create("/bench", b"", &acl).await.unwrap();
+        c
+    });
+    let dir = scratch("target-zookeeper");
+    let file = |name: &str, auth: &str| {
+        write(
             &dir,
-            "plain.toml",
+            name,
             &format!(
-                "system = \"{system}\"\nendpoints = {}\nprefix = \"{prefix}\"\n",
+                "system = \"zookeeper\"\nendpoints = {}\nprefix = \"/bench\"\n{auth}",
                 up.toml_list("endpoints")
             ),
+        )
+    };
+    let target = file(
+        "zk.toml",
+        &format!("[auth]\nuser = \"bench\"\npassword = \"{password}\"\n"),
+    );
+    let out = run_on_target(&dir.join("out"), &target, &[], &[]);
+    assert!(
+        out.status.success(),
+        "run on the ZooKeeper target: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_run_is_sound(&dir.join("out"), "zk", Some("bench"), password);
+    rt.block_on(async {
+        admin.sync("/bench").await.unwrap();
+        let left = admin.list_children("/bench").await.unwrap();
+        assert!(left.is_empty(), "the run left {left:?} under /bench");
+        // The prefix node is the user's: kept, with its ACL.
+        let (acl, _) = admin.get_acl("/bench").await.unwrap();
+        assert!(
+            acl.iter()
+                .all(|a| a.scheme() == "digest" && a.id().starts_with("bench:")),
+            "{acl:?}"
         );
-        let out = run_on_target(&dir.join("out"), &target, &[], &[]);
+    });
+    // Without the login the prefix cannot even be listed: refused before the run.
+    let anonymous = file("anon.toml", "");
+    let out = run_on_target(&dir.join("out2"), &anonymous, &[], &[]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(err.contains("not authorized"), "{err}");
+    assert!(
+        !dir.join("out2").exists(),
+        "a refused run made a folder: {err}"
+    );
+}
+
+#[test]
+fn redlock_target_cleans_up_after_a_run_ctrl_c_and_a_killed_run() {
+    let (system, prefix) = ("redlock", "/bench");
+    let up = Up::start(&[system]);
+    let dir = scratch(&format!("target-{system}"));
+    let target = write(
+        &dir,
+        "plain.toml",
+        &format!(
+            "system = \"{system}\"\nendpoints = {}\nprefix = \"{prefix}\"\n",
+            up.toml_list("endpoints")
+        ),
+    );
+    let out = run_on_target(&dir.join("out"), &target, &[], &[]);
+    assert!(
+        out.status.success(),
+        "run on the {system} target: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_run_is_sound(&dir.join("out"), "plain", None, "");
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    assert_eq!(
+        rt.block_on(redlock_keys(&up)),
+        Vec::<String>::new(),
+        "the run left keys"
+    );
+    // Ctrl-C in the middle of a cell: the clients stop and what they wrote goes.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_lockbench"))
+        .arg("run")
+        .arg("--target")
+        .arg(&target)
+        .args(["--duration", "60s", "--clients", "4", "--out"])
+        .arg(dir.join("out-interrupted"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let writing = rt.block_on(async {
+        for _ in 0..100 {
+            if !redlock_keys(&up).await.is_empty() {
+                return true;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        false
+    });
+    assert!(writing, "the interrupted run never wrote a key");
+    let code = common::interrupt_and_wait(&mut child, "INT", "lockbench run --target");
+    assert_eq!(code, Some(130), "an interrupted run exits 130");
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    assert!(err.contains("key(s) this run left under /bench/"), "{err}");
+    rt.block_on(async {
+        // Long enough for a detached client to have written again.
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        assert_eq!(
+            redlock_keys(&up).await,
+            Vec::<String>::new(),
+            "after Ctrl-C"
+        );
+    });
+    // What a killed run leaves, removed by hand: one run's keys, then the prefix's.
+    let first = up.strings("endpoints")[0].clone();
+    rt.block_on(async {
+        let c = redis::Client::open(format!("redis://{first}/")).unwrap();
+        let mut conn = c.get_multiplexed_async_connection().await.unwrap();
+        for k in [
+            "/bench/0badc0de/k",
+            "/bench/0badc0de/k:fence",
+            "/bench/feed/k",
+        ] {
+            let _: () = redis::cmd("SET")
+                .arg(k)
+                .arg(1)
+                .query_async(&mut conn)
+                .await
+                .unwrap();
+        }
+    });
+    let clean = |run: Option<&str>| {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_lockbench"));
+        cmd.args(["clean", "--target"]).arg(&target);
+        if let Some(r) = run {
+            cmd.args(["--run", r]);
+        }
+        let out = cmd.output().unwrap();
         assert!(
             out.status.success(),
-            "run on the {system} target: {}",
+            "{}",
             String::from_utf8_lossy(&out.stderr)
         );
-        assert_run_is_sound(&dir.join("out"), "plain", None, "");
-        let rt = tokio::runtime::Runtime::new().unwrap();
-        rt.block_on(async {
-            if system == "zookeeper" {
-                let zk = zookeeper_client::Client::connect(&up.strings("endpoints").join(","))
-                    .await
-                    .unwrap();
-                zk.sync("/").await.unwrap();
-                // The prefix was empty (absent) before: the run removed its whole tree.
-                let left = zk.check_stat(prefix).await.unwrap();
-                assert!(left.is_none(), "the run left {prefix}: {left:?}");
-            } else {
-                assert_eq!(
-                    redlock_keys(&up).await,
-                    Vec::<String>::new(),
-                    "the run left keys"
-                );
-            }
-        });
-        if system == "redlock" {
-            // Ctrl-C in the middle of a cell: the clients stop and what they wrote goes.
-            let mut child = Command::new(env!("CARGO_BIN_EXE_lockbench"))
-                .arg("run")
-                .arg("--target")
-                .arg(&target)
-                .args(["--duration", "60s", "--clients", "4", "--out"])
-                .arg(dir.join("out-interrupted"))
-                .stdout(Stdio::null())
-                .stderr(Stdio::piped())
-                .spawn()
-                .unwrap();
-            let writing = rt.block_on(async {
-                for _ in 0..100 {
-                    if !redlock_keys(&up).await.is_empty() {
-                        return true;
-                    }
-                    tokio::time::sleep(Duration::from_millis(100)).await;
-                }
-                false
-            });
-            assert!(writing, "the interrupted run never wrote a key");
-            let code = common::interrupt_and_wait(&mut child, "INT", "lockbench run --target");
-            assert_eq!(code, Some(130), "an interrupted run exits 130");
-            let mut err = String::new();
-            child
-                .stderr
-                .take()
-                .unwrap()
-                .read_to_string(&mut err)
-                .unwrap();
-            assert!(err.contains("key(s) this run left under /bench/"), "{err}");
-            rt.block_on(async {
-                // Long enough for a detached client to have written again.
-                tokio::time::sleep(Duration::from_secs(2)).await;
-                assert_eq!(
-                    redlock_keys(&up).await,
-                    Vec::<String>::new(),
-                    "after Ctrl-C"
-                );
-            });
-            // What a killed run leaves, removed by hand: one run's keys, then the prefix's.
-            let first = up.strings("endpoints")[0].clone();
-            rt.block_on(async {
-                let c = redis::Client::open(format!("redis://{first}/")).unwrap();
-                let mut conn = c.get_multiplexed_async_connection().await.unwrap();
-                for k in [
-                    "/bench/0badc0de/k",
-                    "/bench/0badc0de/k:fence",
-                    "/bench/feed/k",
-                ] {
-                    let _: () = redis::cmd("SET")
-                        .arg(k)
-                        .arg(1)
-                        .query_async(&mut conn)
-                        .await
-                        .unwrap();
-                }
-            });
-            let clean = |run: Option<&str>| {
-                let mut cmd = Command::new(env!("CARGO_BIN_EXE_lockbench"));
-                cmd.args(["clean", "--target"]).arg(&target);
-                if let Some(r) = run {
-                    cmd.args(["--run", r]);
-                }
-                let out = cmd.output().unwrap();
-                assert!(
-                    out.status.success(),
-                    "{}",
-                    String::from_utf8_lossy(&out.stderr)
-                );
-                serde_json::from_slice::<Value>(&out.stdout).unwrap()["removed"].clone()
-            };
-            assert_eq!(clean(Some("0badc0de")), 2);
-            assert_eq!(
-                rt.block_on(redlock_keys(&up)).len(),
-                1,
-                "only that run's keys"
-            );
-            assert_eq!(clean(None), 1);
-            assert!(rt.block_on(redlock_keys(&up)).is_empty());
-        }
-    }
+        serde_json::from_slice::<Value>(&out.stdout).unwrap()["removed"].clone()
+    };
+    assert_eq!(clean(Some("0badc0de")), 2);
+    assert_eq!(
+        rt.block_on(redlock_keys(&up)).len(),
+        1,
+        "only that run's keys"
+    );
+    assert_eq!(clean(None), 1);
+    assert!(rt.block_on(redlock_keys(&up)).is_empty());
 }
 
 /// Every key on every Redlock master of `up`.

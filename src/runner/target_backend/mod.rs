@@ -7,8 +7,8 @@
 //!   the target says `allow_existing = true`: lockbench never mixes its keys with data it did
 //!   not write, and never removes such data.
 //! - After the last cell, and when the run stops early (Ctrl-C, an error), everything under
-//!   `<prefix>/<run id>` is removed, and the prefix itself where it was empty before and is a
-//!   node of its own (ZooKeeper).
+//!   `<prefix>/<run id>` is removed; never the prefix itself (a ZooKeeper prefix node may carry
+//!   the user's ACL).
 //! - `environment.json` and `clusters/<system>.json` record [`Target::record`]: never a password.
 //! - Faults run only through the target's commands, and only with `faults = true` (see
 //!   `faults.rs`): a chaos schedule whose faults need a primitive the commands do not cover is
@@ -39,6 +39,8 @@ const KEYS_DEADLINE: Duration = Duration::from_secs(60);
 /// last requests wrote, and how many times it looks.
 const ABANDON_SETTLE: Duration = Duration::from_millis(500);
 const ABANDON_ROUNDS: usize = 6;
+/// How many keys one round of `clean --target` lists.
+const CLEAN_BATCH: usize = 1000;
 /// How many keys an error about a non-empty prefix lists.
 const KEYS_SHOWN: usize = 10;
 
@@ -58,8 +60,6 @@ pub struct TargetCluster {
     info: ConnectInfo,
     login: Option<Credentials>,
     run_root: String,
-    /// Whether the prefix held nothing when the run began (so it may go at the end).
-    prefix_was_empty: bool,
     /// Runs the target's fault commands (when it has them) and logs them to the run folder.
     commands: faults::CommandLog,
     /// Each isolate command run (the node, the peers it was cut from), which the heal undoes
@@ -287,11 +287,65 @@ pub async fn clean(target: &Target, run_id: Option<&str>) -> anyhow::Result<u64>
             target.name,
             target.prefix
         ),
-        None => target.prefix.clone(),
+        None => {
+            return clean_prefix(target).await;
+        }
     };
     let info = connect_info(target);
     let login = login(target)?;
     remove_under(target, &info, login.as_ref(), &root).await
+}
+
+/// Removes everything under `target`'s prefix, one `<prefix>/<first segment>` subtree at a time
+/// (where runs keep their keys), never the prefix itself. How many keys went.
+async fn clean_prefix(target: &Target) -> anyhow::Result<u64> {
+    let info = connect_info(target);
+    let login = login(target)?;
+    let Some(ops) = crate::service::of(target.system).target_ops() else {
+        anyhow::bail!(
+            "target '{}': {} keys cannot be listed",
+            target.name,
+            target.system
+        );
+    };
+    let mut removed = 0;
+    loop {
+        let found = tokio::time::timeout(
+            KEYS_DEADLINE,
+            (ops.list)(&info, login.as_ref(), &target.prefix, CLEAN_BATCH),
+        )
+        .await
+        .map_err(|_| anyhow::anyhow!("listing {} took over {KEYS_DEADLINE:?}", target.prefix))?
+        .map_err(|e| anyhow::anyhow!("target '{}': {e}", target.name))?;
+        let roots: std::collections::BTreeSet<String> = found
+            .iter()
+            .filter_map(|k| run_root_of(&target.prefix, k))
+            .collect();
+        let Some(first) = found.first() else {
+            return Ok(removed);
+        };
+        let mut this_round = 0;
+        for root in roots {
+            this_round += remove_under(target, &info, login.as_ref(), &root).await?;
+        }
+        if this_round == 0 {
+            anyhow::bail!(
+                "target '{}': {first} is not where runs write (<prefix>/<run id>/...), so \
+                 lockbench leaves it; remove it by hand",
+                target.name
+            );
+        }
+        removed += this_round;
+    }
+}
+
+/// `<prefix>/<segment>` of a key (or node) listed under `prefix`; Redis listings add
+/// " (on host:port)".
+fn run_root_of(prefix: &str, key: &str) -> Option<String> {
+    let key = key.split(" (on ").next()?;
+    let rest = key.strip_prefix(prefix)?.strip_prefix('/')?;
+    let segment = rest.split('/').next()?;
+    (!segment.is_empty()).then(|| format!("{prefix}/{segment}"))
 }
 
 /// The version the server at `endpoint` reports, asked with `login` where the system's probe
@@ -309,19 +363,11 @@ fn version_probe<'a>(
 }
 
 impl TargetCluster {
-    /// Removes what this run wrote: `<prefix>/<run id>`, then the prefix where it was empty
-    /// before and is empty now. How many keys went.
+    /// Removes what this run wrote, `<prefix>/<run id>` and all under it; never the prefix
+    /// itself (a ZooKeeper prefix node may carry the user's ACL). How many keys went.
     async fn clean(&self) -> anyhow::Result<u64> {
         let login = self.login.as_ref();
-        let mut removed = remove_under(&self.target, &self.info, login, &self.run_root).await?;
-        if self.prefix_was_empty
-            && keys_under(&self.target, &self.info, login, &self.target.prefix)
-                .await?
-                .is_empty()
-        {
-            removed += remove_under(&self.target, &self.info, login, &self.target.prefix).await?;
-        }
-        Ok(removed)
+        remove_under(&self.target, &self.info, login, &self.run_root).await
     }
 }
 
@@ -341,7 +387,7 @@ impl Backend for TargetBackend {
         let started = Instant::now();
         let info = connect_info(&target);
         let login = login(&target)?;
-        let found = prefix_is_usable(&target, &info, login.as_ref()).await?;
+        prefix_is_usable(&target, &info, login.as_ref()).await?;
         let mut versions = Vec::new();
         for e in &target.endpoints {
             let probe = version_probe(system, e, login.as_ref());
@@ -374,7 +420,6 @@ impl Backend for TargetBackend {
             commands: faults::CommandLog::new(folder.path().join(faults::LOG_FILE)),
             isolated: Default::default(),
             run_root: format!("{}/{run_id}", target.prefix),
-            prefix_was_empty: found.is_empty(),
             target,
             info,
             login,

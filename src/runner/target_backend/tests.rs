@@ -20,7 +20,6 @@ fn cluster(commands: &str, dir: &std::path::Path) -> TargetCluster {
         info: super::connect_info(&target),
         login: None,
         run_root: "/b/run".into(),
-        prefix_was_empty: true,
         commands: super::faults::CommandLog::new(dir.join(super::faults::LOG_FILE)),
         isolated: Default::default(),
         target,
@@ -121,4 +120,23 @@ async fn a_failing_or_overdue_command_fails_the_fault_and_is_logged() {
     assert!(
         lines[1]["exit"].is_null() && lines[1]["error"].as_str().unwrap().contains("within 1s")
     );
+}
+
+#[test]
+fn a_listed_key_names_its_run_root() {
+    use super::run_root_of;
+    assert_eq!(
+        run_root_of("/b", "/b/0badc0de/cell/k:fence").as_deref(),
+        Some("/b/0badc0de")
+    );
+    assert_eq!(
+        run_root_of("/b", "/b/feed/k (on 127.0.0.1:7001)").as_deref(),
+        Some("/b/feed")
+    );
+    assert_eq!(
+        run_root_of("/b", "/b/feed").as_deref(),
+        Some("/b/feed"),
+        "a node that is itself a run root"
+    );
+    assert_eq!(run_root_of("/b", "/bx/y/z"), None, "another prefix");
 }
