@@ -36,6 +36,13 @@ pub struct Delay {
     pub jitter: Duration,
 }
 
+impl Delay {
+    /// Whether it adds nothing.
+    pub fn is_zero(&self) -> bool {
+        self.base.is_zero() && self.jitter.is_zero()
+    }
+}
+
 /// The delay every relay of a proxy reads before each chunk, changeable while it runs (a `slow`
 /// fault raises it and puts it back).
 #[derive(Debug, Default)]

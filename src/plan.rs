@@ -313,6 +313,39 @@ pub struct Overrides {
     pub clients_as: Option<ClientsOverride>,
     /// The chaos schedules (`--chaos`), each a coordinate of the matrix; empty for `none` only.
     pub schedules: Vec<Schedule>,
+    /// One-way client latencies (`--client-latency`), each a coordinate of the matrix: every
+    /// workload runs at each, renamed `<name>-lat<latency>` when there are several.
+    pub client_latency: Option<Vec<Duration>>,
+}
+
+/// `workloads` at each of the `--client-latency` values (their own `client_latency` when none
+/// is given); with several values each copy's name gains `-lat<latency>`, so the cells differ.
+fn at_latencies(workloads: &[Workload], latencies: Option<&[Duration]>) -> Vec<Workload> {
+    let Some(latencies) = latencies else {
+        return workloads.to_vec();
+    };
+    let mut out = Vec::new();
+    for wl in workloads {
+        for &l in latencies {
+            let mut w = wl.clone();
+            w.client_latency.base = l;
+            if latencies.len() > 1 {
+                w.name = format!("{}-lat{}", wl.name, latency_label(l));
+            }
+            out.push(w);
+        }
+    }
+    out
+}
+
+/// `1ms`, `500us`, `0ms`: a latency as a name part.
+pub fn latency_label(d: Duration) -> String {
+    let us = d.as_micros();
+    if us.is_multiple_of(1000) {
+        format!("{}ms", us / 1000)
+    } else {
+        format!("{us}us")
+    }
 }
 
 /// `--clients-as` over a workload's `clients_as`.
@@ -355,6 +388,7 @@ impl Plan {
         ov: &Overrides,
     ) -> Result<Plan, PlanError> {
         let schedules = schedules(ov)?;
+        let workloads = &at_latencies(workloads, ov.client_latency.as_deref());
         let mut cells = Vec::new();
         let mut skipped = Vec::new();
         let mut skip = |line: String| {
@@ -595,6 +629,48 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.starts_with("x/plan.toml: not a lockbench plan"), "{e}");
+    }
+
+    #[test]
+    fn client_latencies_are_a_coordinate_named_into_the_workload() {
+        let ov = Overrides {
+            client_latency: Some(vec![Duration::ZERO, Duration::from_micros(1500)]),
+            strategies: Some(vec![Strategy::Herd]),
+            ..Overrides::default()
+        };
+        let plan = Plan::expand("r1", &[System::Etcd], &[hot_lock()], &ov).unwrap();
+        let cells: Vec<(String, Duration)> = plan
+            .cells
+            .iter()
+            .map(|c| (c.workload.name.clone(), c.workload.client_latency.base))
+            .collect();
+        assert_eq!(
+            cells,
+            vec![
+                ("hot-lock-lat0ms".to_string(), Duration::ZERO),
+                (
+                    "hot-lock-lat1500us".to_string(),
+                    Duration::from_micros(1500)
+                ),
+            ]
+        );
+        // The plan file keeps the latency, so a resumed or re-read plan runs it again.
+        let back = Plan::from_toml(&plan.to_toml(), "plan.toml").unwrap();
+        assert_eq!(
+            back.cells[1].workload.client_latency.base,
+            Duration::from_micros(1500)
+        );
+        // One value: the workload keeps its name.
+        let one = Overrides {
+            client_latency: Some(vec![Duration::from_millis(2)]),
+            ..ov
+        };
+        let plan = Plan::expand("r1", &[System::Etcd], &[hot_lock()], &one).unwrap();
+        assert_eq!(plan.cells[0].workload.name, "hot-lock");
+        assert_eq!(
+            plan.cells[0].workload.client_latency.base,
+            Duration::from_millis(2)
+        );
     }
 
     #[test]

@@ -123,6 +123,17 @@ fn a_zero_duration_is_refused_naming_the_flag_and_range() {
 }
 
 #[test]
+fn a_client_latency_past_a_second_is_refused_naming_the_flag_and_range() {
+    let (code, text) = run_offline("lat", &["--systems", "etcd", "--client-latency", "0ms,2s"]);
+    assert_eq!(code, 2, "{text}");
+    assert!(
+        text.contains("invalid value '2s' for '--client-latency"),
+        "{text}"
+    );
+    assert!(text.contains("valid 0s to 1s"), "{text}");
+}
+
+#[test]
 fn a_missing_workload_file_is_named_with_its_os_error_once() {
     let (code, text) = run_offline("nope", &["--workload", "nope.toml"]);
     assert_eq!(code, 2, "{text}");

@@ -290,7 +290,8 @@ pub enum CheckError {
 }
 
 /// Statistics and every checker over the cell folder `dir` (`cell.json` and `history.jsonl`);
-/// a tryLock workload's (`workload_spec.acquire_timeout` of `"0s"`) summary gets its `try_lock`.
+/// a tryLock workload's (`workload_spec.acquire_timeout` of `"0s"`) summary gets its `try_lock`,
+/// and a cell behind latency relays its `client_latency_us` and `client_jitter_us`.
 pub fn evaluate(dir: &Path) -> Result<CellResult, CheckError> {
     let path = dir.join(CELL_FILE);
     let text = std::fs::read_to_string(&path).map_err(|e| CheckError::Cell {
@@ -314,7 +315,11 @@ pub fn evaluate(dir: &Path) -> Result<CellResult, CheckError> {
     let try_figures =
         try_lock.then(|| stats::try_lock::figures(&history.events, history.operations(), &info));
     let mut result = evaluate_history(&history, info);
-    result.analysis.summary.try_lock = try_figures;
+    let summary = &mut result.analysis.summary;
+    summary.try_lock = try_figures;
+    let us = |field| crate::results::spec_duration(&text, field).map(|d| d.as_micros() as u64);
+    summary.client_latency_us = us("client_latency");
+    summary.client_jitter_us = us("client_jitter");
     Ok(result)
 }
 

@@ -149,6 +149,12 @@ pub struct RunArgs {
     /// Length of each cell (e.g. 30s), 1s to 1day; default: the workload's.
     #[arg(long, value_parser = run_duration)]
     pub duration: Option<std::time::Duration>,
+    /// One-way latency added between clients and servers, comma-separated, each 0 to 1s (e.g.
+    /// 0ms,1ms,2ms): every workload runs at each, through relays that hold every chunk this
+    /// long each way, named <workload>-lat<latency> when several are given; default: the
+    /// workload's client_latency (none).
+    #[arg(long, value_delimiter = ',', value_parser = client_latency)]
+    pub client_latency: Option<Vec<std::time::Duration>>,
     /// Seed for every random choice; default: the workload's.
     #[arg(long)]
     pub seed: Option<u64>,
@@ -341,9 +347,25 @@ impl From<Exit> for std::process::ExitCode {
 /// `--duration`: a humantime duration in the range a workload file's `duration` accepts, so a
 /// zero-length run is refused before any cluster starts.
 fn run_duration(text: &str) -> Result<std::time::Duration, String> {
+    bounded_duration(text, crate::workload::RUN_DURATION, "\"30s\" or \"2m\"")
+}
+
+fn client_latency(text: &str) -> Result<std::time::Duration, String> {
+    bounded_duration(
+        text,
+        crate::workload::CLIENT_LATENCY,
+        "\"1ms\" or \"500us\"",
+    )
+}
+
+/// `text` as a duration within `(min, max)`; an error shows `example`s of the syntax.
+fn bounded_duration(
+    text: &str,
+    (min, max): (std::time::Duration, std::time::Duration),
+    example: &str,
+) -> Result<std::time::Duration, String> {
     let d = humantime::parse_duration(text)
-        .map_err(|e| format!("{e}; write a duration such as \"30s\" or \"2m\""))?;
-    let (min, max) = crate::workload::RUN_DURATION;
+        .map_err(|e| format!("{e}; write a duration such as {example}"))?;
     if d < min || d > max {
         return Err(format!(
             "out of range: valid {} to {}",

@@ -36,6 +36,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<Exit> {
         clients: args.clients,
         duration: args.duration,
         seed: args.seed,
+        client_latency: args.client_latency,
     };
     let run_id = docker::new_run_id();
     let name = workloads

@@ -79,6 +79,10 @@ impl Kind for Mixed {
         self.kinds.iter().any(FaultKind::pauses_clients)
     }
 
+    fn slows_clients(&self) -> bool {
+        self.kinds.iter().any(FaultKind::slows_clients)
+    }
+
     fn refusal(&self) -> Option<Refusal> {
         self.kinds.iter().find_map(FaultKind::refusal)
     }

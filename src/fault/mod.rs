@@ -22,6 +22,7 @@
 //! | `clock` | cut every TTL under the cell's prefix by Δ (once, or every tick: fast) | stop the ticker; expired keys stay expired | modelled ([`clock::model`]); refused on ZooKeeper and etcd (monotonic leases) |
 //! | `pause-client` | SIGSTOP worker processes ([`pause_client`] picks `holder` or `random`) | SIGCONT | real |
 //! | `promote` | SIGKILL the primary, promote its replica ([`crate::cluster::Provider::promote`]) | restart the old primary, which rejoins as the new one's replica; wait until it serves | real; postgres and mariadb only |
+//! | `slow` | raise the one-way delay of every client link (lockbench's relays between clients and servers) to `latency` (+ `latency_jitter`) | put back the workload's `client_latency` | real (a real delay on the real connections; it slows the client side, not the links between servers) |
 //! | `mixed` | each occurrence draws one of its kinds from the schedule's seed | the drawn kind's | the drawn kind's |
 //!
 //! **What a new fault kind touches:** its file here (parameters, validation, name, start, undo,
@@ -57,6 +58,7 @@ pub use pause_client::{ClientTarget, PickError, WorkerProcesses, pick_worker};
 pub use registry::{
     Ctx, Effect, Entry, Kind, Refusal, Scene, entry, on_each_node, plain_kinds, read, write,
 };
+pub use slow::{ClientLinks, MAX_SLOW};
 pub use target::{Target, TargetError, resolve};
 
 use crate::cluster::ClusterError;
@@ -69,6 +71,7 @@ registry! {
     clock::Clock => Skewed,
     mixed::Mixed => Undrawn,
     promote::Promote => Promoted,
+    slow::Slow => Slowed,
 }
 
 /// A fault that could not be started or undone.
@@ -88,6 +91,11 @@ pub enum FaultError {
         "client pause: the nemesis has no worker processes (Faults::with_workers); run the cell's clients as `lockbench worker` processes"
     )]
     NoWorkers,
+    /// A `slow` fault with no relays between the clients and servers to slow.
+    #[error(
+        "slow: the cell's clients do not run behind lockbench's latency relays (the runner starts them for a cell whose schedule slows clients, or whose workload sets client_latency)"
+    )]
+    NoLinks,
     /// A real clock fault, which needs a faked clock in the server image.
     #[error(
         "clock fault: only the modelled clock is available (Debian's libfaketime 0.9.10 stops redis-server at start-up); set the fault's realism to modelled"

@@ -60,6 +60,12 @@ pub trait Kind: Clone + fmt::Debug + PartialEq + Into<FaultKind> {
         false
     }
 
+    /// Whether it slows the links between clients and servers (which needs the cell's clients
+    /// behind lockbench's relays).
+    fn slows_clients(&self) -> bool {
+        false
+    }
+
     /// Whether it waits, when due, until some client holds a lock (a `holder` client pause).
     fn waits_for_holder(&self) -> bool {
         false
@@ -141,12 +147,15 @@ where
     (Ok(Started::default()), None)
 }
 
-/// What a fault's start and undo may use besides the cluster: the cell's worker processes,
+/// What a fault's start and undo may use besides the cluster: the cell's worker processes and
+/// client links,
 /// the fast clocks' running totals, and how long a restarted node may take to serve again.
 #[derive(Clone, Copy)]
 pub struct Ctx<'a> {
     /// The cell's worker processes, when its clients run as workers.
     pub workers: Option<&'a dyn WorkerProcesses>,
+    /// The links between the cell's clients and servers, when its clients run behind relays.
+    pub links: Option<&'a dyn super::ClientLinks>,
     /// What the fast clocks did after their first jumps, summed over the cell.
     pub ticks: &'a Arc<Mutex<TickerTotals>>,
     /// How long a restarted node may take to serve its cluster again.
@@ -349,6 +358,11 @@ macro_rules! registry {
             /// Whether this kind, or one it draws, pauses client processes.
             pub fn pauses_clients(&self) -> bool {
                 match self { $(FaultKind::$kind(k) => $crate::fault::Kind::pauses_clients(k)),+ }
+            }
+
+            /// Whether this kind, or one it draws, slows the client links.
+            pub fn slows_clients(&self) -> bool {
+                match self { $(FaultKind::$kind(k) => $crate::fault::Kind::slows_clients(k)),+ }
             }
 
             /// Whether it waits for a lock holder when due ([`Kind::waits_for_holder`]).

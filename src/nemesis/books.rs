@@ -11,8 +11,8 @@ use std::time::Duration;
 use tokio::sync::Mutex as AsyncMutex;
 
 use crate::fault::{
-    Ctx, Ended, Fault, FaultError, Faultable, REJOIN_TIMEOUT, Started, Ticker, TickerTotals,
-    WorkerProcesses,
+    ClientLinks, Ctx, Ended, Fault, FaultError, Faultable, REJOIN_TIMEOUT, Started, Ticker,
+    TickerTotals, WorkerProcesses,
 };
 use crate::history::{Clock, Event, EventKind, HistoryHandle};
 
@@ -217,6 +217,7 @@ struct Active {
 pub struct Faults {
     active: Vec<Active>,
     workers: Option<Arc<dyn WorkerProcesses>>,
+    links: Option<Arc<dyn ClientLinks>>,
     ticks: Arc<Mutex<TickerTotals>>,
     /// How long a restarted node may take to serve again; `None` for [`REJOIN_TIMEOUT`].
     rejoin_timeout: Option<Duration>,
@@ -229,6 +230,11 @@ impl Faults {
             workers: Some(workers),
             ..Faults::default()
         }
+    }
+
+    /// The same bookkeeping, able to slow the cell's client links too.
+    pub fn with_links(self, links: Option<Arc<dyn ClientLinks>>) -> Faults {
+        Faults { links, ..self }
     }
 
     /// The same bookkeeping, waiting at most `timeout` for a restarted node to serve again.
@@ -265,6 +271,7 @@ impl Faults {
     fn ctx(&self) -> Ctx<'_> {
         Ctx {
             workers: self.workers.as_deref(),
+            links: self.links.as_deref(),
             ticks: &self.ticks,
             rejoin_timeout: self.rejoin_timeout.unwrap_or(REJOIN_TIMEOUT),
         }

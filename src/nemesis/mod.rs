@@ -30,7 +30,7 @@ use tokio::sync::{broadcast, watch};
 
 pub use books::{Books, Faults, REJOIN_FAILED};
 
-use crate::fault::{Fault, Faultable, Scene, WorkerProcesses};
+use crate::fault::{ClientLinks, Fault, Faultable, Scene, WorkerProcesses};
 use crate::history::{Clock, Event, EventKind, HistoryHandle, Op};
 use crate::nemesis::schedule::{PlannedFault, Schedule};
 
@@ -46,6 +46,9 @@ pub struct Running {
     /// The worker processes, when the cell's clients run as processes (the runner's worker
     /// control).
     pub workers: Option<Arc<dyn WorkerProcesses>>,
+    /// The links between the clients and servers, when the cell's clients run behind
+    /// lockbench's latency relays (what a `slow` fault slows).
+    pub links: Option<Arc<dyn ClientLinks>>,
     /// Turns true once the clients have stopped (or failed): what runs beside them ends then
     /// (the nemesis heals). A dropped sender counts as stopped.
     pub stopped: watch::Receiver<bool>,
@@ -140,7 +143,8 @@ impl Nemesis {
                 ledger.faults = match &stage.workers {
                     Some(w) => Faults::with_workers(w.clone()),
                     None => Faults::default(),
-                };
+                }
+                .with_links(stage.links.clone());
             }
         }
         let mut holders = Holders::default();

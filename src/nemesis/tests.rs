@@ -127,6 +127,7 @@ async fn play(on: &Double, schedule: &str, run: Duration, cancel: bool, name: &s
         history: recorder.handle(),
         events: recorder.subscribe(),
         workers: None,
+        links: None,
         stopped,
     };
     let books = Books::default();

@@ -40,11 +40,14 @@ pub struct CellInfo {
 /// The workload's `acquire_timeout` as the text of a `cell.json` gives it (its `workload_spec`,
 /// in the workload file's syntax); `None` when the file does not say or cannot be read.
 pub fn spec_acquire_timeout(cell_json: &str) -> Option<Duration> {
+    spec_duration(cell_json, "acquire_timeout")
+}
+
+/// The workload's `field` (a duration) as the text of a `cell.json` gives it; `None` when the
+/// file does not say or cannot be read.
+pub fn spec_duration(cell_json: &str, field: &str) -> Option<Duration> {
     let file: serde_json::Value = serde_json::from_str(cell_json).ok()?;
-    let text = file
-        .get("workload_spec")?
-        .get("acquire_timeout")?
-        .as_str()?;
+    let text = file.get("workload_spec")?.get(field)?.as_str()?;
     humantime::parse_duration(text).ok()
 }
 

@@ -16,7 +16,7 @@ mod summary;
 pub(crate) mod testkit;
 
 pub use crate::workload::{Expect, LockKind};
-pub use cell::{CellInfo, spec_acquire_timeout};
+pub use cell::{CellInfo, spec_acquire_timeout, spec_duration};
 pub use safety::{Overlaps, Safety, SafetyVerdict, Violation};
 pub use summary::{
     CellSummary, FaultWindow, FifoBasis, LatencySummary, ModeFigures, ReentryCost, RwLockFigures,

@@ -106,6 +106,13 @@ pub struct CellSummary {
     /// every workload that waits.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub try_lock: Option<TryLockFigures>,
+    /// The one-way latency the cell's relays added between every client and every server
+    /// (`workload_spec.client_latency`), µs; absent when the clients connected directly.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_latency_us: Option<u64>,
+    /// Up to this much more per chunk (`workload_spec.client_jitter`), µs; absent without.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_jitter_us: Option<u64>,
 }
 
 /// One mode of a read-write lock (`summary.json`'s `rwlock.readers` or `rwlock.writers`),

@@ -8,7 +8,7 @@ use anyhow::Context;
 
 use super::RunFolder;
 use super::progress::Progress;
-use crate::cluster::{Cluster, ClusterOptions};
+use crate::cluster::{Cluster, ClusterOptions, ConnectInfo};
 use crate::fault::Faultable;
 use crate::recipe::mock::{MockOptions, MockRecipe, MockService};
 use crate::recipe::{AnyRecipe, Credentials, LockError, Recipe, RecipeConfig};
@@ -56,6 +56,32 @@ pub trait Backend: Sync {
     fn abandon(&self, cluster: Self::Cluster) -> impl Future<Output = ()> {
         drop(cluster);
         async {}
+    }
+
+    /// The addresses clients dial to reach `cluster` (endpoints, Sentinels, Sentinel's address
+    /// map), which latency relays stand in front of (`client_latency`); `None` where the
+    /// clients do not go over the network (none by default).
+    fn connect_info(&self, cluster: &Self::Cluster) -> Option<ConnectInfo> {
+        let _ = cluster;
+        None
+    }
+
+    /// Connects one client with `config` to `cluster` at the addresses `via` gives (its
+    /// [`Backend::connect_info`] rewritten to relays). Only called where `connect_info` gave
+    /// `Some`; by default refused.
+    fn connect_via(
+        &self,
+        cluster: &Self::Cluster,
+        via: &ConnectInfo,
+        config: RecipeConfig,
+    ) -> impl Future<Output = Result<Self::Client, LockError>> + Send {
+        let _ = (cluster, via, config);
+        async {
+            Err(LockError::Connection(
+                "this backend's clients do not go over the network, so they cannot be                  connected through relays"
+                    .into(),
+            ))
+        }
     }
 
     /// The root of every cell's key prefix (`<root>/<run id>/<cell>`) on `cluster`:
@@ -159,6 +185,19 @@ impl Backend for DockerBackend {
             exe: worker_exe(self.worker_exe.as_ref())?,
             cluster: cluster.connect_info(),
         })
+    }
+
+    fn connect_info(&self, cluster: &Cluster) -> Option<ConnectInfo> {
+        Some(cluster.connect_info())
+    }
+
+    async fn connect_via(
+        &self,
+        _: &Cluster,
+        via: &ConnectInfo,
+        config: RecipeConfig,
+    ) -> Result<AnyRecipe, LockError> {
+        crate::service::connect_to(via, config).await
     }
 
     async fn stop(&self, cluster: Cluster, progress: &dyn Progress) -> anyhow::Result<()> {

@@ -6,6 +6,7 @@ mod client;
 mod outcome;
 mod output;
 pub mod progress;
+pub mod relays;
 pub mod target_backend;
 #[cfg(test)]
 mod tests;
@@ -19,6 +20,7 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use tokio::sync::{Barrier, watch};
 
+use crate::cluster::ConnectInfo;
 use crate::fault::Faultable;
 use crate::history::{Clock, Recorder};
 use crate::nemesis::{self, Books, Nemesis, Running};
@@ -301,17 +303,52 @@ where
         credentials: backend.credentials(cluster),
         ..RecipeConfig::default()
     };
+    // With client latency, every client dials the cell's relays instead of the servers; the
+    // relays live until the clients have stopped.
+    let relays = if wl.client_latency.is_zero() && !cell.chaos.slows_clients() {
+        None
+    } else {
+        let info = backend.connect_info(cluster).ok_or_else(|| {
+            anyhow::anyhow!(
+                "cell {} adds latency between clients and servers (client_latency or a slow \
+                 fault), which needs clients that reach their servers over the network (real \
+                 clusters or a target): remove client_latency, --client-latency or the slow \
+                 fault for this backend",
+                cell.id()
+            )
+        })?;
+        let (relays, via) = relays::Relays::start(&info, wl.client_latency).await?;
+        Some((Arc::new(relays), via))
+    };
+    let via = relays.as_ref().map(|(_, via)| via);
+    let links = relays
+        .as_ref()
+        .map(|(r, _)| r.clone() as Arc<dyn crate::fault::ClientLinks>);
     match wl.clients_as {
-        ClientsAs::Tasks => in_tasks(backend, cluster, cell, config, history, beside).await,
+        ClientsAs::Tasks => {
+            in_tasks(
+                backend,
+                cluster,
+                cell,
+                config,
+                (via, links),
+                history,
+                beside,
+            )
+            .await
+        }
         ClientsAs::Processes { per_process } => {
-            let target = backend.worker_target(cluster)?;
+            let mut target = backend.worker_target(cluster)?;
+            if let Some(via) = via {
+                target.cluster = via.clone();
+            }
             let plan = worker::WorkerPlan {
                 recipe: config,
                 workload: wl.clone(),
                 strategy: cell.strategy,
                 per_process,
             };
-            in_processes(&target, &plan, history, beside).await
+            in_processes(&target, &plan, links, history, beside).await
         }
     }
 }
@@ -349,6 +386,10 @@ async fn in_tasks<B, F, Fut>(
     cluster: &B::Cluster,
     cell: &Cell,
     config: RecipeConfig,
+    (via, links): (
+        Option<&ConnectInfo>,
+        Option<Arc<dyn crate::fault::ClientLinks>>,
+    ),
     history: &Path,
     beside: F,
 ) -> anyhow::Result<ClientsRun>
@@ -360,12 +401,11 @@ where
     let wl = &cell.workload;
     let mut clients = Vec::new();
     for _ in 0..wl.clients {
-        clients.push(
-            backend
-                .connect(cluster, config.clone())
-                .await
-                .with_context(|| format!("connecting a {} client", cell.system))?,
-        );
+        let client = match via {
+            None => backend.connect(cluster, config.clone()).await,
+            Some(via) => backend.connect_via(cluster, via, config.clone()).await,
+        };
+        clients.push(client.with_context(|| format!("connecting a {} client", cell.system))?);
     }
     let recorder = Recorder::create(history)?;
     let (stop, stopped) = watch::channel(false);
@@ -374,6 +414,7 @@ where
         history: recorder.handle(),
         events: recorder.subscribe(),
         workers: None,
+        links,
         stopped,
     };
     let register = cell_register(wl, Arc::new(recorder.handle()));
@@ -443,6 +484,7 @@ impl Drop for AbortOnDrop {
 async fn in_processes<F, Fut>(
     target: &WorkerTarget,
     plan: &worker::WorkerPlan,
+    links: Option<Arc<dyn crate::fault::ClientLinks>>,
     history: &Path,
     beside: F,
 ) -> anyhow::Result<ClientsRun>
@@ -463,6 +505,7 @@ where
         history: recorder.handle(),
         events: recorder.subscribe(),
         workers: Some(Arc::new(workers.control())),
+        links,
         stopped,
     };
     let handle = recorder.handle();

@@ -357,6 +357,8 @@ impl Fold {
             rwlock: None,
             semaphore: None,
             try_lock: None,
+            client_latency_us: None,
+            client_jitter_us: None,
         };
         Analysis {
             summary,

@@ -34,6 +34,10 @@ pub const CLIENTS: (i64, i64) = (1, 4096);
 pub const RUN_DURATION: (Duration, Duration) =
     (Duration::from_secs(1), Duration::from_secs(86_400));
 
+/// Valid one-way client latencies and jitters (`client_latency`, `client_jitter`,
+/// `--client-latency`): a second each way is already past every recipe's request deadline.
+pub const CLIENT_LATENCY: (Duration, Duration) = (Duration::ZERO, Duration::from_secs(1));
+
 /// How operations are paced.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Arrival {
@@ -159,6 +163,12 @@ pub struct Workload {
     /// The kind of lock taken (`lock`, with its `read_ratio`, `permits` or `reentry_depth`);
     /// only [`LockKind::Mutex`] has recipes so far (issue 19), and the plan refuses the others.
     pub lock: LockKind,
+    /// Latency added between every client and every server it talks to (`client_latency`,
+    /// one way, each direction, plus up to `client_jitter` per chunk): the cell's clients
+    /// connect through userspace relays ([`crate::latency`]) that hold each chunk this long.
+    /// A round trip gains twice `base`. Zero (the default): no relays, clients connect
+    /// directly.
+    pub client_latency: crate::latency::Delay,
     /// The file it was read from, for errors.
     pub origin: Origin,
 }

@@ -39,6 +39,8 @@ pub(super) struct RawWorkload {
     pub(super) read_ratio: Option<f64>,
     pub(super) permits: Option<i64>,
     pub(super) reentry_depth: Option<i64>,
+    pub(super) client_latency: Option<String>,
+    pub(super) client_jitter: Option<String>,
 }
 
 /// `key_distribution` and `arrival`: a bare kind (`"uniform"`) or a table with its parameter.

@@ -627,3 +627,28 @@ fn an_acquire_timeout_of_zero_is_a_try_lock_and_written_back_as_such() {
         "{e}"
     );
 }
+
+#[test]
+fn client_latency_defaults_to_none_is_checked_and_written_back() {
+    let w = Workload::from_str("clients = 1\nduration = \"5s\"", "x").unwrap();
+    assert!(w.client_latency.is_zero());
+    assert!(!w.to_table().contains_key("client_latency"));
+    let w = Workload::from_str(
+        "clients = 1\nduration = \"5s\"\nclient_latency = \"1ms\"\nclient_jitter = \"200us\"",
+        "x",
+    )
+    .unwrap();
+    assert_eq!(
+        (w.client_latency.base, w.client_latency.jitter),
+        (Duration::from_millis(1), Duration::from_micros(200))
+    );
+    let again = Workload::from_str(&toml::to_string(&w.to_table()).unwrap(), "x").unwrap();
+    assert_eq!(again.client_latency, w.client_latency);
+    let e = err("clients = 1\nduration = \"5s\"\nclient_latency = \"2s\"");
+    assert!(
+        e.contains("'client_latency'") && e.contains("out of range") && e.contains("0s to 1s"),
+        "{e}"
+    );
+    let e = err("clients = 1\nduration = \"5s\"\nclient_jitter = \"fast\"");
+    assert!(e.contains("'client_jitter'"), "{e}");
+}

@@ -457,6 +457,22 @@ impl Validator<'_> {
             Duration::from_millis(1),
             Duration::from_secs(60),
         )?;
+        let client_latency = crate::latency::Delay {
+            base: self.opt_duration(
+                "client_latency",
+                raw.client_latency.as_deref(),
+                Duration::ZERO,
+                Duration::ZERO,
+                super::CLIENT_LATENCY.1,
+            )?,
+            jitter: self.opt_duration(
+                "client_jitter",
+                raw.client_jitter.as_deref(),
+                Duration::ZERO,
+                Duration::ZERO,
+                super::CLIENT_LATENCY.1,
+            )?,
+        };
         if let Arrival::Open { .. } = arrival {
             if think_given {
                 return Err(self.conflict("field 'think' does not apply to open arrival (the schedule sets the pace): remove it or use kind = \"closed\"".into()));
@@ -494,6 +510,7 @@ impl Validator<'_> {
                 permits: raw.permits,
                 reentry_depth: raw.reentry_depth,
             })?,
+            client_latency,
             origin: super::Origin(self.origin.to_string()),
         })
     }

@@ -83,6 +83,13 @@ impl Workload {
         put("retry_backoff_max", text(self.retry.max));
         put("resolve_timeout", text(self.resolve_timeout));
         put("poll_interval", text(self.poll_interval));
+        // Written only when set, so a workload without relays reads as it always did.
+        if !self.client_latency.base.is_zero() {
+            put("client_latency", text(self.client_latency.base));
+        }
+        if !self.client_latency.jitter.is_zero() {
+            put("client_jitter", text(self.client_latency.jitter));
+        }
         put(
             "strategies",
             Value::Array(

@@ -177,6 +177,11 @@ impl Schedule {
     pub fn pauses_clients(&self) -> bool {
         self.faults.iter().any(|f| f.kind.pauses_clients())
     }
+
+    /// Whether some fault slows the client links (which needs the clients behind relays).
+    pub fn slows_clients(&self) -> bool {
+        self.faults.iter().any(|f| f.kind.slows_clients())
+    }
 }
 
 #[cfg(test)]

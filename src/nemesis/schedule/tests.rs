@@ -61,6 +61,7 @@ fn every_shipped_schedule_parses_and_reads_back_equal() {
             "promote",
             "redlock-restart-delayed",
             "redlock-restart-empty",
+            "slow-clients",
             "split-even-20s",
         ]
     );
@@ -369,7 +370,7 @@ fn bad_kinds_parameters_and_timing_say_what_is_valid() {
     let e = err("[[faults]]\nkind = \"explode\"\nstart = \"1s\"\n");
     assert_eq!(
         e,
-        "chaos/x.toml: field 'faults[0].kind' = \"explode\" is invalid: valid kinds are kill, partition, pause-node, pause-client, clock, mixed, promote"
+        "chaos/x.toml: field 'faults[0].kind' = \"explode\" is invalid: valid kinds are kill, partition, pause-node, pause-client, clock, mixed, promote, slow"
     );
     let e = err("[[faults]]\nkind = \"kill\"\nshape = \"halves\"\nstart = \"1s\"\n");
     assert!(

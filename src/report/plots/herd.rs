@@ -154,7 +154,7 @@ impl Figure for Herd {
                     .draw()
                     .map_err(drawing)?;
                 x_ticks(&plot, &mut chart, &ticks)?;
-                self.lines_on(&mut chart, &plot)?;
+                lines_on(&self.lines, &mut chart, &plot)?;
             }
             HerdMeasure::Handoff => {
                 let values = self.lines.iter().flat_map(|l| l.points.iter().map(|p| p.1));
@@ -179,7 +179,7 @@ impl Figure for Herd {
                     .map_err(drawing)?;
                 y_ticks(&plot, &mut chart, &log_ticks(lo, hi))?;
                 x_ticks(&plot, &mut chart, &ticks)?;
-                self.lines_on(&mut chart, &plot)?;
+                lines_on(&self.lines, &mut chart, &plot)?;
             }
         }
         if !self.has_data() {
@@ -190,37 +190,37 @@ impl Figure for Herd {
     }
 }
 
-impl Herd {
-    fn lines_on<DB: DrawingBackend, X, Y>(
-        &self,
-        chart: &mut ChartContext<'_, DB, Cartesian2d<X, Y>>,
-        plot: &DrawingArea<DB, Shift>,
-    ) -> Result<(), String>
-    where
-        X: Ranged<ValueType = f64>,
-        Y: Ranged<ValueType = f64>,
-    {
-        let (ox, oy) = plot.get_base_pixel();
-        for l in &self.lines {
-            let colour = system_colour(l.system);
-            let style = colour.stroke_width(2);
-            if l.strategy == Strategy::Herd {
-                chart.draw_series(DashedLineSeries::new(l.points.clone(), 8, 5, style))
-            } else {
-                chart.draw_series(LineSeries::new(l.points.clone(), style))
-            }
-            .map_err(drawing)?;
-            for p in &l.points {
-                let (x, y) = chart.backend_coord(p);
-                legend::draw_point(
-                    plot,
-                    (x - ox, y - oy),
-                    system_marker(l.system),
-                    colour,
-                    l.strategy == Strategy::Herd,
-                )?;
-            }
+/// Draws `lines` on `chart`: herd dashed with hollow points, predecessor solid, one colour
+/// and marker per system (the figures that compare strategies share it).
+pub(super) fn lines_on<DB: DrawingBackend, X, Y>(
+    lines: &[HerdLine],
+    chart: &mut ChartContext<'_, DB, Cartesian2d<X, Y>>,
+    plot: &DrawingArea<DB, Shift>,
+) -> Result<(), String>
+where
+    X: Ranged<ValueType = f64>,
+    Y: Ranged<ValueType = f64>,
+{
+    let (ox, oy) = plot.get_base_pixel();
+    for l in lines {
+        let colour = system_colour(l.system);
+        let style = colour.stroke_width(2);
+        if l.strategy == Strategy::Herd {
+            chart.draw_series(DashedLineSeries::new(l.points.clone(), 8, 5, style))
+        } else {
+            chart.draw_series(LineSeries::new(l.points.clone(), style))
         }
-        Ok(())
+        .map_err(drawing)?;
+        for p in &l.points {
+            let (x, y) = chart.backend_coord(p);
+            legend::draw_point(
+                plot,
+                (x - ox, y - oy),
+                system_marker(l.system),
+                colour,
+                l.strategy == Strategy::Herd,
+            )?;
+        }
     }
+    Ok(())
 }

@@ -2,7 +2,8 @@
 //! `plots/index.json` (see [`crate::report::plot_index`]) for the reports to show.
 //!
 //! Per run (redrawn after every cell): the latency distribution on the nines axis, the
-//! herd's wake-ups and handoff latency against clients, and, when the run has a
+//! herd's wake-ups and handoff latency against clients, the handoff against added client
+//! latency (when the run swept `--client-latency`), and, when the run has a
 //! `capacity.json` (a `lockbench capacity` sweep), its capacity figure. Per cell (drawn once, when the cell
 //! finishes, or by `run_updated` when missing, e.g. after `lockbench report` cleared them):
 //! latency over time, the safety timeline and fairness, and for a semaphore's cell its holders
@@ -14,6 +15,7 @@ pub mod capacity;
 pub mod cell_data;
 pub mod fairness;
 pub mod herd;
+pub mod latency_cost;
 pub mod latency_distribution;
 pub mod latency_over_time;
 pub mod legend;
@@ -173,6 +175,15 @@ fn draw_run(run: &RunView, plots: &Path) -> Result<(Vec<OutFile>, Vec<PlotEntry>
         "release → next grant on the same key, p50, by number of contending clients; herd dashed, predecessor solid",
         &|| render(&handoff, plots, "herd-handoff"),
     )?;
+    let cost = latency_cost::LatencyCost::of_run(&run.cells);
+    if cost.has_data() {
+        add(
+            "latency-cost",
+            "Handoff latency against added network latency",
+            "release → next grant on the same key, p50, against the round trip the relays added between every client and every server (a --client-latency sweep; twice the one-way client_latency); herd dashed, predecessor solid. A handoff of k sequential round trips climbs k ms per added ms",
+            &|| render(&cost, plots, "latency-cost"),
+        )?;
+    }
     let report = run.capacity.as_ref().map_err(|e| ExportError {
         exporter: EXPORTER,
         path: crate::capacity::file::path(&run.dir),

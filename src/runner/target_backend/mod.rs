@@ -435,6 +435,20 @@ impl Backend for TargetBackend {
         crate::service::connect_to(&cluster.info, config).await
     }
 
+    fn connect_info(&self, cluster: &TargetCluster) -> Option<ConnectInfo> {
+        Some(cluster.info.clone())
+    }
+
+    async fn connect_via(
+        &self,
+        cluster: &TargetCluster,
+        via: &ConnectInfo,
+        mut config: RecipeConfig,
+    ) -> Result<AnyRecipe, LockError> {
+        config.credentials = cluster.login.clone();
+        crate::service::connect_to(via, config).await
+    }
+
     async fn stop(&self, cluster: TargetCluster, progress: &dyn Progress) -> anyhow::Result<()> {
         let removed = cluster.clean().await?;
         progress.line(&format!(
