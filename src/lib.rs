@@ -143,6 +143,7 @@ pub mod strategy;
 mod sync;
 pub mod system;
 pub mod target;
+pub mod tls;
 pub mod workload;
 
 pub use cluster::{Cluster, ClusterOptions};

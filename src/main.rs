@@ -60,7 +60,8 @@ async fn run(cli: Cli) -> anyhow::Result<Exit> {
             system,
             size,
             persistence,
-        } => verb::cluster::up(system, size, persistence).await,
+            tls,
+        } => verb::cluster::up(system, size, persistence, tls.as_deref()).await,
         // Exit here: the worker's stdin thread may still be blocked in a read, which would
         // hold up the runtime's shutdown.
         Command::Worker => std::process::exit(lockbench::runner::worker::serve().await),

@@ -2,7 +2,9 @@
 //! gives them: the endpoints `up` printed, a login where the cluster asks for one (etcd with
 //! authentication on and a user whose role reaches only the prefix; Redis with an ACL user
 //! confined to the prefix's keys and channels; ZooKeeper with a digest user, the only one the
-//! prefix node's ACL lets in), and a key prefix. Each test checks the rules
+//! prefix node's ACL lets in), TLS with client certificates on etcd and Redis (`up --tls`: the
+//! targets name only the TLS ports, which answer nothing but a TLS client the CA signed), and a
+//! key prefix. Each test checks the rules
 //! of a run on a target: the cells run and are judged safe; nothing outside the prefix is
 //! touched (a key planted outside it survives, and the servers themselves refuse the users any
 //! other key); what the run wrote is gone afterwards; a prefix holding a key lockbench did not
@@ -109,9 +111,11 @@ fn assert_refused_for(out: &std::process::Output, key: &str) {
 }
 
 #[test]
-fn etcd_target_with_authentication_keeps_to_its_prefix_and_cleans_up() {
+fn etcd_target_with_authentication_over_tls_keeps_to_its_prefix_and_cleans_up() {
     use etcd_client::{Client, ConnectOptions, GetOptions, Permission};
-    let up = Up::start(&["etcd"]);
+    let dir = scratch("target-etcd");
+    let tls_dir = dir.join("tls");
+    let up = Up::start(&["etcd", "--tls", tls_dir.to_str().unwrap()]);
     let endpoints = up.strings("endpoints");
     let (root_pw, bench_pw) = ("root-pw-7f3a", "bench-pw-91c2");
     let rt = tokio::runtime::Runtime::new().unwrap();
@@ -138,16 +142,21 @@ fn etcd_target_with_authentication_keeps_to_its_prefix_and_cleans_up() {
         c.user_grant_role("bench", "bench").await.unwrap();
         c.auth_enable().await.unwrap();
     });
-    let dir = scratch("target-etcd");
-    let target = write(
-        &dir,
-        "my-etcd.toml",
-        &format!(
-            "system = \"etcd\"\nendpoints = {}\nprefix = \"/bench\"\n\n[auth]\nuser = \
-             \"bench\"\npassword_env = \"LB_TEST_ETCD_PASSWORD\"\n",
-            up.toml_list("endpoints")
-        ),
-    );
+    // The TLS ports only, with (or, refused, without) the client certificate the servers ask
+    // for.
+    let etcd_target = |file: &str, client_cert: bool| {
+        write(
+            &dir,
+            file,
+            &format!(
+                "system = \"etcd\"\nendpoints = {}\nprefix = \"/bench\"\n\n[auth]\nuser = \
+                 \"bench\"\npassword_env = \"LB_TEST_ETCD_PASSWORD\"\n\n{}",
+                up.toml_list("tls_endpoints"),
+                tls_section(&tls_dir, client_cert)
+            ),
+        )
+    };
+    let target = etcd_target("my-etcd.toml", true);
     let env = [("LB_TEST_ETCD_PASSWORD", bench_pw)];
     let out = run_on_target(&dir.join("out"), &target, &env, &[]);
     assert!(
@@ -196,11 +205,39 @@ fn etcd_target_with_authentication_keeps_to_its_prefix_and_cleans_up() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success(), "{err}");
     assert!(err.contains("authentication failed"), "{err}");
+    // Without the client certificate the TLS port lets nobody in, with or without a password.
+    let no_cert = etcd_target("no-cert.toml", false);
+    let out = run_on_target(&dir.join("out4"), &no_cert, &env, &[]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "no client certificate, yet: {err}");
+    assert!(
+        !latest_exists(&dir.join("out4")),
+        "refused before any run folder: {err}"
+    );
+}
+
+/// A target's `[tls]` naming the files `up --tls DIR` wrote, with or without the client pair.
+fn tls_section(dir: &Path, client: bool) -> String {
+    let mut s = format!("[tls]\nca = \"{}\"\n", dir.join("ca.pem").display());
+    if client {
+        s += &format!(
+            "cert = \"{}\"\nkey = \"{}\"\n",
+            dir.join("client.pem").display(),
+            dir.join("client-key.pem").display()
+        );
+    }
+    s
+}
+
+fn latest_exists(out: &Path) -> bool {
+    out.join("latest").exists()
 }
 
 #[test]
-fn redis_target_with_an_acl_user_keeps_to_its_prefix_and_cleans_up() {
-    let up = Up::start(&["redis"]);
+fn redis_target_with_an_acl_user_over_tls_keeps_to_its_prefix_and_cleans_up() {
+    let dir = scratch("target-redis");
+    let tls_dir = dir.join("tls");
+    let up = Up::start(&["redis", "--tls", tls_dir.to_str().unwrap()]);
     let bench_pw = "bench-pw-5d81";
     let servers: Vec<&Value> = up.info["nodes"]
         .as_array()
@@ -246,27 +283,28 @@ fn redis_target_with_an_acl_user_keeps_to_its_prefix_and_cleans_up() {
             .await
             .unwrap();
     });
+    // Sentinel names the master's plain port; the map sends the clients to its TLS port.
     let nat: Vec<String> = servers
         .iter()
         .map(|n| {
             format!(
                 "\"{}:6379\" = \"{}\"",
                 n["hostname"].as_str().unwrap(),
-                n["endpoint"].as_str().unwrap()
+                n["tls_endpoint"].as_str().unwrap()
             )
         })
         .collect();
-    let dir = scratch("target-redis");
     let target = write(
         &dir,
         "my-redis.toml",
         &format!(
             "system = \"redis\"\nendpoints = {}\nprefix = \"/bench\"\n\n[auth]\nuser = \
              \"bench\"\npassword_env = \"LB_TEST_REDIS_PASSWORD\"\n\n[sentinel]\naddresses = \
-             {}\nmaster = \"mymaster\"\nnat_map = {{ {} }}\n",
-            up.toml_list("endpoints"),
+             {}\nmaster = \"mymaster\"\nnat_map = {{ {} }}\n\n{}",
+            up.toml_list("tls_endpoints"),
             up.toml_list("sentinel_endpoints"),
-            nat.join(", ")
+            nat.join(", "),
+            tls_section(&tls_dir, true)
         ),
     );
     let env = [("LB_TEST_REDIS_PASSWORD", bench_pw)];

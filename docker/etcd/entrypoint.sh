@@ -3,6 +3,8 @@
 #   LB_ETCD_NAME      this member's name, also its host name on the cluster network
 #   LB_ETCD_CLUSTER   "name1=http://host1:2380,..." (the initial cluster)
 #   LB_ETCD_HEARTBEAT_MS / LB_ETCD_ELECTION_MS   raft timing (default 100 / 1000)
+#   LB_TLS_CA, LB_TLS_CERT, LB_TLS_KEY   PEM text (lockbench up --tls): also serve clients on
+#                     https://0.0.0.0:2378, asking each for a certificate the CA signed
 set -euo pipefail
 name="${LB_ETCD_NAME:-etcd1}"
 cluster="${LB_ETCD_CLUSTER:-$name=http://$name:2380}"
@@ -18,8 +20,21 @@ for e in "${entries[@]}"; do
 done
 state=new
 [ -d "$data/etcd/member" ] && state=existing
+listen=http://0.0.0.0:2379
+advertise="http://$name:2379"
+tls=()
+if [ -n "${LB_TLS_CERT:-}" ]; then
+  mkdir -p /tls
+  printf '%s\n' "$LB_TLS_CA" > /tls/ca.pem
+  printf '%s\n' "$LB_TLS_CERT" > /tls/server.pem
+  (umask 077; printf '%s\n' "$LB_TLS_KEY" > /tls/server-key.pem)
+  listen="$listen,https://0.0.0.0:2378"
+  advertise="$advertise,https://$name:2378"
+  tls=(--cert-file /tls/server.pem --key-file /tls/server-key.pem
+       --client-cert-auth --trusted-ca-file /tls/ca.pem)
+fi
 exec etcd --name "$name" --data-dir "$data/etcd" \
-  --listen-client-urls http://0.0.0.0:2379 --advertise-client-urls "http://$name:2379" \
+  --listen-client-urls "$listen" --advertise-client-urls "$advertise" "${tls[@]}" \
   --listen-peer-urls http://0.0.0.0:2380 --initial-advertise-peer-urls "http://$name:2380" \
   --initial-cluster "$cluster" --initial-cluster-state "$state" \
   --initial-cluster-token lockbench \

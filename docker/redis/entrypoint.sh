@@ -5,6 +5,9 @@
 #   REDIS_MASTER    the initial master's host name (replica, sentinel)
 #   REDIS_PERSIST   none | aof (default none: a restart loses every key, as in the Redlock spec)
 #   SENTINEL_QUORUM, SENTINEL_DOWN_MS, SENTINEL_FAILOVER_MS
+#   LB_TLS_CA, LB_TLS_CERT, LB_TLS_KEY   PEM text (lockbench up --tls): a data node also serves
+#                   clients on tls-port 6380, asking each for a certificate the CA signed
+#                   (replication and Sentinel stay on the plain port)
 set -euo pipefail
 role="${REDIS_ROLE:-master}"
 host="${REDIS_HOST:-$(hostname)}"
@@ -38,6 +41,14 @@ if [ "${REDIS_PERSIST:-none}" = aof ]; then
 fi
 args=(--port 6379 --bind 0.0.0.0 --protected-mode no --dir "$data" "${persist[@]}"
       --replica-announce-ip "$host" --daemonize no)
+if [ -n "${LB_TLS_CERT:-}" ]; then
+  mkdir -p /tls
+  printf '%s\n' "$LB_TLS_CA" > /tls/ca.pem
+  printf '%s\n' "$LB_TLS_CERT" > /tls/server.pem
+  (umask 077; printf '%s\n' "$LB_TLS_KEY" > /tls/server-key.pem)
+  args+=(--tls-port 6380 --tls-cert-file /tls/server.pem --tls-key-file /tls/server-key.pem
+         --tls-ca-cert-file /tls/ca.pem --tls-auth-clients yes)
+fi
 if [ "$role" = replica ]; then
   wait_for "${REDIS_MASTER:?REDIS_MASTER is required for a replica}"
   # After a failover Sentinel rewrites the config of the node it reconfigures; a restarted

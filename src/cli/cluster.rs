@@ -34,11 +34,42 @@ pub async fn doctor() -> anyhow::Result<Exit> {
 
 /// `lockbench up`: starts a cluster, prints its connection details as JSON, and removes it
 /// again on Ctrl-C or SIGTERM (also when they come during start-up).
-pub async fn up(system: System, size: Option<usize>, persistence: bool) -> anyhow::Result<Exit> {
+pub async fn up(
+    system: System,
+    size: Option<usize>,
+    persistence: bool,
+    tls: Option<&std::path::Path>,
+) -> anyhow::Result<Exit> {
+    let tls = match tls {
+        None => None,
+        Some(dir) => {
+            if crate::service::of(system).tls_port().is_none() {
+                anyhow::bail!(
+                    "--tls: {system} is not offered with TLS here; --tls starts etcd and redis"
+                );
+            }
+            let bundle = crate::tls::Bundle::generate(&[])
+                .context("--tls: making the throw-away CA and certificates")?;
+            let files = bundle.write_client_files(dir).with_context(|| {
+                format!(
+                    "--tls: writing the CA and client certificate into {}",
+                    dir.display()
+                )
+            })?;
+            eprintln!(
+                "lockbench: TLS: CA {}, client certificate {} and key {}",
+                files.ca.display(),
+                files.cert.display(),
+                files.key.display()
+            );
+            Some(std::sync::Arc::new(bundle))
+        }
+    };
     let opts = ClusterOptions {
         size,
         ready_timeout: None,
         redis: RedisOptions { persistence },
+        tls,
     };
     if let Some(s) = size {
         system.validate_size(s)?;

@@ -70,6 +70,12 @@ pub enum Command {
         /// Redis/Redlock: keep keys across restarts (appendonly, fsync always).
         #[arg(long)]
         persistence: bool,
+        /// etcd and Redis: also serve TLS (etcd on its TLS client port, Redis data nodes on
+        /// tls-port), asking clients for a certificate; a throw-away CA and the client's
+        /// certificate and key are written into DIR (ca.pem, client.pem, client-key.pem) and
+        /// the JSON lists tls_endpoints.
+        #[arg(long, value_name = "DIR")]
+        tls: Option<std::path::PathBuf>,
     },
     /// Recompute statistics and safety verdicts of a run folder or one cell folder from the
     /// stored histories, with no Docker; print the table, say whether each cell matches what

@@ -73,6 +73,10 @@ pub struct ClusterOptions {
     pub ready_timeout: Option<Duration>,
     /// What only the Redis image's systems (Redis with Sentinel, Redlock) take.
     pub redis: RedisOptions,
+    /// Serve TLS beside the plain client port with these certificates (`lockbench up
+    /// --tls`): every server also listens on its system's [`Provider::tls_port`], asking
+    /// clients for a certificate the bundle's CA signed. etcd and Redis only.
+    pub tls: Option<std::sync::Arc<crate::tls::Bundle>>,
 }
 
 /// Options of the systems that run on the Redis image (Redis with Sentinel, Redlock).
@@ -104,6 +108,9 @@ pub struct ClusterInfo {
     pub run_id: String,
     pub network: String,
     pub endpoints: Vec<String>,
+    /// `127.0.0.1:<port>` of every server's TLS client port (a cluster started with TLS).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub tls_endpoints: Vec<String>,
     pub sentinel_endpoints: Vec<String>,
     pub leader: Option<String>,
     pub start_seconds: f64,
@@ -174,7 +181,21 @@ impl Cluster {
             cuts: std::sync::Mutex::new(Vec::new()),
             torn_down: false,
         };
-        let specs = provider.node_specs(run_id, size, &opts);
+        let mut specs = provider.node_specs(run_id, size, &opts);
+        if let Some(bundle) = &opts.tls {
+            let Some(port) = provider.tls_port() else {
+                return Err(ClusterError::Start {
+                    node: "-".into(),
+                    error: format!(
+                        "{system} is not offered with TLS here: --tls starts etcd and redis"
+                    ),
+                });
+            };
+            for s in specs.iter_mut().filter(|s| s.role == NodeRole::Server) {
+                s.env.extend(bundle.server_env());
+                s.tls_port = Some(port);
+            }
+        }
         // Start in order (a Redis master before its replicas and Sentinels); entrypoints wait for
         // their peers' names to resolve, so the readiness wait below covers the rest.
         for spec in specs {
@@ -353,6 +374,7 @@ impl Cluster {
             run_id: self.run_id.clone(),
             network: self.network.clone(),
             endpoints: self.endpoints(),
+            tls_endpoints: self.nodes.iter().filter_map(Node::tls_endpoint).collect(),
             sentinel_endpoints: self.sentinel_endpoints(),
             leader: self.leader().await.ok().flatten(),
             start_seconds: self.started_in.as_secs_f64(),

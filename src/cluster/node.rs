@@ -55,6 +55,9 @@ pub struct NodeSpec {
     pub port: u16,
     /// The environment the image's entrypoint reads.
     pub env: Vec<(String, String)>,
+    /// The TLS client port inside the container, published beside `port` (a cluster started
+    /// with TLS); `None` without.
+    pub tls_port: Option<u16>,
 }
 
 /// A running (or killed, or paused) server container of a cluster.
@@ -64,6 +67,7 @@ pub struct Node {
     pub(crate) hostname: String,
     pub(crate) port: u16,
     pub(crate) host_port: u16,
+    pub(crate) tls_host_port: Option<u16>,
     pub(crate) state: Mutex<NodeState>,
     /// Set when a heal could not reach the node because it was paused; applied on resume.
     pub(crate) heal_pending: Mutex<bool>,
@@ -80,6 +84,9 @@ pub struct NodeInfo {
     pub hostname: String,
     pub network_ip: Option<String>,
     pub endpoint: String,
+    /// `127.0.0.1:<port>` of its TLS client port, when it serves one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tls_endpoint: Option<String>,
 }
 
 const START_TIMEOUT: Duration = Duration::from_secs(90);
@@ -109,6 +116,13 @@ pub(crate) async fn start(
             node: spec.name.clone(),
             error: format!("no free port on 127.0.0.1: {e}"),
         })?;
+        let tls_host_port = match spec.tls_port {
+            Some(_) => Some(docker::free_local_port().map_err(|e| ClusterError::Start {
+                node: spec.name.clone(),
+                error: format!("no free port on 127.0.0.1: {e}"),
+            })?),
+            None => None,
+        };
         let mut req = GenericImage::new(repo.clone(), tag.clone())
             .with_wait_for(WaitFor::message_on_stdout("lockbench-entrypoint: starting"))
             .with_network(network)
@@ -132,6 +146,9 @@ pub(crate) async fn start(
         for (k, v) in &spec.env {
             req = req.with_env_var(k.clone(), v.clone());
         }
+        if let (Some(inside), Some(host)) = (spec.tls_port, tls_host_port) {
+            req = req.with_mapped_port(host, inside.tcp());
+        }
         match req.start().await {
             Ok(container) => {
                 return Ok(Node {
@@ -140,6 +157,7 @@ pub(crate) async fn start(
                     hostname,
                     port: spec.port,
                     host_port,
+                    tls_host_port,
                     state: Mutex::new(NodeState::Running),
                     heal_pending: Mutex::new(false),
                     container,
@@ -187,6 +205,10 @@ impl Node {
     /// `127.0.0.1:<port>`: where clients on this machine reach the node's client port.
     pub fn endpoint(&self) -> String {
         format!("127.0.0.1:{}", self.host_port)
+    }
+    /// `127.0.0.1:<port>` of its TLS client port, when it serves one.
+    pub fn tls_endpoint(&self) -> Option<String> {
+        self.tls_host_port.map(|p| format!("127.0.0.1:{p}"))
     }
     /// The port inside the container that the endpoint leads to.
     pub fn container_port(&self) -> u16 {
@@ -252,6 +274,7 @@ impl Node {
             hostname: self.hostname.clone(),
             network_ip: self.network_ip(docker, network).await.ok().flatten(),
             endpoint: self.endpoint(),
+            tls_endpoint: self.tls_endpoint(),
         }
     }
 

@@ -26,6 +26,13 @@ pub trait Provider: Send + Sync + 'static {
     /// validated `size`.
     fn node_specs(&self, run_id: &str, size: usize, opts: &ClusterOptions) -> Vec<NodeSpec>;
 
+    /// The TLS client port its servers open inside their containers when started with TLS
+    /// (their entrypoint reads the certificates from `LB_TLS_*`); `None` (the default) when the
+    /// system is not offered with TLS.
+    fn tls_port(&self) -> Option<u16> {
+        None
+    }
+
     /// One readiness check: `Ok` when the cluster serves clients (one leader agreed on, every
     /// server answering), else what is not yet so.
     fn ready<'a>(&'a self, cluster: &'a Cluster) -> BoxFuture<'a, Result<(), String>>;

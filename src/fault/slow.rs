@@ -87,7 +87,11 @@ impl Kind for Slow {
             return Err(p.out_of_range("latency", latency, &format!("1us to {limit}")));
         }
         if jitter > MAX_SLOW {
-            return Err(p.out_of_range("latency_jitter", p.text("latency_jitter").unwrap_or(""), &format!("0s to {limit}")));
+            return Err(p.out_of_range(
+                "latency_jitter",
+                p.text("latency_jitter").unwrap_or(""),
+                &format!("0s to {limit}"),
+            ));
         }
         Ok(Slow {
             delay: Delay { base, jitter },

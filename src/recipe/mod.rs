@@ -38,7 +38,7 @@ pub use redis::redlock;
 pub use any::AnyRecipe;
 pub(crate) use any::CONNECT_TIMEOUT;
 pub use claim::{Claim, Turn};
-pub use credentials::Credentials;
+pub use credentials::{ClientTls, Credentials};
 pub(crate) use deadline::drift;
 pub use etcd::EtcdRecipe;
 pub use redis::{RedisRecipe, RedisTarget};

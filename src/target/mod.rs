@@ -10,7 +10,7 @@
 //! [auth]                         # etcd user, Redis ACL user, ZooKeeper digest user
 //! user = "bench"
 //! password_env = "BENCH_PASSWORD"   # or password = "..." (never recorded)
-//! [tls]                          # etcd client certificates
+//! [tls]                          # etcd, Redis, Redlock: the CA, and the client pair for mutual TLS
 //! ca = "certs/ca.pem"
 //! cert = "certs/client.pem"
 //! key = "certs/client-key.pem"

@@ -199,8 +199,11 @@ fn auth_tls_and_sentinel_are_checked_against_the_system() {
     );
     let e = err(&base("redis", "[sentinel]\naddresses = [\"s:1\"]\n"));
     assert!(e.contains("'sentinel.master' is missing"), "{e}");
-    let e = err(&base("redis", "[tls]\nca = \"ca.pem\"\n"));
-    assert!(e.contains("[tls]") && e.contains("etcd"), "{e}");
+    let e = err(&base("zookeeper", "[tls]\nca = \"ca.pem\"\n"));
+    assert!(
+        e.contains("[tls]") && e.contains("etcd, redis and redlock"),
+        "{e}"
+    );
     let e = err(&base("etcd", "[tls]\ncert = \"c.pem\"\n"));
     assert!(e.contains("'tls.ca' is missing"), "{e}");
     let e = err(&base("etcd", "[tls]\nca = \"ca.pem\"\ncert = \"c.pem\"\n"));

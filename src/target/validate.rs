@@ -252,9 +252,9 @@ fn auth(v: &Validator, system: System, raw: RawAuth) -> Result<Auth, SpecError> 
 }
 
 fn tls(v: &Validator, system: System, raw: RawTls) -> Result<Tls, SpecError> {
-    if system != System::Etcd {
+    if !matches!(system, System::Etcd | System::Redis | System::Redlock) {
         return Err(v.conflict(format!(
-            "[tls]: client certificates are supported for etcd targets, and this target's \
+            "[tls]: TLS is supported for etcd, redis and redlock targets, and this target's \
              system is {system}: remove [tls]"
         )));
     }

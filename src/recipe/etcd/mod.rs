@@ -123,6 +123,35 @@ fn already_held(key: &str) -> LockError {
     ))
 }
 
+/// `opts` with `access`'s login (when it has one) and TLS (when it has certificates), and the
+/// URLs of `endpoints` in the scheme that goes with it: what every etcd client of lockbench
+/// (recipes, the target's key listing) connects with.
+pub fn with_access(
+    endpoints: &[String],
+    mut opts: ConnectOptions,
+    access: Option<&crate::recipe::Credentials>,
+) -> (Vec<String>, ConnectOptions) {
+    let mut urls = urls(endpoints);
+    if let Some(c) = access {
+        if c.logs_in() {
+            opts = opts.with_user(c.user.clone().unwrap_or_default(), c.password.clone());
+        }
+        if let Some(t) = &c.tls {
+            let mut tls = etcd_client::TlsOptions::new()
+                .ca_certificate(etcd_client::Certificate::from_pem(&t.ca_pem));
+            if let Some((cert, key)) = &t.identity {
+                tls = tls.identity(etcd_client::Identity::from_pem(cert, key));
+            }
+            opts = opts.with_tls(tls);
+            urls = urls
+                .into_iter()
+                .map(|u| u.replacen("http://", "https://", 1))
+                .collect();
+        }
+    }
+    (urls, opts)
+}
+
 /// `endpoints` as the URLs etcd's client dials: `host:port` gets `http://`.
 pub fn urls(endpoints: &[String]) -> Vec<String> {
     endpoints
@@ -141,18 +170,18 @@ impl EtcdRecipe {
     /// Connects to `endpoints` (`host:port` each) and grants this client's lease, giving up
     /// after three request timeouts.
     pub async fn connect(endpoints: &[String], config: RecipeConfig) -> Result<Self, LockError> {
-        let urls = urls(endpoints);
         let limit = config.request_timeout * 3;
         // No per-request gRPC timeout: it would also cut watch streams and the blocking Lock
         // RPC; every call gets its own deadline instead.
         // require_leader: a member cut off from the leader refuses requests and cancels our
         // watches instead of leaving a waiter to hear nothing from it until its deadline.
-        let mut opts = ConnectOptions::new()
-            .with_connect_timeout(config.request_timeout)
-            .with_require_leader(true);
-        if let Some(c) = &config.credentials {
-            opts = opts.with_user(c.user.clone().unwrap_or_default(), c.password.clone());
-        }
+        let (urls, opts) = with_access(
+            endpoints,
+            ConnectOptions::new()
+                .with_connect_timeout(config.request_timeout)
+                .with_require_leader(true),
+            config.credentials.as_ref(),
+        );
         let client = match tokio::time::timeout(limit, Client::connect(&urls, Some(opts))).await {
             Ok(Ok(c)) => c,
             Ok(Err(e)) => {

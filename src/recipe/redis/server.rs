@@ -89,7 +89,8 @@ pub(super) fn ms(d: Duration) -> u64 {
 impl Server {
     /// A node whose connections open lazily and reconnect by themselves, so a server that is
     /// down now (a Redlock master) can serve later calls once it is back.
-    /// Logs in with `credentials` when given (`AUTH [user] password` on every connection).
+    /// Logs in with `credentials` when given (`AUTH [user] password` on every connection), over
+    /// TLS when they carry certificates.
     pub fn new(
         endpoint: &str,
         request_timeout: Duration,
@@ -100,17 +101,35 @@ impl Server {
                 "'{endpoint}' is not a valid Redis address (use host:port): {e}"
             ))
         };
-        let mut info = format!("redis://{endpoint}/")
+        let tls = credentials.and_then(|c| c.tls.as_ref());
+        let scheme = if tls.is_some() { "rediss" } else { "redis" };
+        let mut info = format!("{scheme}://{endpoint}/")
             .into_connection_info()
             .map_err(invalid)?;
-        if let Some(c) = credentials {
+        if let Some(c) = credentials.filter(|c| c.logs_in()) {
             let mut login = info.redis_settings().clone().set_password(&c.password);
             if let Some(user) = &c.user {
                 login = login.set_username(user);
             }
             info = info.set_redis_settings(login);
         }
-        let client = ::redis::Client::open(info).map_err(invalid)?;
+        let client = match tls {
+            None => ::redis::Client::open(info),
+            Some(t) => ::redis::Client::build_with_tls(
+                info,
+                ::redis::TlsCertificates {
+                    client_tls: t
+                        .identity
+                        .as_ref()
+                        .map(|(cert, key)| ::redis::ClientTlsConfig {
+                            client_cert: cert.as_bytes().to_vec(),
+                            client_key: key.as_bytes().to_vec(),
+                        }),
+                    root_cert: Some(t.ca_pem.as_bytes().to_vec()),
+                },
+            ),
+        }
+        .map_err(invalid)?;
         let cfg = ConnectionManagerConfig::new()
             .set_connection_timeout(Some(request_timeout))
             .set_response_timeout(Some(request_timeout))

@@ -29,7 +29,7 @@ use super::progress::Progress;
 use super::worker::WorkerTarget;
 use crate::cluster::ConnectInfo;
 use crate::nemesis::schedule::Schedule;
-use crate::recipe::{AnyRecipe, Credentials, LockError, RecipeConfig};
+use crate::recipe::{AnyRecipe, ClientTls, Credentials, LockError, RecipeConfig};
 use crate::system::System;
 use crate::target::Target;
 
@@ -181,17 +181,47 @@ pub fn connect_info(target: &Target) -> ConnectInfo {
 
 /// The target's login, its password read now (from the file or its variable).
 pub fn login(target: &Target) -> anyhow::Result<Option<Credentials>> {
-    let Some(auth) = &target.auth else {
-        return Ok(None);
+    let tls = target
+        .tls
+        .as_ref()
+        .map(|t| client_tls(target, t))
+        .transpose()?;
+    let (user, password) = match &target.auth {
+        Some(auth) => (
+            auth.user.clone(),
+            auth.password
+                .reveal()
+                .map_err(|why| anyhow::anyhow!("target '{}': {why}", target.name))?,
+        ),
+        None if tls.is_some() => (None, String::new()),
+        None => return Ok(None),
     };
-    let password = auth
-        .password
-        .reveal()
-        .map_err(|why| anyhow::anyhow!("target '{}': {why}", target.name))?;
     Ok(Some(Credentials {
-        user: auth.user.clone(),
+        user,
         password,
+        tls,
     }))
+}
+
+/// The target's `[tls]` files, read now.
+fn client_tls(target: &Target, tls: &crate::target::Tls) -> anyhow::Result<ClientTls> {
+    let read = |field: &str, path: &std::path::Path| {
+        std::fs::read_to_string(path).map_err(|e| {
+            anyhow::anyhow!(
+                "target '{}': tls.{field} = \"{}\" cannot be read: {e}; give the path of a \
+                 PEM file (relative to where lockbench runs)",
+                target.name,
+                path.display()
+            )
+        })
+    };
+    Ok(ClientTls {
+        ca_pem: read("ca", &tls.ca)?,
+        identity: match &tls.client {
+            Some((cert, key)) => Some((read("cert", cert)?, read("key", key)?)),
+            None => None,
+        },
+    })
 }
 
 /// Up to [`KEYS_SHOWN`] keys under `prefix` on `target`.

@@ -140,11 +140,16 @@ mod tests {
                 address_map: [("redis1".to_string(), "127.0.0.1:1".to_string())].into(),
                 master_name: Some("mymaster".into()),
             },
-            // A target's login reaches the workers through their stdin.
+            // A target's login and TLS certificates reach the workers through their stdin
+            // (PEM text has newlines: the message is still one line).
             recipe: RecipeConfig {
                 credentials: Some(crate::recipe::Credentials {
                     user: Some("bench".into()),
                     password: "pw".into(),
+                    tls: Some(crate::recipe::ClientTls {
+                        ca_pem: "-----BEGIN CERTIFICATE-----\nCA\n".into(),
+                        identity: Some(("C\n".into(), "K\n".into())),
+                    }),
                 }),
                 ..RecipeConfig::default()
             },

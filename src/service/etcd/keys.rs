@@ -28,13 +28,13 @@ async fn leads(endpoint: &str) -> Result<bool, String> {
 }
 
 async fn client(info: &ConnectInfo, login: Option<&Credentials>) -> Result<Client, String> {
-    let urls = crate::recipe::etcd::urls(&info.endpoints);
-    let mut opts = ConnectOptions::new()
-        .with_connect_timeout(PROBE_TIMEOUT)
-        .with_timeout(PROBE_TIMEOUT * 5);
-    if let Some(c) = login {
-        opts = opts.with_user(c.user.clone().unwrap_or_default(), c.password.clone());
-    }
+    let (urls, opts) = crate::recipe::etcd::with_access(
+        &info.endpoints,
+        ConnectOptions::new()
+            .with_connect_timeout(PROBE_TIMEOUT)
+            .with_timeout(PROBE_TIMEOUT * 5),
+        login,
+    );
     Client::connect(&urls, Some(opts))
         .await
         .map_err(|e| format!("connect to etcd at {}: {e}", urls.join(",")))

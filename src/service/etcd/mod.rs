@@ -25,6 +25,11 @@ impl Provider for Etcd {
     fn system(&self) -> System {
         System::Etcd
     }
+    /// With TLS, etcd also listens on https://0.0.0.0:2378 with client certificates required.
+    fn tls_port(&self) -> Option<u16> {
+        Some(2378)
+    }
+
     fn node_specs(&self, run_id: &str, size: usize, _opts: &ClusterOptions) -> Vec<NodeSpec> {
         provider::node_specs(run_id, size)
     }

@@ -28,6 +28,7 @@ pub(crate) fn node_specs(run_id: &str, size: usize) -> Vec<NodeSpec> {
                 name,
                 role: NodeRole::Server,
                 port: CLIENT_PORT,
+                tls_port: None,
             }
         })
         .collect()

@@ -49,6 +49,7 @@ pub(crate) fn node_specs(run_id: &str, size: usize) -> Vec<NodeSpec> {
             name: name.clone(),
             role: NodeRole::Server,
             port: CLIENT_PORT,
+            tls_port: None,
         })
         .collect()
 }

@@ -14,6 +14,7 @@ pub(crate) fn node_specs(size: usize) -> Vec<NodeSpec> {
             name,
             role: NodeRole::Server,
             port: CLIENT_PORT,
+            tls_port: None,
             env: Vec::new(),
         })
         .collect()

@@ -24,6 +24,11 @@ impl Provider for Redis {
     fn system(&self) -> System {
         System::Redis
     }
+    /// With TLS, every data node also listens with `tls-port 6380` (`tls-auth-clients yes`); Sentinels and replication stay plain.
+    fn tls_port(&self) -> Option<u16> {
+        Some(6380)
+    }
+
     fn node_specs(&self, run_id: &str, size: usize, opts: &ClusterOptions) -> Vec<NodeSpec> {
         provider::node_specs(run_id, size, opts.redis.persistence)
     }

@@ -34,6 +34,7 @@ pub(crate) fn node_specs(run_id: &str, size: usize, persist: bool) -> Vec<NodeSp
             name,
             role: NodeRole::Server,
             port: CLIENT_PORT,
+            tls_port: None,
         });
     }
     for i in 1..=SENTINELS {
@@ -48,6 +49,7 @@ pub(crate) fn node_specs(run_id: &str, size: usize, persist: bool) -> Vec<NodeSp
             name,
             role: NodeRole::Sentinel,
             port: SENTINEL_PORT,
+            tls_port: None,
         });
     }
     specs

@@ -10,6 +10,7 @@ pub(crate) fn node_specs(size: usize, persist: bool) -> Vec<NodeSpec> {
             name: format!("redlock{i}"),
             role: NodeRole::Server,
             port: redis::CLIENT_PORT,
+            tls_port: None,
             env: vec![
                 ("REDIS_ROLE".into(), "master".into()),
                 (

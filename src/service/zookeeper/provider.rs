@@ -18,6 +18,7 @@ pub(crate) fn node_specs(run_id: &str, size: usize) -> Vec<NodeSpec> {
             name: format!("zk{i}"),
             role: NodeRole::Server,
             port: CLIENT_PORT,
+            tls_port: None,
             env: vec![
                 ("ZK_MYID".into(), i.to_string()),
                 ("ZK_SERVERS".into(), servers.join(",")),
