@@ -35,6 +35,7 @@
 //! history, pace, environment, docker, signal, sync,      import no other module
 //!   strategy, spec_error
 //! latency                                                a delaying TCP relay (uses pace)
+//! tls                                                    `up --tls`'s throw-away certificates
 //! resource                                               the protected register
 //! system                                                 a system's name and facts, as data
 //! image                                                  server images, built offline
@@ -48,6 +49,7 @@
 //!                                                        faults beside the clients, on the
 //!                                                        stage it defines
 //! plan                                                   the matrix; CellId
+//! chaos_mesh                                             schedules as Chaos Mesh resources
 //! results                                                the schema: cell.json, summary.json
 //! stats                                                  figures from the history
 //! check                                                  verdicts; evaluate = stats + checkers
@@ -114,6 +116,7 @@
 //!   `report/markdown.rs` and in `report/html.rs`.
 
 pub mod capacity;
+pub mod chaos_mesh;
 pub mod check;
 pub mod cli;
 pub mod cluster;

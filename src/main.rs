@@ -4,7 +4,7 @@
 use std::process::ExitCode;
 
 use clap::Parser;
-use lockbench::cli::{self as verb, BaselineCommand, Cli, Command, Exit};
+use lockbench::cli::{self as verb, BaselineCommand, ChaosCommand, Cli, Command, Exit};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -67,6 +67,7 @@ async fn run(cli: Cli) -> anyhow::Result<Exit> {
         Command::Worker => std::process::exit(lockbench::runner::worker::serve().await),
         Command::Check { dir, write, strict } => verb::results::check(&dir, write, strict),
         Command::Report { dir } => verb::results::report(&dir),
+        Command::Chaos(ChaosCommand::Render(args)) => verb::chaos::render(args),
         Command::Baseline(BaselineCommand::Save { file, from }) => {
             verb::results::baseline_save(&file, from)
         }

@@ -1,6 +1,7 @@
 //! Command-line interface: verbs as subcommands (clap derive, here), and one function per verb
 //! in the submodules, which `main.rs` dispatches to.
 
+pub mod chaos;
 pub mod cluster;
 pub mod results;
 pub mod run;
@@ -101,6 +102,9 @@ pub enum Command {
     /// Baselines for `lockbench gate`.
     #[command(subcommand)]
     Baseline(BaselineCommand),
+    /// Chaos schedules for other engines.
+    #[command(subcommand)]
+    Chaos(ChaosCommand),
     /// Compare a run with a baseline cell by cell: exit 1 on a speed regression past both the
     /// metric's floor and the two sides' spreads, or on any safety rule broken; 0 otherwise; 2
     /// when it cannot judge (a missing cell, another schema). Prints a Markdown table.
@@ -226,6 +230,75 @@ pub struct CapacityArgs {
     /// (all repetitions at a count must keep it).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=100))]
     pub repeat: u32,
+}
+
+/// `lockbench chaos ...`.
+#[derive(Debug, Subcommand)]
+pub enum ChaosCommand {
+    /// Print Chaos Mesh resources (YAML, built from typed bindings of its CRDs): every fault
+    /// of a chaos schedule FILE on the pods --selector picks, or one --primitive on one --pod
+    /// (named lockbench-<primitive>-<pod>, for a target's fault commands to apply and delete).
+    Render(RenderArgs),
+}
+
+/// The engines `lockbench chaos render` writes for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Engine {
+    /// Chaos Mesh (chaos-mesh.org/v1alpha1): PodChaos, NetworkChaos, TimeChaos.
+    ChaosMesh,
+}
+
+/// The primitives `lockbench chaos render --primitive` renders.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum PrimitiveArg {
+    /// PodChaos pod-kill.
+    Kill,
+    /// PodChaos pod-failure, until deleted.
+    Pause,
+    /// NetworkChaos partition from --peers, both ways, until deleted.
+    Isolate,
+    /// NetworkChaos delay of --latency (+ --jitter), until deleted.
+    Slow,
+    /// TimeChaos shifting the clocks by --offset (--back: backwards), until deleted.
+    Clock,
+}
+
+/// Arguments of `lockbench chaos render`.
+#[derive(Debug, clap::Args)]
+pub struct RenderArgs {
+    /// The engine to write for.
+    #[arg(long, value_enum)]
+    pub engine: Engine,
+    /// The namespace of the resources and of the pods they act on.
+    #[arg(long, default_value = "default")]
+    pub namespace: String,
+    /// A chaos schedule file (chaos/*.toml); or give --primitive and --pod.
+    #[arg(required_unless_present = "primitive", conflicts_with = "primitive")]
+    pub file: Option<std::path::PathBuf>,
+    /// With FILE: the label of the cluster's pods, KEY=VALUE (repeatable), e.g. app=etcd.
+    #[arg(long = "selector", value_name = "KEY=VALUE", requires = "file")]
+    pub selectors: Vec<String>,
+    /// One fault primitive instead of a schedule.
+    #[arg(long, value_enum, requires = "pod")]
+    pub primitive: Option<PrimitiveArg>,
+    /// The pod the primitive acts on.
+    #[arg(long, requires = "primitive")]
+    pub pod: Option<String>,
+    /// isolate: the pods it is cut from, comma-separated (a target command's {peers}).
+    #[arg(long, value_delimiter = ',')]
+    pub peers: Vec<String>,
+    /// slow: the one-way latency, e.g. 20ms.
+    #[arg(long, value_parser = humantime::parse_duration)]
+    pub latency: Option<std::time::Duration>,
+    /// slow: up to this much more per packet.
+    #[arg(long, value_parser = humantime::parse_duration)]
+    pub jitter: Option<std::time::Duration>,
+    /// clock: how far the clocks move, e.g. 30s.
+    #[arg(long, value_parser = humantime::parse_duration)]
+    pub offset: Option<std::time::Duration>,
+    /// clock: move them backwards instead of forwards.
+    #[arg(long)]
+    pub back: bool,
 }
 
 /// `lockbench baseline ...`.
