@@ -25,6 +25,16 @@ impl Relays {
     /// `info` rewritten to reach the servers only through them (Sentinel's address map included,
     /// so the master a Sentinel names is reached through its relay too).
     pub async fn start(info: &ConnectInfo, delay: Delay) -> anyhow::Result<(Relays, ConnectInfo)> {
+        if !info.sentinel_endpoints.is_empty() && info.address_map.is_empty() {
+            // The masters the Sentinels name would be dialled directly, around the relays: the
+            // figures would claim a latency the clients never had.
+            anyhow::bail!(
+                "client latency on a Redis target with Sentinels needs its [sentinel] nat_map to \
+                 name every server the Sentinels may report (\"host:port\" = the address to \
+                 reach it at), so the relays can stand in front of each; without one the clients \
+                 would reach the master directly and no latency would be added"
+            );
+        }
         let mut proxies = BTreeMap::new();
         let upstreams = info
             .endpoints
@@ -127,5 +137,15 @@ mod tests {
         assert_eq!(via.address_map["redis1"], via.endpoints[0]);
         assert_eq!(via.address_map["redis2"], via.endpoints[1]);
         assert_eq!(via.master_name.as_deref(), Some("m"));
+        // Sentinels whose answers nothing maps: refused, not silently bypassed.
+        let unmapped = ConnectInfo {
+            address_map: Default::default(),
+            ..info
+        };
+        let e = Relays::start(&unmapped, delay)
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("nat_map"), "{e}");
     }
 }
