@@ -3,8 +3,8 @@
 //! authentication on and a user whose role reaches only the prefix; Redis with an ACL user
 //! confined to the prefix's keys and channels; ZooKeeper with a digest user, the only one the
 //! prefix node's ACL lets in), TLS with client certificates on etcd and Redis (`up --tls`: the
-//! targets name only the TLS ports, which answer nothing but a TLS client the CA signed), and a
-//! key prefix. Each test checks the rules
+//! targets name only the TLS ports, which answer nothing but a TLS client the CA signed; and a
+//! single Redis master without Sentinel, behind `requirepass` alone), and a key prefix. Each test checks the rules
 //! of a run on a target: the cells run and are judged safe; nothing outside the prefix is
 //! touched (a key planted outside it survives, and the servers themselves refuse the users any
 //! other key); what the run wrote is gone afterwards; a prefix holding a key lockbench did not
@@ -84,6 +84,33 @@ fn assert_run_is_sound(out: &Path, name: &str, user: Option<&str>, password: &st
     }
 }
 
+/// Every key of a Redis server under `/bench`.
+async fn bench_keys(conn: &mut redis::aio::MultiplexedConnection) -> Vec<String> {
+    redis::cmd("KEYS")
+        .arg("/bench*")
+        .query_async(conn)
+        .await
+        .unwrap()
+}
+
+/// `run_on_target` into `dir/out` that must succeed, then [`assert_run_is_sound`].
+fn run_soundly(
+    dir: &Path,
+    target: &Path,
+    env: &[(&str, &str)],
+    args: &[&str],
+    (name, user, password): (&str, Option<&str>, &str),
+) {
+    let out = &dir.join("out");
+    let run = run_on_target(out, target, env, args);
+    assert!(
+        run.status.success(),
+        "run on target {name}: {}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    assert_run_is_sound(out, name, user, password);
+}
+
 fn files(dir: &Path) -> Vec<std::path::PathBuf> {
     let mut out = Vec::new();
     for e in std::fs::read_dir(dir).unwrap() {
@@ -158,13 +185,13 @@ fn etcd_target_with_authentication_over_tls_keeps_to_its_prefix_and_cleans_up() 
     };
     let target = etcd_target("my-etcd.toml", true);
     let env = [("LB_TEST_ETCD_PASSWORD", bench_pw)];
-    let out = run_on_target(&dir.join("out"), &target, &env, &[]);
-    assert!(
-        out.status.success(),
-        "run on the etcd target: {}",
-        String::from_utf8_lossy(&out.stderr)
+    run_soundly(
+        &dir,
+        &target,
+        &env,
+        &[],
+        ("my-etcd", Some("bench"), bench_pw),
     );
-    assert_run_is_sound(&dir.join("out"), "my-etcd", Some("bench"), bench_pw);
     rt.block_on(async {
         let mut c = as_root().await;
         let left = c
@@ -323,11 +350,7 @@ fn redis_target_with_an_acl_user_over_tls_keeps_to_its_prefix_and_cleans_up() {
     assert_run_is_sound(&dir.join("out"), "my-redis", Some("bench"), bench_pw);
     rt.block_on(async {
         let mut conn = default_conn().await;
-        let left: Vec<String> = redis::cmd("KEYS")
-            .arg("/bench*")
-            .query_async(&mut conn)
-            .await
-            .unwrap();
+        let left = bench_keys(&mut conn).await;
         assert!(left.is_empty(), "the run left keys: {left:?}");
         let theirs: String = redis::cmd("GET")
             .arg("other:keep")
@@ -700,4 +723,62 @@ fn verdicts_and_faults(run: &Path) -> Vec<(String, String, Vec<String>)> {
     }
     out.sort();
     out
+}
+
+#[test]
+fn redis_target_without_sentinel_logs_in_with_requirepass_alone() {
+    // One independent master (a Redlock node of one): no Sentinel, no replica.
+    let up = Up::start(&["redlock", "--size", "1"]);
+    let endpoint = up.strings("endpoints")[0].clone();
+    let password = "requirepass-only-3e7b";
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let connect = |login: bool| {
+        let ep = endpoint.clone();
+        async move {
+            let url = if login {
+                format!("redis://:{password}@{ep}/")
+            } else {
+                format!("redis://{ep}/")
+            };
+            let c = redis::Client::open(url).unwrap();
+            c.get_multiplexed_async_connection().await.unwrap()
+        }
+    };
+    rt.block_on(async {
+        let mut conn = connect(false).await;
+        let _: () = redis::cmd("CONFIG")
+            .arg("SET")
+            .arg("requirepass")
+            .arg(password)
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+    });
+    let dir = scratch("target-redis-single");
+    let target = write(
+        &dir,
+        "one-redis.toml",
+        &format!(
+            "system = \"redis\"\nendpoints = [\"{endpoint}\"]\nprefix = \"/bench\"\n\n[auth]\n\
+             password_env = \"LB_TEST_REDIS_PASSWORD\"\n"
+        ),
+    );
+    let env = [("LB_TEST_REDIS_PASSWORD", password)];
+    run_soundly(&dir, &target, &env, &[], ("one-redis", None, password));
+    rt.block_on(async {
+        let mut conn = connect(true).await;
+        let left = bench_keys(&mut conn).await;
+        assert!(left.is_empty(), "the run left keys: {left:?}");
+    });
+    // Without the password the server refuses the prefix check, before any run folder.
+    let no_login = write(
+        &dir,
+        "no-login.toml",
+        &format!("system = \"redis\"\nendpoints = [\"{endpoint}\"]\nprefix = \"/bench\"\n"),
+    );
+    let out = run_on_target(&dir.join("out2"), &no_login, &[], &[]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(err.contains("NOAUTH"), "{err}");
+    assert!(!latest_exists(&dir.join("out2")), "{err}");
 }
