@@ -84,15 +84,7 @@ impl TargetBackend {
             }
         }
         for t in &targets {
-            if crate::service::of(t.system).target_ops().is_none() {
-                anyhow::bail!(
-                    "target '{}': lockbench cannot list the keys a {} recipe leaves, so it \
-                     cannot keep its rule of writing only into an empty prefix; targets run on \
-                     zookeeper, etcd, redis and redlock",
-                    t.name,
-                    t.system
-                );
-            }
+            ops_of(t)?;
         }
         for s in schedules.iter().filter(|s| !s.is_calm()) {
             for t in &targets {
@@ -158,6 +150,22 @@ impl TargetBackend {
             .find(|t| t.system == system)
             .with_context(|| format!("no target names a {system} cluster"))
     }
+}
+
+/// How lockbench lists, removes and probes `target`'s keys, or why a target of its system is
+/// refused (the one place that says it).
+fn ops_of(target: &Target) -> anyhow::Result<crate::service::TargetOps> {
+    crate::service::of(target.system)
+        .target_ops()
+        .ok_or_else(|| {
+            anyhow::anyhow!(
+                "target '{}': lockbench cannot list the keys a {} recipe leaves, so it cannot keep \
+             its rule of writing only into an empty prefix (nor remove what it wrote); targets \
+             run on zookeeper, etcd, redis and redlock",
+                target.name,
+                target.system
+            )
+        })
 }
 
 /// What clients need to reach `target`.
@@ -231,15 +239,7 @@ pub async fn keys_under(
     login: Option<&Credentials>,
     prefix: &str,
 ) -> anyhow::Result<Vec<String>> {
-    let Some(ops) = crate::service::of(target.system).target_ops() else {
-        anyhow::bail!(
-            "target '{}': lockbench cannot list the keys a {} recipe leaves, so it cannot keep \
-             its rule of touching only an empty prefix; targets run on zookeeper, etcd, redis \
-             and redlock",
-            target.name,
-            target.system
-        );
-    };
+    let ops = ops_of(target)?;
     tokio::time::timeout(KEYS_DEADLINE, (ops.list)(info, login, prefix, KEYS_SHOWN))
         .await
         .map_err(|_| {
@@ -255,13 +255,7 @@ pub async fn remove_under(
     login: Option<&Credentials>,
     prefix: &str,
 ) -> anyhow::Result<u64> {
-    let Some(ops) = crate::service::of(target.system).target_ops() else {
-        anyhow::bail!(
-            "target '{}': {} keys cannot be removed",
-            target.name,
-            target.system
-        );
-    };
+    let ops = ops_of(target)?;
     tokio::time::timeout(KEYS_DEADLINE, (ops.remove)(info, login, prefix))
         .await
         .map_err(|_| {
@@ -296,13 +290,7 @@ async fn prefix_is_usable(
 /// Removes what runs left on `target`: everything under `<prefix>/<run_id>`, or (no run id)
 /// under the prefix, which only a prefix lockbench owns allows. How many keys went.
 pub async fn clean(target: &Target, run_id: Option<&str>) -> anyhow::Result<u64> {
-    if crate::service::of(target.system).target_ops().is_none() {
-        anyhow::bail!(
-            "target '{}': lockbench cannot list or remove {} keys",
-            target.name,
-            target.system
-        );
-    }
+    ops_of(target)?;
     let root = match run_id {
         Some(id) if !id.is_empty() && id.chars().all(|c| c.is_ascii_alphanumeric()) => {
             format!("{}/{id}", target.prefix)
@@ -331,13 +319,7 @@ pub async fn clean(target: &Target, run_id: Option<&str>) -> anyhow::Result<u64>
 async fn clean_prefix(target: &Target) -> anyhow::Result<u64> {
     let info = connect_info(target);
     let login = login(target)?;
-    let Some(ops) = crate::service::of(target.system).target_ops() else {
-        anyhow::bail!(
-            "target '{}': {} keys cannot be listed",
-            target.name,
-            target.system
-        );
-    };
+    let ops = ops_of(target)?;
     let mut removed = 0;
     loop {
         let found = tokio::time::timeout(
