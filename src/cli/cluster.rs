@@ -43,11 +43,7 @@ pub async fn up(
     let tls = match tls {
         None => None,
         Some(dir) => {
-            if crate::service::of(system).tls_port().is_none() {
-                anyhow::bail!(
-                    "--tls: {system} is not offered with TLS here; --tls starts etcd and redis"
-                );
-            }
+            crate::cluster::tls_port(crate::service::of(system)).context("--tls")?;
             let bundle = crate::tls::Bundle::generate(&[])
                 .context("--tls: making the throw-away CA and certificates")?;
             let files = bundle.write_client_files(dir).with_context(|| {

@@ -42,6 +42,8 @@ pub enum ClusterError {
     System(#[from] crate::system::SystemError),
     #[error("could not start node {node}: {error}")]
     Start { node: String, error: String },
+    #[error("{0} is not offered with TLS here: --tls starts etcd and redis")]
+    NoTls(System),
     #[error("{what} did not finish within {after:?}")]
     Timeout { what: String, after: Duration },
     #[error(
@@ -138,6 +140,14 @@ pub struct ConnectInfo {
     pub master_name: Option<String>,
 }
 
+/// The TLS client port `provider`'s servers open when started with TLS, or why its system is
+/// not offered with TLS (what `lockbench up --tls` checks before making certificates, too).
+pub fn tls_port(provider: &dyn Provider) -> Result<u16, ClusterError> {
+    provider
+        .tls_port()
+        .ok_or(ClusterError::NoTls(provider.system()))
+}
+
 impl Cluster {
     /// Starts a cluster of `system` and waits until it is ready: ZooKeeper has exactly one leader,
     /// every etcd member reports the same leader, Sentinel names the Redis master, every Redlock
@@ -183,14 +193,7 @@ impl Cluster {
         };
         let mut specs = provider.node_specs(run_id, size, &opts);
         if let Some(bundle) = &opts.tls {
-            let Some(port) = provider.tls_port() else {
-                return Err(ClusterError::Start {
-                    node: "-".into(),
-                    error: format!(
-                        "{system} is not offered with TLS here: --tls starts etcd and redis"
-                    ),
-                });
-            };
+            let port = tls_port(provider)?;
             for s in specs.iter_mut().filter(|s| s.role == NodeRole::Server) {
                 s.env.extend(bundle.server_env());
                 s.tls_port = Some(port);

@@ -112,17 +112,14 @@ pub(crate) async fn start(
     let mut last_err = None;
     // The free port is probed, then bound by the engine: retry if another process took it.
     for _ in 0..3 {
-        let host_port = docker::free_local_port().map_err(|e| ClusterError::Start {
-            node: spec.name.clone(),
-            error: format!("no free port on 127.0.0.1: {e}"),
-        })?;
-        let tls_host_port = match spec.tls_port {
-            Some(_) => Some(docker::free_local_port().map_err(|e| ClusterError::Start {
+        let free_port = || {
+            docker::free_local_port().map_err(|e| ClusterError::Start {
                 node: spec.name.clone(),
                 error: format!("no free port on 127.0.0.1: {e}"),
-            })?),
-            None => None,
+            })
         };
+        let host_port = free_port()?;
+        let tls_host_port = spec.tls_port.map(|_| free_port()).transpose()?;
         let mut req = GenericImage::new(repo.clone(), tag.clone())
             .with_wait_for(WaitFor::message_on_stdout("lockbench-entrypoint: starting"))
             .with_network(network)

@@ -71,28 +71,25 @@ impl Kind for Slow {
     const PARAMETERS: &'static [Param] = &[Param::text("latency"), Param::text("latency_jitter")];
 
     fn read(p: &Params<'_>) -> Result<Self, SpecError> {
-        let Some(latency) = p.text("latency") else {
+        let limit = humantime::format_duration(MAX_SLOW).to_string();
+        // A duration field at least `min` and at most MAX_SLOW; `None` when absent.
+        let field = |name: &str, min: Duration, lowest: &str| {
+            let Some(text) = p.text(name) else {
+                return Ok(None);
+            };
+            let d = p.duration(name, text, min)?;
+            if d > MAX_SLOW {
+                return Err(p.out_of_range(name, text, &format!("{lowest} to {limit}")));
+            }
+            Ok(Some(d))
+        };
+        let Some(base) = field("latency", Duration::from_micros(1), "1us")? else {
             return Err(p.missing(
                 "latency",
                 "say how much one-way delay every client link gets, e.g. latency = \"20ms\"",
             ));
         };
-        let base = p.duration("latency", latency, Duration::from_micros(1))?;
-        let jitter = match p.text("latency_jitter") {
-            Some(j) => p.duration("latency_jitter", j, Duration::ZERO)?,
-            None => Duration::ZERO,
-        };
-        let limit = humantime::format_duration(MAX_SLOW).to_string();
-        if base > MAX_SLOW {
-            return Err(p.out_of_range("latency", latency, &format!("1us to {limit}")));
-        }
-        if jitter > MAX_SLOW {
-            return Err(p.out_of_range(
-                "latency_jitter",
-                p.text("latency_jitter").unwrap_or(""),
-                &format!("0s to {limit}"),
-            ));
-        }
+        let jitter = field("latency_jitter", Duration::ZERO, "0s")?.unwrap_or_default();
         Ok(Slow {
             delay: Delay { base, jitter },
         })

@@ -105,17 +105,6 @@ impl LatencyCost {
     pub fn has_data(&self) -> bool {
         !self.lines.is_empty()
     }
-
-    /// How much each line's handoff grew per added round-trip ms, first point to last.
-    pub fn slopes(&self) -> Vec<(String, f64)> {
-        self.lines
-            .iter()
-            .filter_map(|l| {
-                let (a, b) = (l.points.first()?, l.points.last()?);
-                (b.0 > a.0).then(|| (l.label.clone(), (b.1 - a.1) / (b.0 - a.0)))
-            })
-            .collect()
-    }
 }
 
 impl Figure for LatencyCost {
@@ -218,7 +207,15 @@ mod tests {
             .find(|l| l.strategy == Strategy::Herd)
             .unwrap();
         assert_eq!(herd.points, vec![(0.0, 4.0), (4.0, 20.0)]);
-        let slopes: BTreeMap<_, _> = fig.slopes().into_iter().collect();
+        // How much each line's handoff grew per added round-trip ms, first point to last.
+        let slopes: BTreeMap<_, _> = fig
+            .lines
+            .iter()
+            .map(|l| {
+                let (a, b) = (l.points[0], l.points[l.points.len() - 1]);
+                (l.label.as_str(), (b.1 - a.1) / (b.0 - a.0))
+            })
+            .collect();
         assert_eq!(slopes["etcd predecessor"], 2.0);
         assert_eq!(slopes["etcd herd"], 4.0);
         assert_eq!(base_workload(&cells[1]), "hot-lock");

@@ -239,8 +239,19 @@ pub async fn keys_under(
     login: Option<&Credentials>,
     prefix: &str,
 ) -> anyhow::Result<Vec<String>> {
+    list_under(target, info, login, prefix, KEYS_SHOWN).await
+}
+
+/// Up to `limit` keys under `prefix` on `target`, within [`KEYS_DEADLINE`].
+async fn list_under(
+    target: &Target,
+    info: &ConnectInfo,
+    login: Option<&Credentials>,
+    prefix: &str,
+    limit: usize,
+) -> anyhow::Result<Vec<String>> {
     let ops = ops_of(target)?;
-    tokio::time::timeout(KEYS_DEADLINE, (ops.list)(info, login, prefix, KEYS_SHOWN))
+    tokio::time::timeout(KEYS_DEADLINE, (ops.list)(info, login, prefix, limit))
         .await
         .map_err(|_| {
             anyhow::anyhow!("listing the keys under {prefix} took over {KEYS_DEADLINE:?}")
@@ -319,16 +330,9 @@ pub async fn clean(target: &Target, run_id: Option<&str>) -> anyhow::Result<u64>
 async fn clean_prefix(target: &Target) -> anyhow::Result<u64> {
     let info = connect_info(target);
     let login = login(target)?;
-    let ops = ops_of(target)?;
     let mut removed = 0;
     loop {
-        let found = tokio::time::timeout(
-            KEYS_DEADLINE,
-            (ops.list)(&info, login.as_ref(), &target.prefix, CLEAN_BATCH),
-        )
-        .await
-        .map_err(|_| anyhow::anyhow!("listing {} took over {KEYS_DEADLINE:?}", target.prefix))?
-        .map_err(|e| anyhow::anyhow!("target '{}': {e}", target.name))?;
+        let found = list_under(target, &info, login.as_ref(), &target.prefix, CLEAN_BATCH).await?;
         let roots: std::collections::BTreeSet<String> = found
             .iter()
             .filter_map(|k| run_root_of(&target.prefix, k))
@@ -441,10 +445,9 @@ impl Backend for TargetBackend {
     async fn connect(
         &self,
         cluster: &TargetCluster,
-        mut config: RecipeConfig,
+        config: RecipeConfig,
     ) -> Result<AnyRecipe, LockError> {
-        config.credentials = cluster.login.clone();
-        crate::service::connect_to(&cluster.info, config).await
+        self.connect_via(cluster, &cluster.info, config).await
     }
 
     fn connect_info(&self, cluster: &TargetCluster) -> Option<ConnectInfo> {
