@@ -61,10 +61,25 @@ async fn run(cli: Cli) -> anyhow::Result<Exit> {
             size,
             persistence,
             tls,
-        } => verb::cluster::up(system, size, persistence, tls.as_deref()).await,
+            peer_latency,
+        } => verb::cluster::up(system, size, persistence, tls.as_deref(), peer_latency).await,
         // Exit here: the worker's stdin thread may still be blocked in a read, which would
         // hold up the runtime's shutdown.
         Command::Worker => std::process::exit(lockbench::runner::worker::serve().await),
+        Command::PeerRelay {
+            port,
+            latency,
+            jitter,
+            ready,
+        } => {
+            let delay = lockbench::latency::Delay {
+                base: latency,
+                jitter,
+            };
+            let Err(e) =
+                lockbench::latency::transparent::serve(port, delay, ready.as_deref()).await;
+            Err(anyhow::anyhow!("peer relay on 127.0.0.1:{port}: {e}"))
+        }
         Command::Check { dir, write, strict } => verb::results::check(&dir, write, strict),
         Command::Report { dir } => verb::results::report(&dir),
         Command::Chaos(ChaosCommand::Render(args)) => verb::chaos::render(args),

@@ -215,6 +215,8 @@ pub struct ClusterGroup<'a> {
     pub system: System,
     /// Its server nodes.
     pub size: usize,
+    /// The delay between its nodes (the cells' `peer_latency`).
+    pub peer_latency: crate::latency::Delay,
     /// Its cells, in plan order.
     pub cells: Vec<&'a Cell>,
 }
@@ -316,21 +318,42 @@ pub struct Overrides {
     /// One-way client latencies (`--client-latency`), each a coordinate of the matrix: every
     /// workload runs at each, renamed `<name>-lat<latency>` when there are several.
     pub client_latency: Option<Vec<Duration>>,
+    /// One-way latencies between the servers (`--peer-latency`), each a coordinate of the
+    /// matrix: every workload runs at each (on a cluster of its own), renamed
+    /// `<name>-peer<latency>` when there are several.
+    pub peer_latency: Option<Vec<Duration>>,
 }
 
 /// `workloads` at each of the `--client-latency` values (their own `client_latency` when none
 /// is given); with several values each copy's name gains `-lat<latency>`, so the cells differ.
-fn at_latencies(workloads: &[Workload], latencies: Option<&[Duration]>) -> Vec<Workload> {
-    let Some(latencies) = latencies else {
+/// Then likewise for `--peer-latency` and `-peer<latency>`.
+fn at_latencies(
+    workloads: &[Workload],
+    client: Option<&[Duration]>,
+    peer: Option<&[Duration]>,
+) -> Vec<Workload> {
+    let at_client = at_each(workloads, client, "lat", |w, l| w.client_latency.base = l);
+    at_each(&at_client, peer, "peer", |w, l| w.peer_latency.base = l)
+}
+
+/// Each workload once per value in `values`, `set` to it, named `<name>-<tag><value>` when
+/// there are several; `workloads` as they are when `values` is `None`.
+fn at_each(
+    workloads: &[Workload],
+    values: Option<&[Duration]>,
+    tag: &str,
+    set: impl Fn(&mut Workload, Duration),
+) -> Vec<Workload> {
+    let Some(values) = values else {
         return workloads.to_vec();
     };
     let mut out = Vec::new();
     for wl in workloads {
-        for &l in latencies {
+        for &l in values {
             let mut w = wl.clone();
-            w.client_latency.base = l;
-            if latencies.len() > 1 {
-                w.name = format!("{}-lat{}", wl.name, latency_label(l));
+            set(&mut w, l);
+            if values.len() > 1 {
+                w.name = format!("{}-{tag}{}", wl.name, latency_label(l));
             }
             out.push(w);
         }
@@ -388,7 +411,11 @@ impl Plan {
         ov: &Overrides,
     ) -> Result<Plan, PlanError> {
         let schedules = schedules(ov)?;
-        let workloads = &at_latencies(workloads, ov.client_latency.as_deref());
+        let workloads = &at_latencies(
+            workloads,
+            ov.client_latency.as_deref(),
+            ov.peer_latency.as_deref(),
+        );
         let mut cells = Vec::new();
         let mut skipped = Vec::new();
         let mut skip = |line: String| {
@@ -495,20 +522,26 @@ impl Plan {
         self
     }
 
-    /// The cells grouped by the cluster they run on (system and size, and under `--repeat` the
-    /// round), in plan order, so each cluster is started once; a schedule's `cluster_size` gets
-    /// its own cluster, and each round of repetitions its own clusters.
+    /// The cells grouped by the cluster they run on (system, size and delay between nodes, and
+    /// under `--repeat` the round), in plan order, so each cluster is started once; a
+    /// schedule's `cluster_size` gets its own cluster, as does each `peer_latency`, and each
+    /// round of repetitions its own clusters.
     pub fn by_cluster(&self) -> Vec<ClusterGroup<'_>> {
         let mut out: Vec<ClusterGroup> = Vec::new();
         for c in &self.cells {
             let size = c.cluster_size();
+            let peer_latency = c.workload.peer_latency;
             match out.iter_mut().find(|g| {
-                g.system == c.system && g.size == size && g.cells[0].repetition == c.repetition
+                g.system == c.system
+                    && g.size == size
+                    && g.peer_latency == peer_latency
+                    && g.cells[0].repetition == c.repetition
             }) {
                 Some(g) => g.cells.push(c),
                 None => out.push(ClusterGroup {
                     system: c.system,
                     size,
+                    peer_latency,
                     cells: vec![c],
                 }),
             }
@@ -671,6 +704,54 @@ mod tests {
             plan.cells[0].workload.client_latency.base,
             Duration::from_millis(2)
         );
+    }
+
+    #[test]
+    fn each_peer_latency_runs_on_a_cluster_of_its_own_and_reads_back() {
+        let ov = Overrides {
+            client_latency: Some(vec![Duration::ZERO, Duration::from_millis(1)]),
+            peer_latency: Some(vec![Duration::ZERO, Duration::from_millis(2)]),
+            strategies: Some(vec![Strategy::Herd, Strategy::Predecessor]),
+            ..Overrides::default()
+        };
+        let plan = Plan::expand("r1", &[System::Etcd], &[hot_lock()], &ov).unwrap();
+        let names: std::collections::BTreeSet<String> =
+            plan.cells.iter().map(|c| c.workload.name.clone()).collect();
+        assert_eq!(
+            names.into_iter().collect::<Vec<_>>(),
+            [
+                "hot-lock-lat0ms-peer0ms",
+                "hot-lock-lat0ms-peer2ms",
+                "hot-lock-lat1ms-peer0ms",
+                "hot-lock-lat1ms-peer2ms"
+            ]
+        );
+        // Client latency is the cell's own (its relays); peer latency is the cluster's.
+        let groups: Vec<(Duration, usize)> = plan
+            .by_cluster()
+            .iter()
+            .map(|g| (g.peer_latency.base, g.cells.len()))
+            .collect();
+        assert_eq!(groups, [(Duration::ZERO, 4), (Duration::from_millis(2), 4)]);
+        for g in plan.by_cluster() {
+            assert!(
+                g.cells
+                    .iter()
+                    .all(|c| c.workload.peer_latency == g.peer_latency)
+            );
+        }
+        let back = Plan::from_toml(&plan.to_toml(), "plan.toml").unwrap();
+        let peers: Vec<Duration> = back
+            .cells
+            .iter()
+            .map(|c| c.workload.peer_latency.base)
+            .collect();
+        let want: Vec<Duration> = plan
+            .cells
+            .iter()
+            .map(|c| c.workload.peer_latency.base)
+            .collect();
+        assert_eq!(peers, want);
     }
 
     #[test]

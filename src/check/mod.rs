@@ -291,7 +291,8 @@ pub enum CheckError {
 
 /// Statistics and every checker over the cell folder `dir` (`cell.json` and `history.jsonl`);
 /// a tryLock workload's (`workload_spec.acquire_timeout` of `"0s"`) summary gets its `try_lock`,
-/// and a cell behind latency relays its `client_latency_us` and `client_jitter_us`.
+/// and a cell behind latency relays its `client_latency_us` and `client_jitter_us` (between
+/// its servers, `peer_latency_us` and `peer_jitter_us`).
 pub fn evaluate(dir: &Path) -> Result<CellResult, CheckError> {
     let path = dir.join(CELL_FILE);
     let text = std::fs::read_to_string(&path).map_err(|e| CheckError::Cell {
@@ -320,6 +321,8 @@ pub fn evaluate(dir: &Path) -> Result<CellResult, CheckError> {
     let us = |field| crate::results::spec_duration(&text, field).map(|d| d.as_micros() as u64);
     summary.client_latency_us = us("client_latency");
     summary.client_jitter_us = us("client_jitter");
+    summary.peer_latency_us = us("peer_latency");
+    summary.peer_jitter_us = us("peer_jitter");
     Ok(result)
 }
 

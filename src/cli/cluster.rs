@@ -39,6 +39,7 @@ pub async fn up(
     size: Option<usize>,
     persistence: bool,
     tls: Option<&std::path::Path>,
+    peer_latency: Option<std::time::Duration>,
 ) -> anyhow::Result<Exit> {
     let tls = match tls {
         None => None,
@@ -66,6 +67,17 @@ pub async fn up(
         ready_timeout: None,
         redis: RedisOptions { persistence },
         tls,
+        peer_latency: match peer_latency {
+            Some(base) if !base.is_zero() => Some(crate::cluster::PeerLatency {
+                delay: crate::latency::Delay {
+                    base,
+                    jitter: std::time::Duration::ZERO,
+                },
+                relay_exe: std::env::current_exe()
+                    .context("finding this program's path, to relay between the servers")?,
+            }),
+            _ => None,
+        },
     };
     if let Some(s) = size {
         system.validate_size(s)?;

@@ -77,6 +77,10 @@ pub enum Command {
         /// the JSON lists tls_endpoints.
         #[arg(long, value_name = "DIR")]
         tls: Option<std::path::PathBuf>,
+        /// One-way latency added between the servers (e.g. 2ms, up to 1s): every connection
+        /// between two nodes goes through a relay in the opener's container.
+        #[arg(long, value_parser = one_way_latency)]
+        peer_latency: Option<std::time::Duration>,
     },
     /// Recompute statistics and safety verdicts of a run folder or one cell folder from the
     /// stored histories, with no Docker; print the table, say whether each cell matches what
@@ -123,6 +127,24 @@ pub enum Command {
     /// lines on stdin and writes its events as JSON lines on stdout. Not for use by hand.
     #[command(hide = true)]
     Worker,
+    /// The relay between servers that `peer_latency` runs inside each server's container
+    /// (bind-mounted there, started before the server): relays every connection redirected
+    /// to 127.0.0.1:PORT with the delay. Not for use by hand.
+    #[command(hide = true)]
+    PeerRelay {
+        /// The port on 127.0.0.1 the nat redirect sends peer connections to.
+        #[arg(long)]
+        port: u16,
+        /// One-way delay added each way.
+        #[arg(long, value_parser = one_way_latency)]
+        latency: std::time::Duration,
+        /// Up to this much more per chunk.
+        #[arg(long, value_parser = one_way_latency, default_value = "0ms")]
+        jitter: std::time::Duration,
+        /// A file created once the relay listens.
+        #[arg(long)]
+        ready: Option<std::path::PathBuf>,
+    },
 }
 
 /// Arguments of `lockbench run`.
@@ -163,8 +185,14 @@ pub struct RunArgs {
     /// 0ms,1ms,2ms): every workload runs at each, through relays that hold every chunk this
     /// long each way, named <workload>-lat<latency> when several are given; default: the
     /// workload's client_latency (none).
-    #[arg(long, value_delimiter = ',', value_parser = client_latency)]
+    #[arg(long, value_delimiter = ',', value_parser = one_way_latency)]
     pub client_latency: Option<Vec<std::time::Duration>>,
+    /// One-way latency added between the servers of each cluster, comma-separated, each 0 to
+    /// 1s (e.g. 0ms,2ms): every workload runs at each, on a cluster of its own whose
+    /// containers relay every connection between nodes, named <workload>-peer<latency> when
+    /// several are given; default: the workload's peer_latency (none). Docker clusters only.
+    #[arg(long, value_delimiter = ',', value_parser = one_way_latency)]
+    pub peer_latency: Option<Vec<std::time::Duration>>,
     /// Seed for every random choice; default: the workload's.
     #[arg(long)]
     pub seed: Option<u64>,
@@ -429,7 +457,7 @@ fn run_duration(text: &str) -> Result<std::time::Duration, String> {
     bounded_duration(text, crate::workload::RUN_DURATION, "\"30s\" or \"2m\"")
 }
 
-fn client_latency(text: &str) -> Result<std::time::Duration, String> {
+fn one_way_latency(text: &str) -> Result<std::time::Duration, String> {
     bounded_duration(
         text,
         crate::workload::CLIENT_LATENCY,

@@ -37,6 +37,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<Exit> {
         duration: args.duration,
         seed: args.seed,
         client_latency: args.client_latency,
+        peer_latency: args.peer_latency,
     };
     let run_id = docker::new_run_id();
     let name = workloads

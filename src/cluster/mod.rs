@@ -10,6 +10,7 @@ pub mod grudge;
 mod health;
 mod node;
 mod partition;
+mod peer_latency;
 mod provider;
 mod version;
 
@@ -22,6 +23,7 @@ use testcontainers::bollard::models::NetworkCreateRequest;
 pub use grudge::{CLIENTS, Grudge};
 pub(crate) use node::container_hostname;
 pub use node::{DataOnRestart, Node, NodeInfo, NodeRole, NodeSpec, NodeState};
+pub use peer_latency::PeerLatency;
 pub use provider::{BoxFuture, Provider};
 pub(crate) use version::no_version;
 
@@ -79,6 +81,9 @@ pub struct ClusterOptions {
     /// --tls`): every server also listens on its system's [`Provider::tls_port`], asking
     /// clients for a certificate the bundle's CA signed. etcd and Redis only.
     pub tls: Option<std::sync::Arc<crate::tls::Bundle>>,
+    /// Delay every connection between the nodes (`peer_latency`): each container runs a
+    /// relay in front of its peers ([`PeerLatency`]); `None` for direct connections.
+    pub peer_latency: Option<PeerLatency>,
 }
 
 /// Options of the systems that run on the Redis image (Redis with Sentinel, Redlock).
@@ -100,6 +105,8 @@ pub struct Cluster {
     /// The partitions in effect (until [`Cluster::heal`]), applied again to a node that
     /// restarts or resumes.
     pub(crate) cuts: std::sync::Mutex<Vec<Grudge>>,
+    /// The delay between nodes it was started with, if any.
+    peer_latency: Option<crate::latency::Delay>,
     torn_down: bool,
 }
 
@@ -119,6 +126,12 @@ pub struct ClusterInfo {
     pub nodes: Vec<NodeInfo>,
     /// The server version one running node reported, or `unknown (why)`.
     pub server_version: String,
+    /// The one-way delay added between every two nodes (`peer_latency`), µs; absent without.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub peer_latency_us: Option<u64>,
+    /// Up to this much more per chunk (`peer_jitter`), µs; absent without peer latency.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub peer_jitter_us: Option<u64>,
 }
 
 /// What a lock client needs to reach a cluster, also from another process on this machine (a
@@ -189,7 +202,15 @@ impl Cluster {
             docker,
             started_in: Duration::ZERO,
             cuts: std::sync::Mutex::new(Vec::new()),
+            peer_latency: opts.peer_latency.as_ref().map(|p| p.delay),
             torn_down: false,
+        };
+        let wrapper = match &opts.peer_latency {
+            Some(latency) => {
+                let subnet = peer_latency::subnet(&cluster.docker, &cluster.network).await?;
+                Some(peer_latency::Wrapper::new(latency, &subnet)?)
+            }
+            None => None,
         };
         let mut specs = provider.node_specs(run_id, size, &opts);
         if let Some(bundle) = &opts.tls {
@@ -202,7 +223,7 @@ impl Cluster {
         // Start in order (a Redis master before its replicas and Sentinels); entrypoints wait for
         // their peers' names to resolve, so the readiness wait below covers the rest.
         for spec in specs {
-            let n = node::start(&image, run_id, &cluster.network, spec).await?;
+            let n = node::start(&image, run_id, &cluster.network, spec, wrapper.as_ref()).await?;
             cluster.nodes.push(n);
         }
         cluster
@@ -308,6 +329,10 @@ impl Cluster {
     pub fn network(&self) -> &str {
         &self.network
     }
+    /// The one-way delay between every two nodes it was started with (`peer_latency`).
+    pub fn peer_latency(&self) -> Option<crate::latency::Delay> {
+        self.peer_latency
+    }
     /// How long start-up took, readiness included.
     pub fn start_duration(&self) -> Duration {
         self.started_in
@@ -383,6 +408,8 @@ impl Cluster {
             start_seconds: self.started_in.as_secs_f64(),
             nodes,
             server_version: version::server_version(self).await,
+            peer_latency_us: self.peer_latency.map(|d| d.base.as_micros() as u64),
+            peer_jitter_us: self.peer_latency.map(|d| d.jitter.as_micros() as u64),
         }
     }
 

@@ -102,6 +102,7 @@ pub(crate) async fn start(
     run_id: &str,
     network: &str,
     spec: NodeSpec,
+    wrapper: Option<&super::peer_latency::Wrapper>,
 ) -> Result<Node, ClusterError> {
     let (repo, tag) = crate::image::ImageRef {
         name: image.to_string(),
@@ -120,8 +121,12 @@ pub(crate) async fn start(
         };
         let host_port = free_port()?;
         let tls_host_port = spec.tls_port.map(|_| free_port()).transpose()?;
-        let mut req = GenericImage::new(repo.clone(), tag.clone())
-            .with_wait_for(WaitFor::message_on_stdout("lockbench-entrypoint: starting"))
+        let mut image = GenericImage::new(repo.clone(), tag.clone())
+            .with_wait_for(WaitFor::message_on_stdout("lockbench-entrypoint: starting"));
+        if wrapper.is_some() {
+            image = image.with_entrypoint("/bin/bash");
+        }
+        let mut req = image
             .with_network(network)
             .with_container_name(hostname.clone())
             .with_hostname(hostname.clone())
@@ -142,6 +147,12 @@ pub(crate) async fn start(
             });
         for (k, v) in &spec.env {
             req = req.with_env_var(k.clone(), v.clone());
+        }
+        if let Some(w) = wrapper {
+            // The image's own entrypoint runs at the end of the wrapper's script.
+            req = req
+                .with_cmd(["-c", w.script.as_str()])
+                .with_mount(w.mount.clone());
         }
         if let (Some(inside), Some(host)) = (spec.tls_port, tls_host_port) {
             req = req.with_mapped_port(host, inside.tcp());

@@ -113,6 +113,13 @@ pub struct CellSummary {
     /// Up to this much more per chunk (`workload_spec.client_jitter`), µs; absent without.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client_jitter_us: Option<u64>,
+    /// The one-way latency the cluster's relays added between every two of its nodes
+    /// (`workload_spec.peer_latency`), µs; absent when they connected directly.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peer_latency_us: Option<u64>,
+    /// Up to this much more per chunk (`workload_spec.peer_jitter`), µs; absent without.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peer_jitter_us: Option<u64>,
 }
 
 /// One mode of a read-write lock (`summary.json`'s `rwlock.readers` or `rwlock.writers`),

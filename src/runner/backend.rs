@@ -17,6 +17,40 @@ use crate::system::System;
 
 use super::worker::WorkerTarget;
 
+/// The cluster a group of cells runs on ([`crate::plan::ClusterGroup`] without its cells).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ClusterShape {
+    /// Its system.
+    pub system: System,
+    /// Its server nodes.
+    pub size: usize,
+    /// The one-way delay between its nodes (`peer_latency`); zero for direct connections.
+    pub peer_latency: crate::latency::Delay,
+}
+
+impl ClusterShape {
+    /// The shape of `group`'s cluster.
+    pub fn of(group: &crate::plan::ClusterGroup<'_>) -> ClusterShape {
+        ClusterShape {
+            system: group.system,
+            size: group.size,
+            peer_latency: group.peer_latency,
+        }
+    }
+
+    /// Refuses a delay between nodes on a backend (`what`) that cannot add one.
+    pub fn refuse_peer_latency(&self, what: &str) -> anyhow::Result<()> {
+        if self.peer_latency.is_zero() {
+            return Ok(());
+        }
+        anyhow::bail!(
+            "peer_latency (or --peer-latency) adds delay between the servers of clusters \
+             lockbench starts in Docker; {what}: remove peer_latency from the workload or \
+             --peer-latency from the command"
+        )
+    }
+}
+
 /// Starts what one system's cells run against and connects their clients.
 pub trait Backend: Sync {
     /// What `start` brings up for one system's cells (a cluster), which the nemesis faults.
@@ -24,13 +58,13 @@ pub trait Backend: Sync {
     /// One lock client.
     type Client: Recipe;
 
-    /// Brings up what `system`'s cells at `size` server nodes need, before the first of them;
-    /// may record it in `folder`. Dropping the result must release everything it holds
-    /// (containers are removed on drop).
+    /// Brings up what the cells of one cluster need (`shape`: their system, its server nodes,
+    /// the delay between them), before the first of them; may record it in `folder`.
+    /// Dropping the result must release everything it holds (containers are removed on drop).
+    /// A backend that cannot add `shape.peer_latency` refuses it.
     fn start(
         &self,
-        system: System,
-        size: usize,
+        shape: ClusterShape,
         run_id: &str,
         folder: &RunFolder,
         progress: &dyn Progress,
@@ -145,16 +179,35 @@ impl Backend for DockerBackend {
 
     async fn start(
         &self,
-        system: System,
-        size: usize,
+        shape: ClusterShape,
         run_id: &str,
         folder: &RunFolder,
         progress: &dyn Progress,
     ) -> anyhow::Result<Cluster> {
+        let (system, size) = (shape.system, shape.size);
         crate::image::ensure(&[system.image_kind()], &|l| progress.line(l)).await?;
-        progress.line(&format!("starting {system} cluster of {size}"));
+        let peer_latency = if shape.peer_latency.is_zero() {
+            progress.line(&format!("starting {system} cluster of {size}"));
+            None
+        } else {
+            let d = shape.peer_latency;
+            let jitter = if d.jitter.is_zero() {
+                String::new()
+            } else {
+                format!(" (+ up to {})", crate::plan::latency_label(d.jitter))
+            };
+            progress.line(&format!(
+                "starting {system} cluster of {size}, {}{jitter} each way between its nodes",
+                crate::plan::latency_label(d.base),
+            ));
+            Some(crate::cluster::PeerLatency {
+                delay: shape.peer_latency,
+                relay_exe: worker_exe(self.worker_exe.as_ref())?,
+            })
+        };
         let options = ClusterOptions {
             size: Some(size),
+            peer_latency,
             ..ClusterOptions::default()
         };
         let cluster = Cluster::start_with_run_id(crate::service::of(system), options, run_id)
@@ -241,12 +294,12 @@ impl Backend for MockBackend {
 
     async fn start(
         &self,
-        _system: System,
-        _size: usize,
+        shape: ClusterShape,
         _run_id: &str,
         _folder: &RunFolder,
         _progress: &dyn Progress,
     ) -> anyhow::Result<MockService> {
+        shape.refuse_peer_latency("the in-memory mock has no network between servers")?;
         let service = MockService::new(self.options.clone());
         *self.last.locked() = Some(service.clone());
         Ok(service)
@@ -320,5 +373,41 @@ impl Faultable for MockService {
         _node: &str,
     ) -> Result<crate::fault::ClockAccess, crate::cluster::ClusterError> {
         Ok(crate::fault::ClockAccess::Monotonic)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_backend_without_a_network_between_servers_refuses_peer_latency_and_says_how_to_go_on() {
+        let mut shape = ClusterShape {
+            system: System::Etcd,
+            size: 3,
+            peer_latency: crate::latency::Delay::default(),
+        };
+        assert!(shape.refuse_peer_latency("the mock").is_ok());
+        shape.peer_latency.base = std::time::Duration::from_millis(1);
+        let e = shape
+            .refuse_peer_latency("the mock")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("the mock") && e.contains("--peer-latency"),
+            "{e}"
+        );
+        let out =
+            std::env::temp_dir().join(format!("lockbench-peer-refusal-{}", std::process::id()));
+        let started = tokio::runtime::Runtime::new().unwrap().block_on(async {
+            let folder = RunFolder::create(Some(&out), "peer").unwrap();
+            MockBackend::new(MockOptions::default())
+                .start(shape, "r", &folder, &super::super::progress::PlainProgress)
+                .await
+                .map(|_| ())
+        });
+        let _ = std::fs::remove_dir_all(&out);
+        let e = started.unwrap_err().to_string();
+        assert!(e.contains("in-memory mock has no network"), "{e}");
     }
 }

@@ -31,7 +31,7 @@ use crate::resource::Register;
 use crate::results::{CellInfo, CellSummary};
 use crate::workload::ClientsAs;
 
-pub use backend::{Backend, DockerBackend, MockBackend};
+pub use backend::{Backend, ClusterShape, DockerBackend, MockBackend};
 pub use output::RunFolder;
 pub use target_backend::{TargetBackend, TargetCluster};
 pub use worker::{WorkerControl, WorkerError, WorkerPlan, WorkerState, WorkerTarget, Workers};
@@ -85,9 +85,10 @@ pub async fn run_on<B: Backend>(
     let ctrl_c = crate::signal::shutdown();
     tokio::pin!(ctrl_c);
     for group in plan.by_cluster() {
-        let (system, size, cells) = (group.system, group.size, group.cells);
+        let shape = backend::ClusterShape::of(&group);
+        let (system, cells) = (group.system, group.cells);
         let cluster = tokio::select! {
-            r = backend.start(system, size, &plan.run_id, &folder, progress) => r?,
+            r = backend.start(shape, &plan.run_id, &folder, progress) => r?,
             _ = &mut ctrl_c => {
                 interrupted = true;
                 break;

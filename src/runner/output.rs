@@ -68,12 +68,17 @@ impl RunFolder {
     pub(crate) fn write_cluster(&self, info: &ClusterInfo, size: usize) -> anyhow::Result<()> {
         let dir = self.path.join("clusters");
         std::fs::create_dir_all(&dir)?;
-        // A run may start one system at two sizes (a schedule's cluster_size): one file each.
-        let name = if size == info.system.default_size() {
-            format!("{}.json", info.system)
-        } else {
-            format!("{}-n{size}.json", info.system)
-        };
+        // A run may start one system at two sizes (a schedule's cluster_size) or at two delays
+        // between its nodes (peer_latency): one file each.
+        let mut name = info.system.to_string();
+        if size != info.system.default_size() {
+            name.push_str(&format!("-n{size}"));
+        }
+        if let Some(us) = info.peer_latency_us {
+            let label = crate::plan::latency_label(std::time::Duration::from_micros(us));
+            name.push_str(&format!("-peer{label}"));
+        }
+        let name = format!("{name}.json");
         write(&dir.join(name), &serde_json::to_string_pretty(info)?)
     }
 

@@ -359,6 +359,8 @@ impl Fold {
             try_lock: None,
             client_latency_us: None,
             client_jitter_us: None,
+            peer_latency_us: None,
+            peer_jitter_us: None,
         };
         Analysis {
             summary,

@@ -34,8 +34,8 @@ pub const CLIENTS: (i64, i64) = (1, 4096);
 pub const RUN_DURATION: (Duration, Duration) =
     (Duration::from_secs(1), Duration::from_secs(86_400));
 
-/// Valid one-way client latencies and jitters (`client_latency`, `client_jitter`,
-/// `--client-latency`): a second each way is already past every recipe's request deadline.
+/// Valid one-way latencies and jitters (`client_latency`, `client_jitter`, `peer_latency`,
+/// `peer_jitter`, `--client-latency`, `--peer-latency`): a second each way is already past every recipe's request deadline.
 pub const CLIENT_LATENCY: (Duration, Duration) = (Duration::ZERO, Duration::from_secs(1));
 
 /// How operations are paced.
@@ -169,6 +169,11 @@ pub struct Workload {
     /// A round trip gains twice `base`. Zero (the default): no relays, clients connect
     /// directly.
     pub client_latency: crate::latency::Delay,
+    /// Latency added between every two servers of the cluster (`peer_latency`, one way, each
+    /// direction, plus up to `peer_jitter` per chunk): the cell runs on a cluster of its own
+    /// whose containers relay every connection between nodes
+    /// ([`crate::latency::transparent`]). Zero (the default): direct connections.
+    pub peer_latency: crate::latency::Delay,
     /// The file it was read from, for errors.
     pub origin: Origin,
 }

@@ -41,6 +41,8 @@ pub(super) struct RawWorkload {
     pub(super) reentry_depth: Option<i64>,
     pub(super) client_latency: Option<String>,
     pub(super) client_jitter: Option<String>,
+    pub(super) peer_latency: Option<String>,
+    pub(super) peer_jitter: Option<String>,
 }
 
 /// `key_distribution` and `arrival`: a bare kind (`"uniform"`) or a table with its parameter.

@@ -652,3 +652,32 @@ fn client_latency_defaults_to_none_is_checked_and_written_back() {
     let e = err("clients = 1\nduration = \"5s\"\nclient_jitter = \"fast\"");
     assert!(e.contains("'client_jitter'"), "{e}");
 }
+
+#[test]
+fn peer_latency_defaults_to_none_is_checked_and_written_back() {
+    let w = Workload::from_str("clients = 1\nduration = \"5s\"", "x").unwrap();
+    assert!(w.peer_latency.is_zero());
+    assert!(!w.to_table().contains_key("peer_latency"));
+    let w = Workload::from_str(
+        "clients = 1\nduration = \"5s\"\npeer_latency = \"2ms\"\npeer_jitter = \"300us\"",
+        "x",
+    )
+    .unwrap();
+    assert_eq!(
+        (w.peer_latency.base, w.peer_latency.jitter),
+        (Duration::from_millis(2), Duration::from_micros(300))
+    );
+    assert!(
+        w.client_latency.is_zero(),
+        "peer latency is not the clients'"
+    );
+    let again = Workload::from_str(&toml::to_string(&w.to_table()).unwrap(), "x").unwrap();
+    assert_eq!(again.peer_latency, w.peer_latency);
+    let e = err("clients = 1\nduration = \"5s\"\npeer_latency = \"5s\"");
+    assert!(
+        e.contains("'peer_latency'") && e.contains("out of range"),
+        "{e}"
+    );
+    let e = err("clients = 1\nduration = \"5s\"\npeer_jitter = \"slow\"");
+    assert!(e.contains("'peer_jitter'"), "{e}");
+}

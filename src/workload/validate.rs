@@ -128,6 +128,19 @@ impl Validator<'_> {
         text.map_or(Ok(default), |t| self.duration(field, t, min, max))
     }
 
+    /// A one-way delay and its jitter, each `(field, text)`, each 0 to 1 s ([`super::CLIENT_LATENCY`]).
+    fn delay(
+        &self,
+        (base_field, base): (&str, Option<&str>),
+        (jitter_field, jitter): (&str, Option<&str>),
+    ) -> Result<crate::latency::Delay, SpecError> {
+        let (min, max) = super::CLIENT_LATENCY;
+        Ok(crate::latency::Delay {
+            base: self.opt_duration(base_field, base, min, min, max)?,
+            jitter: self.opt_duration(jitter_field, jitter, min, min, max)?,
+        })
+    }
+
     fn dist(
         &self,
         field: &str,
@@ -457,22 +470,14 @@ impl Validator<'_> {
             Duration::from_millis(1),
             Duration::from_secs(60),
         )?;
-        let client_latency = crate::latency::Delay {
-            base: self.opt_duration(
-                "client_latency",
-                raw.client_latency.as_deref(),
-                Duration::ZERO,
-                Duration::ZERO,
-                super::CLIENT_LATENCY.1,
-            )?,
-            jitter: self.opt_duration(
-                "client_jitter",
-                raw.client_jitter.as_deref(),
-                Duration::ZERO,
-                Duration::ZERO,
-                super::CLIENT_LATENCY.1,
-            )?,
-        };
+        let client_latency = self.delay(
+            ("client_latency", raw.client_latency.as_deref()),
+            ("client_jitter", raw.client_jitter.as_deref()),
+        )?;
+        let peer_latency = self.delay(
+            ("peer_latency", raw.peer_latency.as_deref()),
+            ("peer_jitter", raw.peer_jitter.as_deref()),
+        )?;
         if let Arrival::Open { .. } = arrival {
             if think_given {
                 return Err(self.conflict("field 'think' does not apply to open arrival (the schedule sets the pace): remove it or use kind = \"closed\"".into()));
@@ -511,6 +516,7 @@ impl Validator<'_> {
                 reentry_depth: raw.reentry_depth,
             })?,
             client_latency,
+            peer_latency,
             origin: super::Origin(self.origin.to_string()),
         })
     }

@@ -90,6 +90,12 @@ impl Workload {
         if !self.client_latency.jitter.is_zero() {
             put("client_jitter", text(self.client_latency.jitter));
         }
+        if !self.peer_latency.base.is_zero() {
+            put("peer_latency", text(self.peer_latency.base));
+        }
+        if !self.peer_latency.jitter.is_zero() {
+            put("peer_jitter", text(self.peer_latency.jitter));
+        }
         put(
             "strategies",
             Value::Array(

@@ -1,9 +1,10 @@
 //! What network latency costs a handoff: the handoff latency (release → next grant, p50)
-//! against the round trip the relays added between clients and servers (`--client-latency`
-//! sweep: twice the one-way `client_latency`), herd dashed against predecessor solid, one
-//! colour per system. A recipe whose handoff takes k sequential round trips climbs k ms per
-//! added ms; a herd, whose woken waiters all race and retry, climbs faster. Drawn when the run
-//! has cells at two or more client latencies.
+//! against the round trip the relays added, herd dashed against predecessor solid, one colour
+//! per system. Two figures, one per [`Link`]: between clients and servers (a `--client-latency`
+//! sweep: twice the one-way `client_latency`), and between the servers themselves (a
+//! `--peer-latency` sweep: twice `peer_latency`). A recipe whose handoff takes k sequential
+//! round trips climbs k ms per added ms. Each is drawn when the run has cells at two or more
+//! latencies of its link.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -21,30 +22,80 @@ use crate::system::System;
 /// points (added round trip ms, handoff p50 ms) by growing latency.
 pub type CostLine = HerdLine;
 
+/// Which links the relays slowed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Link {
+    /// Between every client and every server (`client_latency`).
+    Clients,
+    /// Between every two servers (`peer_latency`).
+    Peers,
+}
+
+impl Link {
+    /// The figure's file name.
+    pub fn plot_name(self) -> &'static str {
+        match self {
+            Link::Clients => "latency-cost",
+            Link::Peers => "peer-latency-cost",
+        }
+    }
+
+    /// The one-way delay the relays added to `c`'s links of this kind, µs.
+    fn one_way_us(self, c: &CellSummary) -> u64 {
+        match self {
+            Link::Clients => c.client_latency_us,
+            Link::Peers => c.peer_latency_us,
+        }
+        .unwrap_or(0)
+    }
+
+    /// What a sweep adds to a workload's name (`-lat1ms`, `-peer1ms`).
+    fn tag(self) -> &'static str {
+        match self {
+            Link::Clients => "lat",
+            Link::Peers => "peer",
+        }
+    }
+
+    fn between(self) -> &'static str {
+        match self {
+            Link::Clients => "between clients and servers",
+            Link::Peers => "between the servers",
+        }
+    }
+
+    fn field(self) -> &'static str {
+        match self {
+            Link::Clients => "client_latency",
+            Link::Peers => "peer_latency",
+        }
+    }
+}
+
 /// The figure.
 #[derive(Debug, Clone)]
 pub struct LatencyCost {
+    /// The links whose latency it is against.
+    pub link: Link,
     /// Its lines, each of two or more points.
     pub lines: Vec<CostLine>,
 }
 
-/// The workload's name without the `-lat<latency>` a `--client-latency` sweep gave it.
-pub fn base_workload(c: &CellSummary) -> String {
-    let label = crate::plan::latency_label(std::time::Duration::from_micros(added_one_way_us(c)));
+/// The workload's name without the `-lat<latency>` (or `-peer<latency>`) a sweep of `link`
+/// gave it.
+pub fn base_workload(c: &CellSummary, link: Link) -> String {
+    let us = link.one_way_us(c);
+    let label = crate::plan::latency_label(std::time::Duration::from_micros(us));
     let name = &c.id.workload;
-    name.strip_suffix(&format!("-lat{label}"))
+    name.strip_suffix(&format!("-{}{label}", link.tag()))
         .unwrap_or(name)
         .to_string()
 }
 
-fn added_one_way_us(c: &CellSummary) -> u64 {
-    c.client_latency_us.unwrap_or(0)
-}
-
 impl LatencyCost {
-    /// The lines of `cells`: cells alike but for their client latency make one line; lines of
-    /// one latency only, and cells with no handoff, are left out.
-    pub fn of_run(cells: &[CellSummary]) -> LatencyCost {
+    /// The lines of `cells`: cells alike but for their latency on `link` make one line; lines
+    /// of one latency only, and cells with no handoff, are left out.
+    pub fn of_run(cells: &[CellSummary], link: Link) -> LatencyCost {
         type Key = (System, String, String, String, u32);
         let mut groups: BTreeMap<Key, (Strategy, Vec<(f64, f64)>)> = BTreeMap::new();
         for c in cells {
@@ -55,11 +106,11 @@ impl LatencyCost {
             let key = (
                 id.system,
                 id.strategy.to_string(),
-                base_workload(c),
+                base_workload(c, link),
                 id.chaos.clone(),
                 id.clients,
             );
-            let rtt_ms = 2.0 * added_one_way_us(c) as f64 / 1000.0;
+            let rtt_ms = 2.0 * link.one_way_us(c) as f64 / 1000.0;
             let handoff_ms = c.handoff_latency_us.p50 as f64 / 1000.0;
             groups
                 .entry(key)
@@ -98,7 +149,7 @@ impl LatencyCost {
                 },
             )
             .collect();
-        LatencyCost { lines }
+        LatencyCost { link, lines }
     }
 
     /// True when some line has two latencies to compare.
@@ -113,12 +164,11 @@ impl Figure for LatencyCost {
     }
 
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String> {
-        let root = root
-            .titled(
-                "Handoff latency (p50) against the round trip added between clients and servers",
-                (FONT, 20),
-            )
-            .map_err(drawing)?;
+        let title = format!(
+            "Handoff latency (p50) against the round trip added {}",
+            self.link.between()
+        );
+        let root = root.titled(&title, (FONT, 20)).map_err(drawing)?;
         let (plot, side) = root.split_horizontally(900);
         let pts = self.lines.iter().flat_map(|l| l.points.iter());
         let max_x = pts.clone().map(|p| p.0).fold(0.0, f64::max);
@@ -131,7 +181,10 @@ impl Figure for LatencyCost {
             .map_err(drawing)?;
         chart
             .configure_mesh()
-            .x_desc("added round trip, ms (twice client_latency)")
+            .x_desc(format!(
+                "added round trip, ms (twice {})",
+                self.link.field()
+            ))
             .y_desc("handoff latency p50, ms")
             .label_style((FONT, 12))
             .draw()
@@ -149,12 +202,9 @@ impl Figure for LatencyCost {
             })
             .collect();
         if !self.has_data() {
-            plot.draw(&Text::new(
-                "no cells at two client latencies",
-                (330, 250),
-                (FONT, 16),
-            ))
-            .map_err(drawing)?;
+            let note = format!("no cells at two values of {}", self.link.field());
+            plot.draw(&Text::new(note, (330, 250), (FONT, 16)))
+                .map_err(drawing)?;
         }
         legend::draw(&side, "herd: dashed, hollow points", &entries)
     }
@@ -192,7 +242,7 @@ mod tests {
             // One latency only: no line.
             cell(System::Redis, Strategy::Herd, 0, 1_000),
         ];
-        let fig = LatencyCost::of_run(&cells);
+        let fig = LatencyCost::of_run(&cells, Link::Clients);
         assert_eq!(fig.lines.len(), 2, "{fig:?}");
         let pred = fig
             .lines
@@ -218,16 +268,57 @@ mod tests {
             .collect();
         assert_eq!(slopes["etcd predecessor"], 2.0);
         assert_eq!(slopes["etcd herd"], 4.0);
-        assert_eq!(base_workload(&cells[1]), "hot-lock");
-        assert_eq!(base_workload(&cells[0]), "hot-lock");
+        assert_eq!(base_workload(&cells[1], Link::Clients), "hot-lock");
+        assert_eq!(base_workload(&cells[0], Link::Clients), "hot-lock");
+        // The same cells hold no peer-latency sweep.
+        assert!(!LatencyCost::of_run(&cells, Link::Peers).has_data());
         let svg = super::super::draws(&fig);
         assert!(svg.contains("etcd herd") && svg.contains("added round trip"));
     }
 
     #[test]
     fn a_run_at_one_latency_draws_the_empty_note() {
-        let fig = LatencyCost::of_run(&[cell(System::Etcd, Strategy::Herd, 0, 1_000)]);
+        let one = [cell(System::Etcd, Strategy::Herd, 0, 1_000)];
+        let fig = LatencyCost::of_run(&one, Link::Clients);
         assert!(!fig.has_data());
-        assert!(super::super::draws(&fig).contains("no cells at two client latencies"));
+        assert!(super::super::draws(&fig).contains("no cells at two values of client_latency"));
+    }
+
+    /// `cell` swept between the servers instead (`-peer<latency>`, `peer_latency_us`).
+    fn peer_cell(system: System, strategy: Strategy, lat_us: u64, p50_us: u64) -> CellSummary {
+        let mut c = cell(system, strategy, 0, p50_us);
+        c.client_latency_us = None;
+        let label = crate::plan::latency_label(std::time::Duration::from_micros(lat_us));
+        c.id.workload = format!("hot-lock-peer{label}");
+        c.peer_latency_us = (lat_us > 0).then_some(lat_us);
+        c
+    }
+
+    #[test]
+    fn a_peer_latency_sweep_makes_its_own_figure() {
+        let cells = [
+            peer_cell(System::Zookeeper, Strategy::Predecessor, 0, 3_000),
+            peer_cell(System::Zookeeper, Strategy::Predecessor, 2_000, 11_000),
+            // The client figure would see these as two workloads of one latency each.
+            peer_cell(System::Redis, Strategy::Predecessor, 0, 1_000),
+            peer_cell(System::Redis, Strategy::Predecessor, 2_000, 1_100),
+        ];
+        assert!(!LatencyCost::of_run(&cells, Link::Clients).has_data());
+        let fig = LatencyCost::of_run(&cells, Link::Peers);
+        let lines: BTreeMap<&str, &[(f64, f64)]> = fig
+            .lines
+            .iter()
+            .map(|l| (l.label.as_str(), l.points.as_slice()))
+            .collect();
+        assert_eq!(
+            lines,
+            BTreeMap::from([
+                ("zookeeper predecessor", &[(0.0, 3.0), (4.0, 11.0)][..]),
+                ("redis predecessor", &[(0.0, 1.0), (4.0, 1.1)][..]),
+            ])
+        );
+        assert_eq!(base_workload(&cells[1], Link::Peers), "hot-lock");
+        let svg = super::super::draws(&fig);
+        assert!(svg.contains("between the servers") && svg.contains("twice peer_latency"));
     }
 }

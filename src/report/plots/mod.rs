@@ -175,13 +175,23 @@ fn draw_run(run: &RunView, plots: &Path) -> Result<(Vec<OutFile>, Vec<PlotEntry>
         "release → next grant on the same key, p50, by number of contending clients; herd dashed, predecessor solid",
         &|| render(&handoff, plots, "herd-handoff"),
     )?;
-    let cost = latency_cost::LatencyCost::of_run(&run.cells);
+    use latency_cost::{LatencyCost, Link};
+    let cost = LatencyCost::of_run(&run.cells, Link::Clients);
     if cost.has_data() {
         add(
-            "latency-cost",
+            Link::Clients.plot_name(),
             "Handoff latency against added network latency",
             "release → next grant on the same key, p50, against the round trip the relays added between every client and every server (a --client-latency sweep; twice the one-way client_latency); herd dashed, predecessor solid. A handoff of k sequential round trips climbs k ms per added ms",
-            &|| render(&cost, plots, "latency-cost"),
+            &|| render(&cost, plots, Link::Clients.plot_name()),
+        )?;
+    }
+    let peer_cost = LatencyCost::of_run(&run.cells, Link::Peers);
+    if peer_cost.has_data() {
+        add(
+            Link::Peers.plot_name(),
+            "Handoff latency against latency between the servers",
+            "release → next grant on the same key, p50, against the round trip the relays added between every two servers of the cluster (a --peer-latency sweep; twice the one-way peer_latency); herd dashed, predecessor solid. A handoff that waits for k sequential exchanges between servers (a quorum's acknowledgement, a forwarded write) climbs k ms per added ms; one that never waits for a peer (Redis's asynchronous replication, Redlock's independent masters) stays flat",
+            &|| render(&peer_cost, plots, Link::Peers.plot_name()),
         )?;
     }
     let report = run.capacity.as_ref().map_err(|e| ExportError {

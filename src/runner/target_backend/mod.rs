@@ -24,7 +24,7 @@ mod faults;
 mod tests;
 
 use super::RunFolder;
-use super::backend::Backend;
+use super::backend::{Backend, ClusterShape};
 use super::progress::Progress;
 use super::worker::WorkerTarget;
 use crate::cluster::ConnectInfo;
@@ -393,12 +393,16 @@ impl Backend for TargetBackend {
 
     async fn start(
         &self,
-        system: System,
-        _size: usize,
+        shape: ClusterShape,
         run_id: &str,
         folder: &RunFolder,
         progress: &dyn Progress,
     ) -> anyhow::Result<TargetCluster> {
+        let system = shape.system;
+        shape.refuse_peer_latency(
+            "a target's servers are yours (give them delay with your own tools, e.g. Chaos \
+             Mesh's NetworkChaos delay, which `lockbench chaos render` writes for a slow fault)",
+        )?;
         let target = self.target(system)?.clone();
         let started = Instant::now();
         let info = connect_info(&target);

@@ -1,8 +1,9 @@
 //! Added network latency without `netem` (this kernel has none: `CONFIG_NET_SCH_NETEM` is not
 //! set): a userspace TCP relay on 127.0.0.1 in front of one server, which holds every chunk it
 //! reads for the one-way delay (plus jitter) before writing it on, in each direction, and
-//! never reorders a stream. Issue 21 item 4 builds `client_latency`, `peer_latency` and the
-//! `slow` fault on it; this module is the relay alone.
+//! never reorders a stream. [`LatencyProxy`] stands in front of one server for the clients
+//! (`client_latency`, the `slow` fault); [`transparent`] runs inside a server's container and
+//! delays every connection it opens to its peers (`peer_latency`).
 //!
 //! Delivery times come from [`crate::pace::sleep_until`], which ends within tens of
 //! microseconds of its target, so a 1 ms delay is 1 ms and not tokio's rounded-up 2. A chunk's
@@ -19,6 +20,8 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
+
+pub mod transparent;
 
 /// How long a relay may take to reach its server before it gives the connection up.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -135,14 +138,19 @@ async fn accept_loop(listener: TcpListener, upstream: String, delay: Arc<Shared>
                     // The client sees its connection closed, as with a server that is down.
                     _ => return,
                 };
-            let _ = client.set_nodelay(true);
-            let _ = server.set_nodelay(true);
-            let (cr, cw) = client.into_split();
-            let (sr, sw) = server.into_split();
-            tokio::join!(relay(cr, sw, delay.clone()), relay(sr, cw, delay),);
+            splice(client, server, delay).await;
         });
         while relays.try_join_next().is_some() {}
     }
+}
+
+/// Relays one connection both ways, each direction delayed, until both have ended.
+async fn splice(client: TcpStream, server: TcpStream, delay: Arc<Shared>) {
+    let _ = client.set_nodelay(true);
+    let _ = server.set_nodelay(true);
+    let (cr, cw) = client.into_split();
+    let (sr, sw) = server.into_split();
+    tokio::join!(relay(cr, sw, delay.clone()), relay(sr, cw, delay));
 }
 
 /// Copies `from` to `to`, each chunk written no earlier than its delivery time, in order; ends
