@@ -75,7 +75,10 @@ fn peer_latency_adds_at_least_a_round_trip_to_every_handoff() {
     );
     let index = std::fs::read_to_string(dir.join("plots").join("index.json")).unwrap();
     assert!(index.contains("\"peer-latency-cost\""), "{index}");
-    assert!(!index.contains("\"latency-cost\""), "no client sweep: {index}");
+    assert!(
+        !index.contains("\"latency-cost\""),
+        "no client sweep: {index}"
+    );
     // Each cluster is recorded, the one with relays under its own name.
     let record = std::fs::read_to_string(dir.join("clusters").join("etcd-peer3ms.json")).unwrap();
     assert!(record.contains("\"peer_latency_us\": 3000"), "{record}");

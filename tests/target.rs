@@ -615,7 +615,8 @@ fn etcd_faults_by_docker_commands_give_the_built_in_verdicts() {
         &format!(
             "system = \"etcd\"\nendpoints = {}\nprefix = \"/bench\"\nfaults = true\n\n{}\n\
              [commands]\nkill = \"docker kill {{node}}\"\nrestart = \"docker start \
-             {{node}}\"\nisolate = \"{}\"\nheal = \"{}\"\ntimeout = \"30s\"\n",
+             {{node}}\"\nisolate = \"{}\"\nheal = \"{}\"\npause = \"docker pause \
+             {{node}}\"\nresume = \"docker unpause {{node}}\"\ntimeout = \"30s\"\n",
             up.toml_list("endpoints"),
             nodes.join("\n"),
             isolate.replace('"', "\\\""),
@@ -683,10 +684,18 @@ fn etcd_faults_by_docker_commands_give_the_built_in_verdicts() {
         assert_eq!(verdict, "safe", "{cell}");
         assert!(!kinds.is_empty(), "{cell}: no fault started");
     }
-    // A pause needs the pause commands this target does not give.
+    assert_pause_by_command(&dir, &target);
+    // A pause needs pause commands, which a target without them does not give.
+    let text = std::fs::read_to_string(&target).unwrap();
+    let no_pause: String = text
+        .lines()
+        .filter(|l| !l.starts_with("pause =") && !l.starts_with("resume ="))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let without = write(&dir, "etcd-docker.toml", &no_pause);
     let out = run_on_target(
         &dir.join("out2"),
-        &target,
+        &without,
         &[],
         &["--chaos", &chaos("pause-node")],
     );
@@ -695,6 +704,46 @@ fn etcd_faults_by_docker_commands_give_the_built_in_verdicts() {
     assert!(
         err.contains("needs pause on target 'etcd-docker'") && err.contains("cover kill, isolate"),
         "{err}"
+    );
+}
+
+/// docker pause as the README's Docker example gives it, through `target`'s commands: the
+/// leader frozen once (10-12 s in, for 5 s), with the verdict the schedule expects of etcd
+/// (safe, as the built-in pause is), both commands logged with exit 0.
+fn assert_pause_by_command(dir: &Path, target: &Path) {
+    let chaos = format!("{}/chaos/pause-node.toml", env!("CARGO_MANIFEST_DIR"));
+    let pause_args = [
+        "--chaos",
+        &chaos,
+        "--strategies",
+        "predecessor",
+        "--duration",
+        "18s",
+    ];
+    let out = run_on_target(&dir.join("paused"), target, &[], &pause_args);
+    assert!(
+        out.status.success(),
+        "a pause by command on the etcd target: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let paused = verdicts_and_faults(&latest(&dir.join("paused")));
+    assert_eq!(paused.len(), 1, "{paused:?}");
+    let (_, verdict, kinds) = &paused[0];
+    assert_eq!(verdict, "safe", "{paused:?}");
+    assert!(
+        kinds.len() == 1 && kinds[0].starts_with("pause-node"),
+        "{paused:?}"
+    );
+    let log = std::fs::read_to_string(latest(&dir.join("paused")).join("commands.jsonl")).unwrap();
+    for needle in ["docker pause", "docker unpause"] {
+        assert!(
+            log.contains(needle),
+            "commands.jsonl has no `{needle}`: {log}"
+        );
+    }
+    assert!(
+        log.lines().all(|l| l.contains("\"exit\":0")),
+        "a pause command failed: {log}"
     );
 }
 
