@@ -73,6 +73,14 @@ fn the_kubernetes_examples_are_valid_objects_and_their_targets_valid_commands() 
                 panic!("{system} {primitive}: not a render: {render}")
             };
             assert_eq!(args.pod.as_deref(), Some(t.nodes[0].name.as_str()));
+            // A container-kill names a container its system's StatefulSet has.
+            if let Some(container) = &args.container {
+                let spec = std::fs::read_to_string(dir.join(format!("{system}.yaml"))).unwrap();
+                assert!(
+                    spec.contains(&format!("- name: {container}\n")),
+                    "{system} {primitive}: no container '{container}' in {system}.yaml"
+                );
+            }
             assert_eq!(args.namespace, "lockbench");
             assert!(line.contains("| kubectl apply -f -"), "{line}");
         }

@@ -13,7 +13,7 @@
 //!
 //! | lockbench | Chaos Mesh |
 //! |---|---|
-//! | `kill`, primitive `kill` | `PodChaos` `pod-kill` (the StatefulSet brings the pod back) |
+//! | `kill`, primitive `kill` | `PodChaos` `pod-kill` (the StatefulSet brings the pod back); with a container named (`--container`), `container-kill` of that container (the kubelet restarts it in the same pod, which keeps its address and volumes) |
 //! | `pause-node`, primitive `pause` | `PodChaos` `pod-failure`: the pod is unavailable until the resource ends (Chaos Mesh has no SIGSTOP; its containers restart when it ends) |
 //! | `partition` `isolate-leader`, primitive `isolate` | `NetworkChaos` `partition`, `direction: both`, the pod against its peers |
 //! | `slow`, primitive `slow` | `NetworkChaos` `delay` (`latency`, `jitter`) on the servers' pods: their peer traffic too, unlike lockbench's client relays |
@@ -60,13 +60,20 @@ pub struct Scope {
     pub namespace: String,
     /// The cluster's pods.
     pub pods: Pods,
+    /// The container a kill kills (`PodChaos` `container-kill`); `None` kills the whole pod
+    /// (`pod-kill`).
+    pub container: Option<String>,
 }
 
 /// A fault primitive to render on named pods (what a target's command asks for).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Primitive {
-    /// Kill the pod (`PodChaos` `pod-kill`).
-    Kill,
+    /// Kill the pod (`PodChaos` `pod-kill`), or only its container named here
+    /// (`container-kill`).
+    Kill {
+        /// The container to kill; `None` for the whole pod.
+        container: Option<String>,
+    },
     /// Make the pod unavailable until the resource is deleted (`PodChaos` `pod-failure`).
     Pause,
     /// Cut the pod from `peers`, both ways (`NetworkChaos` `partition`).
@@ -94,7 +101,7 @@ impl Primitive {
     /// The name used in the resource's name and in `--primitive`.
     pub fn name(&self) -> &'static str {
         match self {
-            Primitive::Kill => "kill",
+            Primitive::Kill { .. } => "kill",
             Primitive::Pause => "pause",
             Primitive::Isolate { .. } => "isolate",
             Primitive::Slow { .. } => "slow",
@@ -149,6 +156,7 @@ fn named(scope: &Scope, pods: &[String]) -> Scope {
     Scope {
         namespace: scope.namespace.clone(),
         pods: Pods::Named(pods.to_vec()),
+        container: scope.container.clone(),
     }
 }
 
@@ -164,11 +172,15 @@ fn pod_chaos(
     mode: PodChaosMode,
     duration: Option<Duration>,
 ) -> String {
+    let containers = match action {
+        PodChaosAction::ContainerKill => scope.container.clone().map(|c| vec![c]),
+        _ => None,
+    };
     let mut r = PodChaos::new(
         name,
         PodChaosSpec {
             action,
-            container_names: None,
+            container_names: containers,
             duration: duration.map(go_duration),
             grace_period: None,
             mode,
@@ -179,6 +191,15 @@ fn pod_chaos(
     );
     r.metadata.namespace = Some(scope.namespace.clone());
     document(&r)
+}
+
+/// `container-kill` when the scope names a container, else `pod-kill`.
+fn kill_action(scope: &Scope) -> PodChaosAction {
+    if scope.container.is_some() {
+        PodChaosAction::ContainerKill
+    } else {
+        PodChaosAction::PodKill
+    }
 }
 
 fn network_chaos(name: &str, scope: &Scope, spec: NetworkChaosSpec) -> String {
@@ -277,16 +298,16 @@ pub fn render_primitive(primitive: &Primitive, pod: &str, namespace: &str) -> St
     let scope = Scope {
         namespace: namespace.to_string(),
         pods: Pods::Named(vec![pod.to_string()]),
+        container: match primitive {
+            Primitive::Kill { container } => container.clone(),
+            _ => None,
+        },
     };
     let name = format!("lockbench-{}-{pod}", primitive.name());
     match primitive {
-        Primitive::Kill => pod_chaos(
-            &name,
-            &scope,
-            PodChaosAction::PodKill,
-            PodChaosMode::All,
-            None,
-        ),
+        Primitive::Kill { .. } => {
+            pod_chaos(&name, &scope, kill_action(&scope), PodChaosMode::All, None)
+        }
         Primitive::Pause => pod_chaos(
             &name,
             &scope,
@@ -335,8 +356,9 @@ pub fn render_schedule(schedule: &Schedule, scope: &Scope) -> Result<String, Ren
         let doc = match &f.kind {
             FaultKind::Kill(k) => {
                 let mode = pod_mode(k.target).map_err(|w| refuse(&w))?;
-                // A kill lasts no window in Chaos Mesh: the StatefulSet restarts the pod.
-                pod_chaos(&name, scope, PodChaosAction::PodKill, mode, None)
+                // A kill lasts no window in Chaos Mesh: the StatefulSet restarts the pod (the
+                // kubelet the container).
+                pod_chaos(&name, scope, kill_action(scope), mode, None)
             }
             FaultKind::PauseNode(p) => {
                 let mode = pod_mode(p.target).map_err(|w| refuse(&w))?;

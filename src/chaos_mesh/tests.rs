@@ -24,7 +24,12 @@ fn strictly<T: serde::de::DeserializeOwned + serde::Serialize>(doc: &serde_norwa
 
 #[test]
 fn the_strict_reading_finds_a_misspelt_field() {
-    let doc = documents(&render_primitive(&Primitive::Kill, "etcd-0", "ns"))[0].clone();
+    let doc = documents(&render_primitive(
+        &Primitive::Kill { container: None },
+        "etcd-0",
+        "ns",
+    ))[0]
+        .clone();
     let mut bad = doc.clone();
     bad["spec"]["gracePeriod"] = serde_norway::Value::from(5);
     drop(strictly::<PodChaos>(&bad));
@@ -42,6 +47,7 @@ fn etcd_pods() -> Scope {
     Scope {
         namespace: "lockbench".into(),
         pods: Pods::Labelled([("app".to_string(), "etcd".to_string())].into()),
+        container: None,
     }
 }
 
@@ -125,7 +131,7 @@ fn what_chaos_mesh_cannot_express_is_refused_with_the_reason() {
 
 #[test]
 fn every_primitive_is_one_named_resource_on_its_pod() {
-    let kill = render_primitive(&Primitive::Kill, "etcd-0", "lockbench");
+    let kill = render_primitive(&Primitive::Kill { container: None }, "etcd-0", "lockbench");
     let p: PodChaos = strictly(&documents(&kill)[0]);
     assert_eq!(p.metadata.name.as_deref(), Some("lockbench-kill-etcd-0"));
     assert_eq!(p.spec.action, PodChaosAction::PodKill);
@@ -175,4 +181,39 @@ fn every_primitive_is_one_named_resource_on_its_pod() {
     );
     let t: TimeChaos = strictly(&documents(&clock)[0]);
     assert_eq!(t.spec.time_offset, "-30000ms");
+}
+
+#[test]
+fn a_kill_with_a_container_named_renders_as_container_kill_of_it() {
+    let one = Primitive::Kill {
+        container: Some("etcd".into()),
+    };
+    let doc = documents(&render_primitive(&one, "etcd-0", "lockbench"))[0].clone();
+    let p: PodChaos = strictly(&doc);
+    assert_eq!(p.spec.action, PodChaosAction::ContainerKill);
+    assert_eq!(p.spec.container_names, Some(vec!["etcd".to_string()]));
+    assert_eq!(p.metadata.name.as_deref(), Some("lockbench-kill-etcd-0"));
+    // A schedule's kills likewise; its other faults take no container.
+    let scope = Scope {
+        container: Some("etcd".into()),
+        ..etcd_pods()
+    };
+    let yaml = render_schedule(&shipped("kill-leader"), &scope);
+    let refused = yaml.expect_err("kill-leader targets the leader, which a selector cannot pick");
+    assert!(refused.why.contains("leader"), "{refused}");
+    let kill_one = Schedule::from_str(
+        "[[faults]]\nkind = \"kill\"\ntarget = \"one\"\nstart = \"5s\"\nrestart_after = \"3s\"\n",
+        "kill-one",
+    )
+    .unwrap();
+    let docs = documents(&render_schedule(&kill_one, &scope).unwrap());
+    let p: PodChaos = strictly(&docs[0]);
+    assert_eq!(p.spec.action, PodChaosAction::ContainerKill);
+    assert_eq!(p.spec.container_names, Some(vec!["etcd".to_string()]));
+    let pod_wide = documents(&render_schedule(&kill_one, &etcd_pods()).unwrap());
+    let p: PodChaos = strictly(&pod_wide[0]);
+    assert_eq!(
+        (p.spec.action, p.spec.container_names),
+        (PodChaosAction::PodKill, None)
+    );
 }

@@ -18,6 +18,7 @@ pub fn render(args: RenderArgs) -> anyhow::Result<Exit> {
             let scope = Scope {
                 namespace: args.namespace.clone(),
                 pods: Pods::Labelled(labels(&args.selectors)?),
+                container: args.container.clone(),
             };
             chaos_mesh::render_schedule(&schedule, &scope)?
         }
@@ -53,7 +54,9 @@ fn primitive(p: PrimitiveArg, args: &RenderArgs) -> anyhow::Result<Primitive> {
         what.with_context(|| format!("--primitive {p:?}: give {flag}, e.g. {flag} {example}"))
     };
     Ok(match p {
-        PrimitiveArg::Kill => Primitive::Kill,
+        PrimitiveArg::Kill => Primitive::Kill {
+            container: args.container.clone(),
+        },
         PrimitiveArg::Pause => Primitive::Pause,
         PrimitiveArg::Isolate => {
             if args.peers.is_empty() {

@@ -279,7 +279,7 @@ pub enum Engine {
 /// The primitives `lockbench chaos render --primitive` renders.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum PrimitiveArg {
-    /// PodChaos pod-kill.
+    /// PodChaos pod-kill, or container-kill of --container.
     Kill,
     /// PodChaos pod-failure, until deleted.
     Pause,
@@ -327,6 +327,10 @@ pub struct RenderArgs {
     /// clock: move them backwards instead of forwards.
     #[arg(long)]
     pub back: bool,
+    /// kill (the primitive, or a schedule's kill faults): kill only this container of the pod
+    /// (PodChaos container-kill; the kubelet restarts it in the same pod) instead of the pod.
+    #[arg(long)]
+    pub container: Option<String>,
 }
 
 /// `lockbench baseline ...`.
