@@ -86,6 +86,21 @@ fn tiny_run_writes_every_file_and_herd_wakes_more() {
             assert_eq!(safety.lost_updates, 0);
             assert!(s.errors.is_empty(), "{system}/{strategy}: {:?}", s.errors);
             assert!(s.acquire_latency_us.p99 >= s.acquire_latency_us.p50);
+            // The cluster's handoff floor, measured before its cells, and the cell against it.
+            let floor = s.handoff_floor.as_ref().expect("the floor was measured");
+            assert_eq!(
+                floor.samples,
+                lockbench::runner::FLOOR_SAMPLES as u64,
+                "{floor:?}"
+            );
+            assert_eq!(floor.failed, 0, "{floor:?}");
+            assert!(
+                floor.p50_us > 0 && floor.p50_us <= floor.p99_us,
+                "{floor:?}"
+            );
+            let ratio = s.handoff_over_floor.expect("a ratio to the floor");
+            let want = s.handoff_latency_us.p50 as f64 / floor.p50_us as f64;
+            assert!((ratio - want).abs() < 1e-9, "{ratio} against {want}");
             wakeups.push(s.wakeups_per_acquisition.expect("wakeups recorded"));
         }
         eprintln!(

@@ -292,7 +292,8 @@ pub enum CheckError {
 /// Statistics and every checker over the cell folder `dir` (`cell.json` and `history.jsonl`);
 /// a tryLock workload's (`workload_spec.acquire_timeout` of `"0s"`) summary gets its `try_lock`,
 /// and a cell behind latency relays its `client_latency_us` and `client_jitter_us` (between
-/// its servers, `peer_latency_us` and `peer_jitter_us`).
+/// its servers, `peer_latency_us` and `peer_jitter_us`); a cell whose cluster's floor was
+/// measured its `handoff_floor` and `handoff_over_floor`.
 pub fn evaluate(dir: &Path) -> Result<CellResult, CheckError> {
     let path = dir.join(CELL_FILE);
     let text = std::fs::read_to_string(&path).map_err(|e| CheckError::Cell {
@@ -323,6 +324,11 @@ pub fn evaluate(dir: &Path) -> Result<CellResult, CheckError> {
     summary.client_jitter_us = us("client_jitter");
     summary.peer_latency_us = us("peer_latency");
     summary.peer_jitter_us = us("peer_jitter");
+    if let Some(floor) = crate::results::floor::of_cell_json(&text) {
+        let h = &summary.handoff_latency_us;
+        summary.handoff_over_floor = floor.ratio(h.p50, h.count);
+        summary.handoff_floor = Some(floor);
+    }
     Ok(result)
 }
 

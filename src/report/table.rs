@@ -80,11 +80,18 @@ pub fn comparison(cells: &[CellSummary]) -> Table {
     if repeated {
         columns.push(number("rep"));
     }
+    // The floor's column where some cell's cluster had its floor measured.
+    let floored = cells.iter().any(|c| c.handoff_floor.is_some());
     columns.extend([
         number("acq/s"),
         number("p50 ms"),
         number("p99 ms"),
         number("handoff p50 ms"),
+    ]);
+    if floored {
+        columns.extend([number("floor p50 ms"), number("handoff ÷ floor")]);
+    }
+    columns.extend([
         number("hold p50 ms asked/held"),
         number("wakeups/acq"),
         number("requests/acq"),
@@ -115,6 +122,16 @@ pub fn comparison(cells: &[CellSummary]) -> Table {
                 ms(c.acquire_latency_us.p50),
                 ms(c.acquire_latency_us.p99),
                 ms(c.handoff_latency_us.p50),
+            ]);
+            if floored {
+                let floor = c.handoff_floor.as_ref();
+                row.push(floor.map_or(String::new(), |f| ms(f.p50_us)));
+                row.push(
+                    c.handoff_over_floor
+                        .map_or(String::new(), |r| format!("{r:.2}")),
+                );
+            }
+            row.extend([
                 hold(c),
                 opt(c.wakeups_per_acquisition),
                 opt(c.requests_per_acquisition),
@@ -311,4 +328,31 @@ pub fn faults(c: &CellSummary) -> (Table, Vec<String>) {
         }
     }
     (Table { columns, rows }, notes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::results::floor::{FloorSamples, HandoffFloor};
+
+    #[test]
+    fn the_floor_columns_appear_only_where_a_floor_was_measured() {
+        let plain = crate::capacity::report::tests::cell(8, 100.0, 1_000, 10);
+        let names = |t: &Table| t.columns.iter().map(|c| c.name).collect::<Vec<_>>();
+        assert!(!names(&comparison(std::slice::from_ref(&plain))).contains(&"handoff ÷ floor"));
+        let mut floored = plain.clone();
+        let samples = FloorSamples {
+            times: vec![std::time::Duration::from_micros(2_000)],
+            ..FloorSamples::default()
+        };
+        floored.handoff_floor = HandoffFloor::of(&samples, "x");
+        floored.handoff_over_floor = Some(1.5);
+        let t = comparison(&[floored, plain]);
+        let at = |name: &str| names(&t).iter().position(|n| *n == name).unwrap();
+        assert_eq!(t.rows[0][at("floor p50 ms")], "2.00");
+        assert_eq!(t.rows[0][at("handoff ÷ floor")], "1.50");
+        // A cell without a floor (another backend's) leaves them empty.
+        assert_eq!(t.rows[1][at("handoff ÷ floor")], "");
+        assert!(t.rows.iter().all(|r| r.len() == t.columns.len()));
+    }
 }

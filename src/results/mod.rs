@@ -10,6 +10,7 @@
 //! exporters draw from them).
 
 mod cell;
+pub mod floor;
 mod safety;
 mod summary;
 #[cfg(test)]

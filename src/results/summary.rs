@@ -120,6 +120,15 @@ pub struct CellSummary {
     /// Up to this much more per chunk (`workload_spec.peer_jitter`), µs; absent without.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub peer_jitter_us: Option<u64>,
+    /// The cluster's handoff floor, measured before its cells (`cell.json`'s
+    /// `handoff_floor`): the protocol's fewest steps from a release to the next holder;
+    /// absent where none was measured (a target, the mock, a cell from before it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub handoff_floor: Option<super::floor::HandoffFloor>,
+    /// The cell's handoff p50 over the floor's p50: 1.0 is the protocol's minimum; absent
+    /// without a floor or without a handoff.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub handoff_over_floor: Option<f64>,
 }
 
 /// One mode of a read-write lock (`summary.json`'s `rwlock.readers` or `rwlock.writers`),

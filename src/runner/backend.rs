@@ -12,10 +12,14 @@ use crate::cluster::{Cluster, ClusterOptions, ConnectInfo};
 use crate::fault::Faultable;
 use crate::recipe::mock::{MockOptions, MockRecipe, MockService};
 use crate::recipe::{AnyRecipe, Credentials, LockError, Recipe, RecipeConfig};
+use crate::results::floor::HandoffFloor;
 use crate::sync::LockUnpoisoned;
 use crate::system::System;
 
 use super::worker::WorkerTarget;
+
+/// Handoffs a floor probe measures on each cluster before its cells: a few seconds.
+pub const FLOOR_SAMPLES: usize = 200;
 
 /// The cluster a group of cells runs on ([`crate::plan::ClusterGroup`] without its cells).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -137,6 +141,18 @@ pub trait Backend: Sync {
         None
     }
 
+    /// The handoff floor of `cluster` ([`crate::results::floor`]), measured before its cells
+    /// with keys under `prefix` (removed again): `None` where this backend measures none (the
+    /// default), `Some(Err)` saying why a probe failed.
+    fn floor(
+        &self,
+        cluster: &Self::Cluster,
+        prefix: &str,
+    ) -> impl Future<Output = Option<Result<HandoffFloor, String>>> + Send {
+        let _ = (cluster, prefix);
+        async { None }
+    }
+
     /// What runs the clusters, for the run's `environment.json`: its version, or why it is
     /// not known. The default says there is no engine (the clusters live in this process).
     fn engine(&self) -> impl Future<Output = String> + Send {
@@ -223,6 +239,19 @@ impl Backend for DockerBackend {
 
     async fn engine(&self) -> String {
         crate::docker::engine_version().await
+    }
+
+    async fn floor(&self, cluster: &Cluster, prefix: &str) -> Option<Result<HandoffFloor, String>> {
+        let info = cluster.connect_info();
+        let probe = crate::service::of(cluster.system()).floor()?;
+        Some(
+            (probe.run)(&info, prefix, FLOOR_SAMPLES)
+                .await
+                .and_then(|samples| {
+                    HandoffFloor::of(&samples, probe.chain)
+                        .ok_or_else(|| format!("no sample completed ({} failed)", samples.failed))
+                }),
+        )
     }
 
     async fn connect(

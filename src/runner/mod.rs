@@ -31,7 +31,7 @@ use crate::resource::Register;
 use crate::results::{CellInfo, CellSummary};
 use crate::workload::ClientsAs;
 
-pub use backend::{Backend, ClusterShape, DockerBackend, MockBackend};
+pub use backend::{Backend, ClusterShape, DockerBackend, FLOOR_SAMPLES, MockBackend};
 pub use output::RunFolder;
 pub use target_backend::{TargetBackend, TargetCluster};
 pub use worker::{WorkerControl, WorkerError, WorkerPlan, WorkerState, WorkerTarget, Workers};
@@ -96,11 +96,17 @@ pub async fn run_on<B: Backend>(
         };
         let books = Books::default();
         let work = async {
+            let floor = measure_floor(backend, &cluster, &plan.run_id, system, progress).await;
             let mut out = Vec::new();
             for cell in cells {
                 progress.cell_started(done + out.len() + 1, total, &cell.id().to_string());
-                let summary =
-                    run_cell(backend, &cluster, &plan, cell, &folder, exporters, &books).await?;
+                let at = Where {
+                    plan: &plan,
+                    folder: &folder,
+                    books: &books,
+                    floor: floor.as_ref(),
+                };
+                let summary = run_cell(backend, &cluster, cell, at, exporters).await?;
                 progress.cell_finished(&summary);
                 refresh(&folder, &plan, exporters)?;
                 out.push(summary);
@@ -192,15 +198,65 @@ async fn heal_left<C: Faultable>(
     }
 }
 
+/// How long a floor probe may take in all.
+const FLOOR_DEADLINE: Duration = Duration::from_secs(60);
+
+/// The handoff floor of `cluster`, measured before its cells under the run's own prefix;
+/// `None` (said on the progress line) where the backend measures none or the probe failed: the
+/// cells run all the same, without `handoff_over_floor`.
+async fn measure_floor<B: Backend>(
+    backend: &B,
+    cluster: &B::Cluster,
+    run_id: &str,
+    system: crate::system::System,
+    progress: &dyn progress::Progress,
+) -> Option<crate::results::floor::HandoffFloor> {
+    let prefix = format!("{}/{run_id}/floor", backend.key_root(cluster));
+    let measured = tokio::time::timeout(FLOOR_DEADLINE, backend.floor(cluster, &prefix))
+        .await
+        .unwrap_or_else(|_| Some(Err(format!("took over {} s", FLOOR_DEADLINE.as_secs()))))?;
+    match measured {
+        Ok(f) => {
+            progress.line(&format!(
+                "{system} handoff floor: p50 {:.2} ms, p99 {:.2} ms ({} samples, {} failed)",
+                f.p50_us as f64 / 1000.0,
+                f.p99_us as f64 / 1000.0,
+                f.samples,
+                f.failed
+            ));
+            Some(f)
+        }
+        Err(why) => {
+            progress.line(&format!(
+                "{system} handoff floor not measured: {why}; its cells have no handoff_over_floor"
+            ));
+            None
+        }
+    }
+}
+
+/// What a cell runs within beyond its cluster: the plan, the run's folder, the faults' books
+/// and the cluster's handoff floor.
+struct Where<'a> {
+    plan: &'a Plan,
+    folder: &'a RunFolder,
+    books: &'a Books,
+    floor: Option<&'a crate::results::floor::HandoffFloor>,
+}
+
 async fn run_cell<B: Backend>(
     backend: &B,
     cluster: &B::Cluster,
-    plan: &Plan,
     cell: &Cell,
-    folder: &RunFolder,
+    at: Where<'_>,
     exporters: &Exporters,
-    books: &Books,
 ) -> anyhow::Result<CellSummary> {
+    let Where {
+        plan,
+        folder,
+        books,
+        floor,
+    } = at;
     let dir = folder.cell_dir(cell)?;
     let prefix = format!(
         "{}/{}/{}",
@@ -256,7 +312,7 @@ async fn run_cell<B: Backend>(
         settle_ms: Some(settle.as_secs_f64() * 1000.0),
         lock: cell.workload.lock,
     };
-    folder.write_cell_info(cell, &info)?;
+    folder.write_cell_info(cell, &info, floor)?;
     // The same evaluation `lockbench check` makes later from the folder alone.
     let result = crate::check::evaluate(&dir)?;
     exporters.cell_finished(&dir, &result)?;

@@ -13,6 +13,7 @@ use serde::Serialize;
 use crate::cluster::ClusterInfo;
 use crate::environment::Environment;
 use crate::plan::{Cell, Plan};
+use crate::results::floor::HandoffFloor;
 use crate::results::{CellInfo, CellSummary};
 
 /// A run's output folder.
@@ -104,13 +105,21 @@ impl RunFolder {
 
     /// Writes `cell.json` (what the history does not say) into the cell's folder, so the
     /// cell can be evaluated again from the folder alone.
-    pub(crate) fn write_cell_info(&self, cell: &Cell, info: &CellInfo) -> anyhow::Result<()> {
+    pub(crate) fn write_cell_info(
+        &self,
+        cell: &Cell,
+        info: &CellInfo,
+        floor: Option<&HandoffFloor>,
+    ) -> anyhow::Result<()> {
         #[derive(Serialize)]
         struct CellFile<'a> {
             /// The results schema it belongs to, which `check::evaluate` checks.
             schema_version: u32,
             #[serde(flatten)]
             info: &'a CellInfo,
+            /// The handoff floor of the cell's cluster, measured before its cells.
+            #[serde(skip_serializing_if = "Option::is_none")]
+            handoff_floor: Option<&'a HandoffFloor>,
             /// The cell's workload, in the workload file's syntax.
             workload_spec: toml::Table,
             /// The cell's chaos schedule, in the chaos file's syntax; absent without chaos.
@@ -121,6 +130,7 @@ impl RunFolder {
         let file = CellFile {
             schema_version: crate::results::SCHEMA_VERSION,
             info,
+            handoff_floor: floor,
             workload_spec: cell.workload.to_table(),
             chaos_spec: (cell.chaos != crate::nemesis::schedule::Schedule::none())
                 .then(|| cell.chaos.to_table()),

@@ -22,6 +22,8 @@ macro_rules! service_modules {
 }
 crate::system::registry::each_system!(service_modules);
 
+mod floor;
+
 pub use self::redis::provider::MASTER_NAME as REDIS_MASTER_NAME;
 
 use std::time::Instant;
@@ -48,6 +50,26 @@ pub trait LockService: Provider {
     fn target_ops(&self) -> Option<TargetOps> {
         None
     }
+
+    /// The handoff floor's probe ([`crate::results::floor`]); `None` for a system without one.
+    fn floor(&self) -> Option<FloorProbe> {
+        None
+    }
+}
+
+/// A system's handoff floor probe ([`LockService::floor`]).
+#[derive(Clone, Copy)]
+pub struct FloorProbe {
+    /// What one sample measures, step by step.
+    pub chain: &'static str,
+    /// Runs the probe on the cluster `info` describes: `samples` handoffs by the protocol's
+    /// fewest steps, made under the prefix given (left empty at the end), every request with
+    /// a deadline.
+    pub run: for<'a> fn(
+        &'a ConnectInfo,
+        &'a str,
+        usize,
+    ) -> BoxFuture<'a, Result<crate::results::floor::FloorSamples, String>>,
 }
 
 /// Up to `limit` keys (or nodes) under `prefix` on the cluster `info` describes, logged in

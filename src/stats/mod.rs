@@ -361,6 +361,8 @@ impl Fold {
             client_jitter_us: None,
             peer_latency_us: None,
             peer_jitter_us: None,
+            handoff_floor: None,
+            handoff_over_floor: None,
         };
         Analysis {
             summary,

@@ -2,6 +2,7 @@
 //! revision-ordered recipe or the server's own Lock API in `recipe/etcd/`. Leases run on
 //! monotonic time, so a clock fault has nothing to move.
 
+mod floor;
 mod keys;
 mod provider;
 
@@ -88,5 +89,8 @@ impl LockService for Etcd {
     }
     fn target_ops(&self) -> Option<TargetOps> {
         Some(keys::OPS)
+    }
+    fn floor(&self) -> Option<super::FloorProbe> {
+        Some(floor::PROBE)
     }
 }

@@ -2,6 +2,7 @@
 //! `provider.rs`), locked through the single-instance recipe in `recipe/redis/`. Keys
 //! expire by wall clock, so a clock fault shortens their TTLs.
 
+pub(super) mod floor;
 pub(super) mod keys;
 pub(super) mod provider;
 
@@ -95,5 +96,8 @@ impl LockService for Redis {
     }
     fn target_ops(&self) -> Option<TargetOps> {
         Some(keys::OPS)
+    }
+    fn floor(&self) -> Option<super::FloorProbe> {
+        Some(floor::PROBE)
     }
 }

@@ -68,4 +68,7 @@ impl LockService for Redlock {
     fn target_ops(&self) -> Option<TargetOps> {
         Some(super::redis::keys::REDLOCK_OPS)
     }
+    fn floor(&self) -> Option<super::FloorProbe> {
+        Some(super::redis::floor::PROBE)
+    }
 }

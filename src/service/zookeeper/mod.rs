@@ -2,6 +2,7 @@
 //! through the sequential-ephemeral recipe in `recipe/zookeeper/`. Sessions run on monotonic
 //! time, so a clock fault has nothing to move.
 
+mod floor;
 mod keys;
 mod provider;
 
@@ -66,5 +67,8 @@ impl LockService for Zookeeper {
     }
     fn target_ops(&self) -> Option<TargetOps> {
         Some(keys::OPS)
+    }
+    fn floor(&self) -> Option<super::FloorProbe> {
+        Some(floor::PROBE)
     }
 }

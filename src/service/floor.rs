@@ -1,0 +1,105 @@
+//! What every system's floor probe shares ([`super::LockService::floor`]): the sample loop,
+//! each sample under a deadline, failures counted and the probe given up when nothing works.
+
+use std::future::Future;
+use std::time::Duration;
+
+use crate::results::floor::FloorSamples;
+
+/// How long one sample may take (its set-up, the handoff and its clean-up).
+pub(super) const SAMPLE_DEADLINE: Duration = Duration::from_secs(5);
+/// How long one request of a probe's set-up (a connection, a subscription) may take.
+pub(super) const REQUEST_DEADLINE: Duration = Duration::from_secs(5);
+/// The probe gives up after this many failures in a row before any success.
+const GIVE_UP_AFTER: u64 = 5;
+
+/// Samples run first and left out of the floor: a server just started (a JVM above all) is
+/// slower for its first requests than it is by the time the cells run.
+pub(super) const WARMUP: usize = 50;
+
+/// `one(i)` for `i` in `0..WARMUP + samples`, each within [`SAMPLE_DEADLINE`]: past the first
+/// [`WARMUP`], the durations of those that completed and the count of those that did not.
+/// `Err` (the last failure) when the first [`GIVE_UP_AFTER`] all failed: the cluster does not
+/// answer, and 200 more would not help.
+pub(super) async fn sample_each<F, Fut>(samples: usize, mut one: F) -> Result<FloorSamples, String>
+where
+    F: FnMut(usize) -> Fut,
+    Fut: Future<Output = Result<Duration, String>>,
+{
+    let mut out = FloorSamples {
+        warmup: WARMUP as u64,
+        ..FloorSamples::default()
+    };
+    let mut warm_ok = false;
+    for i in 0..WARMUP + samples {
+        let done = tokio::time::timeout(SAMPLE_DEADLINE, one(i)).await;
+        if i < WARMUP {
+            match done {
+                Ok(Ok(_)) => warm_ok = true,
+                Ok(Err(why)) if !warm_ok && i + 1 >= GIVE_UP_AFTER as usize => return Err(why),
+                Err(_) if !warm_ok && i + 1 >= GIVE_UP_AFTER as usize => {
+                    return Err(format!("a sample took over {SAMPLE_DEADLINE:?}"));
+                }
+                _ => {}
+            }
+            continue;
+        }
+        let why = match done {
+            Ok(Ok(t)) => {
+                out.times.push(t);
+                continue;
+            }
+            Ok(Err(why)) => why,
+            Err(_) => format!("a sample took over {SAMPLE_DEADLINE:?}"),
+        };
+        out.failed += 1;
+        if !warm_ok && out.times.is_empty() && out.failed >= GIVE_UP_AFTER {
+            return Err(why);
+        }
+    }
+    Ok(out)
+}
+
+/// `f` within [`REQUEST_DEADLINE`], its error (or the deadline) as text naming `what`.
+pub(super) async fn within<T, E: std::fmt::Display>(
+    what: &str,
+    f: impl Future<Output = Result<T, E>>,
+) -> Result<T, String> {
+    match tokio::time::timeout(REQUEST_DEADLINE, f).await {
+        Ok(Ok(v)) => Ok(v),
+        Ok(Err(e)) => Err(format!("{what}: {e}")),
+        Err(_) => Err(format!("{what}: no answer within {REQUEST_DEADLINE:?}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn failures_are_counted_and_a_probe_that_never_works_gives_up_early() {
+        let got = sample_each(6, |i| async move {
+            if i < WARMUP {
+                Ok(Duration::from_secs(9))
+            } else if i % 2 == 0 {
+                Ok(Duration::from_millis(i as u64))
+            } else {
+                Err("odd".to_string())
+            }
+        })
+        .await
+        .unwrap();
+        // The warm-up's slow samples are left out, and said so.
+        assert_eq!(got.times.len(), 3);
+        assert!(got.times.iter().all(|t| *t < Duration::from_secs(9)));
+        assert_eq!((got.failed, got.warmup), (3, WARMUP as u64));
+        let mut tried = 0;
+        let never = sample_each(200, |_| {
+            tried += 1;
+            async { Err::<Duration, _>("refused".to_string()) }
+        })
+        .await;
+        assert_eq!(never, Err("refused".to_string()));
+        assert_eq!(tried, 5, "gave up after five failures in a row");
+    }
+}
