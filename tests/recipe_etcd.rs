@@ -176,6 +176,57 @@ fn leader_change_native() {
     leader_change(Strategy::Native);
 }
 
+/// A predecessor waiter whose own queue key vanished while it waited (its lease expired on the
+/// server, etcd issue 11456) is told it lost when its predecessor goes, not granted: after the
+/// wake-up it reads the queue and its own key in one transaction.
+#[test]
+fn a_waiter_whose_key_vanished_is_lost_when_its_turn_comes() {
+    ETCD.run("vanished-waiter", |f| async move {
+        use lockbench::recipe::{LockError, Recipe};
+        let key = "vanished-waiter";
+        let ttl = Duration::from_secs(5);
+        let (a, b) = (
+            client(&f.endpoints, ttl).await,
+            client(&f.endpoints, ttl).await,
+        );
+        let strategy = Strategy::Predecessor;
+        let deadline = || std::time::Instant::now() + Duration::from_secs(8);
+        let held = a
+            .acquire(key, strategy, deadline())
+            .await
+            .expect("a acquires");
+        let only_a = keys(&f.state, key).await;
+        let waiter = tokio::spawn(async move {
+            let got = b.acquire(key, strategy, deadline()).await;
+            (got, b)
+        });
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let queued: Vec<_> = keys(&f.state, key)
+            .await
+            .into_iter()
+            .filter(|k| !only_a.contains(k))
+            .collect();
+        assert_eq!(queued.len(), 1, "b's place in the queue: {queued:?}");
+        let mut raw = f.state.clone();
+        raw.delete(queued[0].0.as_str(), None)
+            .await
+            .expect("delete b's key");
+        let released_at = std::time::Instant::now();
+        a.release(held).await.expect("a releases");
+        let (got, b) = waiter.await.expect("waiter task");
+        assert!(
+            matches!(got, Err(LockError::Lost { .. })),
+            "b must learn it lost its place, not be granted: {got:?}"
+        );
+        assert!(
+            released_at.elapsed() < Duration::from_secs(3),
+            "b was told only at its deadline"
+        );
+        a.crash().await;
+        b.crash().await;
+    });
+}
+
 /// Freezes the whole cluster; the next test's readiness wait covers its recovery.
 #[test]
 fn lost_when_silent() {

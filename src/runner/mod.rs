@@ -212,17 +212,19 @@ async fn measure_floor<B: Backend>(
     progress: &dyn progress::Progress,
 ) -> Option<crate::results::floor::HandoffFloor> {
     let prefix = format!("{}/{run_id}/floor", backend.key_root(cluster));
+    let started = Instant::now();
     let measured = tokio::time::timeout(FLOOR_DEADLINE, backend.floor(cluster, &prefix))
         .await
         .unwrap_or_else(|_| Some(Err(format!("took over {} s", FLOOR_DEADLINE.as_secs()))))?;
     match measured {
         Ok(f) => {
             progress.line(&format!(
-                "{system} handoff floor: p50 {:.2} ms, p99 {:.2} ms ({} samples, {} failed)",
+                "{system} handoff floor: p50 {:.2} ms, p99 {:.2} ms ({} samples, {} failed, {:.1} s)",
                 f.p50_us as f64 / 1000.0,
                 f.p99_us as f64 / 1000.0,
                 f.samples,
-                f.failed
+                f.failed,
+                started.elapsed().as_secs_f64()
             ));
             Some(f)
         }

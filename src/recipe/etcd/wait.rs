@@ -2,7 +2,8 @@
 //! `client/v3/concurrency/mutex.go`.
 
 use etcd_client::{
-    Client, GetOptions, SortOrder, SortTarget, WatchFilterType, WatchOptions, WatchStream,
+    Client, GetOptions, GetResponse, SortOrder, SortTarget, Txn, TxnOp, TxnOpResponse,
+    WatchFilterType, WatchOptions, WatchStream,
 };
 
 use std::time::Duration;
@@ -25,10 +26,13 @@ pub(super) async fn watch_deletes(
 }
 
 /// Waits until no key under `dir` was created before `my_rev` (mutex.go's waitDeletes),
-/// then checks that our own key is still there: a lease that expired while we waited
-/// would otherwise let us believe we hold the lock (etcd issue 11456). That last read is a
-/// round trip the herd does not pay (mutex.go pays it too). A waiter that hears nothing for
-/// `fallback_poll` reads the queue again, as a herd waiter does.
+/// checking, after any wait, that our own key is still there: a lease that expired while we
+/// waited would otherwise let us believe we hold the lock (etcd issue 11456). mutex.go reads
+/// the queue and then our key, two linearizable reads after every wake-up (each a round of
+/// the leader's heartbeats, forwarded when the client's member follows); here they are one
+/// transaction of two reads at one revision, so a handoff pays one (the floor's chain) and the
+/// check is, if anything, stronger. A waiter that hears nothing for `fallback_poll` reads the
+/// queue again, as a herd waiter does.
 pub(super) async fn wait_deletes(
     client: &Client,
     dir: &str,
@@ -47,12 +51,16 @@ pub(super) async fn wait_deletes(
             .with_sort(SortTarget::Create, SortOrder::Descend)
             .with_limit(1);
         tally.requests(1);
-        let resp = match budget.run("get", c.get(dir, Some(opts))).await? {
-            Ok(r) => r,
-            Err(e) => return Err(etcd_err("queue get", e)),
+        let resp = if waited {
+            ahead_and_ours(&mut c, dir, opts, mine, my_rev, budget).await?
+        } else {
+            match budget.run("get", c.get(dir, Some(opts))).await? {
+                Ok(r) => r,
+                Err(e) => return Err(etcd_err("queue get", e)),
+            }
         };
         let Some(pred) = resp.kvs().first() else {
-            break;
+            return Ok(());
         };
         let pred_key = pred.key().to_vec();
         let pred_rev = pred.create_revision();
@@ -75,10 +83,40 @@ pub(super) async fn wait_deletes(
         waited = true;
         sleep_on(&mut watch, fallback_poll, budget, tally).await?;
     }
-    if waited {
-        confirm_ours(&mut c, mine, my_rev, budget, tally).await?;
+}
+
+/// One transaction of two reads at one revision: the queue ahead of us under `dir`
+/// (`ahead`'s options), and our key `mine`, which must still be the incarnation created at
+/// `my_rev`; the queue's answer, or [`LockError::Lost`] when our key is gone.
+async fn ahead_and_ours(
+    c: &mut Client,
+    dir: &str,
+    ahead: GetOptions,
+    mine: &str,
+    my_rev: i64,
+    budget: &Budget,
+) -> Result<GetResponse, LockError> {
+    let txn = Txn::new().and_then([TxnOp::get(dir, Some(ahead)), TxnOp::get(mine, None)]);
+    let resp = match budget.run("txn", c.txn(txn)).await? {
+        Ok(r) => r,
+        Err(e) => return Err(etcd_err("queue and own key txn", e)),
+    };
+    let mut gets = resp.op_responses().into_iter().map(|r| match r {
+        TxnOpResponse::Get(g) => Some(g),
+        _ => None,
+    });
+    let (Some(Some(queue)), Some(Some(own))) = (gets.next(), gets.next()) else {
+        return Err(LockError::Server(
+            "etcd answered the queue and own key reads with something else".into(),
+        ));
+    };
+    if own.kvs().first().map(|kv| kv.create_revision()) != Some(my_rev) {
+        return Err(LockError::Lost {
+            key: mine.to_string(),
+            why: "our queue key vanished while waiting (lease expired?)".into(),
+        });
     }
-    Ok(())
+    Ok(queue)
 }
 
 /// How a queued acquisition of a kind that shares the lock waits: what it claims, and whether

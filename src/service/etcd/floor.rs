@@ -33,9 +33,13 @@ async fn probe(info: &ConnectInfo, prefix: &str, samples: usize) -> Result<Floor
     }
     let n = clients.len();
     let dir = prefix.trim_end_matches('/').to_string();
-    let result = sample_each(samples, |i| {
+    // Each client's own key as B, put once and kept for every sample.
+    for (k, c) in clients.iter_mut().enumerate() {
+        within("B's put", c.put(format!("{dir}/b{k}"), "", None)).await?;
+    }
+    let result = sample_each(super::super::floor::WARMUP, samples, |i| {
         let (a, b) = (clients[i % n].clone(), clients[(i / n) % n].clone());
-        one(a, b, dir.clone())
+        one(a, b, dir.clone(), format!("{dir}/b{}", (i / n) % n))
     })
     .await;
     let mut c = clients[0].clone();
@@ -50,11 +54,10 @@ async fn probe(info: &ConnectInfo, prefix: &str, samples: usize) -> Result<Floor
     result
 }
 
-/// One handoff: A holds `dir/a`, B has its key `dir/b` and watches `dir/a`; A deletes it.
-async fn one(mut a: Client, mut b: Client, dir: String) -> Result<Duration, String> {
-    let (held, mine) = (format!("{dir}/a"), format!("{dir}/b"));
+/// One handoff: A holds `dir/a`, B (its key `mine` put already) watches it; A deletes it.
+async fn one(mut a: Client, mut b: Client, dir: String, mine: String) -> Result<Duration, String> {
+    let held = format!("{dir}/a");
     within("A's put", a.put(held.as_str(), "", None)).await?;
-    within("B's put", b.put(mine.as_str(), "", None)).await?;
     let opts = WatchOptions::new().with_filters([WatchFilterType::NoPut]);
     let mut watch = within("B's watch", b.watch(held.as_str(), Some(opts))).await?;
     match within("B's watch", watch.message()).await? {
@@ -87,6 +90,5 @@ async fn one(mut a: Client, mut b: Client, dir: String) -> Result<Duration, Stri
     if confirmed.kvs().is_empty() {
         return Err("B's key was gone".into());
     }
-    within("B's delete", b.delete(mine.as_str(), None)).await?;
     Ok(took)
 }

@@ -73,7 +73,10 @@ async fn probe(info: &ConnectInfo, prefix: &str, samples: usize) -> Result<Floor
         masters.push(Master { a, b });
     }
     let majority = masters.len() / 2 + 1;
-    let result = sample_each(samples, |i| one(&masters, &rx, &key, &channel, majority, i)).await;
+    let result = sample_each(super::super::floor::WARMUP, samples, |i| {
+        one(&masters, &rx, &key, &channel, majority, i)
+    })
+    .await;
     for l in &listeners {
         l.abort();
     }

@@ -1,4 +1,5 @@
-//! ZooKeeper's handoff floor: A deletes its ephemeral node; B, which already watches it
+//! ZooKeeper's handoff floor: A deletes its ephemeral node; B, queued behind it (each session
+//! holds one sequential node for the whole probe) and already watching it
 //! (getData with a watch, as the predecessor recipe does), hears the event and lists the queue
 //! (getChildren), which is when a predecessor waiter knows it holds the lock. One session per
 //! server; sample `i` puts A on server `i mod n` and B on server `i / n mod n`, so the floor
@@ -11,6 +12,10 @@ use zookeeper_client as zk;
 use super::super::floor::{sample_each, within};
 use crate::cluster::ConnectInfo;
 use crate::results::floor::FloorSamples;
+
+/// Warm-up samples: the JVM's hot paths compile after hundreds of requests
+/// ([`super::super::floor::WARMUP`] says what was measured).
+const ZK_WARMUP: usize = 300;
 
 /// What one sample measures.
 const CHAIN: &str =
@@ -33,13 +38,24 @@ async fn probe(info: &ConnectInfo, prefix: &str, samples: usize) -> Result<Floor
     }
     let dir = format!("{}/queue", prefix.trim_end_matches('/'));
     make_parents(&sessions[0], &dir).await?;
+    // Each session's place in the queue as B, behind A's node, kept for every sample.
+    let queued = zk::CreateMode::EphemeralSequential.with_acls(zk::Acls::anyone_all());
+    let base = format!("{dir}/b-");
+    let mut places = Vec::new();
+    for s in &sessions {
+        let (_, seq) = within("B's create", s.create(&base, b"", &queued)).await?;
+        places.push(format!("{base}{seq}"));
+    }
     let n = sessions.len();
-    let result = sample_each(samples, |i| {
+    let result = sample_each(ZK_WARMUP, samples, |i| {
         let (a, b) = (&sessions[i % n], &sessions[(i / n) % n]);
         one(a, b, &dir)
     })
     .await;
-    // The nodes were ephemeral and are gone; the parents are removed (deepest first).
+    for (s, place) in sessions.iter().zip(&places) {
+        let _ = within("B's delete", s.delete(place, None)).await;
+    }
+    // The parents are removed, deepest first.
     let mut path = dir.as_str();
     while path.len() > 1 {
         let _ = within("delete", sessions[0].delete(path, None)).await;
@@ -74,16 +90,33 @@ async fn make_parents(c: &zk::Client, dir: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// One handoff: A holds `dir/a`, B queues behind it and watches it; A deletes it.
+/// One handoff: A holds `dir/a`, B (queued behind it already) watches it; A deletes it.
 async fn one(a: &zk::Client, b: &zk::Client, dir: &str) -> Result<Duration, String> {
     let ephemeral = zk::CreateMode::Ephemeral.with_acls(zk::Acls::anyone_all());
-    let queued = zk::CreateMode::EphemeralSequential.with_acls(zk::Acls::anyone_all());
     let held = format!("{dir}/a");
     within("A's create", a.create(&held, b"", &ephemeral)).await?;
-    let base = format!("{dir}/b-");
-    let (_, seq) = within("B's create", b.create(&base, b"", &queued)).await?;
-    let mine = format!("{base}{seq}");
-    let (_, _, watch) = within("B's getData", b.get_and_watch_data(&held)).await?;
+    // B's server may not have applied A's create yet (ZooKeeper orders one session's view,
+    // not two sessions' on two servers): B looks again until it sees the node, as a waiter
+    // that read the queue from its own server does. Not timed.
+    let mut tries = 0;
+    let watch = loop {
+        match within("B's getData", async {
+            match b.get_and_watch_data(&held).await {
+                Ok((_, _, w)) => Ok(Some(w)),
+                Err(zk::Error::NoNode) => Ok(None),
+                Err(e) => Err(e),
+            }
+        })
+        .await?
+        {
+            Some(w) => break w,
+            None if tries < 50 => {
+                tries += 1;
+                tokio::time::sleep(Duration::from_millis(2)).await;
+            }
+            None => return Err("B never saw A's node".into()),
+        }
+    };
     let start = Instant::now();
     let (deleted, listed) = tokio::join!(a.delete(&held, None), async {
         watch.changed().await;
@@ -92,7 +125,6 @@ async fn one(a: &zk::Client, b: &zk::Client, dir: &str) -> Result<Duration, Stri
     let took = start.elapsed();
     deleted.map_err(|e| format!("A's delete: {e}"))?;
     let children = listed.map_err(|e| format!("B's getChildren: {e}"))?;
-    within("B's delete", b.delete(&mine, None)).await?;
     if children.iter().any(|c| c == "a") {
         return Err("B listed the queue before A's node was gone".into());
     }
