@@ -329,10 +329,6 @@ impl Cluster {
     pub fn network(&self) -> &str {
         &self.network
     }
-    /// The one-way delay between every two nodes it was started with (`peer_latency`).
-    pub fn peer_latency(&self) -> Option<crate::latency::Delay> {
-        self.peer_latency
-    }
     /// How long start-up took, readiness included.
     pub fn start_duration(&self) -> Duration {
         self.started_in

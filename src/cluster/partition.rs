@@ -11,18 +11,32 @@ use futures::future::join_all;
 use super::{CLIENTS, Grudge};
 use super::{Cluster, ClusterError, NodeState};
 
+/// The shell line that sets `$IPT` to the iptables flavour that works in this kernel, as a
+/// literal for `concat!`.
+macro_rules! pick_iptables {
+    () => {
+        "IPT=iptables; $IPT -w -L -n >/dev/null 2>&1 || IPT=iptables-legacy\n"
+    };
+}
+
+/// [`pick_iptables`]'s line, for the peer-latency redirect's start-up.
+pub(crate) const PICK_IPTABLES: &str = pick_iptables!();
+
 /// Picks the iptables flavour that works in this kernel, then makes sure our chain is hooked.
-const PREAMBLE: &str = r#"set -e
-IPT=iptables; $IPT -w -L -n >/dev/null 2>&1 || IPT=iptables-legacy
-$IPT -w -N LOCKBENCH 2>/dev/null || true
+const PREAMBLE: &str = concat!(
+    "set -e\n",
+    pick_iptables!(),
+    r#"$IPT -w -N LOCKBENCH 2>/dev/null || true
 $IPT -w -C INPUT -j LOCKBENCH 2>/dev/null || $IPT -w -I INPUT -j LOCKBENCH
 $IPT -w -C OUTPUT -j LOCKBENCH 2>/dev/null || $IPT -w -I OUTPUT -j LOCKBENCH
-"#;
+"#
+);
 
 /// Removes every partition rule in one node.
-pub(crate) const HEAL_SCRIPT: &str = r#"IPT=iptables; $IPT -w -L -n >/dev/null 2>&1 || IPT=iptables-legacy
-$IPT -w -F LOCKBENCH 2>/dev/null || true
-"#;
+pub(crate) const HEAL_SCRIPT: &str = concat!(
+    pick_iptables!(),
+    "$IPT -w -F LOCKBENCH 2>/dev/null || true\n"
+);
 
 impl Cluster {
     /// Cuts the network between the given groups of node names (e.g. `[["zk1","zk2"],["zk3","zk4"]]`).

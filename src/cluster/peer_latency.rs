@@ -16,6 +16,7 @@ use testcontainers::bollard::Docker;
 use testcontainers::core::{AccessMode, Mount};
 
 use super::ClusterError;
+use super::partition::PICK_IPTABLES;
 use crate::docker::with_deadline;
 use crate::latency::Delay;
 use crate::latency::transparent::MARK;
@@ -92,8 +93,7 @@ if [ ! -f {READY} ]; then
   echo "lockbench-peer-relay: the relay ({RELAY_EXE}, the host's lockbench) did not start within 10 s; it must run on this image's Debian" >&2
   exit 1
 fi
-IPT=iptables; $IPT -w -t nat -L -n >/dev/null 2>&1 || IPT=iptables-legacy
-$IPT -w -t nat -N LB_PEERS 2>/dev/null || $IPT -w -t nat -F LB_PEERS
+{PICK_IPTABLES}$IPT -w -t nat -N LB_PEERS 2>/dev/null || $IPT -w -t nat -F LB_PEERS
 $IPT -w -t nat -A LB_PEERS -m addrtype --dst-type LOCAL -j RETURN
 $IPT -w -t nat -A LB_PEERS -m mark --mark {MARK:#x} -j RETURN
 $IPT -w -t nat -A LB_PEERS -p tcp -d {subnet} -j REDIRECT --to-ports {RELAY_PORT}

@@ -11,7 +11,7 @@ pub(super) const SAMPLE_DEADLINE: Duration = Duration::from_secs(5);
 /// How long one request of a probe's set-up (a connection, a subscription) may take.
 pub(super) const REQUEST_DEADLINE: Duration = Duration::from_secs(5);
 /// The probe gives up after this many failures in a row before any success.
-const GIVE_UP_AFTER: u64 = 5;
+const GIVE_UP_AFTER: usize = 5;
 
 /// Samples run first and left out of the floor: a server just started is slower for its first
 /// requests than it is by the time the cells run. A JVM (ZooKeeper) compiles its hot paths
@@ -36,31 +36,28 @@ where
         warmup: warmup as u64,
         ..FloorSamples::default()
     };
-    let mut warm_ok = false;
+    let mut any_ok = false;
     for i in 0..warmup + samples {
-        let done = tokio::time::timeout(SAMPLE_DEADLINE, one(i)).await;
-        if i < warmup {
-            match done {
-                Ok(Ok(_)) => warm_ok = true,
-                Ok(Err(why)) if !warm_ok && i + 1 >= GIVE_UP_AFTER as usize => return Err(why),
-                Err(_) if !warm_ok && i + 1 >= GIVE_UP_AFTER as usize => {
-                    return Err(format!("a sample took over {SAMPLE_DEADLINE:?}"));
-                }
-                _ => {}
-            }
-            continue;
-        }
-        let why = match done {
-            Ok(Ok(t)) => {
-                out.times.push(t);
-                continue;
-            }
-            Ok(Err(why)) => why,
-            Err(_) => format!("a sample took over {SAMPLE_DEADLINE:?}"),
+        let done = match tokio::time::timeout(SAMPLE_DEADLINE, one(i)).await {
+            Ok(done) => done,
+            Err(_) => Err(format!("a sample took over {SAMPLE_DEADLINE:?}")),
         };
-        out.failed += 1;
-        if !warm_ok && out.times.is_empty() && out.failed >= GIVE_UP_AFTER {
-            return Err(why);
+        let measured = i >= warmup;
+        match done {
+            Ok(t) => {
+                any_ok = true;
+                if measured {
+                    out.times.push(t);
+                }
+            }
+            Err(why) => {
+                if measured {
+                    out.failed += 1;
+                }
+                if !any_ok && i + 1 >= GIVE_UP_AFTER {
+                    return Err(why);
+                }
+            }
         }
     }
     Ok(out)
