@@ -142,6 +142,17 @@ pub struct Plan {
     pub cells: Vec<Cell>,
     /// Combinations left out, with the reason (e.g. `native` on a system other than etcd).
     pub skipped: Vec<String>,
+    /// Handoffs the floor probe measures on each cluster before its cells (`--floor-samples`);
+    /// 0: no floor is measured, and no cell gets `handoff_over_floor`.
+    pub floor_samples: usize,
+}
+
+/// Handoffs a floor probe measures on each cluster before its cells unless `--floor-samples`
+/// says otherwise: a few seconds.
+pub const DEFAULT_FLOOR_SAMPLES: usize = 200;
+
+fn default_floor_samples() -> usize {
+    DEFAULT_FLOOR_SAMPLES
 }
 
 /// A plan that cannot run, or a `plan.toml` that cannot be read back, with the fix.
@@ -205,6 +216,9 @@ struct PlanFile {
     seed: Option<u64>,
     #[serde(default)]
     skipped: Vec<String>,
+    /// Absent in plans written before the floor probe had a setting.
+    #[serde(default = "default_floor_samples")]
+    floor_samples: usize,
     cells: Vec<CellRow>,
 }
 
@@ -486,7 +500,14 @@ impl Plan {
             seed: ov.seed,
             cells,
             skipped,
+            floor_samples: DEFAULT_FLOOR_SAMPLES,
         })
+    }
+
+    /// The plan with each cluster's floor probe taking `n` samples (0: none).
+    pub fn with_floor_samples(mut self, n: usize) -> Plan {
+        self.floor_samples = n;
+        self
     }
 
     /// The plan with every cell run `n` times (`--repeat`), in rounds: the first repetition
@@ -556,6 +577,7 @@ impl Plan {
             run_id: self.run_id.clone(),
             seed: self.seed,
             skipped: self.skipped.clone(),
+            floor_samples: self.floor_samples,
             cells: self
                 .cells
                 .iter()
@@ -616,6 +638,7 @@ impl Plan {
             seed: file.seed,
             cells,
             skipped: file.skipped,
+            floor_samples: file.floor_samples,
         })
     }
 }
@@ -662,6 +685,26 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.starts_with("x/plan.toml: not a lockbench plan"), "{e}");
+    }
+
+    #[test]
+    fn floor_samples_are_kept_in_plan_toml_and_default_when_absent() {
+        let plan =
+            Plan::expand("r1", &[System::Redis], &[hot_lock()], &Overrides::default()).unwrap();
+        assert_eq!(plan.floor_samples, DEFAULT_FLOOR_SAMPLES);
+        let none = plan.clone().with_floor_samples(0);
+        let back = Plan::from_toml(&none.to_toml(), "plan.toml").unwrap();
+        assert_eq!(back.floor_samples, 0);
+        // A plan.toml written before the setting existed reads back with the default.
+        let old: String = plan
+            .to_toml()
+            .lines()
+            .filter(|l| !l.starts_with("floor_samples"))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        assert!(!old.contains("floor_samples"));
+        let back = Plan::from_toml(&old, "plan.toml").unwrap();
+        assert_eq!(back.floor_samples, DEFAULT_FLOOR_SAMPLES);
     }
 
     #[test]

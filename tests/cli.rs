@@ -304,3 +304,12 @@ fn a_target_is_refused_before_anything_runs_where_it_cannot_be_kept() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn floor_samples_are_bounded() {
+    let (code, text) = lockbench(&["run", "--floor-samples", "10001"]);
+    assert_eq!(code, 2, "{text}");
+    assert!(text.contains("0..=10000"), "{text}");
+    let (code, text) = lockbench(&["run", "--floor-samples", "-1"]);
+    assert_eq!(code, 2, "{text}");
+}

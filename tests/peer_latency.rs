@@ -3,7 +3,9 @@
 //! leader waits for a follower's acknowledgement) gains at least one added round trip, and
 //! every handoff with it. The relays must not open a way around a partition: an isolated
 //! leader is replaced, and cannot commit, exactly as without them. A restarted member gets its
-//! relay again before its server starts.
+//! relay again before its server starts. It compares handoffs across cells, so it runs with no
+//! other test binary beside it:
+// scripts/test: alone
 
 mod common;
 

@@ -5,7 +5,9 @@
 //! and nothing of the stopped client is stamped inside the pause (one clock, stamped at the
 //! source). The protected register, kept by the runner, sees every critical section of both
 //! modes (read with the grant's token, write of that plus one, no update lost) and refuses the
-//! resumed holder as stale. Ctrl-C during a process-mode run leaves no worker behind.
+//! resumed holder as stale. Ctrl-C during a process-mode run leaves no worker behind. It
+//! compares the two modes' acquisition counts, so it runs with no other test binary beside it:
+// scripts/test: alone
 
 mod common;
 
@@ -585,6 +587,8 @@ async fn ctrl_c_mid_fault_leaves_no_worker_and_no_container_behind() {
             "4",
             "--duration",
             "90s",
+            "--floor-samples",
+            "0",
             "--clients-as",
             "processes",
             "--chaos",

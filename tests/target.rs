@@ -665,7 +665,9 @@ fn etcd_faults_by_docker_commands_give_the_built_in_verdicts() {
     }
     // The same schedules on lockbench's own etcd cluster.
     let mut own = Command::new(env!("CARGO_BIN_EXE_lockbench"));
+    let no_floor = ["--floor-samples", "0"];
     own.args(["run", "--systems", "etcd", "--clients", "4"])
+        .args(no_floor)
         .args(args)
         .arg("--out")
         .arg(dir.join("own"));

@@ -219,6 +219,14 @@ pub struct RunArgs {
     /// spread, which `lockbench baseline save` and `lockbench gate` read.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=100))]
     pub repeat: u32,
+    /// Handoffs the floor probe measures on each cluster before its cells, 0 to 10000 (0: no
+    /// floor, and no handoff ÷ floor column); each is a full release-to-grant chain.
+    #[arg(
+        long,
+        default_value_t = crate::plan::DEFAULT_FLOOR_SAMPLES as u32,
+        value_parser = clap::value_parser!(u32).range(0..=10_000)
+    )]
+    pub floor_samples: u32,
 }
 
 /// Arguments of `lockbench capacity`.

@@ -49,8 +49,9 @@ pub async fn run(args: RunArgs) -> anyhow::Result<Exit> {
         let backend = targets_backend(&args.targets, &ov)?;
         // Before the run's folder is made: a refused prefix or a missing password leaves none.
         backend.check().await?;
-        let plan =
-            Plan::expand(&run_id, &backend.systems(), &workloads, &ov)?.repeated(args.repeat);
+        let plan = Plan::expand(&run_id, &backend.systems(), &workloads, &ov)?
+            .repeated(args.repeat)
+            .with_floor_samples(args.floor_samples as usize);
         for s in &plan.skipped {
             eprintln!("lockbench: skipped {s}");
         }
@@ -66,7 +67,9 @@ pub async fn run(args: RunArgs) -> anyhow::Result<Exit> {
     } else {
         args.systems.clone()
     };
-    let plan = Plan::expand(&run_id, &systems, &workloads, &ov)?.repeated(args.repeat);
+    let plan = Plan::expand(&run_id, &systems, &workloads, &ov)?
+        .repeated(args.repeat)
+        .with_floor_samples(args.floor_samples as usize);
     for s in &plan.skipped {
         eprintln!("lockbench: skipped {s}");
     }

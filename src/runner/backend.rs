@@ -18,8 +18,8 @@ use crate::system::System;
 
 use super::worker::WorkerTarget;
 
-/// Handoffs a floor probe measures on each cluster before its cells: a few seconds.
-pub const FLOOR_SAMPLES: usize = 200;
+/// Handoffs a floor probe measures on each cluster before its cells by default.
+pub const FLOOR_SAMPLES: usize = crate::plan::DEFAULT_FLOOR_SAMPLES;
 
 /// The cluster a group of cells runs on ([`crate::plan::ClusterGroup`] without its cells).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -141,15 +141,16 @@ pub trait Backend: Sync {
         None
     }
 
-    /// The handoff floor of `cluster` ([`crate::results::floor`]), measured before its cells
-    /// with keys under `prefix` (removed again): `None` where this backend measures none (the
-    /// default), `Some(Err)` saying why a probe failed.
+    /// The handoff floor of `cluster` ([`crate::results::floor`]) from `samples` handoffs,
+    /// measured before its cells with keys under `prefix` (removed again): `None` where this
+    /// backend measures none (the default), `Some(Err)` saying why a probe failed.
     fn floor(
         &self,
         cluster: &Self::Cluster,
         prefix: &str,
+        samples: usize,
     ) -> impl Future<Output = Option<Result<HandoffFloor, String>>> + Send {
-        let _ = (cluster, prefix);
+        let _ = (cluster, prefix, samples);
         async { None }
     }
 
@@ -241,11 +242,16 @@ impl Backend for DockerBackend {
         crate::docker::engine_version().await
     }
 
-    async fn floor(&self, cluster: &Cluster, prefix: &str) -> Option<Result<HandoffFloor, String>> {
+    async fn floor(
+        &self,
+        cluster: &Cluster,
+        prefix: &str,
+        samples: usize,
+    ) -> Option<Result<HandoffFloor, String>> {
         let info = cluster.connect_info();
         let probe = crate::service::of(cluster.system()).floor()?;
         Some(
-            (probe.run)(&info, prefix, FLOOR_SAMPLES)
+            (probe.run)(&info, prefix, samples)
                 .await
                 .and_then(|samples| {
                     HandoffFloor::of(&samples, probe.chain)

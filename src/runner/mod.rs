@@ -96,7 +96,7 @@ pub async fn run_on<B: Backend>(
         };
         let books = Books::default();
         let work = async {
-            let floor = measure_floor(backend, &cluster, &plan.run_id, system, progress).await;
+            let floor = measure_floor(backend, &cluster, &plan, system, progress).await;
             let mut out = Vec::new();
             for cell in cells {
                 progress.cell_started(done + out.len() + 1, total, &cell.id().to_string());
@@ -202,18 +202,23 @@ async fn heal_left<C: Faultable>(
 const FLOOR_DEADLINE: Duration = Duration::from_secs(60);
 
 /// The handoff floor of `cluster`, measured before its cells under the run's own prefix;
-/// `None` (said on the progress line) where the backend measures none or the probe failed: the
-/// cells run all the same, without `handoff_over_floor`.
+/// `None` where the plan asks for no sample (`--floor-samples 0`), the backend measures none
+/// or the probe failed (said on the progress line): the cells run all the same, without
+/// `handoff_over_floor`.
 async fn measure_floor<B: Backend>(
     backend: &B,
     cluster: &B::Cluster,
-    run_id: &str,
+    plan: &Plan,
     system: crate::system::System,
     progress: &dyn progress::Progress,
 ) -> Option<crate::results::floor::HandoffFloor> {
-    let prefix = format!("{}/{run_id}/floor", backend.key_root(cluster));
+    if plan.floor_samples == 0 {
+        return None;
+    }
+    let prefix = format!("{}/{}/floor", backend.key_root(cluster), plan.run_id);
     let started = Instant::now();
-    let measured = tokio::time::timeout(FLOOR_DEADLINE, backend.floor(cluster, &prefix))
+    let probe = backend.floor(cluster, &prefix, plan.floor_samples);
+    let measured = tokio::time::timeout(FLOOR_DEADLINE, probe)
         .await
         .unwrap_or_else(|_| Some(Err(format!("took over {} s", FLOOR_DEADLINE.as_secs()))))?;
     match measured {

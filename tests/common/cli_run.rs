@@ -21,10 +21,13 @@ pub fn write(dir: &Path, file: &str, text: &str) -> PathBuf {
     path
 }
 
-/// `lockbench run ARGS --out OUT --workload W...`, waited for.
+/// `lockbench run ARGS --out OUT --workload W...`, waited for. No handoff floor is measured
+/// (`--floor-samples 0`, seconds per cluster): tests/floor.rs and tests/run_end_to_end.rs test
+/// the floor, and these runs never read it.
 pub fn run(out: &Path, args: &[&str], workloads: &[PathBuf]) -> Output {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_lockbench"));
-    cmd.arg("run").args(args).arg("--out").arg(out);
+    cmd.arg("run").args(["--floor-samples", "0"]).args(args);
+    cmd.arg("--out").arg(out);
     for w in workloads {
         cmd.arg("--workload").arg(w);
     }
@@ -81,4 +84,39 @@ pub fn assert_evidence_walks_to_events(run: &Path, cell: &str, s: &Value) {
             assert!(l >= 1 && l <= lines, "{cell}: line {l} of {lines}");
         }
     }
+}
+
+/// The fault windows of a history: (fault, targets, invoke t_us, end t_us).
+pub fn windows(events: &[Value]) -> Vec<(String, String, u64, u64)> {
+    let mut open: Vec<(String, String, u64)> = Vec::new();
+    let mut done = Vec::new();
+    for e in events.iter().filter(|e| e["op"] == "fault") {
+        let fault = e["fault"].as_str().unwrap_or("?").to_string();
+        let targets = e["targets"].to_string();
+        let t = e["t_us"].as_u64().unwrap();
+        if e["kind"] == "invoke" {
+            open.push((fault, targets, t));
+        } else if let Some(i) = open
+            .iter()
+            .position(|(f, tg, _)| *f == fault && *tg == targets)
+        {
+            let (f, tg, start) = open.remove(i);
+            done.push((f, tg, start, t));
+        }
+    }
+    done.sort_by_key(|w| w.2);
+    done
+}
+
+/// The overlaps a safety verdict counts, of every kind.
+pub fn overlaps(s: &Value) -> u64 {
+    [
+        "granted_twice",
+        "told_and_went_on",
+        "expired_untold",
+        "unknown",
+    ]
+    .iter()
+    .map(|c| n(s, &["overlaps", c]))
+    .sum()
 }
