@@ -9,7 +9,7 @@ use std::path::Path;
 
 use base64::Engine as _;
 use lockbench::report::plot_index::PLOTS_DIR;
-use lockbench::report::plot_index::PlotIndex;
+use lockbench::report::plot_index::{PlotIndex, shows_svg};
 use lockbench::runner::RunOutcome;
 use report_support::{attribute_values, lockbench, mock_run, scratch, well_formed};
 
@@ -155,23 +155,33 @@ fn assert_environment(run: &Path, html: &str) {
     assert!(read(&run.join("report.md")).contains(&format!("- cores: {cores}\n")));
 }
 
-/// Every plot of plots/index.json is inline: 3 run-level ones and 3 per cell; returns the
-/// index.
+/// Every plot of plots/index.json is inline, as its SVG or its PNG as `shows_svg` says: 3
+/// run-level ones and 3 per cell; returns the index.
 fn assert_plots_inline(run: &Path, html: &str, ids: &[String]) -> PlotIndex {
     let index = PlotIndex::read(run).expect("plots/index.json");
     assert_eq!(index.plots.len(), 3 + 3 * ids.len(), "{index:?}");
     assert_eq!(html.matches("<figure ").count(), index.plots.len());
     for p in &index.plots {
         let svg = std::fs::read(run.join(PLOTS_DIR).join(&p.svg)).unwrap();
+        let png = std::fs::read(run.join(PLOTS_DIR).join(&p.png)).unwrap();
+        let (mime, shown) = if shows_svg(svg.len(), Some(png.len())) {
+            ("image/svg+xml", svg)
+        } else {
+            ("image/png", png)
+        };
         let uri = format!(
-            "data:image/svg+xml;base64,{}",
-            base64::engine::general_purpose::STANDARD.encode(svg)
+            "data:{mime};base64,{}",
+            base64::engine::general_purpose::STANDARD.encode(shown)
         );
         let at = html
             .find(&format!("<figure id=\"{}\"", p.anchor()))
             .unwrap_or_else(|| panic!("no figure {}", p.anchor()));
         let figure = &html[at..at + html[at..].find("</figure>").unwrap()];
         assert!(figure.contains(&format!("src=\"{uri}\"")), "{}", p.anchor());
+    }
+    // The mock's cells are busy: their latency over time is a PNG, fairness an SVG.
+    for mime in ["image/png", "image/svg+xml"] {
+        assert!(html.contains(&format!("data:{mime};base64,")), "no {mime}");
     }
     for id in ids {
         assert!(

@@ -9,7 +9,7 @@ use std::fmt::Write as _;
 use base64::Engine as _;
 
 use super::model::{RunView, StoredPlan, StoredPlots};
-use super::plot_index::{PLOTS_DIR, PlotEntry, PlotIndex};
+use super::plot_index::{PLOTS_DIR, PlotEntry, PlotIndex, shows_svg};
 use super::sections::{Section, sections};
 use super::table::{self, Standing, Table};
 use super::writer::OutFile;
@@ -347,7 +347,10 @@ fn faults_section(cells: &[CellSummary]) -> String {
     s
 }
 
-/// A plot's image as a `data:` URI (the SVG, else the PNG), or why neither can be shown.
+/// A plot's image as a `data:` URI, or why neither can be shown: the SVG when it is small
+/// enough or no larger than the PNG, else the PNG ([`shows_svg`]: an SVG of thousands of
+/// points would make the page slow to open), and whichever of the two is there when the other
+/// is missing or empty.
 fn plot_source(images: &StoredPlots, p: &PlotEntry) -> Result<String, String> {
     // Names come from a file: only plain file names inside plots/ are looked up.
     let plain = |name: &str| {
@@ -358,23 +361,27 @@ fn plot_source(images: &StoredPlots, p: &PlotEntry) -> Result<String, String> {
             && !name.starts_with("..")
     };
     let mut why = Vec::new();
-    for (name, mime) in [(&p.svg, "image/svg+xml"), (&p.png, "image/png")] {
+    let mut stored: [Option<&Vec<u8>>; 2] = [None, None];
+    for (slot, name) in stored.iter_mut().zip([&p.svg, &p.png]) {
         if !plain(name) {
             why.push(format!("{name:?} is not a file name inside {PLOTS_DIR}/"));
             continue;
         }
         match images.images.get(name.as_str()) {
-            Some(bytes) if !bytes.is_empty() => {
-                return Ok(format!(
-                    "data:{mime};base64,{}",
-                    base64::engine::general_purpose::STANDARD.encode(bytes)
-                ));
-            }
+            Some(bytes) if !bytes.is_empty() => *slot = Some(bytes),
             Some(_) => why.push(format!("{PLOTS_DIR}/{name} is empty")),
             None => why.push(format!("{PLOTS_DIR}/{name} is missing")),
         }
     }
-    Err(why.join("; "))
+    let (mime, bytes) = match stored {
+        [Some(svg), png] if shows_svg(svg.len(), png.map(Vec::len)) => ("image/svg+xml", svg),
+        [_, Some(png)] => ("image/png", png),
+        _ => return Err(why.join("; ")),
+    };
+    Ok(format!(
+        "data:{mime};base64,{}",
+        base64::engine::general_purpose::STANDARD.encode(bytes)
+    ))
 }
 
 fn figure(images: &StoredPlots, p: &PlotEntry) -> String {
@@ -700,5 +707,41 @@ mod tests {
         assert!(bad.contains("is not a file name inside plots/"), "{bad}");
         assert!(bad.contains("plots/none.png is missing"), "{bad}");
         assert!(!bad.contains("<img"), "{bad}");
+    }
+
+    #[test]
+    fn a_plot_whose_svg_is_over_the_bound_is_shown_as_its_png() {
+        use crate::report::plot_index::SVG_INLINE_MAX_BYTES;
+        let entry = PlotEntry {
+            kind: "latency-over-time".into(),
+            title: "T".into(),
+            caption: "c".into(),
+            svg: "p.svg".into(),
+            png: "p.png".into(),
+            cell: Some("c1".into()),
+        };
+        let shown = |svg_bytes: usize, png_bytes: usize| -> String {
+            let mut plots = StoredPlots::default();
+            let svg = format!("<svg>{}</svg>", " ".repeat(svg_bytes - 11));
+            plots.images.insert("p.svg".into(), svg.into_bytes());
+            plots.images.insert("p.png".into(), vec![0x89; png_bytes]);
+            let src = plot_source(&plots, &entry).unwrap();
+            src[..src.find(';').unwrap()].to_string()
+        };
+        // At the bound the SVG, however small its PNG; past it the smaller of the two.
+        assert_eq!(shown(SVG_INLINE_MAX_BYTES, 1_000), "data:image/svg+xml");
+        assert_eq!(shown(SVG_INLINE_MAX_BYTES + 1, 1_000), "data:image/png");
+        assert_eq!(shown(300_000, 40_000), "data:image/png");
+        assert_eq!(shown(300_000, 400_000), "data:image/svg+xml");
+        // A big SVG with no PNG beside it is still shown.
+        let mut plots = StoredPlots::default();
+        plots
+            .images
+            .insert("p.svg".into(), vec![b' '; SVG_INLINE_MAX_BYTES * 2]);
+        assert!(
+            plot_source(&plots, &entry)
+                .unwrap()
+                .starts_with("data:image/svg+xml;base64,")
+        );
     }
 }

@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use super::RunReport;
-use super::plot_index::{INDEX_FILE, PLOTS_DIR, PlotIndex};
+use super::plot_index::{INDEX_FILE, PLOTS_DIR, PlotIndex, SVG_INLINE_MAX_BYTES};
 use super::writer::OutFile;
 use crate::capacity::Capacity;
 use crate::check::CellResult;
@@ -74,8 +74,9 @@ pub struct StoredPlots {
     pub index: PlotIndex,
     /// Why `plots/index.json` could not be read, if it could not.
     pub problem: Option<String>,
-    /// Every image file of `plots/` by file name; an SVG's PNG twin is held only when the SVG
-    /// is missing or empty (the reports inline the SVG, the PNG as a fallback).
+    /// Every image file of `plots/` by file name; an SVG's PNG twin is held only when the
+    /// report may show it: the SVG is missing, empty or larger than
+    /// [`SVG_INLINE_MAX_BYTES`] (see [`super::plot_index::shows_svg`]).
     pub images: BTreeMap<String, Vec<u8>>,
     /// Every file name in `plots/`, images read or not (what the plots exporter needs to know
     /// to leave a cell's existing plots alone).
@@ -182,8 +183,8 @@ fn load_plan(dir: &Path) -> StoredPlan {
     }
 }
 
-/// The files of `dir/plots/`: the index and every SVG; a PNG only where its SVG is missing or
-/// empty, as that is the only time a report shows it.
+/// The files of `dir/plots/`: the index and every SVG; a PNG only where its SVG is missing,
+/// empty or over [`SVG_INLINE_MAX_BYTES`], as only then may a report show it.
 fn load_plots(dir: &Path) -> StoredPlots {
     let plots = dir.join(PLOTS_DIR);
     let names = std::fs::read_dir(&plots)
@@ -198,8 +199,10 @@ fn load_plots(dir: &Path) -> StoredPlots {
         names,
         ..StoredPlots::default()
     };
+    // The SVG small enough to be shown whatever its PNG weighs.
     let svg_shown = |stem: &str| {
-        std::fs::metadata(plots.join(format!("{stem}.svg"))).is_ok_and(|m| m.len() > 0)
+        std::fs::metadata(plots.join(format!("{stem}.svg")))
+            .is_ok_and(|m| m.len() > 0 && m.len() <= SVG_INLINE_MAX_BYTES as u64)
     };
     for name in out.names.clone() {
         if name.strip_suffix(".png").is_some_and(svg_shown) {

@@ -1,6 +1,7 @@
 //! `plots/index.json`: the list of plots the plots exporter drew into a run's `plots/` folder,
 //! the seam between the exporter that draws them and the reports that show them (report.html
-//! inlines every listed SVG with its title and caption).
+//! inlines every listed plot with its title and caption, as its SVG or its PNG: see
+//! [`shows_svg`]).
 
 use std::path::{Path, PathBuf};
 
@@ -13,6 +14,19 @@ use super::writer::OutFile;
 pub const PLOTS_DIR: &str = "plots";
 /// The index's file name inside [`PLOTS_DIR`].
 pub const INDEX_FILE: &str = "index.json";
+
+/// The largest SVG report.html inlines whatever its PNG weighs, bytes. A figure of a few
+/// hundred elements (fairness, the herd's curves) stays under it; one with thousands of points
+/// or bars (a busy cell's latency over time or safety timeline) weighs hundreds of KB as SVG
+/// and costs the browser a DOM node per element, where its PNG is a few tens of KB.
+pub const SVG_INLINE_MAX_BYTES: usize = 32 * 1024;
+
+/// Whether report.html shows a plot as its SVG of `svg_bytes` rather than its PNG of
+/// `png_bytes` (`None`: no PNG to show): the SVG when it is at most
+/// [`SVG_INLINE_MAX_BYTES`] or no larger than the PNG, else the PNG.
+pub fn shows_svg(svg_bytes: usize, png_bytes: Option<usize>) -> bool {
+    svg_bytes <= SVG_INLINE_MAX_BYTES || png_bytes.is_none_or(|png| svg_bytes <= png)
+}
 
 /// Every plot of a run, in the order the reports show them.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]

@@ -68,17 +68,8 @@ pub fn render(figure: &impl Figure, dir: &Path, stem: &str) -> Result<[OutFile; 
         area.present()
             .map_err(|e| fail(&png_path, format!("drawing the PNG: {e}")))?;
     }
-    // The encoder plotters uses when it saves a PNG itself, with its defaults, so the bytes
-    // are the same as when the backend wrote the file.
-    let mut png = Vec::new();
-    image::ImageEncoder::write_image(
-        image::codecs::png::PngEncoder::new(&mut png),
-        &pixels,
-        size.0,
-        size.1,
-        image::ColorType::Rgb8,
-    )
-    .map_err(|e| fail(&png_path, format!("encoding the PNG: {e}")))?;
+    let png = super::indexed_png::encode(&pixels, size)
+        .map_err(|e| fail(&png_path, format!("encoding the PNG: {e}")))?;
 
     let mut text = String::new();
     {

@@ -1,8 +1,8 @@
 //! Latency over time, one cell: every acquisition a point (colour and shape by outcome) at its
 //! intended start, p50 and p99 per second as lines, on a log axis; throughput per second below;
-//! fault windows shaded in both, one colour per kind (as Jepsen's perf plots do).
-
-use std::collections::HashSet;
+//! fault windows shaded in both, one colour per kind (as Jepsen's perf plots do). Points of one
+//! outcome that would land on the same few pixels are drawn once (see `LatencyOverTime::points`),
+//! so the figure stays small however many acquisitions the cell made.
 
 use plotters::coord::Shift;
 use plotters::prelude::*;
@@ -10,6 +10,7 @@ use plotters::prelude::*;
 use super::canvas::{FONT, Figure, drawing, duration_label, fault_colour, log_range, time_label};
 use super::cell_data::{CellData, FaultBand, Outcome, fault_kinds};
 use super::legend::{self, Entry, Swatch};
+use super::thinning::thin_markers;
 use crate::results::SecondStats;
 
 /// The figure.
@@ -22,8 +23,35 @@ pub struct LatencyOverTime<'a> {
     pub per_second: &'a [SecondStats],
 }
 
-const PLOT_WIDTH_PX: f64 = 860.0;
-const PLOT_HEIGHT_PX: f64 = 420.0;
+/// The side of a point's bin to start with, px: about a marker's size (ok circles have a
+/// radius of 2), so binned points still touch where the acquisitions were dense.
+const MARKER_BIN_PX: f64 = 4.0;
+
+/// The most points one outcome draws; past it its bins grow (see `LatencyOverTime::points`).
+pub const MAX_MARKERS_PER_OUTCOME: usize = 4_000;
+
+/// One drawn point: where (seconds, µs), how the acquisitions it stands for ended, how many
+/// they are, and the radius of an ok's circle, px.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Marker {
+    x: f64,
+    y: f64,
+    outcome: Outcome,
+    count: usize,
+    radius: i32,
+}
+
+impl Marker {
+    /// How opaque the point is drawn: an ok as opaque as its `count` half-transparent points
+    /// drawn over each other would be (so dense stretches stay darker, as when every
+    /// acquisition was a point), a failure or an unknown nearly opaque.
+    fn opacity(&self) -> f64 {
+        match self.outcome {
+            Outcome::Ok => 1.0 - 0.5f64.powi(self.count.min(8) as i32),
+            Outcome::Fail | Outcome::Info => 0.9,
+        }
+    }
+}
 
 /// The outcome's colour, shape and name.
 fn outcome_style(o: Outcome) -> (RGBColor, u8, &'static str) {
@@ -45,23 +73,62 @@ impl LatencyOverTime<'_> {
         (self.data.end_us as f64 / 1e6).max(last_second).max(1.0)
     }
 
-    /// The points to draw: one per pixel cell and outcome, so a cell of 100 000 acquisitions
-    /// makes an SVG of a few thousand points that looks the same.
-    fn points(&self, duration_s: f64, (lo, hi): (f64, f64)) -> Vec<(f64, f64, Outcome)> {
+    /// The points to draw on a plotting area of `plot_px` (width, height) pixels, with the
+    /// radius of their circles: per outcome, one per bin of about a marker's size
+    /// ([`MARKER_BIN_PX`]), the bins growing until the outcome has at most
+    /// [`MAX_MARKERS_PER_OUTCOME`]; so a cell of 200 000 acquisitions draws a few thousand
+    /// points that look the same. Outcomes never share a bin: a failure among thousands of oks
+    /// keeps its own marker, drawn over them.
+    fn points(
+        &self,
+        duration_s: f64,
+        (lo, hi): (f64, f64),
+        (width_px, height_px): (f64, f64),
+    ) -> Vec<Marker> {
         let (llo, lhi) = (lo.log10(), hi.log10());
-        let mut seen = HashSet::new();
-        let mut out = Vec::new();
-        for a in &self.data.acquisitions {
-            let x = a.start_us as f64 / 1e6;
-            let y = (a.latency_us as f64).max(lo);
-            let px = (x / duration_s * PLOT_WIDTH_PX) as i64;
-            let py = ((y.log10() - llo) / (lhi - llo) * PLOT_HEIGHT_PX) as i64;
-            if seen.insert((px, py, a.outcome)) {
-                out.push((x, y, a.outcome));
-            }
-        }
+        let placed: Vec<(f64, f64, Outcome)> = self
+            .data
+            .acquisitions
+            .iter()
+            .map(|a| {
+                (
+                    a.start_us as f64 / 1e6,
+                    (a.latency_us as f64).max(lo),
+                    a.outcome,
+                )
+            })
+            .collect();
+        let place = |&(x, y, o): &(f64, f64, Outcome)| {
+            let px = x / duration_s * width_px;
+            let py = (y.log10() - llo) / (lhi - llo) * height_px;
+            (px, py, o)
+        };
+        let mut out: Vec<Marker> =
+            thin_markers(&placed, place, MARKER_BIN_PX, MAX_MARKERS_PER_OUTCOME)
+                .into_iter()
+                .map(|k| {
+                    // A lone point where it is; one standing for several in its bin's centre,
+                    // so a dense stretch is drawn as an even texture.
+                    let (x, y, outcome) = k.item;
+                    let (x, y) = if k.count == 1 {
+                        (x, y)
+                    } else {
+                        let (cx, cy) = (k.centre_px.0.min(width_px), k.centre_px.1.min(height_px));
+                        let y_log = llo + cy / height_px * (lhi - llo);
+                        (cx / width_px * duration_s, 10f64.powf(y_log))
+                    };
+                    Marker {
+                        x,
+                        y,
+                        outcome,
+                        count: k.count,
+                        // Bins grown past a marker's size get markers as wide.
+                        radius: ((k.bin_px / 2.0).round() as i32).max(2),
+                    }
+                })
+                .collect();
         // Failures and unknowns on top of the many oks.
-        out.sort_by_key(|p| match p.2 {
+        out.sort_by_key(|p| match p.outcome {
             Outcome::Ok => 0,
             Outcome::Info => 1,
             Outcome::Fail => 2,
@@ -99,7 +166,8 @@ impl Figure for LatencyOverTime<'_> {
 }
 
 impl LatencyOverTime<'_> {
-    /// The top chart: every acquisition a point, p50 and p99 per second as lines.
+    /// The top chart: the acquisitions as points (thinned to the pixels), p50 and p99 per
+    /// second as lines.
     fn draw_latency<DB: DrawingBackend>(
         &self,
         area: &DrawingArea<DB, Shift>,
@@ -122,13 +190,14 @@ impl LatencyOverTime<'_> {
             .draw()
             .map_err(drawing)?;
         shade(&mut chart, &self.data.faults, kinds, (lo, hi))?;
-        for (x, y, o) in self.points(duration_s, (lo, hi)) {
+        let (xs, ys) = chart.plotting_area().get_pixel_range();
+        let plot_px = (f64::from(xs.end - xs.start), f64::from(ys.end - ys.start));
+        for m in self.points(duration_s, (lo, hi), plot_px) {
+            let (x, y, o) = (m.x, m.y, m.outcome);
             let (colour, shape, _) = outcome_style(o);
-            let style = colour
-                .mix(if o == Outcome::Ok { 0.5 } else { 0.9 })
-                .filled();
+            let style = colour.mix(m.opacity()).filled();
             match shape {
-                0 => chart.draw_series(std::iter::once(Circle::new((x, y), 2, style))),
+                0 => chart.draw_series(std::iter::once(Circle::new((x, y), m.radius, style))),
                 1 => chart.draw_series(std::iter::once(TriangleMarker::new((x, y), 4, style))),
                 _ => chart.draw_series(std::iter::once(Cross::new(
                     (x, y),

@@ -15,12 +15,14 @@ pub mod capacity;
 pub mod cell_data;
 pub mod fairness;
 pub mod herd;
+pub mod indexed_png;
 pub mod latency_cost;
 pub mod latency_distribution;
 pub mod latency_over_time;
 pub mod legend;
 pub mod safety_timeline;
 pub mod semaphore_holders;
+pub mod thinning;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -50,7 +52,7 @@ const CELL_KINDS: [CellKind; 3] = [
     CellKind {
         kind: "latency-over-time",
         title: "Acquire latency over time",
-        caption: "every acquisition a point at its intended start (blue ok, red × fail, orange ▲ unknown); black lines p50 (solid) and p99 (dashed) per second; throughput per second below; numbered bands are fault windows (dark while in effect, light while being applied and undone)",
+        caption: "every acquisition a point at its intended start (blue ok, red × fail, orange ▲ unknown; those of one outcome within a few pixels drawn as one, darker the more it stands for); black lines p50 (solid) and p99 (dashed) per second; throughput per second below; numbered bands are fault windows (dark while in effect, light while being applied and undone)",
     },
     CellKind {
         kind: "safety-timeline",
@@ -363,6 +365,79 @@ mod tests {
             jain: None,
             max_wait_us: 0,
         }));
+    }
+
+    /// A cell of `n` oks over 10 s, latencies spread log-uniformly over 100 µs – 1 s (a
+    /// deterministic xorshift), with `failures` failed acquisitions at 5 s, 20 ms.
+    fn busy_cell(n: u64, failures: usize) -> CellData {
+        use cell_data::{Acquisition, Outcome};
+        let mut state = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state >> 11) as f64 / (1u64 << 53) as f64
+        };
+        let mut acquisitions: Vec<Acquisition> = (0..n)
+            .map(|i| Acquisition {
+                start_us: i * 10_000_000 / n,
+                latency_us: 10f64.powf(2.0 + 4.0 * next()) as u64,
+                outcome: Outcome::Ok,
+                client: (i % 16) as u32,
+            })
+            .collect();
+        let fail = Acquisition {
+            start_us: 5_000_000,
+            latency_us: 20_000,
+            outcome: Outcome::Fail,
+            client: 3,
+        };
+        acquisitions.splice(n as usize / 2..n as usize / 2, vec![fail; failures]);
+        CellData {
+            acquisitions,
+            end_us: 10_000_000,
+            clients: (0..16).collect(),
+            ..CellData::default()
+        }
+    }
+
+    #[test]
+    fn a_busy_cells_latency_over_time_is_thinned_and_keeps_its_one_failure() {
+        let per_second: Vec<crate::results::SecondStats> = (0..10)
+            .map(|second| crate::results::SecondStats {
+                second,
+                acquisitions: 20_000,
+                p50_acquire_us: 10_000,
+                p99_acquire_us: 800_000,
+                failures: 0,
+            })
+            .collect();
+        let svg_of = |data: &CellData| {
+            draws(&latency_over_time::LatencyOverTime {
+                title: "busy".into(),
+                data,
+                per_second: &per_second,
+            })
+        };
+        let (calm, failing) = (busy_cell(200_000, 0), busy_cell(200_000, 1));
+        let (without, with) = (svg_of(&calm), svg_of(&failing));
+        for svg in [&without, &with] {
+            svg_ok(svg);
+            // The oks' points, and the legend's one circle.
+            let circles = svg.matches("<circle").count();
+            assert!(
+                (500..=latency_over_time::MAX_MARKERS_PER_OUTCOME + 1).contains(&circles),
+                "{circles} circles"
+            );
+            assert!(svg.len() < 600 * 1024, "{} bytes", svg.len());
+        }
+        // The one failure is drawn, in its own colour, over the oks around it.
+        let red = |svg: &str| svg.to_uppercase().matches("#D50000").count();
+        assert!(red(&with) > red(&without), "the failure is not drawn");
+        assert!(with.contains("failed (fail): 1"));
+        // And a second failure in the same place is drawn once.
+        let twice = svg_of(&busy_cell(200_000, 2));
+        assert_eq!(red(&twice), red(&with));
     }
 
     #[test]

@@ -12,7 +12,7 @@
 //! to the holds around it (a 1 ms overlap is invisible on a 30 s axis); otherwise it shows the
 //! whole cell.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 
 use plotters::coord::Shift;
 use plotters::coord::types::RangedCoordf64;
@@ -162,17 +162,51 @@ fn over_permits(
     (red, runs)
 }
 
-/// Merges the bars of each client that lie closer than `gap_us` (under a pixel apart), so a
-/// cell of 100 000 holds makes a figure of at most a few thousand rectangles.
-fn merge(mut bars: Vec<Bar>, gap_us: u64) -> Vec<Bar> {
-    bars.sort_by_key(|b| (b.client, b.start_us));
+/// The pixel columns of the plotting area across the window shown.
+#[derive(Debug, Clone, Copy)]
+struct Columns {
+    /// The window's start, µs.
+    from_us: u64,
+    /// How long one column lasts, µs.
+    us_per_px: f64,
+}
+
+impl Columns {
+    /// The columns of `chart` across `view`.
+    fn of_chart<DB: DrawingBackend>(chart: &Chart<'_, DB>, view: &View) -> Columns {
+        let width = chart.plotting_area().get_pixel_range().0.len().max(1);
+        Columns {
+            from_us: view.from_us,
+            us_per_px: (view.to_us - view.from_us) as f64 / width as f64,
+        }
+    }
+
+    /// The column of the time `t_us` (0 before the window).
+    fn at(&self, t_us: u64) -> i64 {
+        (t_us.saturating_sub(self.from_us) as f64 / self.us_per_px) as i64
+    }
+}
+
+/// Widens each bar to at least a column, so none is narrower than a pixel (a rectangle of
+/// width 0 is drawn neither in the PNG nor in the SVG), then merges each client's bars (its
+/// read and its write holds apart) that touch in the raster: a bar covers the columns from its
+/// start's to the one before its end's, and the next one merges into it when it starts no
+/// later than the column after those, so every empty column between two holds stays empty.
+/// A client's lane keeps at most half as many bars as the plot has columns, so a cell of
+/// 200 000 holds makes a figure of a few thousand rectangles at most.
+fn merge(mut bars: Vec<Bar>, columns: Columns) -> Vec<Bar> {
+    let column_us = columns.us_per_px.ceil() as u64;
+    for b in &mut bars {
+        b.end_us = b.end_us.max(b.start_us + column_us);
+    }
+    bars.sort_by_key(|b| (b.client, b.reads, b.start_us));
     let mut out: Vec<Bar> = Vec::new();
     for b in bars {
         match out.last_mut() {
             Some(last)
                 if last.client == b.client
                     && last.reads == b.reads
-                    && b.start_us <= last.end_us + gap_us =>
+                    && columns.at(b.start_us) <= columns.at(last.end_us) =>
             {
                 last.end_us = last.end_us.max(b.end_us);
             }
@@ -181,8 +215,6 @@ fn merge(mut bars: Vec<Bar>, gap_us: u64) -> Vec<Bar> {
     }
     out
 }
-
-const PLOT_WIDTH_PX: u64 = 900;
 
 /// The chart of the timeline: seconds across, one row per client.
 type Chart<'a, DB> = ChartContext<'a, DB, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
@@ -413,9 +445,9 @@ fn draw_holds<DB: DrawingBackend>(
         })
         .filter(|b| scene.in_view(b.start_us, b.end_us))
         .collect();
-    let gap = (scene.view.to_us - scene.view.from_us) / PLOT_WIDTH_PX;
+    let columns = Columns::of_chart(chart, &scene.view);
     chart
-        .draw_series(merge(bars, gap).into_iter().map(|b| {
+        .draw_series(merge(bars, columns).into_iter().map(|b| {
             let y = scene.row(b.client);
             let colour = if b.reads { READ_HOLD } else { HOLD };
             Rectangle::new(
@@ -434,18 +466,25 @@ fn draw_holds<DB: DrawingBackend>(
             .collect();
         (red, twice.len())
     };
+    // Merged and widened as the holds are: every red stretch stays at least a pixel wide.
+    let red: Vec<Bar> = red
+        .into_iter()
+        .filter(|r| scene.in_view(r.0, r.1))
+        .map(|(start_us, end_us, client)| Bar {
+            client,
+            start_us,
+            end_us,
+            reads: false,
+        })
+        .collect();
     chart
-        .draw_series(
-            red.iter()
-                .filter(|r| scene.in_view(r.0, r.1))
-                .map(|&(a, b, c)| {
-                    let y = scene.row(c);
-                    Rectangle::new(
-                        [(secs(a), y - 0.42), (secs(b), y + 0.42)],
-                        VIOLATION.filled(),
-                    )
-                }),
-        )
+        .draw_series(merge(red, columns).into_iter().map(|b| {
+            let y = scene.row(b.client);
+            Rectangle::new(
+                [(secs(b.start_us), y - 0.42), (secs(b.end_us), y + 0.42)],
+                VIOLATION.filled(),
+            )
+        }))
         .map_err(drawing)?;
     Ok(count)
 }
@@ -455,28 +494,31 @@ fn draw_lost_and_stale<DB: DrawingBackend>(
     chart: &mut Chart<'_, DB>,
     scene: &Scene,
 ) -> Result<(), String> {
-    let lost: Vec<(f64, f64)> = scene
-        .on_key
-        .iter()
-        .filter_map(|s| {
-            s.lost_us
-                .filter(|t| scene.in_view(*t, *t))
-                .map(|t| (secs(t), scene.row(s.client)))
-        })
-        .collect();
+    let columns = Columns::of_chart(chart, &scene.view);
+    let lost = one_per_column(
+        scene
+            .on_key
+            .iter()
+            .filter_map(|s| s.lost_us.map(|t| (t, s.client))),
+        scene,
+        columns,
+    );
     chart
         .draw_series(
             lost.iter()
                 .map(|&p| TriangleMarker::new(p, 7, BLACK.filled())),
         )
         .map_err(drawing)?;
-    let stale: Vec<(f64, f64)> = scene
-        .data
-        .stale_refused
-        .iter()
-        .filter(|(t, _, k)| *k == scene.view.key && scene.in_view(*t, *t))
-        .map(|(t, c, _)| (secs(*t), scene.row(*c)))
-        .collect();
+    let stale = one_per_column(
+        scene
+            .data
+            .stale_refused
+            .iter()
+            .filter(|(_, _, k)| *k == scene.view.key)
+            .map(|&(t, c, _)| (t, c)),
+        scene,
+        columns,
+    );
     chart
         .draw_series(
             stale
@@ -485,6 +527,20 @@ fn draw_lost_and_stale<DB: DrawingBackend>(
         )
         .map_err(drawing)?;
     Ok(())
+}
+
+/// Where to draw the marks `(time µs, client)` in view: one per pixel column and lane, as more
+/// would be drawn over each other.
+fn one_per_column(
+    marks: impl Iterator<Item = (u64, u32)>,
+    scene: &Scene,
+    columns: Columns,
+) -> Vec<(f64, f64)> {
+    let mut seen = HashSet::new();
+    marks
+        .filter(|&(t, c)| scene.in_view(t, t) && seen.insert((columns.at(t), c)))
+        .map(|(t, c)| (secs(t), scene.row(c)))
+        .collect()
 }
 
 /// The legend: what each mark is, with its count on the key, then the numbered fault bands.
@@ -592,36 +648,102 @@ mod tests {
     }
 
     #[test]
-    fn bars_closer_than_a_pixel_merge_per_client() {
+    fn bars_meeting_in_a_column_merge_per_client_and_mode_and_are_a_column_wide() {
+        let bar = |client, start_us, end_us, reads| Bar {
+            client,
+            start_us,
+            end_us,
+            reads,
+        };
+        // Columns of 10 µs, each bar widened to one: client 1's first three writes touch and
+        // merge; the one after an empty column, its read and client 2's stay apart.
         let bars = vec![
-            Bar {
-                client: 1,
-                start_us: 0,
-                end_us: 10,
-                reads: false,
-            },
-            Bar {
-                client: 1,
-                start_us: 12,
-                end_us: 20,
-                reads: false,
-            },
-            Bar {
-                client: 2,
-                start_us: 15,
-                end_us: 18,
-                reads: false,
-            },
-            Bar {
-                client: 1,
-                start_us: 100,
-                end_us: 110,
-                reads: false,
-            },
+            bar(1, 0, 3, false),
+            bar(1, 7, 12, false),
+            bar(1, 14, 16, false),
+            bar(2, 15, 18, false),
+            bar(1, 35, 36, false),
+            bar(1, 5, 6, true),
         ];
-        let merged = merge(bars, 5);
-        assert_eq!(merged.len(), 3);
-        assert_eq!((merged[0].start_us, merged[0].end_us), (0, 20));
+        let columns = Columns {
+            from_us: 0,
+            us_per_px: 10.0,
+        };
+        assert_eq!(
+            merge(bars, columns),
+            vec![
+                bar(1, 0, 24, false),
+                bar(1, 35, 45, false),
+                bar(1, 5, 15, true),
+                bar(2, 15, 25, false),
+            ]
+        );
+    }
+
+    /// 200 000 holds of 40 µs on one key over 10 s, handed round 16 clients; with `overlap`,
+    /// client 7 is granted 10 µs into client 3's hold at 5.00015 s and holds 25 µs (a pixel is
+    /// about 12 ms).
+    fn busy_key(overlap: bool) -> CellData {
+        let mut sections: Vec<CriticalSection> = (0..200_000u64)
+            .map(|i| section((i % 16) as u32, i * 50, i * 50 + 40))
+            .collect();
+        if overlap {
+            sections.push(section(7, 5_000_160, 5_000_185));
+        }
+        CellData {
+            sections,
+            clients: (0..16).collect(),
+            end_us: 10_000_000,
+            ..CellData::default()
+        }
+    }
+
+    /// The widths of the rectangles of `svg` filled with `colour`.
+    fn rect_widths(svg: &str, RGBColor(r, g, b): RGBColor) -> Vec<u32> {
+        let fill = format!("FILL=\"#{r:02X}{g:02X}{b:02X}\"");
+        svg.to_uppercase()
+            .split("<RECT ")
+            .skip(1)
+            .filter(|r| r.split("/>").next().is_some_and(|r| r.contains(&fill)))
+            .filter_map(|r| r.split("WIDTH=\"").nth(1)?.split('"').next()?.parse().ok())
+            .collect()
+    }
+
+    #[test]
+    fn a_busy_keys_timeline_is_bounded_and_shows_a_sub_pixel_overlap() {
+        let svg_of = |data: &CellData| {
+            super::super::draws(&SafetyTimeline {
+                title: "busy".into(),
+                data,
+                safety: None,
+                permits: 1,
+            })
+        };
+        let (calm, overlapping) = (busy_key(false), busy_key(true));
+        let (without, with) = (svg_of(&calm), svg_of(&overlapping));
+        for svg in [&without, &with] {
+            // The legend's box, then one bar a lane: each client holds in every pixel column.
+            let holds = rect_widths(svg, HOLD);
+            assert_eq!(holds.len(), 1 + 16, "{holds:?}");
+            assert!(svg.len() < 50 * 1024, "{} bytes", svg.len());
+        }
+        assert!(
+            with.contains("overlapping holds: 1"),
+            "the legend counts it"
+        );
+        // Both clients' lanes get a red stretch at least a pixel wide (the legend's box aside).
+        let red = |svg: &str| -> Vec<u32> {
+            rect_widths(svg, VIOLATION)
+                .into_iter()
+                .filter(|w| *w > 0)
+                .collect()
+        };
+        assert_eq!(
+            red(&with).len(),
+            red(&without).len() + 2,
+            "{:?}",
+            red(&with)
+        );
     }
 
     /// A hand-made history with one double grant at 1.5 s, checked by the real checkers.
