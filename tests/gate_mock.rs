@@ -3,7 +3,9 @@
 //! slowed down (a speed regression), the mock's unsafe mode (a safety failure with the
 //! evidence's history lines), and the errors that exit 2. Speed is judged on predecessor cells:
 //! the mock's herd handoff is bimodal (a barging re-acquirer or a woken waiter wins), and one A/A
-//! comparison in CI moved its median from 2.2 to 3.2 ms.
+//! comparison in CI moved its median from 2.2 to 3.2 ms. The same code must pass the gate, so
+//! its runs must not share the machine with another test binary:
+// scripts/test: alone
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
