@@ -30,7 +30,13 @@ async fn raw(eps: &[String]) -> zk::Client {
         .expect("raw ZooKeeper client")
 }
 
+/// The nodes of lock `key`, as the leader has them: the raw client's server may not yet have
+/// applied another client's create or delete (waiter_expiry_herd once read `[]` right after a's
+/// grant and `["lock"]` later), so it syncs first. A sync never fails on a missing path.
 async fn children(raw: &zk::Client, key: &str) -> Vec<String> {
+    raw.sync(PREFIX)
+        .await
+        .expect("sync the raw client's server with the leader");
     let mut c = raw
         .list_children(&format!("{PREFIX}/{key}"))
         .await
