@@ -582,11 +582,47 @@ async fn redlock_keys(up: &Up) -> Vec<String> {
 /// The iptables of the images, as the built-in partition picks it (`cluster/partition.rs`).
 const IPT: &str = "IPT=iptables; $IPT -w -L -n >/dev/null 2>&1 || IPT=iptables-legacy";
 
+/// The runs both etcd fault tests make: `chaos/kill-leader.toml` and `chaos/isolate-leader.toml`,
+/// predecessor, 26 s cells.
+fn etcd_fault_args() -> Vec<String> {
+    let chaos = |name: &str| format!("{}/chaos/{name}.toml", env!("CARGO_MANIFEST_DIR"));
+    [
+        "--chaos",
+        &chaos("kill-leader"),
+        "--chaos",
+        &chaos("isolate-leader"),
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .chain(["--strategies", "predecessor", "--duration", "26s"].map(String::from))
+    .collect()
+}
+
+/// What both etcd fault tests must find, by command on a target and built in on lockbench's
+/// own cluster: each schedule's cell safe, with its fault started (and, by `verdicts_and_faults`,
+/// the node it hit named).
+fn assert_etcd_fault_verdicts(found: &[(String, String, Vec<String>)]) {
+    let verdicts: Vec<(&str, &str)> = found
+        .iter()
+        .map(|(c, s, _)| (c.as_str(), s.as_str()))
+        .collect();
+    assert_eq!(
+        verdicts,
+        [("isolate-leader", "safe"), ("kill-leader", "safe")],
+        "{found:?}"
+    );
+    for (cell, _, kinds) in found {
+        assert!(!kinds.is_empty(), "{cell}: no fault started");
+    }
+}
+
 /// The faults of `chaos/kill-leader.toml` and `chaos/isolate-leader.toml`, played on an etcd
 /// target through Docker commands (kill and start a container, iptables inside it), judged as
-/// the same schedules on lockbench's own etcd cluster are: both cells safe on both, the killed
-/// or isolated node the leader the protocol named, every command logged, the nodes all back
-/// afterwards. A schedule needing a primitive the commands lack is refused naming it.
+/// the same schedules on lockbench's own etcd cluster are (`etcd_built_in_faults_of_the_same_
+/// schedules_are_safe`, a test of its own so that the two runs go side by side): both cells
+/// safe, the killed or isolated node the leader the protocol named, every command logged, the
+/// nodes all back afterwards. A schedule needing a primitive the commands lack is refused
+/// naming it.
 #[test]
 fn etcd_faults_by_docker_commands_give_the_built_in_verdicts() {
     let up = Up::start(&["etcd"]);
@@ -624,16 +660,8 @@ fn etcd_faults_by_docker_commands_give_the_built_in_verdicts() {
         ),
     );
     let chaos = |name: &str| format!("{}/chaos/{name}.toml", env!("CARGO_MANIFEST_DIR"));
-    let args = [
-        "--chaos",
-        &chaos("kill-leader"),
-        "--chaos",
-        &chaos("isolate-leader"),
-        "--strategies",
-        "predecessor",
-        "--duration",
-        "26s",
-    ];
+    let args = etcd_fault_args();
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let out = run_on_target(&dir.join("out"), &target, &[], &args);
     assert!(
         out.status.success(),
@@ -663,29 +691,7 @@ fn etcd_faults_by_docker_commands_give_the_built_in_verdicts() {
             "{name}"
         );
     }
-    // The same schedules on lockbench's own etcd cluster.
-    let mut own = Command::new(env!("CARGO_BIN_EXE_lockbench"));
-    let no_floor = ["--floor-samples", "0"];
-    own.args(["run", "--systems", "etcd", "--clients", "4"])
-        .args(no_floor)
-        .args(args)
-        .arg("--out")
-        .arg(dir.join("own"));
-    let own = own.output().unwrap();
-    assert!(
-        own.status.success(),
-        "{}",
-        String::from_utf8_lossy(&own.stderr)
-    );
-    let built_in = verdicts_and_faults(&latest(&dir.join("own")));
-    let verdicts = |v: &[(String, String, Vec<String>)]| -> Vec<(String, String)> {
-        v.iter().map(|(c, s, _)| (c.clone(), s.clone())).collect()
-    };
-    assert_eq!(verdicts(&by_command), verdicts(&built_in));
-    for (cell, verdict, kinds) in by_command.iter().chain(&built_in) {
-        assert_eq!(verdict, "safe", "{cell}");
-        assert!(!kinds.is_empty(), "{cell}: no fault started");
-    }
+    assert_etcd_fault_verdicts(&by_command);
     assert_pause_by_command(&dir, &target);
     // A pause needs pause commands, which a target without them does not give.
     let text = std::fs::read_to_string(&target).unwrap();
@@ -707,6 +713,33 @@ fn etcd_faults_by_docker_commands_give_the_built_in_verdicts() {
         err.contains("needs pause on target 'etcd-docker'") && err.contains("cover kill, isolate"),
         "{err}"
     );
+}
+
+/// The schedules of `etcd_faults_by_docker_commands_give_the_built_in_verdicts` on lockbench's
+/// own etcd cluster, with the built-in faults: the verdicts the faults by command must match.
+#[test]
+fn etcd_built_in_faults_of_the_same_schedules_are_safe() {
+    let dir = scratch("target-etcd-built-in");
+    let mut own = Command::new(env!("CARGO_BIN_EXE_lockbench"));
+    own.args([
+        "run",
+        "--systems",
+        "etcd",
+        "--clients",
+        "4",
+        "--floor-samples",
+        "0",
+    ])
+    .args(etcd_fault_args())
+    .arg("--out")
+    .arg(dir.join("own"));
+    let own = own.output().unwrap();
+    assert!(
+        own.status.success(),
+        "{}",
+        String::from_utf8_lossy(&own.stderr)
+    );
+    assert_etcd_fault_verdicts(&verdicts_and_faults(&latest(&dir.join("own"))));
 }
 
 /// docker pause as the README's Docker example gives it, through `target`'s commands: the
