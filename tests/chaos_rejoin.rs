@@ -9,9 +9,33 @@ mod common;
 
 use common::cli_run::{history, latest, n, run, scratch, summary, write};
 
+// One test per system, so that two of the four runs go side by side (one run of all four took
+// 69 s, the longest test of its binary and of CI's tail).
+
 #[test]
-fn a_wiped_node_rejoins_and_the_next_cell_finds_every_node_healthy() {
-    let out = scratch("chaos-rejoin");
+fn a_wiped_node_rejoins_and_the_next_cell_finds_every_node_healthy_zookeeper() {
+    wiped_node_rejoins("zookeeper");
+}
+
+#[test]
+fn a_wiped_node_rejoins_and_the_next_cell_finds_every_node_healthy_etcd() {
+    wiped_node_rejoins("etcd");
+}
+
+#[test]
+fn a_wiped_node_rejoins_and_the_next_cell_finds_every_node_healthy_redis() {
+    wiped_node_rejoins("redis");
+}
+
+#[test]
+fn a_wiped_node_rejoins_and_the_next_cell_finds_every_node_healthy_redlock() {
+    wiped_node_rejoins("redlock");
+}
+
+/// On `system`: the leader (a master) killed and restarted wiped rejoins, and the calm cell
+/// after it finds every node healthy.
+fn wiped_node_rejoins(system: &str) {
+    let out = scratch(&format!("chaos-rejoin-{system}"));
     let workload = write(
         &out,
         "rejoin.toml",
@@ -34,7 +58,7 @@ fn a_wiped_node_rejoins_and_the_next_cell_finds_every_node_healthy() {
         &out,
         &[
             "--systems",
-            "zookeeper,etcd,redis,redlock",
+            system,
             "--chaos",
             schedule.to_str().unwrap(),
             "--chaos",
@@ -45,7 +69,7 @@ fn a_wiped_node_rejoins_and_the_next_cell_finds_every_node_healthy() {
     let stderr = String::from_utf8_lossy(&res.stderr);
     assert_eq!(res.status.code(), Some(0), "{stderr}");
     let run = latest(&out);
-    for system in ["zookeeper", "etcd", "redis", "redlock"] {
+    {
         let cell = format!("{system}-herd-rejoin-wipe-c2");
         let s = summary(&run, &cell);
         let faults = s["faults"].as_array().expect("faults");

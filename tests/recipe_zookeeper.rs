@@ -65,13 +65,34 @@ async fn holds(raw: &zk::Client, key: &str, token: u64) -> bool {
 }
 
 /// Ends a's session the classic way: open it from a second connection and close it.
+///
+/// A thief reopens a's session and closes it (dropping a client that is not detached closes its
+/// session). Once, in CI, a was never told: a's client, cut off by the thief's takeover,
+/// reconnected first and took the session back, so the thief's close went nowhere and the
+/// session lived on. So the thief comes back until the session cannot be reopened: only then has
+/// it ended.
 async fn expire(eps: &[String], a: &ZookeeperRecipe) {
-    let thief = zk::Client::connector()
-        .with_session(a.session_info().await)
-        .connect(&eps.join(","))
-        .await
-        .expect("reopen a's session");
-    drop(thief);
+    let session = a.session_info().await;
+    let give_up = tokio::time::Instant::now() + Duration::from_secs(15);
+    let mut last = String::new();
+    while tokio::time::Instant::now() < give_up {
+        let thief = tokio::time::timeout(
+            Duration::from_secs(5),
+            zk::Client::connector()
+                .with_fail_eagerly()
+                .with_session(session.clone())
+                .connect(&eps.join(",")),
+        )
+        .await;
+        match thief {
+            Ok(Ok(thief)) => drop(thief),
+            Ok(Err(zk::Error::SessionExpired)) => return,
+            Ok(Err(e)) => last = e.to_string(),
+            Err(_) => last = "no answer within 5 s".to_string(),
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("a's session could still be reopened after 15 s of closing it (last: {last})");
 }
 
 /// Requests per acquisition (16 clients × 30, hold 1-5 ms), measured three times with

@@ -208,10 +208,20 @@ where
     let soon = || Instant::now() + Duration::from_secs(5);
     let (a, b, c) = (make(ttl).await, make(ttl).await, make(ttl).await);
     let mut stale = a.acquire(&key, strategy, soon()).await.expect("a acquires");
+    let ended = Instant::now();
     (expiry.expire)(&a).await;
     tokio::time::timeout(expiry.told_within, stale.lost.wait())
         .await
-        .expect("a's lease must be signalled lost when its session or lease ends");
+        .unwrap_or_else(|_| {
+            panic!(
+                "a's lease must be signalled lost within {:?} of its session or lease ending",
+                expiry.told_within
+            )
+        });
+    eprintln!(
+        "isolation {strategy}: a told its lease is lost {:?} after the end was asked for",
+        ended.elapsed()
+    );
     let fresh = b
         .acquire(&key, strategy, Instant::now() + expiry.regranted_within)
         .await
