@@ -61,53 +61,51 @@ fn holds_past_the_lease(system: &str) {
     assert_eq!(res.status.code(), Some(1), "{stderr}");
     let run = latest(&out);
     let mut table = Vec::new();
-    {
-        let f = safety(&run, &format!("{system}-herd-nr-fenced-c3"));
-        let u = safety(&run, &format!("{system}-herd-nr-unfenced-c3"));
-        let r = safety(&run, &format!("{system}-herd-renewed-c3"));
-        table.push(format!(
-            "{system}: fenced {} overlaps {} rejected {} lost {} regressions {}; unfenced {} lost {}; renewed {}",
-            f["verdict"],
-            f["overlaps"],
-            n(&f, &["stale_accesses_rejected"]),
-            n(&f, &["lost_updates"]),
-            n(&f, &["token_regressions"]),
-            u["verdict"],
-            n(&u, &["lost_updates"]),
-            r["verdict"]
-        ));
-        assert_eq!(f["verdict"], "unsafe", "{system} fenced: {f:#}");
+    let f = safety(&run, &format!("{system}-herd-nr-fenced-c3"));
+    let u = safety(&run, &format!("{system}-herd-nr-unfenced-c3"));
+    let r = safety(&run, &format!("{system}-herd-renewed-c3"));
+    table.push(format!(
+        "{system}: fenced {} overlaps {} rejected {} lost {} regressions {}; unfenced {} lost {}; renewed {}",
+        f["verdict"],
+        f["overlaps"],
+        n(&f, &["stale_accesses_rejected"]),
+        n(&f, &["lost_updates"]),
+        n(&f, &["token_regressions"]),
+        u["verdict"],
+        n(&u, &["lost_updates"]),
+        r["verdict"]
+    ));
+    assert_eq!(f["verdict"], "unsafe", "{system} fenced: {f:#}");
+    assert!(
+        n(&f, &["stale_accesses_rejected"]) > 0,
+        "{system}: the fenced register refused nothing: {f:#}"
+    );
+    // The register refuses tokens below the highest it has seen, so it loses an update only
+    // when two holders carry the same token or the newer one a smaller token. etcd's
+    // revisions and Redis's single counter never regress; Redlock's token (the largest
+    // counter of the winning quorum) may when a lease expires while held, before the
+    // release raises every master's counter (src/recipe/redis/redlock.rs says so): there a
+    // lost update must come with the token regression that let it through.
+    let (lost, regressions) = (n(&f, &["lost_updates"]), n(&f, &["token_regressions"]));
+    if system == "redlock" {
         assert!(
-            n(&f, &["stale_accesses_rejected"]) > 0,
-            "{system}: the fenced register refused nothing: {f:#}"
+            lost == 0 || regressions > 0,
+            "{system} fenced lost updates with monotonic tokens: {f:#}"
         );
-        // The register refuses tokens below the highest it has seen, so it loses an update only
-        // when two holders carry the same token or the newer one a smaller token. etcd's
-        // revisions and Redis's single counter never regress; Redlock's token (the largest
-        // counter of the winning quorum) may when a lease expires while held, before the
-        // release raises every master's counter (src/recipe/redis/redlock.rs says so): there a
-        // lost update must come with the token regression that let it through.
-        let (lost, regressions) = (n(&f, &["lost_updates"]), n(&f, &["token_regressions"]));
-        if system == "redlock" {
-            assert!(
-                lost == 0 || regressions > 0,
-                "{system} fenced lost updates with monotonic tokens: {f:#}"
-            );
-        } else {
-            assert_eq!((lost, regressions), (0, 0), "{system} fenced: {f:#}");
-        }
-        assert_evidence_walks_to_events(&run, &format!("{system}-herd-nr-fenced-c3"), &f);
-
-        assert_eq!(u["verdict"], "unsafe", "{system} unfenced: {u:#}");
-        assert!(n(&u, &["lost_updates"]) > 0, "{system} unfenced: {u:#}");
-        assert!(
-            stderr.contains(&format!("UNSAFE {system}-herd-nr-unfenced-c3")),
-            "{system}: the unexpected unsafe cell is not named: {stderr}"
-        );
-
-        assert_eq!(r["verdict"], "safe", "{system} with renewal: {r:#}");
-        assert_eq!(n(&r, &["lost_updates"]), 0);
+    } else {
+        assert_eq!((lost, regressions), (0, 0), "{system} fenced: {f:#}");
     }
+    assert_evidence_walks_to_events(&run, &format!("{system}-herd-nr-fenced-c3"), &f);
+
+    assert_eq!(u["verdict"], "unsafe", "{system} unfenced: {u:#}");
+    assert!(n(&u, &["lost_updates"]) > 0, "{system} unfenced: {u:#}");
+    assert!(
+        stderr.contains(&format!("UNSAFE {system}-herd-nr-unfenced-c3")),
+        "{system}: the unexpected unsafe cell is not named: {stderr}"
+    );
+
+    assert_eq!(r["verdict"], "safe", "{system} with renewal: {r:#}");
+    assert_eq!(n(&r, &["lost_updates"]), 0);
     eprintln!("{}", table.join("\n"));
     // Expected-unsafe cells are findings, not failures.
     assert!(

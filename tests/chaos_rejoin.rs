@@ -69,47 +69,45 @@ fn wiped_node_rejoins(system: &str) {
     let stderr = String::from_utf8_lossy(&res.stderr);
     assert_eq!(res.status.code(), Some(0), "{stderr}");
     let run = latest(&out);
-    {
-        let cell = format!("{system}-herd-rejoin-wipe-c2");
-        let s = summary(&run, &cell);
-        let faults = s["faults"].as_array().expect("faults");
-        assert_eq!(faults.len(), 1, "{cell}: {faults:#?}");
-        let w = &faults[0];
-        assert_eq!(w["kind"], "kill", "{cell}: {w:#}");
-        assert_eq!(w["started"], true, "{cell}: {w:#}");
-        // Ended `ok`: the undo ran and the node served its cluster again in time.
-        assert!(w["error"].is_null(), "{cell}: {w:#}");
-        let (start, effect, undo, end) = (
-            n(w, &["start_us"]),
-            n(w, &["effect_us"]),
-            n(w, &["undo_us"]),
-            n(w, &["end_us"]),
-        );
-        assert!(
-            start <= effect && effect <= undo && undo <= end,
-            "{cell}: {w:#}"
-        );
-        let ends: Vec<_> = history(&run, &cell)
-            .into_iter()
-            .filter(|e| e["op"] == "fault" && e["kind"] != "invoke")
-            .collect();
-        assert_eq!(ends.len(), 1, "{cell}: {ends:?}");
-        assert_eq!(ends[0]["kind"], "ok", "{cell}: {:?}", ends[0]);
-        // The end is due a full `restart_after` after the kill took effect.
-        assert!(undo >= effect + 1_000_000, "{cell}: {w:#}");
-        eprintln!(
-            "{cell}: kill applied in {:.1} ms, restart and rejoin took {:.0} ms",
-            w["applying_ms"].as_f64().unwrap(),
-            w["undoing_ms"].as_f64().unwrap()
-        );
+    let cell = format!("{system}-herd-rejoin-wipe-c2");
+    let s = summary(&run, &cell);
+    let faults = s["faults"].as_array().expect("faults");
+    assert_eq!(faults.len(), 1, "{cell}: {faults:#?}");
+    let w = &faults[0];
+    assert_eq!(w["kind"], "kill", "{cell}: {w:#}");
+    assert_eq!(w["started"], true, "{cell}: {w:#}");
+    // Ended `ok`: the undo ran and the node served its cluster again in time.
+    assert!(w["error"].is_null(), "{cell}: {w:#}");
+    let (start, effect, undo, end) = (
+        n(w, &["start_us"]),
+        n(w, &["effect_us"]),
+        n(w, &["undo_us"]),
+        n(w, &["end_us"]),
+    );
+    assert!(
+        start <= effect && effect <= undo && undo <= end,
+        "{cell}: {w:#}"
+    );
+    let ends: Vec<_> = history(&run, &cell)
+        .into_iter()
+        .filter(|e| e["op"] == "fault" && e["kind"] != "invoke")
+        .collect();
+    assert_eq!(ends.len(), 1, "{cell}: {ends:?}");
+    assert_eq!(ends[0]["kind"], "ok", "{cell}: {:?}", ends[0]);
+    // The end is due a full `restart_after` after the kill took effect.
+    assert!(undo >= effect + 1_000_000, "{cell}: {w:#}");
+    eprintln!(
+        "{cell}: kill applied in {:.1} ms, restart and rejoin took {:.0} ms",
+        w["applying_ms"].as_f64().unwrap(),
+        w["undoing_ms"].as_f64().unwrap()
+    );
 
-        // The next cell on the same cluster found every node healthy, and says how long
-        // that took; its clients were served.
-        let next = format!("{system}-herd-rejoin-c2");
-        let s = summary(&run, &next);
-        let settle = s["settle_ms"].as_f64();
-        assert!(settle.is_some(), "{next}: no settle_ms in {s:#}");
-        assert!(n(&s, &["acquisitions"]) > 0, "{next}: {s:#}");
-        eprintln!("{next}: settled in {:.0} ms", settle.unwrap());
-    }
+    // The next cell on the same cluster found every node healthy, and says how long
+    // that took; its clients were served.
+    let next = format!("{system}-herd-rejoin-c2");
+    let s = summary(&run, &next);
+    let settle = s["settle_ms"].as_f64();
+    assert!(settle.is_some(), "{next}: no settle_ms in {s:#}");
+    assert!(n(&s, &["acquisitions"]) > 0, "{next}: {s:#}");
+    eprintln!("{next}: settled in {:.0} ms", settle.unwrap());
 }

@@ -82,32 +82,30 @@ fn paused_past_the_lease(system: &str) {
     assert_eq!(res.status.code(), Some(0), "{stderr}");
     let run = latest(&out);
     let mut table = Vec::new();
-    {
-        let fc = format!("{system}-herd-gc-fenced-gc-c3");
-        let uc = format!("{system}-herd-gc-unfenced-gc-c3");
-        let f = safety(&run, &fc);
-        let u = safety(&run, &uc);
-        for (cell, s) in [(&fc, &f), (&uc, &u)] {
-            let w = windows(&history(&run, cell));
-            assert!(
-                w.len() == 1 && w[0].0 == "pause-client",
-                "{cell}: one client pause, not {w:?}"
-            );
-            assert_eq!(s["verdict"], "unsafe", "{cell}: {s:#}");
-            assert!(overlaps(s) > 0, "{cell}: {s:#}");
-            assert_evidence_walks_to_events(&run, cell, s);
-        }
-        assert!(n(&u, &["lost_updates"]) > 0, "{uc}: {u:#}");
-        assert!(n(&f, &["stale_accesses_rejected"]) > 0, "{fc}: {f:#}");
-        assert_eq!(n(&f, &["lost_updates"]), 0, "{fc}: {f:#}");
-        table.push(format!(
-            "{system}: fenced overlaps {} rejected {} lost 0; unfenced overlaps {} lost {}",
-            f["overlaps"],
-            n(&f, &["stale_accesses_rejected"]),
-            u["overlaps"],
-            n(&u, &["lost_updates"])
-        ));
+    let fc = format!("{system}-herd-gc-fenced-gc-c3");
+    let uc = format!("{system}-herd-gc-unfenced-gc-c3");
+    let f = safety(&run, &fc);
+    let u = safety(&run, &uc);
+    for (cell, s) in [(&fc, &f), (&uc, &u)] {
+        let w = windows(&history(&run, cell));
+        assert!(
+            w.len() == 1 && w[0].0 == "pause-client",
+            "{cell}: one client pause, not {w:?}"
+        );
+        assert_eq!(s["verdict"], "unsafe", "{cell}: {s:#}");
+        assert!(overlaps(s) > 0, "{cell}: {s:#}");
+        assert_evidence_walks_to_events(&run, cell, s);
     }
+    assert!(n(&u, &["lost_updates"]) > 0, "{uc}: {u:#}");
+    assert!(n(&f, &["stale_accesses_rejected"]) > 0, "{fc}: {f:#}");
+    assert_eq!(n(&f, &["lost_updates"]), 0, "{fc}: {f:#}");
+    table.push(format!(
+        "{system}: fenced overlaps {} rejected {} lost 0; unfenced overlaps {} lost {}",
+        f["overlaps"],
+        n(&f, &["stale_accesses_rejected"]),
+        u["overlaps"],
+        n(&u, &["lost_updates"])
+    ));
     eprintln!("{}", table.join("\n"));
     let _ = std::fs::remove_dir_all(&out);
 }

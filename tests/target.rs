@@ -582,15 +582,19 @@ async fn redlock_keys(up: &Up) -> Vec<String> {
 /// The iptables of the images, as the built-in partition picks it (`cluster/partition.rs`).
 const IPT: &str = "IPT=iptables; $IPT -w -L -n >/dev/null 2>&1 || IPT=iptables-legacy";
 
+/// The path of the shipped schedule `chaos/<name>.toml`.
+fn chaos_file(name: &str) -> String {
+    format!("{}/chaos/{name}.toml", env!("CARGO_MANIFEST_DIR"))
+}
+
 /// The runs both etcd fault tests make: `chaos/kill-leader.toml` and `chaos/isolate-leader.toml`,
 /// predecessor, 26 s cells.
 fn etcd_fault_args() -> Vec<String> {
-    let chaos = |name: &str| format!("{}/chaos/{name}.toml", env!("CARGO_MANIFEST_DIR"));
     [
         "--chaos",
-        &chaos("kill-leader"),
+        &chaos_file("kill-leader"),
         "--chaos",
-        &chaos("isolate-leader"),
+        &chaos_file("isolate-leader"),
     ]
     .iter()
     .map(|s| s.to_string())
@@ -659,7 +663,6 @@ fn etcd_faults_by_docker_commands_give_the_built_in_verdicts() {
             heal.replace('"', "\\\"")
         ),
     );
-    let chaos = |name: &str| format!("{}/chaos/{name}.toml", env!("CARGO_MANIFEST_DIR"));
     let args = etcd_fault_args();
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let out = run_on_target(&dir.join("out"), &target, &[], &args);
@@ -705,7 +708,7 @@ fn etcd_faults_by_docker_commands_give_the_built_in_verdicts() {
         &dir.join("out2"),
         &without,
         &[],
-        &["--chaos", &chaos("pause-node")],
+        &["--chaos", &chaos_file("pause-node")],
     );
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success(), "{err}");
@@ -746,7 +749,7 @@ fn etcd_built_in_faults_of_the_same_schedules_are_safe() {
 /// leader frozen once (10-12 s in, for 5 s), with the verdict the schedule expects of etcd
 /// (safe, as the built-in pause is), both commands logged with exit 0.
 fn assert_pause_by_command(dir: &Path, target: &Path) {
-    let chaos = format!("{}/chaos/pause-node.toml", env!("CARGO_MANIFEST_DIR"));
+    let chaos = chaos_file("pause-node");
     let pause_args = [
         "--chaos",
         &chaos,
