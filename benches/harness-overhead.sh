@@ -1,34 +1,79 @@
 #!/usr/bin/env bash
-# Harness overhead: lock cycles/s (acquire + release) on one uncontended Redis master, measured by
-# lockbench and by redis-benchmark running the equivalent command pair (SET NX PX, then EVAL of
-# the compare-and-delete script) at the same concurrency, on the same kind of cluster.
-# Needs redis-benchmark on the host (apt-get install redis-tools). Prints a table and the ratio.
+# Harness overhead (issue 22, item 2): uncontended lock cycles per second (acquire, then release)
+# on one Redis master, lockbench's against redis-benchmark's on the equivalent command pair, side
+# by side on the same master in one run, at 1, 8 and 64 clients.
+#
+# - One master, started once by `lockbench up redis --size 1`, serves both. lockbench reaches it
+#   as a target without Sentinel, so every command goes straight to it, as redis-benchmark's do.
+# - lockbench: workloads/harness-overhead.toml (no hold, no think, 100000 keys: the clients
+#   practically never meet), release build, every event recorded and checked as in any run.
+# - redis-benchmark: `SET key owner NX PX 10000`, then the compare-and-delete EVAL, each at the
+#   same client count; a lock cycle is one of each, so the cycle rate is 1 / (1/set + 1/eval).
+# - Two more loops split the gap (examples/redis_client_cycle.rs): the `redis` crate alone (no
+#   harness, one multiplexed connection per client, as lockbench's clients have) running the
+#   same pair ("pair": what the client library costs against redis-benchmark's C client), and
+#   running the herd recipe's own take and release scripts ("recipe": what the scripts' fencing
+#   token, queue exit and message cost against the pair). lockbench ÷ "recipe" is the harness.
+# - For each client count the four run one after another on the same master, so all see the
+#   same machine.
+#
+# Needs redis-benchmark on the host (apt-get install redis-tools). Prints a Markdown table.
+# HARNESS_CLIENTS="1 8 64" (the client counts), HARNESS_SECONDS=10 (each lockbench cell).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-command -v redis-benchmark >/dev/null || { echo "needs redis-benchmark: apt-get install redis-tools" >&2; exit 2; }
+command -v redis-benchmark >/dev/null || {
+  echo "benches/harness-overhead.sh needs redis-benchmark: apt-get install redis-tools" >&2
+  exit 2
+}
+clients=${HARNESS_CLIENTS:-1 8 64}
+seconds=${HARNESS_SECONDS:-10}
 bin=./target/release/lockbench
-cargo build --release --quiet
+cargo build --release --quiet --bin lockbench --example redis_client_cycle
+bare=./target/release/examples/redis_client_cycle
 out=$(mktemp -d)
-trap 'kill "${up_pid:-}" 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$out"' EXIT
+trap 'kill -INT "${up_pid:-}" 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$out"' EXIT
 
-"$bin" run --systems redis --workload workloads/harness-overhead.toml --clients 1,8 --duration 10s --out "$out" >/dev/null
-lb1=$(python3 -c "import json;print(json.load(open('$out/latest/cells/redis-herd-harness-overhead-c1/summary.json'))['throughput_per_s'])")
-lb8=$(python3 -c "import json;print(json.load(open('$out/latest/cells/redis-herd-harness-overhead-c8/summary.json'))['throughput_per_s'])")
-
-"$bin" up redis --size 1 > "$out/up.json" &
+"$bin" up redis --size 1 >"$out/up.json" 2>"$out/up.log" &
 up_pid=$!
 for _ in $(seq 1 240); do grep -q '^}' "$out/up.json" 2>/dev/null && break; sleep 0.5; done
-port=$(python3 -c "import json;print(json.load(open('$out/up.json'))['endpoints'][0].split(':')[1])")
+grep -q '^}' "$out/up.json" || { cat "$out/up.log" >&2; echo "lockbench up redis did not come up" >&2; exit 1; }
+endpoint=$(python3 -c "import json;print(json.load(open('$out/up.json'))['endpoints'][0])")
+port=${endpoint##*:}
+cat >"$out/master.toml" <<EOF
+# The one master of this script's cluster, without Sentinel.
+system = "redis"
+endpoints = ["$endpoint"]
+prefix = "/harness-overhead"
+EOF
+
 cad="if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end"
-rate() { # clients, then the command
-  local c=$1; shift
-  redis-benchmark -h 127.0.0.1 -p "$port" -c "$c" -n $((20000 * c)) -r 100000 -q "$@" | tr '\r' '\n' | sed -n 's/.*: \([0-9.]*\) requests per second.*/\1/p' | tail -n 1
+rate() { # clients, requests, then the command: redis-benchmark's requests per second
+  local c=$1 n=$2
+  shift 2
+  redis-benchmark -h 127.0.0.1 -p "$port" -c "$c" -n "$n" -r 100000 -q "$@" | tr '\r' '\n' |
+    sed -n 's/.*: \([0-9.]*\) requests per second.*/\1/p' | tail -n 1
 }
-for c in 1 8; do
-  set_rate=$(rate "$c" SET "lock:__rand_int__" owner NX PX 10000)
-  eval_rate=$(rate "$c" EVAL "$cad" 1 "lock:__rand_int__" owner)
-  cycle=$(python3 -c "print(1/(1/$set_rate + 1/$eval_rate))")
-  lb=$([ "$c" = 1 ] && echo "$lb1" || echo "$lb8")
-  python3 -c "print(f'clients {$c}: lockbench {float($lb):.0f} cycles/s; redis-benchmark SET NX PX {float($set_rate):.0f}/s, EVAL {float($eval_rate):.0f}/s => {float($cycle):.0f} cycles/s; lockbench/redis-benchmark = {float($lb)/float($cycle):.2f}')"
+
+echo "| clients | lockbench | redis crate, recipe's scripts | redis crate, pair | redis-benchmark, pair (SET NX PX /s, EVAL /s) | lockbench ÷ redis-benchmark | lockbench ÷ redis crate with the recipe's scripts (the harness) | redis crate ÷ redis-benchmark, pair (the client library) |"
+echo "|---|---|---|---|---|---|---|---|"
+for c in $clients; do
+  "$bin" run --target "$out/master.toml" --workload workloads/harness-overhead.toml \
+    --clients "$c" --duration "${seconds}s" --out "$out/run-c$c" >"$out/run-c$c.log" 2>&1 || {
+    cat "$out/run-c$c.log" >&2
+    echo "lockbench run at $c clients failed (above)" >&2
+    exit 1
+  }
+  summary=$(ls "$out/run-c$c"/latest/cells/*/summary.json)
+  lb=$(python3 -c "import json;print(json.load(open('$summary'))['throughput_per_s'])")
+  recipe=$("$bare" "$endpoint" "$c" "$seconds" recipe | sed -n 's/^cycles_per_s //p')
+  pair=$("$bare" "$endpoint" "$c" "$seconds" pair | sed -n 's/^cycles_per_s //p')
+  # About 5 s of each command at the rate this machine reaches.
+  n=$((c == 1 ? 30000 : 150000))
+  set_rate=$(rate "$c" "$n" SET "lock:__rand_int__" owner NX PX 10000)
+  eval_rate=$(rate "$c" "$n" EVAL "$cad" 1 "lock:__rand_int__" owner)
+  python3 -c "
+lb, recipe, pair = float('$lb'), float('$recipe'), float('$pair')
+s, e = float('$set_rate'), float('$eval_rate')
+cycle = 1 / (1 / s + 1 / e)
+print(f'| $c | {lb:.0f} | {recipe:.0f} | {pair:.0f} | {cycle:.0f} ({s:.0f}, {e:.0f}) | {lb / cycle:.2f} | {lb / recipe:.2f} | {pair / cycle:.2f} |')"
 done
-kill -INT "$up_pid"; wait "$up_pid" || true

@@ -59,7 +59,7 @@ pub mod keyspace;
 mod pubsub;
 pub mod redlock;
 mod scripts;
-pub use scripts::DEADLINES_SUFFIX;
+pub use scripts::{DEADLINES_SUFFIX, herd_cycle_sources};
 mod server;
 mod shared;
 mod wait;

@@ -470,12 +470,22 @@ pub(crate) static SHARED_RESOLVE_SCRIPT: LazyLock<Script> =
 pub(crate) static SHARED_RENEW_SCRIPT: LazyLock<Script> =
     LazyLock::new(|| Script::new(&format!("{HELPERS}{SHARED_HELPERS}{SHARED_RENEW}")));
 
+/// The Lua source of the herd recipe's take and release (owner-checked give-back), exactly as
+/// the recipe sends them, for benchmarks that replay its commands without the recipe
+/// (`examples/redis_client_cycle.rs`). Take: KEYS lock, fence; ARGV owner, ttl ms. Release:
+/// KEYS lock, fence, queue, expiry, tentative; ARGV owner, token (0), wake message, keep the
+/// queue entry (0).
+pub fn herd_cycle_sources() -> (&'static str, &'static str) {
+    static RELEASE_SOURCE: LazyLock<String> = LazyLock::new(|| format!("{HELPERS}{RELEASE}"));
+    (HERD_ACQUIRE, RELEASE_SOURCE.as_str())
+}
+
 pub(crate) static HERD_ACQUIRE_SCRIPT: LazyLock<Script> =
     LazyLock::new(|| Script::new(HERD_ACQUIRE));
 pub(crate) static FAIR_ACQUIRE_SCRIPT: LazyLock<Script> =
     LazyLock::new(|| Script::new(&format!("{HELPERS}{FAIR_ACQUIRE}")));
 pub(crate) static RELEASE_SCRIPT: LazyLock<Script> =
-    LazyLock::new(|| Script::new(&format!("{HELPERS}{RELEASE}")));
+    LazyLock::new(|| Script::new(herd_cycle_sources().1));
 pub(crate) static RENEW_SCRIPT: LazyLock<Script> =
     LazyLock::new(|| Script::new(&format!("{HELPERS}{RENEW}")));
 pub(crate) static RESOLVE_SCRIPT: LazyLock<Script> =
