@@ -20,6 +20,11 @@ pub struct CellSummary {
     pub acquisitions: u64,
     /// Length of the measured window (warm-up to end), seconds.
     pub duration_s: f64,
+    /// Where the measured window starts: operations starting before it (the warm-up) are left
+    /// out of every figure, µs since the cell started (the cell's `warmup_us`). 0 in summaries
+    /// written before it was recorded.
+    #[serde(default)]
+    pub warmup_us: u64,
     /// Granted acquisitions per second of the measured window.
     pub throughput_per_s: f64,
     /// Acquire invoke (open loop: intended start) → `ok`.

@@ -324,6 +324,7 @@ impl Fold {
             id: cell.id.clone(),
             acquisitions,
             duration_s,
+            warmup_us,
             throughput_per_s: per_second(acquisitions, duration_s),
             acquire_latency_us: LatencySummary::of(&self.acquire),
             handoff_latency_us: LatencySummary::of(&holds.handoff),

@@ -1,6 +1,8 @@
 //! Latency over time, one cell: every acquisition a point (colour and shape by outcome) at its
 //! intended start, p50 and p99 per second as lines, on a log axis; throughput per second below;
-//! fault windows shaded in both, one colour per kind (as Jepsen's perf plots do). Points of one
+//! fault windows shaded in both, one colour per kind (as Jepsen's perf plots do); the warm-up
+//! shaded grey, as its acquisitions are drawn but no per-second line or bar is (the summary's
+//! figures leave it out, `CellSummary::warmup_us`). Points of one
 //! outcome that would land on the same few pixels are drawn once (see `LatencyOverTime::points`),
 //! so the figure stays small however many acquisitions the cell made.
 
@@ -21,7 +23,12 @@ pub struct LatencyOverTime<'a> {
     pub data: &'a CellData,
     /// Acquisitions and latency percentiles per second (the summary's `per_second`).
     pub per_second: &'a [SecondStats],
+    /// The warm-up's end, µs (the summary's `warmup_us`; 0: none).
+    pub warmup_us: u64,
 }
+
+/// The warm-up's shade.
+const WARMUP: RGBColor = RGBColor(150, 150, 150);
 
 /// The side of a point's bin to start with, px: about a marker's size (ok circles have a
 /// radius of 2), so binned points still touch where the acquisitions were dense.
@@ -189,6 +196,7 @@ impl LatencyOverTime<'_> {
             .label_style((FONT, 12))
             .draw()
             .map_err(drawing)?;
+        self.shade_warmup(&mut chart, (lo, hi))?;
         shade(&mut chart, &self.data.faults, kinds, (lo, hi))?;
         let (xs, ys) = chart.plotting_area().get_pixel_range();
         let plot_px = (f64::from(xs.end - xs.start), f64::from(ys.end - ys.start));
@@ -260,6 +268,7 @@ impl LatencyOverTime<'_> {
             .label_style((FONT, 12))
             .draw()
             .map_err(drawing)?;
+        self.shade_warmup(&mut rate, (0.0, max_rate * 1.1))?;
         shade(&mut rate, &self.data.faults, kinds, (0.0, max_rate * 1.1))?;
         rate.draw_series(self.per_second.iter().map(|s| {
             let x0 = s.second as f64;
@@ -272,7 +281,30 @@ impl LatencyOverTime<'_> {
         Ok(())
     }
 
-    /// The legend: each outcome with its count, the lines, the bars, then the fault bands.
+    /// Shades the warm-up over the chart's full height (nothing when there is none).
+    fn shade_warmup<DB: DrawingBackend, Y>(
+        &self,
+        chart: &mut ChartContext<'_, DB, Cartesian2d<plotters::coord::types::RangedCoordf64, Y>>,
+        (lo, hi): (f64, f64),
+    ) -> Result<(), String>
+    where
+        Y: Ranged<ValueType = f64>,
+    {
+        if self.warmup_us == 0 {
+            return Ok(());
+        }
+        let end = self.warmup_us as f64 / 1e6;
+        chart
+            .draw_series(std::iter::once(Rectangle::new(
+                [(0.0, lo), (end, hi)],
+                WARMUP.mix(0.2).filled(),
+            )))
+            .map_err(drawing)?;
+        Ok(())
+    }
+
+    /// The legend: each outcome with its count, the lines, the bars, the warm-up, then the
+    /// fault bands.
     fn legend_entries(&self, kinds: &[String]) -> Vec<Entry> {
         let mut entries = Vec::new();
         for o in [Outcome::Ok, Outcome::Fail, Outcome::Info] {
@@ -304,6 +336,16 @@ impl LatencyOverTime<'_> {
             colour: RATE,
             swatch: Swatch::Box,
         });
+        if self.warmup_us > 0 {
+            entries.push(Entry {
+                label: format!(
+                    "warm-up, not measured (0–{:.1} s)",
+                    self.warmup_us as f64 / 1e6
+                ),
+                colour: WARMUP,
+                swatch: Swatch::Box,
+            });
+        }
         entries.extend(fault_entries(&self.data.faults, kinds));
         entries
     }

@@ -52,7 +52,7 @@ const CELL_KINDS: [CellKind; 3] = [
     CellKind {
         kind: "latency-over-time",
         title: "Acquire latency over time",
-        caption: "every acquisition a point at its intended start (blue ok, red × fail, orange ▲ unknown; those of one outcome within a few pixels drawn as one, darker the more it stands for); black lines p50 (solid) and p99 (dashed) per second; throughput per second below; numbered bands are fault windows (dark while in effect, light while being applied and undone)",
+        caption: "every acquisition a point at its intended start (blue ok, red × fail, orange ▲ unknown; those of one outcome within a few pixels drawn as one, darker the more it stands for); black lines p50 (solid) and p99 (dashed) per second; throughput per second below; grey: the warm-up, drawn but left out of every figure; numbered bands are fault windows (dark while in effect, light while being applied and undone)",
     },
     CellKind {
         kind: "safety-timeline",
@@ -108,6 +108,7 @@ pub fn draw_cell(
         title: id.clone(),
         data: &data,
         per_second: &summary.per_second,
+        warmup_us: summary.warmup_us,
     };
     let mut files = Vec::with_capacity(6);
     files.extend(render(&over_time, plots, &stem(&id, CELL_KINDS[0].kind))?);
@@ -351,6 +352,7 @@ mod tests {
             title: "empty".into(),
             data: &data,
             per_second: &[],
+            warmup_us: 0,
         }));
         let timeline = draws(&safety_timeline::SafetyTimeline {
             title: "empty".into(),
@@ -365,6 +367,45 @@ mod tests {
             jain: None,
             max_wait_us: 0,
         }));
+    }
+
+    #[test]
+    fn the_warm_up_is_shaded_and_named_only_when_the_cell_had_one() {
+        let data = busy_cell(2_000, 0);
+        // The summary's seconds start where the warm-up ends (`Series::finish`).
+        let per_second = seconds(2..10, 200);
+        let svg_of = |warmup_us| {
+            draws(&latency_over_time::LatencyOverTime {
+                title: "warm".into(),
+                data: &data,
+                per_second: &per_second,
+                warmup_us,
+            })
+        };
+        let grey = |svg: &str| svg.to_uppercase().matches("#969696").count();
+        let (with, without) = (svg_of(2_500_000), svg_of(0));
+        svg_ok(&with);
+        assert!(
+            with.contains("warm-up, not measured (0–2.5 s)"),
+            "no legend entry"
+        );
+        // Both charts' shades and the legend's box.
+        assert_eq!(grey(&with), 3, "the warm-up's shades");
+        assert!(!without.contains("warm-up"));
+        assert_eq!(grey(&without), 0);
+    }
+
+    /// The summary's `per_second` for `range`, `acquisitions` a second, p50 10 ms, p99 800 ms.
+    fn seconds(range: std::ops::Range<u64>, acquisitions: u64) -> Vec<crate::results::SecondStats> {
+        range
+            .map(|second| crate::results::SecondStats {
+                second,
+                acquisitions,
+                p50_acquire_us: 10_000,
+                p99_acquire_us: 800_000,
+                failures: 0,
+            })
+            .collect()
     }
 
     /// A cell of `n` oks over 10 s, latencies spread log-uniformly over 100 µs – 1 s (a
@@ -403,20 +444,13 @@ mod tests {
 
     #[test]
     fn a_busy_cells_latency_over_time_is_thinned_and_keeps_its_one_failure() {
-        let per_second: Vec<crate::results::SecondStats> = (0..10)
-            .map(|second| crate::results::SecondStats {
-                second,
-                acquisitions: 20_000,
-                p50_acquire_us: 10_000,
-                p99_acquire_us: 800_000,
-                failures: 0,
-            })
-            .collect();
+        let per_second = seconds(0..10, 20_000);
         let svg_of = |data: &CellData| {
             draws(&latency_over_time::LatencyOverTime {
                 title: "busy".into(),
                 data,
                 per_second: &per_second,
+                warmup_us: 0,
             })
         };
         let (calm, failing) = (busy_cell(200_000, 0), busy_cell(200_000, 1));
