@@ -90,7 +90,7 @@ fn tiny_run_writes_every_file_and_herd_wakes_more() {
             let floor = s.handoff_floor.as_ref().expect("the floor was measured");
             assert_eq!(
                 floor.samples,
-                lockbench::runner::FLOOR_SAMPLES as u64,
+                lockbench::plan::DEFAULT_FLOOR_SAMPLES as u64,
                 "{floor:?}"
             );
             assert_eq!(floor.failed, 0, "{floor:?}");

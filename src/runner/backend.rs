@@ -18,9 +18,6 @@ use crate::system::System;
 
 use super::worker::WorkerTarget;
 
-/// Handoffs a floor probe measures on each cluster before its cells by default.
-pub const FLOOR_SAMPLES: usize = crate::plan::DEFAULT_FLOOR_SAMPLES;
-
 /// The cluster a group of cells runs on ([`crate::plan::ClusterGroup`] without its cells).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ClusterShape {

@@ -31,7 +31,7 @@ use crate::resource::Register;
 use crate::results::{CellInfo, CellSummary};
 use crate::workload::ClientsAs;
 
-pub use backend::{Backend, ClusterShape, DockerBackend, FLOOR_SAMPLES, MockBackend};
+pub use backend::{Backend, ClusterShape, DockerBackend, MockBackend};
 pub use output::RunFolder;
 pub use target_backend::{TargetBackend, TargetCluster};
 pub use worker::{WorkerControl, WorkerError, WorkerPlan, WorkerState, WorkerTarget, Workers};
