@@ -67,12 +67,11 @@ fn client_latency_adds_its_round_trips_to_every_handoff() {
         ],
     );
     for strategy in ["herd", "predecessor"] {
-        let cell = |lat: &str| {
-            summary(
-                &dir.join("cells")
-                    .join(format!("etcd-{strategy}-hot-lock-lat{lat}-c4")),
-            )
+        let cell_dir = |lat: &str| {
+            dir.join("cells")
+                .join(format!("etcd-{strategy}-hot-lock-lat{lat}-c4"))
         };
+        let cell = |lat: &str| summary(&cell_dir(lat));
         let (direct, slowed) = (cell("0ms"), cell("2ms"));
         assert_eq!(direct.client_latency_us, None, "{strategy}");
         assert_eq!(slowed.client_latency_us, Some(2_000), "{strategy}");
@@ -80,10 +79,26 @@ fn client_latency_adds_its_round_trips_to_every_handoff() {
             assert_eq!(s.safety.as_ref().unwrap().verdict, SafetyVerdict::Safe);
             assert!(s.handoff_latency_us.count > 10, "{strategy}: {s:?}");
         }
-        // 2 ms each way: at least one added round trip (4 ms) on every handoff.
+        // 2 ms each way: every handoff pays at least one added round trip (4 ms), as the
+        // release's request must reach the server and the waiter must hear of it. That bound
+        // holds handoff by handoff, so it is read from the slowed cell alone: its shortest.
+        let shortest = lockbench::check::evaluate(&cell_dir("2ms"))
+            .unwrap()
+            .analysis
+            .handoff
+            .min();
+        assert!(
+            shortest >= 4_000,
+            "{strategy}: a handoff behind 2 ms relays took {shortest} µs, under one round trip"
+        );
+        // The medians come from two cells, and etcd's commit time moves by milliseconds from
+        // one cell to the next: at a whole round trip this had the least margin of the test
+        // (the herd's p50 grew by 6.1 to 7.6 ms in five runs), and a CI run failed this test
+        // with its message cut from the log. Half a round trip still tells apart relays that
+        // add nothing.
         let grew = slowed.handoff_latency_us.p50 as i64 - direct.handoff_latency_us.p50 as i64;
         assert!(
-            grew >= 4_000,
+            grew >= 2_000,
             "{strategy}: the handoff p50 grew by only {grew} µs ({} → {})",
             direct.handoff_latency_us.p50,
             slowed.handoff_latency_us.p50
