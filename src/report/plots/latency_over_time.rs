@@ -1,5 +1,6 @@
 //! Latency over time, one cell: every acquisition a point (colour and shape by outcome) at its
-//! intended start, p50 and p99 per second as lines, on a log axis; throughput per second below;
+//! intended start, p50 and p99 per second as lines, on a log axis; throughput per second below
+//! (a second the measured window cuts drawn over its measured part, at its rate there);
 //! fault windows shaded in both, one colour per kind (as Jepsen's perf plots do); the warm-up
 //! shaded grey, as its acquisitions are drawn but no per-second line or bar is (the summary's
 //! figures leave it out, `CellSummary::warmup_us`). Points of one
@@ -25,6 +26,10 @@ pub struct LatencyOverTime<'a> {
     pub per_second: &'a [SecondStats],
     /// The warm-up's end, µs (the summary's `warmup_us`; 0: none).
     pub warmup_us: u64,
+    /// The measured window's end, µs (the summary's `warmup_us` + `duration_s`; 0: unknown,
+    /// every second is drawn whole). A second cut by the window's start or end is drawn over
+    /// its measured part only, its rate its acquisitions ÷ that part.
+    pub measured_end_us: u64,
 }
 
 /// The warm-up's shade.
@@ -143,6 +148,48 @@ impl LatencyOverTime<'_> {
         out
     }
 
+    /// The part of second `s` inside the measured window, seconds: the whole second unless the
+    /// warm-up ends or the cell ends inside it.
+    fn measured_part(&self, s: &SecondStats) -> (f64, f64) {
+        let (second, warmup_s) = (s.second as f64, self.warmup_us as f64 / 1e6);
+        let from = second.max(warmup_s);
+        let to = if self.measured_end_us > 0 {
+            (second + 1.0).min(self.measured_end_us as f64 / 1e6)
+        } else {
+            second + 1.0
+        };
+        (from, to.max(from))
+    }
+
+    /// Second `s`'s acquisitions per second of its measured part; its count where that part is
+    /// empty.
+    fn rate(&self, s: &SecondStats) -> f64 {
+        let (from, to) = self.measured_part(s);
+        if to > from {
+            s.acquisitions as f64 / (to - from)
+        } else {
+            s.acquisitions as f64
+        }
+    }
+
+    /// The rate axis's top: the highest rate over seconds measured for at least half their
+    /// length (a few acquisitions in a sliver of a second make a rate too noisy to set the
+    /// scale; such a bar is cut at the top), over every second when none is.
+    fn max_rate(&self) -> f64 {
+        let top = |long_only: bool| {
+            self.per_second
+                .iter()
+                .filter(|s| {
+                    let (from, to) = self.measured_part(s);
+                    !long_only || to - from >= 0.5
+                })
+                .map(|s| self.rate(s))
+                .fold(0.0, f64::max)
+        };
+        let long = top(true);
+        if long > 0.0 { long } else { top(false) }.max(1.0)
+    }
+
     fn latency_range(&self) -> (f64, f64) {
         log_range(
             self.data.acquisitions.iter().map(|a| a.latency_us as f64),
@@ -219,7 +266,10 @@ impl LatencyOverTime<'_> {
             self.per_second
                 .iter()
                 .filter(|s| s.acquisitions > 0)
-                .map(|s| (s.second as f64 + 0.5, (pick(s) as f64).clamp(lo, hi)))
+                .map(|s| {
+                    let (from, to) = self.measured_part(s);
+                    ((from + to) / 2.0, (pick(s) as f64).clamp(lo, hi))
+                })
                 .collect()
         };
         let p50 = line(|s| s.p50_acquire_us);
@@ -240,13 +290,7 @@ impl LatencyOverTime<'_> {
         kinds: &[String],
     ) -> Result<(), String> {
         let duration_s = self.duration_s();
-        let max_rate = self
-            .per_second
-            .iter()
-            .map(|s| s.acquisitions)
-            .max()
-            .unwrap_or(0)
-            .max(1) as f64;
+        let max_rate = self.max_rate();
         let mut rate = ChartBuilder::on(area)
             .margin(10)
             .x_label_area_size(40)
@@ -271,9 +315,14 @@ impl LatencyOverTime<'_> {
         self.shade_warmup(&mut rate, (0.0, max_rate * 1.1))?;
         shade(&mut rate, &self.data.faults, kinds, (0.0, max_rate * 1.1))?;
         rate.draw_series(self.per_second.iter().map(|s| {
-            let x0 = s.second as f64;
+            // A twentieth of a second's gap each side, less for a sliver of a second.
+            let (from, to) = self.measured_part(s);
+            let gap = 0.05f64.min((to - from) / 4.0);
             Rectangle::new(
-                [(x0 + 0.05, 0.0), (x0 + 0.95, s.acquisitions as f64)],
+                [
+                    (from + gap, 0.0),
+                    (to - gap, self.rate(s).min(max_rate * 1.1)),
+                ],
                 RATE.filled(),
             )
         }))

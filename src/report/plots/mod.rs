@@ -109,6 +109,7 @@ pub fn draw_cell(
         data: &data,
         per_second: &summary.per_second,
         warmup_us: summary.warmup_us,
+        measured_end_us: summary.warmup_us + (summary.duration_s * 1e6).round() as u64,
     };
     let mut files = Vec::with_capacity(6);
     files.extend(render(&over_time, plots, &stem(&id, CELL_KINDS[0].kind))?);
@@ -353,6 +354,7 @@ mod tests {
             data: &data,
             per_second: &[],
             warmup_us: 0,
+            measured_end_us: 0,
         }));
         let timeline = draws(&safety_timeline::SafetyTimeline {
             title: "empty".into(),
@@ -380,6 +382,7 @@ mod tests {
                 data: &data,
                 per_second: &per_second,
                 warmup_us,
+                measured_end_us: 10_000_000,
             })
         };
         let grey = |svg: &str| svg.to_uppercase().matches("#969696").count();
@@ -393,6 +396,59 @@ mod tests {
         assert_eq!(grey(&with), 3, "the warm-up's shades");
         assert!(!without.contains("warm-up"));
         assert_eq!(grey(&without), 0);
+    }
+
+    #[test]
+    fn a_second_cut_by_the_cells_end_is_drawn_over_its_part_at_its_rate() {
+        let data = busy_cell(2_000, 0);
+        // 230 a second for 5 s, then 16 in the 70 ms the cell ran into its sixth second.
+        let mut per_second = seconds(0..6, 230);
+        per_second[5].acquisitions = 16;
+        let bars_of = |measured_end_us| {
+            let svg = draws(&latency_over_time::LatencyOverTime {
+                title: "cut".into(),
+                data: &data,
+                per_second: &per_second,
+                warmup_us: 0,
+                measured_end_us,
+            });
+            svg_ok(&svg);
+            // The six bars, then the legend's box of their colour.
+            let mut rects = rects_filled(&svg, "#3C3C3C");
+            assert_eq!(rects.pop(), Some((22.0, 12.0)), "the legend's box");
+            assert_eq!(rects.len(), 6, "{rects:?}");
+            rects
+        };
+        let (cut, whole) = (bars_of(5_070_000), bars_of(0));
+        let (full, last) = (cut[0], cut[5]);
+        // As wide as the 70 ms it covers (within a pixel or two of the plot's 1 s width ÷ 14),
+        // and as tall as a full second of the same rate (16 / 0.07 = 229 a second).
+        assert!(
+            last.0 * 8.0 < full.0,
+            "the last bar {last:?} against {full:?}"
+        );
+        assert!(
+            (last.1 - full.1).abs() <= full.1 * 0.05,
+            "the last bar {last:?} against {full:?}"
+        );
+        // Unknown where the cell ended: every second whole, the last one a fourteenth as tall.
+        let (full, last) = (whole[0], whole[5]);
+        assert!((last.0 - full.0).abs() <= 1.0, "{whole:?}");
+        assert!(last.1 * 10.0 < full.1, "{whole:?}");
+    }
+
+    /// Width and height of every `<rect>` of `svg` filled with `fill` (upper case hex), in order.
+    fn rects_filled(svg: &str, fill: &str) -> Vec<(f64, f64)> {
+        let attr = |rect: &str, name: &str| -> f64 {
+            let at = rect.find(&format!(" {name}=\"")).unwrap() + name.len() + 3;
+            rect[at..].split('"').next().unwrap().parse().unwrap()
+        };
+        svg.split("<rect")
+            .skip(1)
+            .map(|r| r.split("/>").next().unwrap())
+            .filter(|r| r.to_uppercase().contains(&format!("FILL=\"{fill}\"")))
+            .map(|r| (attr(r, "width"), attr(r, "height")))
+            .collect()
     }
 
     /// The summary's `per_second` for `range`, `acquisitions` a second, p50 10 ms, p99 800 ms.
@@ -451,6 +507,7 @@ mod tests {
                 data,
                 per_second: &per_second,
                 warmup_us: 0,
+                measured_end_us: 10_000_000,
             })
         };
         let (calm, failing) = (busy_cell(200_000, 0), busy_cell(200_000, 1));
