@@ -439,6 +439,92 @@ fn predecessor_skips_a_dead_waiter() {
     });
 }
 
+/// Tickets commit in the order they are drawn: a waiter whose enqueue is slow to commit (held
+/// 1 s at its commit by a deferred trigger this test adds, for its key only) is still granted
+/// before a waiter that enqueued after it; the later one waits for the earlier one's commit
+/// instead of finding no row ahead and taking the lock out of turn. (Two lanes of tests on
+/// 2 cores once made this happen in `conformance_predecessor`.)
+#[test]
+fn predecessor_tickets_commit_in_order() {
+    PG.run("postgres/predecessor/commit-order", |f| async move {
+        let (_, endpoint) = primary(&f.cluster).await;
+        let cfg = RecipeConfig {
+            // X's enqueue takes 1 s, and Y's waits for it.
+            request_timeout: Duration::from_secs(3),
+            ..config("commit-order", Duration::from_secs(3))
+        };
+        let st = Strategy::Predecessor;
+        let k = fnv(&cfg.prefix, "c");
+        let x = client(&f.cluster, cfg.clone()).await;
+        let y = client(&f.cluster, cfg.clone()).await;
+        // The first enqueue of the key (one sequence value: sequences ignore transactions)
+        // sleeps 1 s at its commit, its ticket drawn and its row not yet seen.
+        raw(
+            &endpoint,
+            &format!(
+                "DROP TRIGGER IF EXISTS lb_test_slow ON lockbench_queue; \
+                 DROP SEQUENCE IF EXISTS lb_test_once; CREATE SEQUENCE lb_test_once; \
+                 CREATE OR REPLACE FUNCTION lb_test_slow_commit() RETURNS trigger \
+                 LANGUAGE plpgsql AS $$ BEGIN \
+                 IF nextval('lb_test_once') = 1 THEN PERFORM pg_sleep(1); END IF; \
+                 RETURN NULL; END $$; \
+                 CREATE CONSTRAINT TRIGGER lb_test_slow AFTER INSERT ON lockbench_queue \
+                 DEFERRABLE INITIALLY DEFERRED FOR EACH ROW WHEN (NEW.k = {k}) \
+                 EXECUTE FUNCTION lb_test_slow_commit()"
+            ),
+        )
+        .await;
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let take = |c: AnyRecipe| {
+            tokio::spawn(async move {
+                let lease = c.acquire("c", st, deadline).await.expect("granted");
+                let granted = Instant::now();
+                let ticket = lease.queue_position.expect("a predecessor ticket");
+                tokio::time::sleep(Duration::from_millis(200)).await;
+                c.release(lease).await.expect("released");
+                (granted, ticket)
+            })
+        };
+        let first = take(x);
+        let slow = || {
+            let ep = endpoint.clone();
+            async move {
+                let sql = "SELECT count(*) FROM pg_stat_activity WHERE wait_event = 'PgSleep'";
+                raw(&ep, sql).await == ["1"]
+            }
+        };
+        within(
+            Duration::from_secs(5),
+            "X's enqueue held at its commit",
+            slow,
+        )
+        .await;
+        let second = take(y);
+        let (x_granted, x_ticket) = first.await.unwrap();
+        let (y_granted, y_ticket) = second.await.unwrap();
+        raw(
+            &endpoint,
+            "DROP TRIGGER lb_test_slow ON lockbench_queue; \
+             DROP FUNCTION lb_test_slow_commit(); DROP SEQUENCE lb_test_once",
+        )
+        .await;
+        eprintln!(
+            "postgres/predecessor: X (ticket {x_ticket}) granted {:?} before Y (ticket {y_ticket})",
+            y_granted.saturating_duration_since(x_granted)
+        );
+        assert!(
+            x_ticket < y_ticket,
+            "X drew the first ticket: {x_ticket} vs {y_ticket}"
+        );
+        assert!(
+            x_granted < y_granted,
+            "Y (ticket {y_ticket}) was granted {:?} before X (ticket {x_ticket}), whose row \
+             was not yet committed",
+            x_granted - y_granted
+        );
+    });
+}
+
 /// A connection that breaks mid-acquire ends the session and any lock it got: the waiter
 /// answers `Withdrawn` (certainly not held), and its next call connects again and is granted.
 #[test]

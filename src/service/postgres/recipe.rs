@@ -8,7 +8,7 @@
 //!   tries again on every notification (or after `fallback_poll`); a release unlocks and
 //!   `pg_notify`s that channel in one statement, so every waiter wakes and races again.
 //! - **predecessor**: a ticket in `lockbench_queue` (one row per waiter, with its backend pid
-//!   and start time); a waiter listens on its own channel `lbq_<ticket>` and takes the advisory
+//!   and start time; drawn under a per-key queue lock, so tickets commit in order); a waiter listens on its own channel `lbq_<ticket>` and takes the advisory
 //!   lock when no row with a smaller ticket for the key belongs to a live session (checked
 //!   against `pg_stat_activity`, and the dead sessions' rows deleted on the way). A release
 //!   unlocks, deletes its row and notifies only its successor, the first waiter whose session
@@ -79,10 +79,20 @@ pub(crate) fn try_sql(k: i64) -> String {
 }
 
 /// Queues a predecessor waiter: its ticket.
+///
+/// The ticket is drawn under the key's queue lock, a transaction advisory lock on the same 64
+/// bits in the two-`int4` key space (apart from the lock itself), held to the commit: a ticket
+/// is drawn from the sequence when the row is formed but seen at the commit, so without it two
+/// waiters enqueuing at once could commit out of ticket order, and the later ticket, finding
+/// no row ahead, would be granted before the earlier one (and the earlier one, behind the holder
+/// it preceded, would hear no release: only tickets after the holder's are notified). With it,
+/// every smaller ticket of the key is committed before a larger one is drawn.
 pub(crate) fn enqueue_sql(k: i64) -> String {
+    let (hi, lo) = ((k >> 32) as i32, k as i32);
     format!(
-        "INSERT INTO lockbench_queue (k, pid, started) SELECT {k}, pid, backend_start \
-         FROM pg_stat_activity WHERE pid = pg_backend_pid() RETURNING ticket"
+        "WITH queue_turn AS MATERIALIZED (SELECT pg_advisory_xact_lock({hi}, {lo})) \
+         INSERT INTO lockbench_queue (k, pid, started) SELECT {k}, a.pid, a.backend_start \
+         FROM queue_turn, pg_stat_activity a WHERE a.pid = pg_backend_pid() RETURNING ticket"
     )
 }
 
@@ -722,5 +732,19 @@ mod tests {
         assert!(d.contains("ORDER BY q.ticket LIMIT 1"));
         assert!(dequeue_sql(3, 10, false).contains("SELECT true,"));
         assert!(holds_sql(-2).contains("((classid::bigint << 32) | objid::bigint) = -2"));
+    }
+
+    #[test]
+    fn a_ticket_is_drawn_under_the_keys_queue_lock() {
+        // The key's 64 bits split into the two int4 halves, high first.
+        let e = enqueue_sql(0x1234_5678_9abc_def0);
+        let lock = e.find("pg_advisory_xact_lock(305419896, -1698898192)");
+        let insert = e.find("INSERT INTO lockbench_queue");
+        assert!(lock.is_some() && lock < insert, "{e}");
+        assert!(
+            e.contains("AS MATERIALIZED") && e.contains("FROM queue_turn,"),
+            "{e}"
+        );
+        assert!(enqueue_sql(-1).contains("pg_advisory_xact_lock(-1, -1)"));
     }
 }
