@@ -401,7 +401,7 @@ impl LatencyOverTime<'_> {
 }
 
 /// The colour of the acquisitions-per-second bars.
-const RATE: RGBColor = RGBColor(60, 60, 60);
+pub(super) const RATE: RGBColor = RGBColor(60, 60, 60);
 
 /// One legend entry per fault band, numbered as [`label_bands`] numbers them on the plot.
 pub fn fault_entries(bands: &[FaultBand], kinds: &[String]) -> Vec<Entry> {

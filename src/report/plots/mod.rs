@@ -300,6 +300,27 @@ pub(crate) fn draws(figure: &impl Figure) -> String {
     text
 }
 
+/// Width and height of every `<rect>` of `svg` filled with `colour`, in order (for tests that
+/// measure what a figure drew).
+#[cfg(test)]
+pub(crate) fn rects_filled(
+    svg: &str,
+    plotters::style::RGBColor(r, g, b): plotters::style::RGBColor,
+) -> Vec<(f64, f64)> {
+    let fill = format!("FILL=\"#{r:02X}{g:02X}{b:02X}\"");
+    let attr = |rect: &str, name: &str| -> f64 {
+        let at = rect.find(&format!(" {name}=\"")).unwrap() + name.len() + 3;
+        rect[at..].split('"').next().unwrap().parse().unwrap()
+    };
+    svg.to_uppercase()
+        .split("<RECT")
+        .skip(1)
+        .map(|r| r.split("/>").next().unwrap())
+        .filter(|r| r.contains(&fill))
+        .map(|r| (attr(r, "WIDTH"), attr(r, "HEIGHT")))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::cell_data::CellData;
@@ -414,7 +435,7 @@ mod tests {
             });
             svg_ok(&svg);
             // The six bars, then the legend's box of their colour.
-            let mut rects = rects_filled(&svg, "#3C3C3C");
+            let mut rects = rects_filled(&svg, latency_over_time::RATE);
             assert_eq!(rects.pop(), Some((22.0, 12.0)), "the legend's box");
             assert_eq!(rects.len(), 6, "{rects:?}");
             rects
@@ -435,20 +456,6 @@ mod tests {
         let (full, last) = (whole[0], whole[5]);
         assert!((last.0 - full.0).abs() <= 1.0, "{whole:?}");
         assert!(last.1 * 10.0 < full.1, "{whole:?}");
-    }
-
-    /// Width and height of every `<rect>` of `svg` filled with `fill` (upper case hex), in order.
-    fn rects_filled(svg: &str, fill: &str) -> Vec<(f64, f64)> {
-        let attr = |rect: &str, name: &str| -> f64 {
-            let at = rect.find(&format!(" {name}=\"")).unwrap() + name.len() + 3;
-            rect[at..].split('"').next().unwrap().parse().unwrap()
-        };
-        svg.split("<rect")
-            .skip(1)
-            .map(|r| r.split("/>").next().unwrap())
-            .filter(|r| r.to_uppercase().contains(&format!("FILL=\"{fill}\"")))
-            .map(|r| (attr(r, "width"), attr(r, "height")))
-            .collect()
     }
 
     /// The summary's `per_second` for `range`, `acquisitions` a second, p50 10 ms, p99 800 ms.

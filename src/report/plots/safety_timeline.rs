@@ -698,17 +698,6 @@ mod tests {
         }
     }
 
-    /// The widths of the rectangles of `svg` filled with `colour`.
-    fn rect_widths(svg: &str, RGBColor(r, g, b): RGBColor) -> Vec<u32> {
-        let fill = format!("FILL=\"#{r:02X}{g:02X}{b:02X}\"");
-        svg.to_uppercase()
-            .split("<RECT ")
-            .skip(1)
-            .filter(|r| r.split("/>").next().is_some_and(|r| r.contains(&fill)))
-            .filter_map(|r| r.split("WIDTH=\"").nth(1)?.split('"').next()?.parse().ok())
-            .collect()
-    }
-
     #[test]
     fn a_busy_keys_timeline_is_bounded_and_shows_a_sub_pixel_overlap() {
         let svg_of = |data: &CellData| {
@@ -723,7 +712,7 @@ mod tests {
         let (without, with) = (svg_of(&calm), svg_of(&overlapping));
         for svg in [&without, &with] {
             // The legend's box, then one bar a lane: each client holds in every pixel column.
-            let holds = rect_widths(svg, HOLD);
+            let holds = super::super::rects_filled(svg, HOLD);
             assert_eq!(holds.len(), 1 + 16, "{holds:?}");
             assert!(svg.len() < 50 * 1024, "{} bytes", svg.len());
         }
@@ -732,10 +721,11 @@ mod tests {
             "the legend counts it"
         );
         // Both clients' lanes get a red stretch at least a pixel wide (the legend's box aside).
-        let red = |svg: &str| -> Vec<u32> {
-            rect_widths(svg, VIOLATION)
+        let red = |svg: &str| -> Vec<f64> {
+            super::super::rects_filled(svg, VIOLATION)
                 .into_iter()
-                .filter(|w| *w > 0)
+                .map(|(width, _)| width)
+                .filter(|w| *w > 0.0)
                 .collect()
         };
         assert_eq!(
