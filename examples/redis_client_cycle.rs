@@ -146,7 +146,7 @@ async fn client_loop(
                     .arg(&owner)
                     .arg(0)
                     .arg(format!("{owner}/{n}"))
-                    .arg(0)
+                    .arg("none")
                     .invoke_async::<i64>(&mut conn)
                     .await;
             }

@@ -193,8 +193,12 @@ pub(crate) struct Held {
 /// How a lease is given back.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum ReleaseKind {
-    /// Delete only if the key still holds our owner value (the correct recipes).
+    /// Delete only if the key still holds our owner value (the correct recipes), and leave the
+    /// queue (a predecessor holder).
     OwnerChecked,
+    /// [`ReleaseKind::OwnerChecked`] for a holder that never queued (the herd): nothing to
+    /// leave and no queue head to wake ([`super::scripts::QueueEntry::Never`]).
+    Unqueued,
     /// `DEL key` whoever holds it: the `unsafe-del` mistake (see `broken.rs`).
     PlainDel,
     /// A read, write or permit claim: owner-checked, on the queue (see `shared.rs`).
@@ -204,6 +208,14 @@ pub(crate) enum ReleaseKind {
 }
 
 impl ReleaseKind {
+    /// What an owner-checked release does with the holder's queue entry.
+    pub fn queue_entry(self) -> super::scripts::QueueEntry {
+        match self {
+            ReleaseKind::Unqueued => super::scripts::QueueEntry::Never,
+            _ => super::scripts::QueueEntry::Leave,
+        }
+    }
+
     /// One watchdog renewal on `node`: true when `owner` still holds (now extended).
     async fn renew(
         self,

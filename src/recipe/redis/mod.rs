@@ -552,6 +552,7 @@ impl Recipe for RedisRecipe {
                 Strategy::UnsafeDel => ReleaseKind::PlainDel,
                 Strategy::UnsafeGetSet => ReleaseKind::CountDecr,
                 _ if shared => ReleaseKind::Shared,
+                Strategy::Herd => ReleaseKind::Unqueued,
                 _ => ReleaseKind::OwnerChecked,
             },
         };
@@ -612,7 +613,7 @@ impl Recipe for RedisRecipe {
                     &h.owner,
                     0,
                     Some(&wake),
-                    QueueEntry::Leave,
+                    h.release.queue_entry(),
                     self.cfg.request_timeout,
                 )
                 .await

@@ -641,9 +641,10 @@ impl Recipe for RedlockRecipe {
             owner: taker.owner,
             ttl: self.cfg.ttl,
             granted_at: grant.granted_at,
-            release: match shared {
-                true => ReleaseKind::Shared,
-                false => ReleaseKind::OwnerChecked,
+            release: match (shared, strategy) {
+                (true, _) => ReleaseKind::Shared,
+                (false, Strategy::Herd) => ReleaseKind::Unqueued,
+                (false, _) => ReleaseKind::OwnerChecked,
             },
         };
         let renew = self.cfg.renew;
@@ -669,6 +670,7 @@ impl Recipe for RedlockRecipe {
                 let (node, keys, owner) = (node.clone(), h.keys.clone(), h.owner.clone());
                 let (wake, janitors) = (wake.clone(), self.janitors.clone());
                 let shared = h.release == ReleaseKind::Shared;
+                let entry = h.release.queue_entry();
                 tokio::spawn(async move {
                     let answer = match shared {
                         true => {
@@ -677,15 +679,8 @@ impl Recipe for RedlockRecipe {
                                 .await
                         }
                         false => {
-                            node.release(
-                                &keys,
-                                &owner,
-                                lease.token,
-                                Some(&wake),
-                                QueueEntry::Leave,
-                                limit,
-                            )
-                            .await
+                            node.release(&keys, &owner, lease.token, Some(&wake), entry, limit)
+                                .await
                         }
                     };
                     if matches!(&answer, Err(e) if e.is_retryable()) {

@@ -305,7 +305,7 @@ impl Server {
                     owner.to_string(),
                     token.to_string(),
                     wake.unwrap_or_default().to_string(),
-                    u8::from(entry == QueueEntry::Keep).to_string(),
+                    entry.word().to_string(),
                 ],
                 limit,
             )
