@@ -89,17 +89,22 @@ pub async fn up(
     let run_id = docker::new_run_id();
     eprintln!("lockbench: starting {system} (run {run_id}); Ctrl-C stops and removes it");
     let start = Cluster::start_with_run_id(crate::service::of(system), opts, &run_id);
-    // Ctrl-C during start-up must still remove what was started.
+    // One listener from before start-up to the end: a signal during start-up must still
+    // remove what was started, and one sent as soon as the JSON is printed must not fall
+    // between two listeners (a second `shutdown()` after the print missed a SIGTERM sent at
+    // once: tests/cli_up.rs waited 60 s for an exit beside another test binary).
+    let stop = crate::signal::shutdown();
+    tokio::pin!(stop);
     let cluster = tokio::select! {
         c = start => c.with_context(|| format!("starting {system}"))?,
-        _ = crate::signal::shutdown() => {
+        _ = &mut stop => {
             let removed = docker::remove_labelled(&docker::connect().await?, Some(&run_id)).await?;
             eprintln!("lockbench: interrupted; removed {} containers", removed.containers.len());
             return Ok(Exit::Interrupted);
         }
     };
     println!("{}", serde_json::to_string_pretty(&cluster.info().await)?);
-    crate::signal::shutdown().await;
+    stop.await;
     let removed = cluster.teardown().await?;
     eprintln!(
         "lockbench: removed {} containers and {} network(s)",
