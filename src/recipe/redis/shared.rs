@@ -120,7 +120,7 @@ impl Server {
                     wake.to_string(),
                     keys.lock.clone(),
                     token.to_string(),
-                    u8::from(entry.0 == QueueEntry::Keep).to_string(),
+                    entry.0.word().to_string(),
                     ms(entry.1).to_string(),
                 ],
                 limit,
