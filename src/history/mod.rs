@@ -16,7 +16,6 @@ pub use operation::{
 pub use store::{EventRef, Events};
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
@@ -603,33 +602,41 @@ async fn write_events(
     mut rx: mpsc::UnboundedReceiver<Msg>,
     tap: broadcast::Sender<Event>,
 ) -> Result<u64, HistoryError> {
-    let path = Arc::new(path);
     let io = |source| HistoryError::Io {
-        path: path.to_path_buf(),
+        path: path.clone(),
         source,
     };
-    let mut out = BufWriter::new(file);
-    let mut tick = tokio::time::interval(FLUSH_EVERY);
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let mut count = 0u64;
-    let mut dirty = false;
-    loop {
+    let mut out = Lines {
+        file: BufWriter::with_capacity(WRITE_BUFFER, file),
+        line: Vec::with_capacity(512),
+        count: 0,
+        dirty: false,
+    };
+    let mut flush = tokio::time::interval(FLUSH_EVERY);
+    flush.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut drain = tokio::time::interval(DRAIN_EVERY);
+    drain.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    'run: loop {
+        // Someone acts on events as they happen (a nemesis waiting for a grant): each event
+        // wakes this task. Otherwise the queue is drained on a short tick, so a client's
+        // `record` wakes no task: a wake-up per event cost the clients a task switch, often
+        // onto the other worker, each cycle (issue 22, item 2).
+        let listened = tap.receiver_count() > 0;
         tokio::select! {
-            msg = rx.recv() => match msg {
-                Some(Msg::Event(ev)) => {
-                    write_line(&mut out, &ev).await.map_err(io)?;
-                    count += 1;
-                    dirty = true;
-                    // A clone per event only while someone listens.
-                    if tap.receiver_count() > 0 {
-                        let _ = tap.send(*ev);
-                    }
-                }
-                Some(Msg::Close) | None => break,
+            msg = rx.recv(), if listened => match msg {
+                Some(Msg::Event(ev)) => out.write(*ev, &tap).await.map_err(io)?,
+                Some(Msg::Close) | None => break 'run,
             },
-            _ = tick.tick() => if dirty {
-                out.flush().await.map_err(io)?;
-                dirty = false;
+            _ = drain.tick(), if !listened => loop {
+                match rx.try_recv() {
+                    Ok(Msg::Event(ev)) => out.write(*ev, &tap).await.map_err(io)?,
+                    Ok(Msg::Close) | Err(mpsc::error::TryRecvError::Disconnected) => break 'run,
+                    Err(mpsc::error::TryRecvError::Empty) => break,
+                }
+            },
+            _ = flush.tick() => if out.dirty {
+                out.file.flush().await.map_err(io)?;
+                out.dirty = false;
             },
         }
     }
@@ -637,22 +644,47 @@ async fn write_events(
     rx.close();
     while let Some(msg) = rx.recv().await {
         if let Msg::Event(ev) = msg {
-            write_line(&mut out, &ev).await.map_err(io)?;
-            count += 1;
-            if tap.receiver_count() > 0 {
-                let _ = tap.send(*ev);
-            }
+            out.write(*ev, &tap).await.map_err(io)?;
         }
     }
-    out.flush().await.map_err(io)?;
-    out.get_mut().sync_data().await.map_err(io)?;
-    Ok(count)
+    out.file.flush().await.map_err(io)?;
+    out.file.get_mut().sync_data().await.map_err(io)?;
+    Ok(out.count)
 }
 
-async fn write_line(out: &mut BufWriter<tokio::fs::File>, ev: &Event) -> std::io::Result<()> {
-    let mut line = serde_json::to_vec(ev).map_err(std::io::Error::other)?;
-    line.push(b'\n');
-    out.write_all(&line).await
+/// How long an event may wait in the queue while nobody listens to the tap. The file sees it
+/// at the next flush ([`FLUSH_EVERY`]) anyway.
+const DRAIN_EVERY: Duration = Duration::from_millis(5);
+
+/// The file's buffer: one blocking write (tokio's file runs each on its blocking pool) per
+/// this many bytes, about a thousand events.
+const WRITE_BUFFER: usize = 256 * 1024;
+
+/// The history file as the writer fills it, a line per event.
+struct Lines {
+    file: BufWriter<tokio::fs::File>,
+    /// One event's line, reused.
+    line: Vec<u8>,
+    count: u64,
+    /// Written since the last flush.
+    dirty: bool,
+}
+
+impl Lines {
+    /// Writes `ev` as the next line, then hands it to the tap's listeners, if any.
+    async fn write(&mut self, ev: Event, tap: &broadcast::Sender<Event>) -> std::io::Result<()> {
+        self.line.clear();
+        serde_json::to_writer(&mut self.line, &ev).map_err(std::io::Error::other)?;
+        self.line.push(b'\n');
+        self.file.write_all(&self.line).await?;
+        self.count += 1;
+        self.dirty = true;
+        // Sent only while someone listens (the send would fail anyway).
+        if tap.receiver_count() > 0 {
+            let _ = tap.send(ev);
+        }
+        Ok(())
+    }
 }
 
 /// Reads a `history.jsonl` back, in file order; blank lines are skipped, a bad line is an error

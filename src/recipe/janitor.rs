@@ -12,6 +12,7 @@
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use futures::StreamExt;
@@ -61,6 +62,10 @@ pub(crate) struct Janitor<C: Chore> {
     tx: mpsc::UnboundedSender<Handed<C>>,
     /// Tells the task the cluster answered again: every pending chore is due at once.
     answered: Arc<Notify>,
+    /// Whether the task holds a chore (set by the task): only then is an answer worth its
+    /// wake-up. Every answered request calls [`Janitor::cluster_answered`], so waking an idle
+    /// task for each would cost a task switch per request (often onto the other worker).
+    busy: Arc<AtomicBool>,
     task: tokio::task::JoinHandle<()>,
 }
 
@@ -75,15 +80,24 @@ impl<C: Chore> Janitor<C> {
     pub(crate) fn new(ctx: C::Ctx, policy: RetryPolicy) -> Janitor<C> {
         let (tx, rx) = mpsc::unbounded_channel();
         let answered = Arc::new(Notify::new());
-        let task = tokio::spawn(run(ctx, policy, rx, answered.clone()));
-        Janitor { tx, answered, task }
+        let busy = Arc::new(AtomicBool::new(false));
+        let task = tokio::spawn(run(ctx, policy, rx, answered.clone(), busy.clone()));
+        Janitor {
+            tx,
+            answered,
+            busy,
+            task,
+        }
     }
 
     /// The client just had an answer from the cluster: what waits out a backoff step is tried
     /// now, so that what an outage left behind goes as soon as the cluster is back rather than
-    /// up to one capped backoff later. Cheap; call it after any answered request.
+    /// up to one capped backoff later. Cheap; call it after any answered request: with
+    /// nothing pending it is one atomic load and wakes nobody.
     pub(crate) fn cluster_answered(&self) {
-        self.answered.notify_one();
+        if self.busy.load(Ordering::Acquire) {
+            self.answered.notify_one();
+        }
     }
 
     /// Hands `chore` over; it is tried at once, then again until confirmed.
@@ -157,10 +171,14 @@ async fn run<C: Chore>(
     policy: RetryPolicy,
     mut rx: mpsc::UnboundedReceiver<Handed<C>>,
     answered: Arc<Notify>,
+    busy: Arc<AtomicBool>,
 ) {
     let mut pending: Vec<Entry<C>> = Vec::new();
     let mut open = true;
     loop {
+        // Set before waiting, so an answer that comes while a chore waits out its backoff
+        // wakes this task (or leaves it a permit, if it is busy trying).
+        busy.store(!pending.is_empty(), Ordering::Release);
         let due = pending.iter().map(|e| e.next).min();
         if pending.is_empty() && !open {
             return;
@@ -287,6 +305,9 @@ mod tests {
                 max: Duration::from_secs(60),
             },
         );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        // Idle, the task is not woken by answers (every request's).
+        assert!(!j.busy.load(Ordering::SeqCst));
         j.hand(After(2));
         let started = Instant::now();
         while tries.load(Ordering::SeqCst) < 1 && started.elapsed() < Duration::from_secs(5) {
@@ -298,11 +319,17 @@ mod tests {
             1,
             "the second try waits its backoff"
         );
+        assert!(
+            j.busy.load(Ordering::SeqCst),
+            "a chore waits: answers wake the task"
+        );
         j.cluster_answered();
         while tries.load(Ordering::SeqCst) < 2 && started.elapsed() < Duration::from_secs(5) {
             tokio::time::sleep(Duration::from_millis(2)).await;
         }
         assert_eq!(tries.load(Ordering::SeqCst), 2);
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        assert!(!j.busy.load(Ordering::SeqCst), "idle again once confirmed");
     }
 
     /// Done on its first try when it is good, never otherwise; counts tries.

@@ -51,7 +51,12 @@ pub use crate::strategy::{ALL_STRATEGIES, BOTH_STRATEGIES, Strategy, UNSAFE_LABE
 /// Tells a holder that its lock may no longer be its own (session expired, lease revoked or not
 /// renewed in time, connection lost while holding). Cheap to clone; once lost, stays lost.
 #[derive(Debug, Clone)]
-pub struct LostSignal(tokio::sync::watch::Receiver<bool>);
+pub struct LostSignal {
+    fired: tokio::sync::watch::Receiver<bool>,
+    /// Lost at this instant whether or not anyone fires it: a lease nobody renews ends at
+    /// its validity's end, a clock reading, with no task to wake for it.
+    expires: Option<Instant>,
+}
 
 /// The sending half of a [`LostSignal`], kept by the recipe's background tasks.
 #[derive(Debug, Clone)]
@@ -60,17 +65,40 @@ pub struct LostTrigger(std::sync::Arc<tokio::sync::watch::Sender<bool>>);
 impl LostSignal {
     /// A fresh signal and its trigger.
     pub fn new() -> (LostTrigger, LostSignal) {
-        let (tx, rx) = tokio::sync::watch::channel(false);
-        (LostTrigger(std::sync::Arc::new(tx)), LostSignal(rx))
+        let (tx, fired) = tokio::sync::watch::channel(false);
+        let signal = LostSignal {
+            fired,
+            expires: None,
+        };
+        (LostTrigger(std::sync::Arc::new(tx)), signal)
+    }
+    /// A signal that is lost from `at` on and never before (no trigger: nothing else can lose
+    /// it), for a lease that is not renewed.
+    pub fn expiring_at(at: Instant) -> LostSignal {
+        let (_, mut signal) = LostSignal::new();
+        signal.expires = Some(at);
+        signal
     }
     /// True once the lease is known lost.
     pub fn is_lost(&self) -> bool {
-        *self.0.borrow()
+        *self.fired.borrow() || self.expires.is_some_and(|at| Instant::now() >= at)
     }
-    /// Resolves when the lease is lost (never, if it is released first and the trigger dropped).
+    /// Resolves when the lease is lost (never, if it is released first and the trigger dropped
+    /// and it has no expiry).
     pub async fn wait(&mut self) {
-        if self.0.wait_for(|lost| *lost).await.is_err() {
-            std::future::pending::<()>().await;
+        let fired = async {
+            if self.fired.wait_for(|lost| *lost).await.is_err() {
+                std::future::pending::<()>().await;
+            }
+        };
+        match self.expires {
+            Some(at) => {
+                tokio::select! {
+                    () = fired => {}
+                    () = tokio::time::sleep_until(at.into()) => {}
+                }
+            }
+            None => fired.await,
         }
     }
 }
@@ -502,5 +530,20 @@ mod tests {
         trigger.fire();
         sig.wait().await;
         assert!(other.is_lost());
+    }
+
+    #[tokio::test]
+    async fn an_expiring_signal_is_lost_at_its_instant_and_not_before() {
+        let at = Instant::now() + Duration::from_millis(80);
+        let mut sig = LostSignal::expiring_at(at);
+        let other = sig.clone();
+        assert!(!sig.is_lost());
+        sig.wait().await;
+        assert!(Instant::now() >= at, "resolved before its instant");
+        assert!(sig.is_lost() && other.is_lost());
+        // Once lost, a wait returns at once.
+        tokio::time::timeout(Duration::from_millis(500), sig.wait())
+            .await
+            .expect("a lost signal stays lost");
     }
 }

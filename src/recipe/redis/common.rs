@@ -235,6 +235,9 @@ impl ReleaseKind {
     }
 }
 
+/// The watchdog id of a lease that has none (not renewed: see [`Watchdogs::grant`]).
+const NO_WATCHDOG: u64 = 0;
+
 /// Renewal watchdogs of one recipe, so `crash` can stop them all.
 #[derive(Default, Clone)]
 pub(crate) struct Watchdogs(Arc<Mutex<HashMap<u64, AbortHandle>>>);
@@ -270,10 +273,17 @@ impl Watchdogs {
         queue_position: Option<u64>,
         tally: &Tally,
     ) -> Lease {
-        let (trigger, lost) = LostSignal::new();
         let (keys, owner, release) = (held.keys.clone(), held.owner.clone(), held.release);
         let valid = valid_until(held.granted_at, held.ttl);
-        let watchdog = self.start(held, renew, trigger);
+        // Unrenewed, the lease ends at its validity's end and nothing can end it sooner: the
+        // signal reads the clock, and no task is spawned (to be woken, then aborted on
+        // release: two task switches a cycle, often onto the other worker).
+        let (watchdog, lost) = if renew {
+            let (trigger, lost) = LostSignal::new();
+            (self.start(held, renew, trigger), lost)
+        } else {
+            (NO_WATCHDOG, LostSignal::expiring_at(valid))
+        };
         let acquired_at = Instant::now();
         Lease {
             key: key.to_string(),
@@ -296,6 +306,9 @@ impl Watchdogs {
 
     /// Stops one watchdog (on release).
     pub fn stop(&self, id: u64) {
+        if id == NO_WATCHDOG {
+            return;
+        }
         if let Some(h) = self.0.locked().remove(&id) {
             h.abort();
         }
@@ -386,7 +399,6 @@ pub(crate) struct RedisHandle {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::recipe::LostSignal;
 
     #[test]
     fn a_queued_claim_ends_its_owner_value_with_its_word() {
@@ -427,7 +439,6 @@ mod tests {
     async fn lost_after(renew: bool, ttl: Duration) -> (Instant, Duration) {
         let (addr, server) = black_hole().await;
         let node = Arc::new(Server::new(&addr, Duration::from_secs(2), None).unwrap());
-        let (trigger, mut lost) = LostSignal::new();
         let granted_at = Instant::now();
         let held = Held {
             source: NodeSource::Fixed(vec![node]),
@@ -439,12 +450,19 @@ mod tests {
             release: ReleaseKind::OwnerChecked,
         };
         let dogs = Watchdogs::default();
-        dogs.start(held, renew, trigger);
+        // Through `grant`, as a recipe does: a renewed lease has a watchdog task, an unrenewed
+        // one a signal that reads the clock.
+        let mut lost = dogs
+            .grant(held, renew, "k", 1, None, &crate::recipe::Tally::default())
+            .lost;
+        assert!(!lost.is_lost());
         tokio::time::timeout(ttl * 2, lost.wait())
             .await
             .expect("lost fires");
+        let after = granted_at.elapsed();
+        assert!(lost.is_lost(), "renew {renew}: lost once fired");
         server.abort();
-        (granted_at, granted_at.elapsed())
+        (granted_at, after)
     }
 
     #[tokio::test]
