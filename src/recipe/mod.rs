@@ -52,7 +52,8 @@ pub use crate::strategy::{ALL_STRATEGIES, BOTH_STRATEGIES, Strategy, UNSAFE_LABE
 /// renewed in time, connection lost while holding). Cheap to clone; once lost, stays lost.
 #[derive(Debug, Clone)]
 pub struct LostSignal {
-    fired: tokio::sync::watch::Receiver<bool>,
+    /// Fired by the recipe's background task; none where nothing can fire it.
+    fired: Option<tokio::sync::watch::Receiver<bool>>,
     /// Lost at this instant whether or not anyone fires it: a lease nobody renews ends at
     /// its validity's end, a clock reading, with no task to wake for it.
     expires: Option<Instant>,
@@ -67,7 +68,7 @@ impl LostSignal {
     pub fn new() -> (LostTrigger, LostSignal) {
         let (tx, fired) = tokio::sync::watch::channel(false);
         let signal = LostSignal {
-            fired,
+            fired: Some(fired),
             expires: None,
         };
         (LostTrigger(std::sync::Arc::new(tx)), signal)
@@ -75,19 +76,25 @@ impl LostSignal {
     /// A signal that is lost from `at` on and never before (no trigger: nothing else can lose
     /// it), for a lease that is not renewed.
     pub fn expiring_at(at: Instant) -> LostSignal {
-        let (_, mut signal) = LostSignal::new();
-        signal.expires = Some(at);
-        signal
+        LostSignal {
+            fired: None,
+            expires: Some(at),
+        }
     }
     /// True once the lease is known lost.
     pub fn is_lost(&self) -> bool {
-        *self.fired.borrow() || self.expires.is_some_and(|at| Instant::now() >= at)
+        self.fired.as_ref().is_some_and(|f| *f.borrow())
+            || self.expires.is_some_and(|at| Instant::now() >= at)
     }
     /// Resolves when the lease is lost (never, if it is released first and the trigger dropped
     /// and it has no expiry).
     pub async fn wait(&mut self) {
         let fired = async {
-            if self.fired.wait_for(|lost| *lost).await.is_err() {
+            let fired = match &mut self.fired {
+                Some(f) => f.wait_for(|lost| *lost).await.is_ok(),
+                None => false,
+            };
+            if !fired {
                 std::future::pending::<()>().await;
             }
         };

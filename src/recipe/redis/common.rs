@@ -235,26 +235,19 @@ impl ReleaseKind {
     }
 }
 
-/// The watchdog id of a lease that has none (not renewed: see [`Watchdogs::grant`]).
-const NO_WATCHDOG: u64 = 0;
-
 /// Renewal watchdogs of one recipe, so `crash` can stop them all.
 #[derive(Default, Clone)]
 pub(crate) struct Watchdogs(Arc<Mutex<HashMap<u64, AbortHandle>>>);
 
 impl Watchdogs {
-    /// Starts the task that fires `lost` when the lock stops being certainly ours: at the end
-    /// of its validity (`valid_until` of the grant, then of the last renewal a quorum applied),
-    /// or earlier when a quorum says it is someone else's. With `renew` it renews every ttl/3.
-    pub fn start(&self, held: Held, renew: bool, lost: LostTrigger) -> u64 {
+    /// Starts the task that renews the lock every ttl/3 and fires `lost` when it stops being
+    /// certainly ours: at the end of its validity (`valid_until` of the grant, then of the
+    /// last renewal a quorum applied), or earlier when a quorum says it is someone else's.
+    fn start(&self, held: Held, lost: LostTrigger) -> u64 {
         let id = NEXT_WAITER.fetch_add(1, Ordering::Relaxed);
         let map = self.0.clone();
         let task = tokio::spawn(async move {
-            if renew {
-                keep(held).await;
-            } else {
-                tokio::time::sleep_until(valid_until(held.granted_at, held.ttl).into()).await;
-            }
+            keep(held).await;
             lost.fire();
             map.locked().remove(&id);
         });
@@ -280,9 +273,9 @@ impl Watchdogs {
         // release: two task switches a cycle, often onto the other worker).
         let (watchdog, lost) = if renew {
             let (trigger, lost) = LostSignal::new();
-            (self.start(held, renew, trigger), lost)
+            (Some(self.start(held, trigger)), lost)
         } else {
-            (NO_WATCHDOG, LostSignal::expiring_at(valid))
+            (None, LostSignal::expiring_at(valid))
         };
         let acquired_at = Instant::now();
         Lease {
@@ -304,11 +297,9 @@ impl Watchdogs {
         }
     }
 
-    /// Stops one watchdog (on release).
-    pub fn stop(&self, id: u64) {
-        if id == NO_WATCHDOG {
-            return;
-        }
+    /// Stops a lease's watchdog, if it has one (on release).
+    pub fn stop(&self, id: Option<u64>) {
+        let Some(id) = id else { return };
         if let Some(h) = self.0.locked().remove(&id) {
             h.abort();
         }
@@ -392,7 +383,8 @@ pub(crate) fn entry_refresh(cfg: &crate::recipe::RecipeConfig) -> Duration {
 pub(crate) struct RedisHandle {
     pub keys: Keys,
     pub owner: String,
-    pub watchdog: u64,
+    /// The renewal watchdog's id; none for a lease that is not renewed.
+    pub watchdog: Option<u64>,
     pub release: ReleaseKind,
 }
 
