@@ -87,9 +87,16 @@ fn paused_past_the_lease(system: &str) {
     let f = safety(&run, &fc);
     let u = safety(&run, &uc);
     for (cell, s) in [(&fc, &f), (&uc, &u)] {
-        let w = windows(&history(&run, cell));
+        let h = history(&run, cell);
+        let w = windows(&h);
+        // One pause that held a client in its hold; one that stopped a worker whose client had
+        // just begun its release is thawed at once and closed as `info` (docs/faults.md).
+        let kept = h
+            .iter()
+            .filter(|e| e["op"] == "fault" && e["kind"] == "ok")
+            .count();
         assert!(
-            w.len() == 1 && w[0].0 == "pause-client",
+            kept == 1 && w.iter().all(|w| w.0 == "pause-client"),
             "{cell}: one client pause, not {w:?}"
         );
         assert_eq!(s["verdict"], "unsafe", "{cell}: {s:#}");

@@ -196,10 +196,24 @@ impl Ledger {
         }
     }
 
+    /// Marks window `i`, a `holder` client pause, as one that missed the hold (its client had
+    /// written its work back or begun its release before the stop took effect): its end is
+    /// recorded as `info` with [`MISSED_THE_HOLD`].
+    pub(super) fn missed_the_hold(&mut self, i: usize) {
+        if let Some(w) = self.windows.get_mut(i) {
+            w.start_error = Some(MISSED_THE_HOLD.to_string());
+        }
+    }
+
     pub(super) fn position(&self, id: u64) -> Option<usize> {
         self.windows.iter().position(|w| w.id == id)
     }
 }
+
+/// The error text of a `holder` client pause that stopped its worker just after the client
+/// wrote its work back or began its release (see `held_at_the_stop` in the nemesis): thawed at
+/// once, and tried again.
+pub const MISSED_THE_HOLD: &str = "start: the chosen worker's client had written its work back or begun its release before the stop took effect (its events arrived after the check); thawed at once, the pause is tried again";
 
 /// The error text of a fault end whose undo ran but whose restarted node did not serve its
 /// cluster in time (the end is `info`).

@@ -60,12 +60,36 @@ pub const HOLDER_WAIT: Duration = Duration::from_secs(2);
 /// See [`HOLDER_WAIT`].
 const HOLDER_RECHECK: Duration = Duration::from_millis(10);
 
+/// Whether one of the `stopped` workers' clients held a lock when its SIGSTOP took effect.
+/// The check before the stop reads the events recorded until then, and a release the
+/// worker wrote just before the stop may still be in its pipe (a 0.6 ms race, seen in CI:
+/// the pause then landed between the holder's release `invoke` and its outcome, and missed
+/// the hold). A stopped worker writes nothing new, so once [`HOLDER_SETTLE`] has let the
+/// events it wrote before the stop arrive, the view of its clients is their state at the
+/// stop.
+async fn held_at_the_stop(
+    workers: &dyn WorkerProcesses,
+    stopped: &[usize],
+    holders: &mut Holders,
+    events: &mut broadcast::Receiver<Event>,
+) -> bool {
+    tokio::time::sleep(HOLDER_SETTLE).await;
+    holders.catch_up(events);
+    stopped.iter().any(|&i| holders.any_of(workers.clients(i)))
+}
+
+/// How long a `holder` pause, once in effect, lets the stopped worker's last events arrive
+/// before it confirms that the worker's client still held a lock at the stop (a worker's
+/// events reach the runner through a pipe, within a millisecond or two).
+const HOLDER_SETTLE: Duration = Duration::from_millis(50);
+
 /// The timeline bound of a cell that stops after a number of acquisitions, not a duration:
 /// faults planned past the cell's real end never start, because the nemesis stops with the
 /// clients.
 pub const OPEN_CELL_BOUND: Duration = Duration::from_secs(3600);
 
-/// The clients holding a lock now, followed from the live event stream (for `holder` pauses).
+/// The clients holding a lock now and not yet past their critical section's write-back,
+/// followed from the live event stream (for `holder` pauses).
 #[derive(Debug, Default)]
 struct Holders(BTreeSet<u32>);
 
@@ -76,8 +100,10 @@ impl Holders {
             (Op::Acquire, EventKind::Ok) => {
                 self.0.insert(c);
             }
-            // From the release's invoke on, the client no longer counts on the lock.
-            (Op::Release | Op::LeaseLost, _) => {
+            // From the release's invoke on, the client no longer counts on the lock; from its
+            // write-back on, its critical section's work is done: a pause then would overlap
+            // the next holder but leave fencing nothing to refuse (CI saw that too).
+            (Op::Release | Op::LeaseLost | Op::Write, _) => {
                 self.0.remove(&c);
             }
             _ => {}
@@ -219,10 +245,34 @@ impl Nemesis {
                         next += 1;
                         match resolved {
                             Ok((fault, targets)) => {
+                                let stopped = fault.workers().to_vec();
                                 let mut ledger = self.books.0.lock().await;
                                 if let Some((id, effect_us)) =
                                     ledger.start(on, fault, targets, clock, Some(&history)).await
                                 {
+                                    drop(ledger);
+                                    if waits_for_holder
+                                        && let Some(w) = &stage.workers
+                                        && !held_at_the_stop(w.as_ref(), &stopped, &mut holders, &mut stage.events)
+                                            .await
+                                    {
+                                        // The stopped worker's last events, written before the
+                                        // SIGSTOP, say its client had already written its work
+                                        // back or begun its release: the pause missed the hold.
+                                        // Thawed now, the window closed as `info`, and the pause
+                                        // tried again.
+                                        let mut ledger = self.books.0.lock().await;
+                                        if let Some(i) = ledger.position(id) {
+                                            ledger.missed_the_hold(i);
+                                            let _ = ledger.end(on, i, clock, Some(&history), false).await;
+                                        }
+                                        let now = Duration::from_micros(clock.now_us());
+                                        if now < p.at + HOLDER_WAIT {
+                                            next -= 1;
+                                            recheck = Some(now + HOLDER_RECHECK);
+                                        }
+                                        continue;
+                                    }
                                     // A late start keeps its full duration: the end is due
                                     // from when the fault took effect, not from the plan.
                                     let effect = Duration::from_micros(effect_us);

@@ -118,15 +118,28 @@ duration = "10s"
 /// Plays `schedule` on `on` for `run`, then stops as the runner does; returns the history.
 /// With `cancel`, the nemesis' future is dropped at `run` instead and the books healed after.
 async fn play(on: &Double, schedule: &str, run: Duration, cancel: bool, name: &str) -> Vec<Event> {
-    let schedule = Schedule::from_str(schedule, "chaos/test.toml").expect("schedule");
     let path = scratch(name);
     let recorder = Recorder::create(&path).unwrap();
+    play_on(on, schedule, run, cancel, (path, recorder), None).await
+}
+
+/// [`play`] into a history already begun (`path`, its `recorder`), with the cell's clients
+/// run by `workers`.
+async fn play_on(
+    on: &Double,
+    schedule: &str,
+    run: Duration,
+    cancel: bool,
+    (path, recorder): (PathBuf, Recorder),
+    workers: Option<Arc<dyn WorkerProcesses>>,
+) -> Vec<Event> {
+    let schedule = Schedule::from_str(schedule, "chaos/test.toml").expect("schedule");
     let (stop, stopped) = watch::channel(false);
     let running = Running {
         clock: recorder.clock(),
         history: recorder.handle(),
         events: recorder.subscribe(),
-        workers: None,
+        workers,
         links: None,
         stopped,
     };
@@ -438,4 +451,111 @@ fn the_holder_check_sees_a_release_recorded_since_the_pick() {
     holders.catch_up(&mut rx);
     assert!(!holders.any_of(&[0, 1]));
     assert!(holders.any_of(&[4, 5]));
+    // Client 4 writes its work back: still granted, but past its critical section.
+    let mut write = Event::new(40, 4, EventKind::Ok, Op::Write, "j");
+    (write.token, write.value) = (Some(1), Some(1));
+    tx.send(write).unwrap();
+    holders.catch_up(&mut rx);
+    assert!(!holders.any_of(&[4, 5]));
+}
+
+/// Worker processes that run `clients[i]`; `on_first_pause` records events into the history at
+/// the first SIGSTOP, as a worker's last events do that were written just before the stop and
+/// arrive after the nemesis' check.
+struct Stopping {
+    clients: Vec<Vec<u32>>,
+    history: HistoryHandle,
+    on_first_pause: StdMutex<Vec<Event>>,
+    log: StdMutex<Vec<String>>,
+}
+
+impl std::fmt::Debug for Stopping {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Stopping")
+            .field("clients", &self.clients)
+            .finish()
+    }
+}
+
+impl WorkerProcesses for Stopping {
+    fn count(&self) -> usize {
+        self.clients.len()
+    }
+    fn running(&self, i: usize) -> bool {
+        i < self.clients.len()
+    }
+    fn clients(&self, i: usize) -> &[u32] {
+        self.clients.get(i).map_or(&[], |c| c)
+    }
+    fn pause(&self, i: usize) -> Result<(), String> {
+        self.log.lock().unwrap().push(format!("stop {i}"));
+        for e in self.on_first_pause.lock().unwrap().drain(..) {
+            crate::history::EventSink::record(&self.history, e);
+        }
+        Ok(())
+    }
+    fn resume(&self, i: usize) -> Result<(), String> {
+        self.log.lock().unwrap().push(format!("cont {i}"));
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn a_holder_pause_that_stopped_a_release_is_thawed_at_once_and_tried_again() {
+    let path = scratch("missed-hold");
+    let recorder = Recorder::create(&path).unwrap();
+    let clock = recorder.clock();
+    let grant = |c: u32| {
+        let mut e = Event::new(clock.now_us(), c, EventKind::Ok, Op::Acquire, "k");
+        (e.token, e.ttl_ms) = (Some(u64::from(c) + 1), Some(1000));
+        e
+    };
+    // Client 0 (worker 0) holds. It begins its release just before its worker's SIGSTOP, and
+    // that event arrives after the nemesis' check; meanwhile client 2 (worker 1) is granted.
+    let workers = Arc::new(Stopping {
+        clients: vec![vec![0, 1], vec![2, 3]],
+        history: recorder.handle(),
+        on_first_pause: StdMutex::new(vec![
+            Event::new(clock.now_us(), 0, EventKind::Invoke, Op::Release, "k"),
+            grant(2),
+        ]),
+        log: StdMutex::default(),
+    });
+    crate::history::EventSink::record(&recorder.handle(), grant(0));
+    let schedule = "seed = 1\n[[faults]]\nkind = \"pause-client\"\ntarget = \"holder\"\n\
+                    start = \"100ms\"\nduration = \"300ms\"\n";
+    let on = Double::default();
+    let run = Duration::from_millis(900);
+    let stand: Arc<dyn WorkerProcesses> = workers.clone();
+    let h = play_on(&on, schedule, run, false, (path, recorder), Some(stand)).await;
+    // Worker 0 was stopped, found to have begun its release before the stop, and thawed at
+    // once; then worker 1, whose client held, was stopped for the pause's full duration.
+    assert_eq!(
+        *workers.log.lock().unwrap(),
+        ["stop 0", "cont 0", "stop 1", "cont 1"]
+    );
+    let faults: Vec<_> = h.iter().filter(|e| e.op == Op::Fault).collect();
+    let kinds: Vec<_> = faults.iter().map(|e| e.kind).collect();
+    assert_eq!(
+        kinds,
+        [
+            EventKind::Invoke,
+            EventKind::Info,
+            EventKind::Invoke,
+            EventKind::Ok
+        ],
+        "{faults:#?}"
+    );
+    assert_eq!(faults[1].error.as_deref(), Some(books::MISSED_THE_HOLD));
+    assert_eq!(
+        faults[0].targets,
+        Some(vec!["worker0".into(), "client0".into(), "client1".into()])
+    );
+    assert_eq!(
+        faults[2].targets,
+        Some(vec!["worker1".into(), "client2".into(), "client3".into()])
+    );
+    // The kept pause lasted its 300 ms from when it took effect.
+    let (from, to) = (faults[2].t_us, faults[3].t_us);
+    assert!(to - from >= 300_000, "{from}..{to}");
 }
