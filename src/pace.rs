@@ -206,7 +206,7 @@ pub(crate) mod tests {
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn one_ms_waits_end_within_tolerance_with_16_waiters() {
+    async fn timing_one_ms_waits_end_within_tolerance_with_16_waiters() {
         let _turn = TIMING.lock().await;
         within_tolerance_in_one_of_three(|| async {
             const TARGET: Duration = Duration::from_millis(1);
@@ -245,7 +245,7 @@ pub(crate) mod tests {
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn short_and_long_waits_end_within_tolerance() {
+    async fn timing_short_and_long_waits_end_within_tolerance() {
         let _turn = TIMING.lock().await;
         // 0.2 ms is inside the wake margin (no timer thread), 5 ms goes through tokio first.
         for (target, n) in [

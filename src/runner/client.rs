@@ -539,7 +539,7 @@ mod tests {
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn closed_loop_holds_and_thinks_as_asked() {
+    async fn timing_closed_loop_holds_and_thinks_as_asked() {
         let _turn = crate::pace::tests::TIMING.lock().await;
         within_tolerance_in_one_of_three(|| async {
             let wl = "clients = 4\nkeys = 4\nhold = \"1ms\"\nthink = \"2ms\"\nacquisitions = 200\nseed = 1\n";
@@ -560,7 +560,7 @@ mod tests {
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn open_loop_acquisitions_start_on_schedule() {
+    async fn timing_open_loop_acquisitions_start_on_schedule() {
         let _turn = crate::pace::tests::TIMING.lock().await;
         within_tolerance_in_one_of_three(|| async {
             // 2000/s over 4 clients: each is due every 2 ms and holds 0.5 ms, so it is free in
@@ -575,7 +575,7 @@ mod tests {
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn a_lease_lost_mid_hold_is_recorded_and_the_hold_still_ends_on_time() {
+    async fn timing_a_lease_lost_mid_hold_is_recorded_and_the_hold_still_ends_on_time() {
         let _turn = crate::pace::tests::TIMING.lock().await;
         within_tolerance_in_one_of_three(|| async {
             let wl = "clients = 1\nkeys = 1\nhold = \"20ms\"\nacquisitions = 3\nseed = 1\n";
