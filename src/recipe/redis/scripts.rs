@@ -17,18 +17,24 @@
 //! The scripts build the per-waiter channel names themselves: fine for standalone Redis
 //! (channels are not keys), and Sentinel and Redlock deployments are not Redis Cluster.
 
-use std::sync::LazyLock;
+use std::sync::{Arc, LazyLock};
 
 use ::redis::Script;
 
-/// Key names of one lock.
 /// What a lock's queue-entry deadline set is named after the lock key (`K:qx`): the one place
 /// the scripts keep server-clock times (`TIME` + a TTL, as sorted-set scores), so the modelled
 /// clock fault moves these too (`fault::clock::model`).
 pub const DEADLINES_SUFFIX: &str = ":qx";
 
+/// Key names of one lock, built once per acquisition and shared (a clone is a reference
+/// count): the holder's handle, its watchdog and any give-back the janitor retries read the
+/// same names.
 #[derive(Debug, Clone)]
-pub(crate) struct Keys {
+pub(crate) struct Keys(Arc<KeyNames>);
+
+/// The names themselves (see the layout above).
+#[derive(Debug)]
+pub(crate) struct KeyNames {
     pub lock: String,
     pub fence: String,
     pub tickets: String,
@@ -43,10 +49,17 @@ pub(crate) struct Keys {
     pub count: String,
 }
 
+impl std::ops::Deref for Keys {
+    type Target = KeyNames;
+    fn deref(&self) -> &KeyNames {
+        &self.0
+    }
+}
+
 impl Keys {
     pub fn new(prefix: &str, key: &str) -> Keys {
         let lock = format!("{}/{}", prefix.trim_end_matches('/'), key);
-        Keys {
+        Keys(Arc::new(KeyNames {
             fence: format!("{lock}:fence"),
             tickets: format!("{lock}:tickets"),
             queue: format!("{lock}:q"),
@@ -56,8 +69,11 @@ impl Keys {
             permits: format!("{lock}:n"),
             count: format!("{lock}:count"),
             lock,
-        }
+        }))
     }
+}
+
+impl KeyNames {
     /// The keys every script of the kinds that share the lock takes, in its order (`K` in
     /// [`SHARED_HELPERS`]).
     pub fn shared(&self) -> [&str; 7] {

@@ -6,7 +6,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ::redis::aio::{ConnectionManager, ConnectionManagerConfig};
-use ::redis::{IntoConnectionInfo, RedisError, Script};
+use ::redis::{
+    ErrorKind, IntoConnectionInfo, RedisError, RedisWrite, Script, ServerErrorKind, ToRedisArgs,
+};
 use tokio::sync::mpsc::UnboundedSender;
 
 use crate::recipe::redis::pubsub::PubSub;
@@ -66,6 +68,35 @@ pub(crate) struct FairTake<'a> {
     ///
     /// [`wake_message`]: crate::recipe::redis::common::wake_message
     pub wake: &'a str,
+}
+
+/// One script argument as the request carries it: text, or a number in decimal. Written
+/// straight into the request (no `String` per argument on the lock's path).
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Arg<'a> {
+    Text(&'a str),
+    Number(u64),
+}
+
+impl<'a> From<&'a str> for Arg<'a> {
+    fn from(s: &'a str) -> Arg<'a> {
+        Arg::Text(s)
+    }
+}
+
+impl From<u64> for Arg<'_> {
+    fn from(n: u64) -> Self {
+        Arg::Number(n)
+    }
+}
+
+impl ToRedisArgs for Arg<'_> {
+    fn write_redis_args<W: ?Sized + RedisWrite>(&self, out: &mut W) {
+        match self {
+            Arg::Text(s) => s.write_redis_args(out),
+            Arg::Number(n) => n.write_redis_args(out),
+        }
+    }
 }
 
 /// Maps a client error to the contract's error, naming the server.
@@ -186,23 +217,36 @@ impl Server {
         ))
     }
 
+    /// Runs `script` by its hash (`EVALSHA`, loading it first if the server does not know it)
+    /// with `keys` and `args`, written straight into the one request buffer, with a deadline of
+    /// `limit` (capped by the request timeout) for the whole call.
     pub(super) async fn eval<T: ::redis::FromRedisValue>(
         &self,
         script: &Script,
         keys: &[&str],
-        args: &[String],
+        args: &[Arg<'_>],
         limit: Duration,
     ) -> Result<T, LockError> {
-        let mut inv = script.prepare_invoke();
+        let mut cmd = ::redis::cmd("EVALSHA");
+        cmd.arg(script.get_hash()).arg(keys.len());
         for k in keys {
-            inv.key(*k);
+            cmd.arg(*k);
         }
         for a in args {
-            inv.arg(a);
+            cmd.arg(a);
         }
         let mut conn = self.conn.clone();
         let limit = limit.min(self.request_timeout);
-        match tokio::time::timeout(limit, inv.invoke_async::<T>(&mut conn)).await {
+        let call = async {
+            match cmd.query_async::<T>(&mut conn).await {
+                Err(e) if e.kind() == ErrorKind::Server(ServerErrorKind::NoScript) => {
+                    script.load_async(&mut conn).await?;
+                    cmd.query_async::<T>(&mut conn).await
+                }
+                r => r,
+            }
+        };
+        match tokio::time::timeout(limit, call).await {
             Ok(r) => r.map_err(|e| lock_error(&self.endpoint, e)),
             Err(_) => Err(self.timed_out(limit)),
         }
@@ -220,7 +264,7 @@ impl Server {
             .eval(
                 &HERD_ACQUIRE_SCRIPT,
                 &[&keys.lock, &keys.fence],
-                &[owner.to_string(), ms(ttl).to_string()],
+                &[owner.into(), ms(ttl).into()],
                 limit,
             )
             .await?;
@@ -265,12 +309,12 @@ impl Server {
                     &keys.tentative,
                 ],
                 &[
-                    owner.to_string(),
-                    ms(ttl).to_string(),
-                    ms(entry_ttl).to_string(),
-                    mode.to_string(),
-                    ticket.to_string(),
-                    wake.to_string(),
+                    owner.into(),
+                    ms(ttl).into(),
+                    ms(entry_ttl).into(),
+                    mode.into(),
+                    ticket.into(),
+                    wake.into(),
                 ],
                 limit,
             )
@@ -302,10 +346,10 @@ impl Server {
                     &keys.tentative,
                 ],
                 &[
-                    owner.to_string(),
-                    token.to_string(),
-                    wake.unwrap_or_default().to_string(),
-                    entry.word().to_string(),
+                    owner.into(),
+                    token.into(),
+                    wake.unwrap_or_default().into(),
+                    entry.word().into(),
                 ],
                 limit,
             )
@@ -333,7 +377,7 @@ impl Server {
                 &keys.expiry,
                 &keys.tentative,
             ],
-            &[owner.to_string(), ms(ttl).to_string(), wake.to_string()],
+            &[owner.into(), ms(ttl).into(), wake.into()],
             limit,
         )
         .await
@@ -354,7 +398,7 @@ impl Server {
             false => (&RENEW_SCRIPT, vec![&keys.lock, &keys.expiry]),
         };
         let ok: i64 = self
-            .eval(script, &k, &[owner.to_string(), ms(ttl).to_string()], limit)
+            .eval(script, &k, &[owner.into(), ms(ttl).into()], limit)
             .await?;
         Ok(ok == 1)
     }
