@@ -198,8 +198,15 @@ fn stale_release(strategy: Strategy) {
                 "{name}: {released:?}"
             );
             assert_eq!(after, before, "{name}: the stale release left b's key");
+            // Not granted by its deadline: a timeout, or, when its last `add` was still in
+            // flight at the deadline (a CI proof, 2026-12-03: no answer within the 873 µs left
+            // beside another binary, within the 9.7 ms left alone), withdrawn once the server
+            // showed the key without c's owner value. Both say c certainly does not hold it.
             assert!(
-                matches!(third, Err(LockError::Timeout { .. })),
+                matches!(
+                    third,
+                    Err(LockError::Timeout { .. } | LockError::Withdrawn { .. })
+                ),
                 "{name}: c must wait for b: {:?}",
                 third.map(|l| l.token)
             );
