@@ -277,8 +277,19 @@ async fn failover(cluster: &Cluster, t: &RedisTarget) {
         )
         .await
         .expect("lock before the kill");
-    let killed_at = Instant::now();
+    // Watched from before the kill: a task started after the failover would stamp a signal
+    // fired seconds earlier with the time it first looked (Sentinel took 7 s to fail over once,
+    // and the lease, rightly lost at 5 s, read as 2.4 s late).
+    let mut signal = held.lost.clone();
+    let lost_at = tokio::spawn(async move {
+        signal.wait().await;
+        Instant::now()
+    });
     cluster.kill(&leader).await.expect("kill master");
+    // The master is certainly dead now (`kill` waits until the engine reports the container
+    // stopped), not at the call: on a busy host the engine took seconds to kill it, and the
+    // master went on renewing the lease until then.
+    let killed_at = Instant::now();
     let (new_leader, elected) = cluster
         .wait_new_leader(&leader, Duration::from_secs(60))
         .await
@@ -299,11 +310,6 @@ async fn failover(cluster: &Cluster, t: &RedisTarget) {
     } else {
         killed_at
     };
-    let mut signal = held.lost.clone();
-    let lost_at = tokio::spawn(async move {
-        signal.wait().await;
-        Instant::now()
-    });
     let fresh = make(cfg.clone()).await;
     let lease = fresh
         .acquire(
@@ -339,8 +345,18 @@ async fn failover(cluster: &Cluster, t: &RedisTarget) {
     );
     old_client.release(lease).await.expect("release");
     // The watchdog follows the failover and finds the key gone (or runs out of validity).
-    let lost_at = tokio::time::timeout(cfg.ttl * 2, lost_at)
+    let lost_at = tokio::time::timeout(cfg.ttl * 2, lost_at).await;
+    let r = old_client.release(held).await;
+    old_client.crash().await;
+    fresh.crash().await;
+    // The old master comes back as a replica of the new one, so the next scenario (which
+    // waits for the cluster to be ready) finds the whole cluster again; before the checks
+    // below, so that a failed one leaves the cluster whole.
+    cluster
+        .restart(&leader, DataOnRestart::Keep)
         .await
+        .expect("restart the killed master");
+    let lost_at = lost_at
         .expect("the lease whose key is gone was never signalled lost")
         .expect("signal task");
     let by = gone_at + cfg.ttl - sc::drift(cfg.ttl);
@@ -353,20 +369,11 @@ async fn failover(cluster: &Cluster, t: &RedisTarget) {
         "lost signalled {:?} after the validity left when the key went",
         lost_at - by
     );
-    let r = old_client.release(held).await;
     println!("redis failover: releasing the lease held at the kill: {r:?}");
     assert!(
         matches!(r, Err(lockbench::recipe::LockError::Lost { .. })),
         "{r:?}"
     );
-    old_client.crash().await;
-    fresh.crash().await;
-    // The old master comes back as a replica of the new one, so the next scenario (which
-    // waits for the cluster to be ready) finds the whole cluster again.
-    cluster
-        .restart(&leader, DataOnRestart::Keep)
-        .await
-        .expect("restart the killed master");
 }
 
 #[test]

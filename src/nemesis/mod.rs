@@ -75,7 +75,13 @@ async fn held_at_the_stop(
 ) -> bool {
     tokio::time::sleep(HOLDER_SETTLE).await;
     holders.catch_up(events);
-    stopped.iter().any(|&i| holders.any_of(workers.clients(i)))
+    runs_a_holder(workers, stopped, holders)
+}
+
+/// Whether one of `chosen`'s worker processes runs a client that holds a lock now (past its
+/// write-back no longer counts, see [`Holders`]).
+fn runs_a_holder(workers: &dyn WorkerProcesses, chosen: &[usize], holders: &Holders) -> bool {
+    chosen.iter().any(|&i| holders.any_of(workers.clients(i)))
 }
 
 /// How long a `holder` pause, once in effect, lets the stopped worker's last events arrive
@@ -227,7 +233,7 @@ impl Nemesis {
                             // within the wait, and past it the pause does not start.
                             holders.catch_up(&mut stage.events);
                             let still = stage.workers.as_ref().is_some_and(|w| {
-                                fault.workers().iter().any(|&i| holders.any_of(w.clients(i)))
+                                runs_a_holder(w.as_ref(), fault.workers(), &holders)
                             });
                             if !still {
                                 let now = Duration::from_micros(clock.now_us());

@@ -7,7 +7,11 @@
 //!   and the tests' server clients must outlive it.
 //! - Tests take turns (a mutex): a scenario kills the leader or freezes the whole cluster, and
 //!   the request-count bands were measured with one scenario at a time. Before each turn the
-//!   cluster must be ready again, so a scenario that broke it is named by the next one.
+//!   cluster must be ready again, so a scenario that broke it is named by the next one. A
+//!   scenario that panicked (its assertion failed half-way) may have left a node killed or
+//!   paused, or a partition in place, that its own last lines would have undone: the next turn
+//!   undoes them first ([`repair`]), so one failure is reported once and not by every scenario
+//!   after it.
 //! - Statics are never dropped, so the containers are removed by a reaper: a child process in
 //!   its own process group (Ctrl-C in the terminal does not reach it) that waits for its stdin
 //!   to close, which happens when this process ends however it ends (normal exit, a panic,
@@ -22,6 +26,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{LazyLock, Mutex, Once, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
+use lockbench::cluster::{DataOnRestart, NodeState};
 use lockbench::{Cluster, System};
 
 /// The extra state a test binary builds once over the shared cluster (raw server clients).
@@ -94,14 +99,22 @@ impl<T: Send + Sync + 'static> Shared<T> {
         F: FnOnce(&'static Fixture<T>) -> Fut,
         Fut: Future<Output = ()>,
     {
-        // A failed scenario poisons the mutex; the next one still gets its turn.
-        let _turn = self.turn.lock().unwrap_or_else(PoisonError::into_inner);
+        // A failed scenario poisons the mutex; the next one still gets its turn, after the
+        // repair of what the failed one may have left.
+        let (_turn, after_a_failure) = match self.turn.lock() {
+            Ok(turn) => (turn, false),
+            Err(poisoned) => (poisoned.into_inner(), true),
+        };
+        self.turn.clear_poison();
         let fixture = match self.fixture.get_or_init(|| RUNTIME.block_on(self.start())) {
             Ok(f) => f,
             Err(e) => panic!("{e}"),
         };
         let system = self.system;
         RUNTIME.block_on(async {
+            if after_a_failure {
+                repair(&fixture.cluster).await;
+            }
             if let Err(e) = fixture.cluster.wait_ready(Duration::from_secs(60)).await {
                 panic!(
                     "the shared {system} cluster is not ready before scenario {name} (an \
@@ -141,6 +154,30 @@ impl<T: Send + Sync + 'static> Shared<T> {
             endpoints,
             state,
         })
+    }
+}
+
+/// Undoes what a scenario that panicked half-way may have left: every partition healed, every
+/// paused node thawed, every killed node started again with its data. What fails here is
+/// printed; `wait_ready` then says whether the cluster is whole.
+async fn repair(cluster: &Cluster) {
+    eprintln!("an earlier scenario failed: healing partitions, thawing and restarting nodes");
+    if let Err(e) = cluster.heal().await {
+        eprintln!("repair: healing the partitions failed: {e}");
+    }
+    for n in cluster.nodes() {
+        let undone = match n.state() {
+            NodeState::Running => continue,
+            NodeState::Paused => cluster.resume(n.name()).await,
+            NodeState::Killed => cluster.restart(n.name(), DataOnRestart::Keep).await,
+        };
+        if let Err(e) = undone {
+            eprintln!(
+                "repair: {} ({:?}) could not be brought back: {e}",
+                n.name(),
+                n.state()
+            );
+        }
     }
 }
 
