@@ -81,6 +81,7 @@ pub fn section(run: &RunView, s: &Section) -> String {
         Section::Reentry(t) => titled(s.id(), "Re-entries", super::markdown::REENTRY_TEXT, t),
         Section::RwLock(t) => titled(s.id(), "Read-write lock", super::markdown::RWLOCK_TEXT, t),
         Section::Semaphore(t) => titled(s.id(), "Semaphore", super::markdown::SEMAPHORE_TEXT, t),
+        Section::Pacing(t) => titled(s.id(), "Pacing", super::pacing::PACING_TEXT, t),
         Section::Capacity { table, lines } => capacity_section(table, lines),
         Section::Safety => safety_section(&run.cells, &run.plots.index),
         Section::Faults => faults_section(&run.cells),

@@ -44,6 +44,7 @@ pub fn section(run: &RunView, s: &Section) -> String {
         Section::Reentry(t) => titled("Re-entries", REENTRY_TEXT, t),
         Section::RwLock(t) => titled("Read-write lock", RWLOCK_TEXT, t),
         Section::Semaphore(t) => titled("Semaphore", SEMAPHORE_TEXT, t),
+        Section::Pacing(t) => titled("Pacing", super::pacing::PACING_TEXT, t),
         Section::Capacity { table, lines } => capacity_section(table, lines),
         Section::Safety => safety_section(&run.cells),
         Section::Faults => faults_section(&run.cells),

@@ -14,6 +14,7 @@ pub mod json;
 pub mod kind_tables;
 pub mod markdown;
 pub mod model;
+pub mod pacing;
 pub mod plot_index;
 pub mod plots;
 pub mod rebuild;

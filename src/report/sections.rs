@@ -32,6 +32,8 @@ pub enum Section {
         /// The summary lines.
         lines: Vec<String>,
     },
+    /// The cells whose clients were not paced as the workload asked ([`super::pacing`]).
+    Pacing(Table),
     /// The safety verdicts and each unsafe cell's first findings.
     Safety,
     /// The fault windows of each cell that had some.
@@ -55,6 +57,7 @@ impl Section {
             Section::Reentry(_) => "reentry",
             Section::RwLock(_) => "rwlock",
             Section::Semaphore(_) => "semaphore",
+            Section::Pacing(_) => "pacing",
             Section::Capacity { .. } => "capacity",
             Section::Safety => "safety",
             Section::Faults => "faults",
@@ -78,6 +81,7 @@ pub fn sections(run: &RunView) -> Vec<Section> {
         let (table, lines) = capacity(c);
         out.push(Section::Capacity { table, lines });
     }
+    out.extend(super::pacing::table(&run.cells).map(Section::Pacing));
     out.extend([Section::Safety, Section::Faults]);
     if run.interrupted || !run.not_run.is_empty() {
         out.push(Section::NotRun);

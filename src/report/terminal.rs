@@ -6,10 +6,15 @@ use std::path::Path;
 
 use crate::results::CellSummary;
 
-/// The comparison table of `cells`, then the run folder `dir`.
+/// The comparison table of `cells`, a line for each cell not paced as asked
+/// ([`super::pacing::lines`]), then the run folder `dir`.
 pub fn text(dir: &Path, cells: &[CellSummary]) -> String {
+    let pacing: String = super::pacing::lines(cells)
+        .iter()
+        .map(|l| format!("{l}\n"))
+        .collect();
     format!(
-        "{}\nresults: {}\n",
+        "{}\n{pacing}results: {}\n",
         super::markdown::comparison_table(cells),
         dir.display()
     )

@@ -19,6 +19,11 @@ const NOWHERE: &str = "/nonexistent/lockbench-report-tests/run-1";
 fn unsafe_cell() -> CellSummary {
     let mut c = cell(3, 50.0, 20_000, 500);
     c.id.chaos = "kill".into();
+    // Held 4.1 ms for the 3 ms asked: a pacing row.
+    c.hold_requested_us.count = 500;
+    c.hold_requested_us.p50 = 3_000;
+    c.hold_time_us.count = 500;
+    c.hold_time_us.p50 = 4_100;
     c.safety = Some(Safety {
         verdict: SafetyVerdict::Unsafe,
         violations: vec![Violation {
@@ -90,6 +95,7 @@ fn a_hand_made_view_renders_every_section_without_a_file() {
             "comparison",
             "repetitions",
             "capacity",
+            "pacing",
             "safety",
             "faults",
             "not-run",
@@ -116,6 +122,11 @@ fn a_hand_made_view_renders_every_section_without_a_file() {
         "{md}"
     );
     assert!(md.contains("| kill | n1 | 1.000 |"), "{md}");
+    assert!(md.contains("\n## Pacing\n"), "{md}");
+    assert!(
+        md.contains("| etcd-predecessor-w-kill-c3 | hold | 3.00 | 4.10 | +1.10 |"),
+        "{md}"
+    );
     assert!(
         md.contains("\nThe run was interrupted. Cells not run: etcd-predecessor-w-c12\n"),
         "{md}"
@@ -136,6 +147,10 @@ fn a_hand_made_view_renders_every_section_without_a_file() {
     assert!(page.contains("plan.toml: a hand-made test plan"));
     assert!(page.contains("<pre>run_id = &quot;x&quot;\n</pre>"));
     assert!(page.contains("<a href=\"#faults\">Faults</a>"));
+    assert!(
+        page.contains("<section id=\"pacing\">"),
+        "the pacing section"
+    );
 
     // The view without its optional parts: those sections are gone, the rest stay.
     let mut calm = run.clone();
@@ -146,6 +161,7 @@ fn a_hand_made_view_renders_every_section_without_a_file() {
         ids,
         [
             "comparison",
+            "pacing",
             "safety",
             "faults",
             "plots",
@@ -186,6 +202,7 @@ fn markdown_and_html_show_the_sections_in_one_order() {
     for id in [
         "repetitions",
         "capacity",
+        "pacing",
         "safety",
         "faults",
         "plots",
