@@ -144,20 +144,15 @@ pub(crate) async fn ready(cluster: &Cluster) -> Result<(), String> {
         let mut cmd = redis::cmd("SENTINEL");
         cmd.arg("MASTER").arg(MASTER_NAME);
         let kv = as_strings(&command(&s.endpoint(), &cmd).await?);
-        let field = |k: &str| {
-            kv.chunks(2)
-                .find(|c| c[0] == k)
-                .map(|c| c[1].clone())
-                .unwrap_or_default()
-        };
-        if field("num-other-sentinels") != (SENTINELS - 1).to_string()
-            || field("num-slaves") != replicas.to_string()
+        let count = |k: &str| field(&kv, k).unwrap_or_default();
+        if count("num-other-sentinels") != (SENTINELS - 1).to_string()
+            || count("num-slaves") != replicas.to_string()
         {
             return Err(format!(
                 "{} sees {} other sentinels and {} replicas",
                 s.name(),
-                field("num-other-sentinels"),
-                field("num-slaves")
+                count("num-other-sentinels"),
+                count("num-slaves")
             ));
         }
     }
@@ -193,10 +188,8 @@ async fn replicas_seen_since_their_start(cluster: &Cluster, master: &Node) -> Re
         run_ids.insert(n.hostname().to_string(), id);
     }
     for s in sentinels(cluster) {
-        let mut cmd = ::redis::cmd("SENTINEL");
-        cmd.arg("REPLICAS").arg(MASTER_NAME);
-        let reply = command(&s.endpoint(), &cmd).await?;
-        if let Some(why) = replica_not_seen(&reply, &run_ids) {
+        let listed = sentinel_replicas(&s.endpoint()).await?;
+        if let Some(why) = replica_not_seen(&listed, &run_ids) {
             return Err(format!("{}: {why}", s.name()));
         }
     }
@@ -204,13 +197,9 @@ async fn replicas_seen_since_their_start(cluster: &Cluster, master: &Node) -> Re
 }
 
 /// The first replica of `run_ids` (host name → the run id it reports) that a Sentinel's
-/// `SENTINEL REPLICAS` reply does not list or lists under another run id; `None` when it has
-/// seen them all.
-fn replica_not_seen(reply: &redis::Value, run_ids: &HashMap<String, String>) -> Option<String> {
-    let listed: Vec<Vec<String>> = match reply {
-        redis::Value::Array(replicas) => replicas.iter().map(as_strings).collect(),
-        other => return Some(format!("SENTINEL REPLICAS answered {other:?}")),
-    };
+/// replica list ([`sentinel_replicas`]) does not hold or holds under another run id; `None`
+/// when it has seen them all.
+fn replica_not_seen(listed: &[Vec<String>], run_ids: &HashMap<String, String>) -> Option<String> {
     let mut hosts: Vec<&String> = run_ids.keys().collect();
     hosts.sort();
     for host in hosts {
@@ -244,25 +233,30 @@ pub(crate) async fn master_flags(sentinel: &str) -> Result<String, String> {
     let mut cmd = redis::cmd("SENTINEL");
     cmd.arg("MASTER").arg(MASTER_NAME);
     let kv = as_strings(&command(sentinel, &cmd).await?);
-    kv.chunks(2)
-        .find(|c| c[0] == "flags")
-        .map(|c| c[1].clone())
-        .ok_or_else(|| format!("SENTINEL MASTER gave no flags: {kv:?}"))
+    field(&kv, "flags").ok_or_else(|| format!("SENTINEL MASTER gave no flags: {kv:?}"))
+}
+
+/// The replicas the Sentinel at `sentinel` lists for the master, each a flat `[key, value, ...]`
+/// list (`ip`, `runid`, `flags` ...).
+async fn sentinel_replicas(sentinel: &str) -> Result<Vec<Vec<String>>, String> {
+    let mut cmd = redis::cmd("SENTINEL");
+    cmd.arg("REPLICAS").arg(MASTER_NAME);
+    replica_entries(&command(sentinel, &cmd).await?)
+}
+
+/// A `SENTINEL REPLICAS` reply as one flat `[key, value, ...]` list per replica.
+fn replica_entries(reply: &redis::Value) -> Result<Vec<Vec<String>>, String> {
+    match reply {
+        redis::Value::Array(replicas) => Ok(replicas.iter().map(as_strings).collect()),
+        other => Err(format!("SENTINEL REPLICAS answered {other:?}")),
+    }
 }
 
 /// The `flags` Sentinel at `sentinel` keeps for the replica announced as `host`; `None` when it
 /// does not list that replica.
 pub(crate) async fn replica_flags(sentinel: &str, host: &str) -> Result<Option<String>, String> {
-    let mut cmd = redis::cmd("SENTINEL");
-    cmd.arg("REPLICAS").arg(MASTER_NAME);
-    let reply = command(sentinel, &cmd).await?;
-    let redis::Value::Array(replicas) = reply else {
-        return Err(format!("SENTINEL REPLICAS answered {reply:?}"));
-    };
-    Ok(replicas.iter().find_map(|r| {
-        let kv = as_strings(r);
-        let field = |k: &str| kv.chunks(2).find(|c| c[0] == k).map(|c| c[1].clone());
-        (field("ip").as_deref() == Some(host)).then(|| field("flags").unwrap_or_default())
+    Ok(sentinel_replicas(sentinel).await?.iter().find_map(|kv| {
+        (field(kv, "ip").as_deref() == Some(host)).then(|| field(kv, "flags").unwrap_or_default())
     }))
 }
 
@@ -412,14 +406,15 @@ mod tests {
             .collect();
         let seen = |r2_runid| {
             replica_not_seen(
-                &replicas(&[
+                &replica_entries(&replicas(&[
                     &[("ip", "r3"), ("runid", "id3"), ("master-link-status", "ok")],
                     &[
                         ("ip", "r2"),
                         ("runid", r2_runid),
                         ("master-link-status", "ok"),
                     ],
-                ]),
+                ]))
+                .expect("a replica list"),
                 &run_ids,
             )
         };
@@ -431,7 +426,12 @@ mod tests {
             "{stale}"
         );
         let missing = replica_not_seen(
-            &replicas(&[&[("ip", "r3"), ("runid", "id3"), ("master-link-status", "ok")]]),
+            &replica_entries(&replicas(&[&[
+                ("ip", "r3"),
+                ("runid", "id3"),
+                ("master-link-status", "ok"),
+            ]]))
+            .expect("a replica list"),
             &run_ids,
         )
         .expect("r2 missing");
@@ -439,7 +439,8 @@ mod tests {
             missing.contains("does not list the replica r2"),
             "{missing}"
         );
-        assert!(replica_not_seen(&redis::Value::Nil, &run_ids).is_some());
+        // A reply that is no list is an error, not a replica seen.
+        assert!(replica_entries(&redis::Value::Nil).is_err());
     }
 
     #[test]
