@@ -136,6 +136,45 @@ impl Holders {
     }
 }
 
+/// A window the nemesis started and has not yet closed.
+struct Open {
+    /// When its undo is due on the cell clock.
+    end_due: Duration,
+    /// Its id in the books.
+    id: u64,
+    /// The `[[faults]]` entry it comes from.
+    entry: usize,
+    /// Its kind's name and its targets, as its `invoke` event names them.
+    kind: &'static str,
+    targets: Vec<String>,
+    /// When its start took effect, µs on the cell clock.
+    effect_us: u64,
+}
+
+/// Why `p`, resolved, is not started when a window of the same kind and targets is still open: the history
+/// pairs a fault's `invoke` with the next end of the same kind and targets, which two such
+/// windows at once would make ambiguous, and the second would act on what the first did (a
+/// kill of a node already down fails, and its undo restarts the node early).
+fn already_in_effect(
+    open: &[Open],
+    p: &PlannedFault,
+    resolved: &Result<Resolved, String>,
+    clock: Clock,
+) -> Option<String> {
+    let targets = &resolved.as_ref().ok()?.1;
+    let o = open
+        .iter()
+        .find(|o| o.kind == p.kind.name() && o.targets == *targets)?;
+    Some(format!(
+        "{} of {} is still in effect (a window that took effect at {:.3} s, {:.3} s ago): not \
+         started twice",
+        o.kind,
+        o.targets.join(", "),
+        o.effect_us as f64 / 1e6,
+        clock.now_us().saturating_sub(o.effect_us) as f64 / 1e6
+    ))
+}
+
 /// One cell's nemesis: its timeline, and the books it keeps the faults in.
 #[derive(Debug, Clone)]
 pub struct Nemesis {
@@ -180,7 +219,7 @@ impl Nemesis {
             }
         }
         let mut holders = Holders::default();
-        let mut ends: Vec<(Duration, u64)> = Vec::new();
+        let mut open: Vec<Open> = Vec::new();
         let mut next = 0;
         // A `holder` pause due while nobody held a lock starts at the first recheck that finds
         // a holder, within HOLDER_WAIT of its time.
@@ -188,11 +227,8 @@ impl Nemesis {
         let mut listening = true;
         loop {
             let now = Duration::from_micros(clock.now_us());
-            let start_at = self
-                .timeline
-                .get(next)
-                .map(|p| recheck.map_or(p.at, |r| r.max(p.at)));
-            let end_at = ends.iter().map(|e| e.0).min();
+            let start_at = self.start_due(next, recheck, &open);
+            let end_at = open.iter().map(|o| o.end_due).min();
             let due = start_at.into_iter().chain(end_at).min();
             let wait = due.map_or(Duration::ZERO, |d| d.saturating_sub(now));
             tokio::select! {
@@ -207,13 +243,7 @@ impl Nemesis {
                     // Ends before starts at the same instant, so windows of one entry do not
                     // overlap.
                     if end_at.is_some() && end_at <= start_at.or(end_at) {
-                        let k = ends.iter().enumerate().min_by_key(|(_, e)| e.0).map(|(k, _)| k);
-                        let Some(k) = k else { continue };
-                        let (_, id) = ends.remove(k);
-                        let mut ledger = self.books.0.lock().await;
-                        if let Some(i) = ledger.position(id) {
-                            let _ = ledger.end(on, i, clock, Some(&history), false).await;
-                        }
+                        self.end_first(on, &mut open, clock, &history).await;
                     } else {
                         let p = &self.timeline[next];
                         let waits_for_holder = p.kind.waits_for_holder();
@@ -247,6 +277,9 @@ impl Nemesis {
                                 ));
                             }
                         }
+                        if let Some(why) = already_in_effect(&open, p, &resolved, clock) {
+                            resolved = Err(why);
+                        }
                         recheck = None;
                         next += 1;
                         match resolved {
@@ -254,7 +287,7 @@ impl Nemesis {
                                 let stopped = fault.workers().to_vec();
                                 let mut ledger = self.books.0.lock().await;
                                 if let Some((id, effect_us)) =
-                                    ledger.start(on, fault, targets, clock, Some(&history)).await
+                                    ledger.start(on, fault, targets.clone(), clock, Some(&history)).await
                                 {
                                     drop(ledger);
                                     if waits_for_holder
@@ -282,7 +315,14 @@ impl Nemesis {
                                     // A late start keeps its full duration: the end is due
                                     // from when the fault took effect, not from the plan.
                                     let effect = Duration::from_micros(effect_us);
-                                    ends.push((effect + p.end().saturating_sub(p.at), id));
+                                    open.push(Open {
+                                        end_due: effect + p.end().saturating_sub(p.at),
+                                        id,
+                                        entry: p.fault,
+                                        kind: p.kind.name(),
+                                        targets,
+                                        effect_us,
+                                    });
                                 }
                             }
                             Err(e) => {
@@ -301,6 +341,40 @@ impl Nemesis {
         }
         // The clients stopped: whatever is still in effect is healed and recorded now.
         let _ = self.books.heal(on, clock, Some(&history)).await;
+    }
+
+    /// When the timeline's occurrence `next` is due: its time (or the `recheck` of a `holder`
+    /// pause), but one entry's windows never overlap, as the plan's occurrences do not: one due
+    /// while its entry's previous window is still open (its undo ran long, e.g. a restarted
+    /// node slow to serve its cluster) starts once that window has closed.
+    fn start_due(&self, next: usize, recheck: Option<Duration>, open: &[Open]) -> Option<Duration> {
+        let p = self.timeline.get(next)?;
+        let at = recheck.map_or(p.at, |r| r.max(p.at));
+        let busy = open
+            .iter()
+            .filter(|o| o.entry == p.fault)
+            .map(|o| o.end_due)
+            .max();
+        Some(busy.map_or(at, |b| at.max(b)))
+    }
+
+    /// Undoes the open window due first and closes it in the history.
+    async fn end_first<C: Faultable>(
+        &self,
+        on: &C,
+        open: &mut Vec<Open>,
+        clock: Clock,
+        history: &HistoryHandle,
+    ) {
+        let first = open.iter().enumerate().min_by_key(|(_, o)| o.end_due);
+        let Some(k) = first.map(|(k, _)| k) else {
+            return;
+        };
+        let id = open.remove(k).id;
+        let mut ledger = self.books.0.lock().await;
+        if let Some(i) = ledger.position(id) {
+            let _ = ledger.end(on, i, clock, Some(history), false).await;
+        }
     }
 
     /// Resolves `p`'s targets from its `pick_seed` into a fault to start.

@@ -18,6 +18,10 @@ struct Double {
     effect: StdMutex<BTreeMap<String, i64>>,
     slow: Duration,
     refuse: Option<String>,
+    /// How long a restarted node takes to serve its cluster (0: at once).
+    rejoin: Duration,
+    /// node → when it was last restarted.
+    restarted: StdMutex<BTreeMap<String, std::time::Instant>>,
 }
 
 impl Double {
@@ -51,11 +55,26 @@ impl Faultable for Double {
         Ok(Some("n3".into()))
     }
     async fn kill(&self, node: &str) -> Result<(), ClusterError> {
+        // As Docker refuses to kill a container that is not running.
+        if self.effect.lock().unwrap().get(&format!("kill {node}")) > Some(&0) {
+            self.log
+                .lock()
+                .unwrap()
+                .push(format!("kill {node} refused"));
+            return Err(ClusterError::Fault {
+                node: node.into(),
+                error: "not running".into(),
+            });
+        }
         self.call(format!("kill {node}"), format!("kill {node}"), 1)
             .await;
         Ok(())
     }
     async fn restart(&self, node: &str, _: DataOnRestart) -> Result<(), ClusterError> {
+        self.restarted
+            .lock()
+            .unwrap()
+            .insert(node.into(), std::time::Instant::now());
         self.call(format!("restart {node}"), format!("kill {node}"), -1)
             .await;
         Ok(())
@@ -84,6 +103,13 @@ impl Faultable for Double {
     }
     fn clock(&self, _: &str) -> Result<ClockAccess, ClusterError> {
         Ok(ClockAccess::Monotonic)
+    }
+    async fn serving(&self, node: &str) -> Result<(), String> {
+        let since = self.restarted.lock().unwrap().get(node).copied();
+        match since {
+            Some(t) if t.elapsed() < self.rejoin => Err(format!("{node} is still catching up")),
+            _ => Ok(()),
+        }
     }
 }
 
@@ -558,4 +584,125 @@ async fn a_holder_pause_that_stopped_a_release_is_thawed_at_once_and_tried_again
     // The kept pause lasted its 300 ms from when it took effect.
     let (from, to) = (faults[2].t_us, faults[3].t_us);
     assert!(to - from >= 300_000, "{from}..{to}");
+}
+
+/// One fault window as the checkers pair it: its kind and targets, its invoke, its outcome's
+/// kind and time, and the effect the outcome reports (µs).
+#[derive(Debug)]
+struct Window {
+    kind: String,
+    targets: Vec<String>,
+    invoke_us: u64,
+    outcome: EventKind,
+    outcome_us: u64,
+    effect_us: Option<u64>,
+}
+
+/// Every fault window, each `invoke` paired with the next end of the same kind and targets.
+fn windows(h: &[Event]) -> Vec<Window> {
+    let mut out: Vec<Window> = Vec::new();
+    let mut pending: Vec<usize> = Vec::new();
+    for e in h.iter().filter(|e| e.op == Op::Fault) {
+        let (kind, targets) = (e.fault.clone().unwrap(), e.targets.clone().unwrap());
+        if e.kind == EventKind::Invoke {
+            pending.push(out.len());
+            out.push(Window {
+                kind,
+                targets,
+                invoke_us: e.t_us,
+                outcome: EventKind::Invoke,
+                outcome_us: 0,
+                effect_us: None,
+            });
+            continue;
+        }
+        let k = pending
+            .iter()
+            .position(|&w| out[w].kind == kind && out[w].targets == targets)
+            .expect("an end with no open start");
+        let w = &mut out[pending.remove(k)];
+        (w.outcome, w.outcome_us, w.effect_us) = (e.kind, e.t_us, e.effect_us);
+    }
+    out
+}
+
+/// A restarted node slow to serve holds its kill window open past the next occurrence's time:
+/// that occurrence waits for the window to close instead of killing again beside it (which
+/// the engine refuses for a node still down, and whose undo then restarted the node early).
+#[tokio::test]
+async fn a_kill_whose_rejoin_runs_long_delays_the_next_kill_of_its_entry() {
+    let on = Double {
+        rejoin: Duration::from_millis(500),
+        ..Double::default()
+    };
+    let schedule = "seed = 5\n[[faults]]\nkind = \"kill\"\ntarget = \"leader\"\nevery = \"200ms\"\nrestart_after = \"100ms\"\n";
+    let h = play(
+        &on,
+        schedule,
+        Duration::from_millis(1700),
+        false,
+        "long-rejoin",
+    )
+    .await;
+    assert!(
+        !on.log().iter().any(|l| l.ends_with("refused")),
+        "a kill of a node still down: {:?}",
+        on.log()
+    );
+    let w = windows(&h);
+    assert!(w.len() >= 2, "{w:?}");
+    for pair in w.windows(2) {
+        let (first, next) = (&pair[0], &pair[1]);
+        assert_eq!(first.outcome, EventKind::Ok, "{first:?}");
+        // Closed once n3 served again, about 500 ms after its restart, before the next began.
+        assert!(first.outcome_us >= first.invoke_us + 550_000, "{first:?}");
+        assert!(
+            next.invoke_us >= first.outcome_us,
+            "overlapping windows: {first:?} then {next:?}"
+        );
+    }
+    // The effect a window reports is its own, after its own invoke.
+    for x in &w {
+        assert!(x.effect_us.is_none_or(|e| e >= x.invoke_us), "{x:?}");
+    }
+    assert!(on.left().is_empty(), "left in effect: {:?}", on.left());
+}
+
+/// A window of the same kind and targets as one still open, from another entry, is not
+/// started: it is recorded as a window with no targets that says why.
+#[tokio::test]
+async fn a_second_kill_of_a_node_already_down_is_not_started() {
+    let on = Double::default();
+    let schedule = "seed = 5\n[[faults]]\nkind = \"kill\"\ntarget = \"leader\"\nstart = \"50ms\"\nrestart_after = \"400ms\"\n\
+                    [[faults]]\nkind = \"kill\"\ntarget = \"leader\"\nstart = \"150ms\"\nrestart_after = \"100ms\"\n";
+    let h = play(&on, schedule, Duration::from_millis(800), false, "twice").await;
+    assert_eq!(
+        on.log(),
+        ["kill n3", "restart n3"],
+        "the second kill touched n3"
+    );
+    let w = windows(&h);
+    assert_eq!(w.len(), 2, "{w:?}");
+    assert_eq!(
+        (w[0].targets.as_slice(), w[0].outcome),
+        (&["n3".to_string()][..], EventKind::Ok)
+    );
+    // Closed at its own restart (400 ms after its effect), not at the second window's.
+    assert!(
+        w[0].outcome_us >= w[0].effect_us.unwrap() + 400_000,
+        "{w:?}"
+    );
+    assert_eq!(
+        (w[1].kind.as_str(), w[1].targets.len(), w[1].outcome),
+        ("kill", 0, EventKind::Info),
+        "{w:?}"
+    );
+    let why = h
+        .iter()
+        .find_map(|e| e.error.clone())
+        .expect("the not-started window's reason");
+    assert!(
+        why.contains("kill of n3 is still in effect") && why.contains("not started twice"),
+        "{why}"
+    );
 }

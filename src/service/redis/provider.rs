@@ -180,12 +180,7 @@ pub(crate) async fn ready(cluster: &Cluster) -> Result<(), String> {
 async fn replicas_seen_since_their_start(cluster: &Cluster, master: &Node) -> Result<(), String> {
     let mut run_ids = HashMap::new();
     for n in cluster.servers().filter(|n| n.name() != master.name()) {
-        let v = command(&n.endpoint(), ::redis::cmd("INFO").arg("server")).await?;
-        let text: String = ::redis::from_redis_value_ref(&v).map_err(|e| e.to_string())?;
-        let id = parse_info(&text)
-            .remove("run_id")
-            .ok_or_else(|| format!("{} reports no run_id in INFO server", n.name()))?;
-        run_ids.insert(n.hostname().to_string(), id);
+        run_ids.insert(n.hostname().to_string(), run_id(n).await?);
     }
     for s in sentinels(cluster) {
         let listed = sentinel_replicas(&s.endpoint()).await?;
@@ -196,28 +191,48 @@ async fn replicas_seen_since_their_start(cluster: &Cluster, master: &Node) -> Re
     Ok(())
 }
 
+/// The run id `node` reports (`INFO server`): a new one at every start.
+async fn run_id(node: &Node) -> Result<String, String> {
+    let v = command(&node.endpoint(), ::redis::cmd("INFO").arg("server")).await?;
+    let text: String = ::redis::from_redis_value_ref(&v).map_err(|e| e.to_string())?;
+    parse_info(&text)
+        .remove("run_id")
+        .ok_or_else(|| format!("{} reports no run_id in INFO server", node.name()))
+}
+
 /// The first replica of `run_ids` (host name → the run id it reports) that a Sentinel's
 /// replica list ([`sentinel_replicas`]) does not hold or holds under another run id; `None`
 /// when it has seen them all.
 fn replica_not_seen(listed: &[Vec<String>], run_ids: &HashMap<String, String>) -> Option<String> {
     let mut hosts: Vec<&String> = run_ids.keys().collect();
     hosts.sort();
-    for host in hosts {
-        let entry = listed
-            .iter()
-            .find(|kv| field(kv, "ip").as_deref() == Some(host.as_str()));
-        let Some(kv) = entry else {
-            return Some(format!("it does not list the replica {host}"));
-        };
-        let (kept, reported) = (field(kv, "runid").unwrap_or_default(), &run_ids[host]);
-        if kept != *reported {
-            return Some(format!(
-                "it has not read {host} since its restart (it keeps run id {kept:?}, the \
-                 replica reports {reported:?})"
-            ));
-        }
-    }
-    None
+    hosts
+        .into_iter()
+        .find_map(|host| not_seen_since_start(listed, host, &run_ids[host]))
+}
+
+/// Why a Sentinel's replica list does not show the replica announced as `host`, which reports
+/// `run_id`, as read since its last start (not listed, or kept under an older run id); `None`
+/// when it does. Until Sentinel reads a restarted replica again (its `INFO` every 10 s), it
+/// does not promote it.
+fn not_seen_since_start(listed: &[Vec<String>], host: &str, run_id: &str) -> Option<String> {
+    let Some(kv) = replica_entry(listed, host) else {
+        return Some(format!("it does not list the replica {host}"));
+    };
+    let kept = field(kv, "runid").unwrap_or_default();
+    (kept != run_id).then(|| {
+        format!(
+            "it has not read {host} since its restart (it keeps run id {kept:?}, the replica \
+             reports {run_id:?})"
+        )
+    })
+}
+
+/// The entry of a Sentinel's replica list for the replica announced as `host`.
+fn replica_entry<'a>(listed: &'a [Vec<String>], host: &str) -> Option<&'a Vec<String>> {
+    listed
+        .iter()
+        .find(|kv| field(kv, "ip").as_deref() == Some(host))
 }
 
 /// The value of `key` in a flat `[key, value, ...]` list.
@@ -250,14 +265,6 @@ fn replica_entries(reply: &redis::Value) -> Result<Vec<Vec<String>>, String> {
         redis::Value::Array(replicas) => Ok(replicas.iter().map(as_strings).collect()),
         other => Err(format!("SENTINEL REPLICAS answered {other:?}")),
     }
-}
-
-/// The `flags` Sentinel at `sentinel` keeps for the replica announced as `host`; `None` when it
-/// does not list that replica.
-pub(crate) async fn replica_flags(sentinel: &str, host: &str) -> Result<Option<String>, String> {
-    Ok(sentinel_replicas(sentinel).await?.iter().find_map(|kv| {
-        (field(kv, "ip").as_deref() == Some(host)).then(|| field(kv, "flags").unwrap_or_default())
-    }))
 }
 
 /// The master named by a majority of the Sentinels.
@@ -314,17 +321,30 @@ pub(super) async fn serving(cluster: &Cluster, node: &Node) -> Result<(), String
             ));
         }
     }
+    // Serving its cluster includes being one a failover can promote: a Sentinel that has not
+    // read the restarted replica since its start would not (see `not_seen_since_start`).
+    let run_id = run_id(node).await?;
     for s in sentinels(cluster) {
-        let flags = replica_flags(&s.endpoint(), node.hostname()).await?;
-        match flags {
-            None => return Err(format!("{} does not list it as a replica", s.name())),
-            Some(f) if f.contains("s_down") || f.contains("disconnected") => {
-                return Err(format!("{} sees it as {f}", s.name()));
-            }
-            Some(_) => {}
+        let listed = sentinel_replicas(&s.endpoint()).await?;
+        if let Some(why) = replica_unready(&listed, node.hostname(), &run_id) {
+            return Err(format!("{}: {why}", s.name()));
         }
     }
     Ok(())
+}
+
+/// Why a Sentinel's replica list does not show the replica `host` (reporting `run_id`) as
+/// serving: not read since its start ([`not_seen_since_start`]), or flagged down or
+/// disconnected; `None` when it does.
+fn replica_unready(listed: &[Vec<String>], host: &str, run_id: &str) -> Option<String> {
+    if let Some(why) = not_seen_since_start(listed, host, run_id) {
+        return Some(why);
+    }
+    let flags = replica_entry(listed, host)
+        .and_then(|kv| field(kv, "flags"))
+        .unwrap_or_default();
+    (flags.contains("s_down") || flags.contains("disconnected"))
+        .then(|| format!("it sees {host} as {flags}"))
 }
 
 async fn master_settled(cluster: &Cluster, info: &HashMap<String, String>) -> Result<(), String> {
@@ -441,6 +461,38 @@ mod tests {
         );
         // A reply that is no list is an error, not a replica seen.
         assert!(replica_entries(&redis::Value::Nil).is_err());
+    }
+
+    #[test]
+    fn a_restarted_replica_serves_once_read_since_its_start_and_unflagged() {
+        let unready = |runid, flags| {
+            replica_unready(
+                &replica_entries(&replicas(&[
+                    &[("ip", "r3"), ("runid", "id3"), ("flags", "slave")],
+                    &[("ip", "r2"), ("runid", runid), ("flags", flags)],
+                ]))
+                .expect("a replica list"),
+                "r2",
+                "new2",
+            )
+        };
+        assert_eq!(unready("new2", "slave"), None);
+        // Link up, unflagged, but Sentinel keeps the run id of before the restart: it would
+        // not promote r2 yet, so r2 does not serve its cluster yet.
+        let stale = unready("old2", "slave").expect("not read since the restart");
+        assert!(
+            stale.contains("has not read r2 since its restart"),
+            "{stale}"
+        );
+        for flags in ["slave,s_down", "slave,disconnected"] {
+            let down = unready("new2", flags).expect("flagged");
+            assert!(down.contains(&format!("sees r2 as {flags}")), "{down}");
+        }
+        let missing = replica_unready(&[], "r2", "new2").expect("not listed");
+        assert!(
+            missing.contains("does not list the replica r2"),
+            "{missing}"
+        );
     }
 
     #[test]
