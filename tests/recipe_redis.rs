@@ -226,40 +226,28 @@ fn sentinel_failover() {
     });
 }
 
-/// Sets how long the Sentinels wait before they call the master down.
-async fn set_down_after(cluster: &Cluster, ms: u64) {
-    for ep in cluster.sentinel_endpoints() {
-        let mut cmd = redis::cmd("SENTINEL");
-        cmd.arg("SET")
-            .arg("mymaster")
-            .arg("down-after-milliseconds")
-            .arg(ms);
-        sc::raw(&ep, &cmd).await;
-    }
-}
-
 /// Freezes the master with Sentinel told to wait a minute first: a failover would move the
 /// lock to a replica that has it, where the watchdog's renewal would rightly succeed.
 async fn pause_master(cluster: &Cluster, master: &str) {
-    set_down_after(cluster, 60_000).await;
+    sc::set_down_after(cluster, 60_000).await;
     cluster.pause(master).await.expect("pause the master");
 }
 
 async fn resume_master(cluster: &Cluster, master: &str) {
     cluster.resume(master).await.expect("resume the master");
-    set_down_after(cluster, 1_000).await;
+    sc::set_down_after(cluster, sc::SENTINEL_DOWN_MS).await;
 }
 
 /// Resets every connection to the master's port and refuses new ones (Sentinel told to wait a
 /// minute first, as for a pause): a request sent now is lost, not delayed.
 async fn cut_master(cluster: &Cluster, master: &str) {
-    set_down_after(cluster, 60_000).await;
+    sc::set_down_after(cluster, 60_000).await;
     common::reject_port(cluster, master, true).await;
 }
 
 async fn mend_master(cluster: &Cluster, master: &str) {
     common::reject_port(cluster, master, false).await;
-    set_down_after(cluster, 1_000).await;
+    sc::set_down_after(cluster, sc::SENTINEL_DOWN_MS).await;
 }
 
 /// Kills the master: a client that follows Sentinel can lock again.

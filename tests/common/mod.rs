@@ -116,13 +116,10 @@ pub fn interrupt_and_wait(child: &mut Child, signal: &str, what: &str) -> Option
 /// retransmits through, would still get it once it is back).
 pub async fn reject_port(cluster: &Cluster, node: &str, on: bool) {
     let n = cluster.node(node).expect("node");
-    let rule = format!(
-        "INPUT -p tcp --dport {} -j REJECT --reject-with tcp-reset",
-        n.container_port()
-    );
     let script = format!(
-        "IPT=iptables; $IPT -w -L -n >/dev/null 2>&1 || IPT=iptables-legacy\n$IPT -w {} {rule}",
-        if on { "-I" } else { "-D" }
+        "{IPTABLES}\n$IPT -w {} {}",
+        if on { "-I" } else { "-D" },
+        reject_rule(n)
     );
     n.exec_script(&script).await.unwrap_or_else(|e| {
         panic!(
@@ -130,4 +127,28 @@ pub async fn reject_port(cluster: &Cluster, node: &str, on: bool) {
             if on { "add" } else { "remove" }
         )
     });
+}
+
+/// Removes every rule [`reject_port`] added on `node` (none is fine): after a scenario that
+/// failed while one was in force.
+pub async fn clear_reject(node: &lockbench::cluster::Node) -> Result<(), String> {
+    let script = format!(
+        "{IPTABLES}\nwhile $IPT -w -D {} 2>/dev/null; do :; done",
+        reject_rule(node)
+    );
+    node.exec_script(&script)
+        .await
+        .map(|_| ())
+        .map_err(|e| e.to_string())
+}
+
+/// Picks the iptables the container's kernel takes, as `$IPT`.
+const IPTABLES: &str = "IPT=iptables; $IPT -w -L -n >/dev/null 2>&1 || IPT=iptables-legacy";
+
+/// The rule that resets every TCP packet to `node`'s server port.
+fn reject_rule(node: &lockbench::cluster::Node) -> String {
+    format!(
+        "INPUT -p tcp --dport {} -j REJECT --reject-with tcp-reset",
+        node.container_port()
+    )
 }

@@ -21,6 +21,21 @@ pub fn config(prefix: &str, ttl: Duration, renew: bool) -> RecipeConfig {
     }
 }
 
+/// Sentinel's `down-after-milliseconds` as the images start it (docker/redis/entrypoint.sh).
+pub const SENTINEL_DOWN_MS: u64 = 1_000;
+
+/// Sets how long the Sentinels of `cluster` wait before they call the master down.
+pub async fn set_down_after(cluster: &lockbench::Cluster, ms: u64) {
+    for ep in cluster.sentinel_endpoints() {
+        let mut cmd = redis::cmd("SENTINEL");
+        cmd.arg("SET")
+            .arg("mymaster")
+            .arg("down-after-milliseconds")
+            .arg(ms);
+        raw(&ep, &cmd).await;
+    }
+}
+
 /// One command on one server over a fresh connection, with deadlines.
 pub async fn raw(endpoint: &str, cmd: &redis::Cmd) -> redis::Value {
     let client = redis::Client::open(format!("redis://{endpoint}/")).expect("redis url");

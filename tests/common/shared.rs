@@ -179,6 +179,18 @@ async fn repair(cluster: &Cluster) {
             );
         }
     }
+    // What scenarios change besides the nodes' states: a port's reject rule
+    // (`super::reject_port`) and Sentinel's down-after, raised to a minute while a Redis master
+    // is frozen or cut off.
+    for n in cluster.servers() {
+        if let Err(e) = super::clear_reject(n).await {
+            eprintln!("repair: the reject rules of {} stay: {e}", n.name());
+        }
+    }
+    if !cluster.sentinel_endpoints().is_empty() {
+        super::redis_scenarios::set_down_after(cluster, super::redis_scenarios::SENTINEL_DOWN_MS)
+            .await;
+    }
 }
 
 /// Starts the reaper of `run_id` and registers the exit hook that waits for it.
