@@ -151,10 +151,10 @@ struct Open {
     effect_us: u64,
 }
 
-/// Why `p`, resolved, is not started when a window of the same kind and targets is still open: the history
-/// pairs a fault's `invoke` with the next end of the same kind and targets, which two such
-/// windows at once would make ambiguous, and the second would act on what the first did (a
-/// kill of a node already down fails, and its undo restarts the node early).
+/// Why `p`, resolved, is not started when a window of the same kind and targets is still open:
+/// the history pairs a fault's `invoke` with the next end of the same kind and targets, which
+/// two such windows at once would make ambiguous, and the second would act on what the first
+/// did (a kill of a node already down fails, and its undo restarts the node early).
 fn already_in_effect(
     open: &[Open],
     p: &PlannedFault,
