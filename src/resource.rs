@@ -99,7 +99,9 @@ struct Slot {
 pub struct Register {
     mode: ResourceMode,
     sink: Arc<dyn EventSink>,
-    slots: Mutex<HashMap<(String, Option<u64>), Slot>>,
+    /// Per key, its registers by slot (a semaphore's; the one register of every other kind is
+    /// slot 0). Looked up by `&str`: an access to a key already seen allocates nothing.
+    slots: Mutex<HashMap<String, Vec<Slot>>>,
     /// A semaphore's permits, and per key which client is in each slot.
     pools: Option<(u32, Mutex<Pools>)>,
     refused: AtomicU64,
@@ -130,9 +132,10 @@ impl Register {
     fn slot_of(&self, client: u32, key: &str, op: AccessOp) -> Option<u64> {
         let (permits, pools) = self.pools.as_ref()?;
         let mut pools = pools.locked();
-        let pool = pools
-            .entry(key.to_string())
-            .or_insert_with(|| vec![None; *permits as usize]);
+        if !pools.contains_key(key) {
+            pools.insert(key.to_string(), vec![None; *permits as usize]);
+        }
+        let pool = pools.get_mut(key).expect("inserted above");
         let mine = pool.iter().position(|c| *c == Some(client));
         if let Some(i) = mine {
             pool[i] = None;
@@ -180,7 +183,15 @@ impl Register {
         // write that leaves its slot takes effect before a read can take that slot.
         let mut slots = self.slots.locked();
         let slot_no = self.slot_of(client, key, op);
-        let slot = slots.entry((key.to_string(), slot_no)).or_default();
+        let index = slot_no.unwrap_or(0) as usize;
+        if !slots.contains_key(key) {
+            slots.insert(key.to_string(), Vec::new());
+        }
+        let of_key = slots.get_mut(key).expect("inserted above");
+        if of_key.len() <= index {
+            of_key.resize(index + 1, Slot::default());
+        }
+        let slot = &mut of_key[index];
         // A semaphore's slots are taken at the read, not in token order: its registers are
         // not fenced (the semaphore checker judges its holders).
         let fenced = self.mode == ResourceMode::Fenced && self.pools.is_none();
@@ -229,10 +240,13 @@ impl Register {
         result
     }
 
-    /// The value of `key`'s register now (0 for a key never written).
+    /// The value of `key`'s register now (0 for a key never written; a semaphore's slot 0).
     pub fn value(&self, key: &str) -> u64 {
         let slots = self.slots.locked();
-        slots.get(&(key.to_string(), None)).map_or(0, |s| s.value)
+        slots
+            .get(key)
+            .and_then(|s| s.first())
+            .map_or(0, |s| s.value)
     }
 
     /// Accesses refused so far (always 0 unfenced).

@@ -57,8 +57,8 @@ impl Server {
         limit: Duration,
     ) -> Result<(bool, Attempt), LockError> {
         let mut pipe = ::redis::pipe();
-        pipe.cmd("SETNX").arg(&keys.lock).arg(owner);
-        pipe.cmd("PTTL").arg(&keys.lock);
+        pipe.cmd("SETNX").arg(keys.lock()).arg(owner);
+        pipe.cmd("PTTL").arg(keys.lock());
         let (set, pttl): (i64, i64) = self.query_pipe(&pipe, limit).await?;
         Ok((
             set == 1,
@@ -84,8 +84,8 @@ impl Server {
         limit: Duration,
     ) -> Result<u64, LockError> {
         let mut pipe = ::redis::pipe();
-        pipe.cmd("PEXPIRE").arg(&keys.lock).arg(ms(ttl));
-        pipe.cmd("INCR").arg(&keys.fence);
+        pipe.cmd("PEXPIRE").arg(keys.lock()).arg(ms(ttl));
+        pipe.cmd("INCR").arg(keys.fence());
         let (expired, token): (i64, u64) = self.query_pipe(&pipe, limit).await?;
         if expired == 1 {
             Ok(token)
@@ -93,7 +93,7 @@ impl Server {
             Err(LockError::Server(format!(
                 "{}: '{}' vanished between SETNX and PEXPIRE",
                 self.endpoint(),
-                keys.lock
+                keys.lock()
             )))
         }
     }
@@ -107,7 +107,7 @@ impl Server {
         limit: Duration,
     ) -> Result<bool, LockError> {
         let mut pipe = ::redis::pipe();
-        pipe.cmd("DEL").arg(&keys.lock);
+        pipe.cmd("DEL").arg(keys.lock());
         pipe.cmd("PUBLISH").arg(keys.released_channel()).arg(wake);
         let (deleted, _listeners): (i64, i64) = self.query_pipe(&pipe, limit).await?;
         Ok(deleted == 1)
@@ -118,7 +118,7 @@ impl Server {
     /// Step one of an `unsafe-get-set` take: the holder count, `GET`.
     pub async fn count_get(&self, keys: &Keys, limit: Duration) -> Result<i64, LockError> {
         let mut cmd = ::redis::cmd("GET");
-        cmd.arg(&keys.count);
+        cmd.arg(keys.count());
         let n: Option<i64> = self.query(&cmd, limit).await?;
         Ok(n.unwrap_or(0))
     }
@@ -132,8 +132,8 @@ impl Server {
         limit: Duration,
     ) -> Result<u64, LockError> {
         let mut pipe = ::redis::pipe();
-        pipe.cmd("SET").arg(&keys.count).arg(value).ignore();
-        pipe.cmd("INCR").arg(&keys.fence);
+        pipe.cmd("SET").arg(keys.count()).arg(value).ignore();
+        pipe.cmd("INCR").arg(keys.fence());
         let (token,): (u64,) = self.query_pipe(&pipe, limit).await?;
         Ok(token)
     }
@@ -147,7 +147,7 @@ impl Server {
         limit: Duration,
     ) -> Result<(), LockError> {
         let mut pipe = ::redis::pipe();
-        pipe.cmd("DECR").arg(&keys.count);
+        pipe.cmd("DECR").arg(keys.count());
         pipe.cmd("PUBLISH").arg(keys.released_channel()).arg(wake);
         let (_count, _listeners): (i64, i64) = self.query_pipe(&pipe, limit).await?;
         Ok(())

@@ -32,22 +32,31 @@ pub const DEADLINES_SUFFIX: &str = ":qx";
 #[derive(Debug, Clone)]
 pub(crate) struct Keys(Arc<KeyNames>);
 
-/// The names themselves (see the layout above).
+/// The names themselves (see the layout above), all in one string: building them costs one
+/// allocation rather than one per name, on every acquisition (issue 22, item 2).
 #[derive(Debug)]
 pub(crate) struct KeyNames {
-    pub lock: String,
-    pub fence: String,
-    pub tickets: String,
-    pub queue: String,
-    pub expiry: String,
-    pub tentative: String,
-    /// The kinds that share the lock: the queue entries granted, owner → fencing token.
-    pub holders: String,
-    /// The kinds that share the lock: a semaphore's permits, as its takes last said.
-    pub permits: String,
-    /// `unsafe-get-set`: the holder count.
-    pub count: String,
+    names: String,
+    /// Where each name ends in `names`, in [`NAME_SUFFIXES`]' order; each starts where the
+    /// previous one ends (the first at 0).
+    ends: [usize; NAME_SUFFIXES.len()],
 }
+
+/// Each name's suffix after the lock key, in [`KeyNames::ends`]' order: the lock itself, its
+/// fencing counter, the queue's ticket counter, the queue, the entries' deadlines, the
+/// tentative entries, the holders of the kinds that share the lock (entry → fencing token),
+/// a semaphore's permits as its takes last said, and `unsafe-get-set`'s holder count.
+const NAME_SUFFIXES: [&str; 9] = [
+    "",
+    ":fence",
+    ":tickets",
+    ":q",
+    DEADLINES_SUFFIX,
+    ":tent",
+    ":h",
+    ":n",
+    ":count",
+];
 
 impl std::ops::Deref for Keys {
     type Target = KeyNames;
@@ -58,42 +67,84 @@ impl std::ops::Deref for Keys {
 
 impl Keys {
     pub fn new(prefix: &str, key: &str) -> Keys {
-        let lock = format!("{}/{}", prefix.trim_end_matches('/'), key);
-        Keys(Arc::new(KeyNames {
-            fence: format!("{lock}:fence"),
-            tickets: format!("{lock}:tickets"),
-            queue: format!("{lock}:q"),
-            expiry: format!("{lock}{DEADLINES_SUFFIX}"),
-            tentative: format!("{lock}:tent"),
-            holders: format!("{lock}:h"),
-            permits: format!("{lock}:n"),
-            count: format!("{lock}:count"),
-            lock,
-        }))
+        let prefix = prefix.trim_end_matches('/');
+        let lock_len = prefix.len() + 1 + key.len();
+        let suffixes: usize = NAME_SUFFIXES.iter().map(|s| s.len()).sum();
+        let mut names = String::with_capacity(lock_len * NAME_SUFFIXES.len() + suffixes);
+        let mut ends = [0; NAME_SUFFIXES.len()];
+        for (end, suffix) in ends.iter_mut().zip(NAME_SUFFIXES) {
+            names.push_str(prefix);
+            names.push('/');
+            names.push_str(key);
+            names.push_str(suffix);
+            *end = names.len();
+        }
+        Keys(Arc::new(KeyNames { names, ends }))
     }
 }
 
 impl KeyNames {
+    /// Name `i` of [`NAME_SUFFIXES`].
+    fn name(&self, i: usize) -> &str {
+        let start = if i == 0 { 0 } else { self.ends[i - 1] };
+        &self.names[start..self.ends[i]]
+    }
+    /// `K`: the lock key, holding the owner value with a TTL.
+    pub fn lock(&self) -> &str {
+        self.name(0)
+    }
+    /// `K:fence`: the fencing counter, kept forever so tokens never restart.
+    pub fn fence(&self) -> &str {
+        self.name(1)
+    }
+    /// `K:tickets`: the queue's ticket counter.
+    pub fn tickets(&self) -> &str {
+        self.name(2)
+    }
+    /// `K:q`: the FIFO queue (sorted set, score = ticket).
+    pub fn queue(&self) -> &str {
+        self.name(3)
+    }
+    /// `K:qx`: each queue entry's expiry in server milliseconds.
+    pub fn expiry(&self) -> &str {
+        self.name(4)
+    }
+    /// `K:tent`: the tentative entries (Redlock's two-phase ticket).
+    pub fn tentative(&self) -> &str {
+        self.name(5)
+    }
+    /// `K:h`: the kinds that share the lock: the queue entries granted, owner → fencing token.
+    pub fn holders(&self) -> &str {
+        self.name(6)
+    }
+    /// `K:n`: the kinds that share the lock: a semaphore's permits, as its takes last said.
+    pub fn permits(&self) -> &str {
+        self.name(7)
+    }
+    /// `K:count`: `unsafe-get-set`'s holder count.
+    pub fn count(&self) -> &str {
+        self.name(8)
+    }
     /// The keys every script of the kinds that share the lock takes, in its order (`K` in
     /// [`SHARED_HELPERS`]).
     pub fn shared(&self) -> [&str; 7] {
         [
-            &self.queue,
-            &self.expiry,
-            &self.tickets,
-            &self.holders,
-            &self.fence,
-            &self.permits,
-            &self.tentative,
+            self.queue(),
+            self.expiry(),
+            self.tickets(),
+            self.holders(),
+            self.fence(),
+            self.permits(),
+            self.tentative(),
         ]
     }
     /// Where herd waiters hear about releases.
     pub fn released_channel(&self) -> String {
-        format!("{}:released", self.lock)
+        format!("{}:released", self.lock())
     }
     /// Where the queued waiter `owner` hears that it is at the head of the queue.
     pub fn wake_channel(&self, owner: &str) -> String {
-        format!("{}:w:{owner}", self.lock)
+        format!("{}:w:{owner}", self.lock())
     }
 }
 
@@ -592,9 +643,21 @@ mod tests {
     #[test]
     fn keys_share_the_lock_name_and_channels_embed_the_owner() {
         let k = Keys::new("/lockbench/", "orders");
-        assert_eq!(k.lock, "/lockbench/orders");
-        assert_eq!(k.fence, "/lockbench/orders:fence");
-        assert_eq!(k.queue, "/lockbench/orders:q");
+        assert_eq!(k.lock(), "/lockbench/orders");
+        assert_eq!(k.fence(), "/lockbench/orders:fence");
+        assert_eq!(k.queue(), "/lockbench/orders:q");
+        // Every name, cut from the one string they share: each starts where the last ended.
+        let rest = [
+            (k.tickets(), "tickets"),
+            (k.expiry(), "qx"),
+            (k.tentative(), "tent"),
+            (k.holders(), "h"),
+            (k.permits(), "n"),
+            (k.count(), "count"),
+        ];
+        for (name, suffix) in rest {
+            assert_eq!(name, format!("/lockbench/orders:{suffix}"));
+        }
         assert_eq!(k.released_channel(), "/lockbench/orders:released");
         // The scripts build this name themselves (`lock .. ':w:' .. head`): keep them in step.
         assert_eq!(k.wake_channel("c1:7"), "/lockbench/orders:w:c1:7");

@@ -263,7 +263,7 @@ impl Server {
         let (token, pttl, holder): (u64, i64, String) = self
             .eval(
                 &HERD_ACQUIRE_SCRIPT,
-                &[&keys.lock, &keys.fence],
+                &[keys.lock(), keys.fence()],
                 &[owner.into(), ms(ttl).into()],
                 limit,
             )
@@ -301,12 +301,12 @@ impl Server {
             .eval(
                 &FAIR_ACQUIRE_SCRIPT,
                 &[
-                    &keys.lock,
-                    &keys.fence,
-                    &keys.queue,
-                    &keys.expiry,
-                    &keys.tickets,
-                    &keys.tentative,
+                    keys.lock(),
+                    keys.fence(),
+                    keys.queue(),
+                    keys.expiry(),
+                    keys.tickets(),
+                    keys.tentative(),
                 ],
                 &[
                     owner.into(),
@@ -339,11 +339,11 @@ impl Server {
             .eval(
                 &RELEASE_SCRIPT,
                 &[
-                    &keys.lock,
-                    &keys.fence,
-                    &keys.queue,
-                    &keys.expiry,
-                    &keys.tentative,
+                    keys.lock(),
+                    keys.fence(),
+                    keys.queue(),
+                    keys.expiry(),
+                    keys.tentative(),
                 ],
                 &[
                     owner.into(),
@@ -371,11 +371,11 @@ impl Server {
         self.eval(
             &RESOLVE_SCRIPT,
             &[
-                &keys.lock,
-                &keys.fence,
-                &keys.queue,
-                &keys.expiry,
-                &keys.tentative,
+                keys.lock(),
+                keys.fence(),
+                keys.queue(),
+                keys.expiry(),
+                keys.tentative(),
             ],
             &[owner.into(), ms(ttl).into(), wake.into()],
             limit,
@@ -395,7 +395,7 @@ impl Server {
     ) -> Result<bool, LockError> {
         let (script, k): (&Script, Vec<&str>) = match shared {
             true => (&SHARED_RENEW_SCRIPT, keys.shared().to_vec()),
-            false => (&RENEW_SCRIPT, vec![&keys.lock, &keys.expiry]),
+            false => (&RENEW_SCRIPT, vec![keys.lock(), keys.expiry()]),
         };
         let ok: i64 = self
             .eval(script, &k, &[owner.into(), ms(ttl).into()], limit)

@@ -89,7 +89,7 @@ impl Server {
                     ms(take.entry_ttl).into(),
                     u64::from(take.permits.max(1)).into(),
                     take.wake.into(),
-                    keys.lock.as_str().into(),
+                    keys.lock().into(),
                     mode.into(),
                     ticket.into(),
                 ],
@@ -118,7 +118,7 @@ impl Server {
                 &[
                     owner.into(),
                     wake.into(),
-                    keys.lock.as_str().into(),
+                    keys.lock().into(),
                     token.into(),
                     entry.0.word().into(),
                     ms(entry.1).into(),
@@ -146,7 +146,7 @@ impl Server {
                 owner.into(),
                 ms(ttl).into(),
                 wake.into(),
-                keys.lock.as_str().into(),
+                keys.lock().into(),
             ],
             limit,
         )
