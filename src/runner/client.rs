@@ -251,17 +251,19 @@ async fn one_cycle<R: Recipe>(
     ok.queue_position = lease.queue_position;
     ok.ttl_ms = Some(lease.ttl.as_millis() as u64);
     ok.mode = mode_of(claim);
+    // Only a reentrant lock counts its holds (a count of one, per cycle, cost a map entry).
     let mut held = HoldCount::default();
-    let outer = held.granted(&lease);
     let depth = match wl.lock {
         LockKind::Reentrant { depth } => {
-            ok.depth = Some(outer);
+            ok.depth = Some(held.granted(&lease));
             u64::from(depth)
         }
         _ => 1,
     };
     shared.record(ok);
-    reenter(&mut held, &lease, depth, id, shared);
+    if depth > 1 {
+        reenter(&mut held, &lease, depth, id, shared);
+    }
 
     // The critical section's work (Jepsen's lock-set): read the register now, write it back
     // plus one when the hold ends. A refused or unanswered read leaves nothing to write.
@@ -328,7 +330,9 @@ async fn one_cycle<R: Recipe>(
     if !hold.is_zero() {
         pace::sleep_until(granted_at + hold).await;
     }
-    exit_reentries(&mut held, key, id, shared);
+    if depth > 1 {
+        exit_reentries(&mut held, key, id, shared);
+    }
     let mut release = Event::new(shared.now_us(), id, EventKind::Invoke, Op::Release, key);
     release.hold_us = Some(hold.as_micros() as u64);
     release.depth = (depth > 1).then_some(1);
