@@ -65,6 +65,7 @@ async fn one(mut a: Client, mut b: Client, dir: String, mine: String) -> Result<
         _ => return Err("etcd did not create B's watch".into()),
     }
     let start = Instant::now();
+    // Timed to B's reply, not A's (which may come later): see the ZooKeeper probe.
     let (deleted, confirmed) = tokio::join!(a.delete(held.as_str(), None), async {
         loop {
             match watch.message().await {
@@ -82,11 +83,12 @@ async fn one(mut a: Client, mut b: Client, dir: String, mine: String) -> Result<
         }
         b.get(mine.as_str(), Some(GetOptions::new()))
             .await
+            .map(|r| (r, Instant::now()))
             .map_err(|e| format!("B's get: {e}"))
     });
-    let took = start.elapsed();
     deleted.map_err(|e| format!("A's delete: {e}"))?;
-    let confirmed = confirmed?;
+    let (confirmed, taken) = confirmed?;
+    let took = taken - start;
     if confirmed.kvs().is_empty() {
         return Err("B's key was gone".into());
     }

@@ -157,6 +157,7 @@ async fn one(
             }
         }))
         .await;
+        let granted_at = Instant::now();
         let yes = granted.iter().filter(|g| matches!(g, Ok(Some(_)))).count();
         if yes < majority {
             return Err(format!(
@@ -164,13 +165,12 @@ async fn one(
                 masters.len()
             ));
         }
-        Ok(())
+        Ok(granted_at)
     };
+    // Timed to B's grant, not A's replies (which may come later): see the ZooKeeper probe.
     let (released, taken) = tokio::join!(release, take);
-    let took = start.elapsed();
     for r in released {
         r.map_err(|e| format!("A's DEL and PUBLISH: {e}"))?;
     }
-    taken?;
-    Ok(took)
+    Ok(taken? - start)
 }

@@ -118,11 +118,15 @@ async fn one(a: &zk::Client, b: &zk::Client, dir: &str) -> Result<Duration, Stri
         }
     };
     let start = Instant::now();
-    let (deleted, listed) = tokio::join!(a.delete(&held, None), async {
+    // Timed to B's last reply, as a cell's handoff is timed to the next holder's grant: A's
+    // own reply may come after it (A's server applying the delete later than B's) and is
+    // not part of the handoff.
+    let (deleted, (listed, taken)) = tokio::join!(a.delete(&held, None), async {
         watch.changed().await;
-        b.list_children(dir).await
+        let listed = b.list_children(dir).await;
+        (listed, Instant::now())
     });
-    let took = start.elapsed();
+    let took = taken - start;
     deleted.map_err(|e| format!("A's delete: {e}"))?;
     let children = listed.map_err(|e| format!("B's getChildren: {e}"))?;
     if children.iter().any(|c| c == "a") {
