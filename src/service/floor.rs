@@ -63,6 +63,22 @@ where
     Ok(out)
 }
 
+/// One timed handoff: A's `release` and B's `chain` (B learns of the release and takes the
+/// lock) run together from now; the time is from now to the end of B's `chain`, as a cell's
+/// handoff ends at the next holder's grant. A's own reply may come later (A's server applying
+/// the release after B's) and is not part of the handoff; both outcomes are returned.
+pub(super) async fn timed_handoff<A: Future, B: Future>(
+    release: A,
+    chain: B,
+) -> (A::Output, B::Output, Duration) {
+    let start = std::time::Instant::now();
+    let (released, (taken, took)) = tokio::join!(release, async {
+        let taken = chain.await;
+        (taken, start.elapsed())
+    });
+    (released, taken, took)
+}
+
 /// `f` within [`REQUEST_DEADLINE`], its error (or the deadline) as text naming `what`.
 pub(super) async fn within<T, E: std::fmt::Display>(
     what: &str,
@@ -78,6 +94,26 @@ pub(super) async fn within<T, E: std::fmt::Display>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A's reply coming long after B's chain ended does not lengthen the sample: B's chain
+    /// takes 5 ms, A's 400 ms (timed to A as well, the sample would be at least 400 ms).
+    #[tokio::test]
+    async fn a_handoff_is_timed_to_the_end_of_bs_chain_not_as_reply() {
+        let (released, taken, took) = timed_handoff(
+            async {
+                tokio::time::sleep(Duration::from_millis(400)).await;
+                "A"
+            },
+            async {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+                "B"
+            },
+        )
+        .await;
+        assert_eq!((released, taken), ("A", "B"));
+        assert!(took >= Duration::from_millis(5), "{took:?}");
+        assert!(took < Duration::from_millis(400), "{took:?}");
+    }
 
     #[tokio::test]
     async fn failures_are_counted_and_a_probe_that_never_works_gives_up_early() {

@@ -4,11 +4,11 @@
 //! per member; sample `i` puts A on member `i mod n` and B on member `i / n mod n`, so the
 //! floor mixes every placement, as the cells' clients do.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use etcd_client::{Client, ConnectOptions, EventType, GetOptions, WatchFilterType, WatchOptions};
 
-use super::super::floor::{sample_each, within};
+use super::super::floor::{sample_each, timed_handoff, within};
 use crate::cluster::ConnectInfo;
 use crate::results::floor::FloorSamples;
 
@@ -64,9 +64,7 @@ async fn one(mut a: Client, mut b: Client, dir: String, mine: String) -> Result<
         Some(r) if r.created() => {}
         _ => return Err("etcd did not create B's watch".into()),
     }
-    let start = Instant::now();
-    // Timed to B's reply, not A's (which may come later): see the ZooKeeper probe.
-    let (deleted, confirmed) = tokio::join!(a.delete(held.as_str(), None), async {
+    let (deleted, confirmed, took) = timed_handoff(a.delete(held.as_str(), None), async {
         loop {
             match watch.message().await {
                 Ok(Some(r))
@@ -83,12 +81,11 @@ async fn one(mut a: Client, mut b: Client, dir: String, mine: String) -> Result<
         }
         b.get(mine.as_str(), Some(GetOptions::new()))
             .await
-            .map(|r| (r, Instant::now()))
             .map_err(|e| format!("B's get: {e}"))
-    });
+    })
+    .await;
     deleted.map_err(|e| format!("A's delete: {e}"))?;
-    let (confirmed, taken) = confirmed?;
-    let took = taken - start;
+    let confirmed = confirmed?;
     if confirmed.kvs().is_empty() {
         return Err("B's key was gone".into());
     }

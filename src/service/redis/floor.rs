@@ -6,14 +6,14 @@
 //! take, without their scripts' queue, token and fencing work.
 
 use std::collections::BTreeSet;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use futures::StreamExt;
 use futures::future::join_all;
 use redis::aio::MultiplexedConnection;
 use tokio::sync::mpsc;
 
-use super::super::floor::{sample_each, within};
+use super::super::floor::{sample_each, timed_handoff, within};
 use crate::cluster::ConnectInfo;
 use crate::results::floor::FloorSamples;
 
@@ -116,7 +116,6 @@ async fn one(
         r.map_err(|e| format!("A's SET: {e}"))?;
     }
     let tag = i.to_string();
-    let start = Instant::now();
     let release = join_all(masters.iter().map(|m| {
         let mut a = m.a.clone();
         let tag = tag.clone();
@@ -157,7 +156,6 @@ async fn one(
             }
         }))
         .await;
-        let granted_at = Instant::now();
         let yes = granted.iter().filter(|g| matches!(g, Ok(Some(_)))).count();
         if yes < majority {
             return Err(format!(
@@ -165,12 +163,12 @@ async fn one(
                 masters.len()
             ));
         }
-        Ok(granted_at)
+        Ok(())
     };
-    // Timed to B's grant, not A's replies (which may come later): see the ZooKeeper probe.
-    let (released, taken) = tokio::join!(release, take);
+    let (released, taken, took) = timed_handoff(release, take).await;
     for r in released {
         r.map_err(|e| format!("A's DEL and PUBLISH: {e}"))?;
     }
-    Ok(taken? - start)
+    taken?;
+    Ok(took)
 }

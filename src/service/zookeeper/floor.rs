@@ -5,11 +5,11 @@
 //! server; sample `i` puts A on server `i mod n` and B on server `i / n mod n`, so the floor
 //! mixes every placement, as the cells' clients do.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use zookeeper_client as zk;
 
-use super::super::floor::{sample_each, within};
+use super::super::floor::{sample_each, timed_handoff, within};
 use crate::cluster::ConnectInfo;
 use crate::results::floor::FloorSamples;
 
@@ -117,16 +117,11 @@ async fn one(a: &zk::Client, b: &zk::Client, dir: &str) -> Result<Duration, Stri
             None => return Err("B never saw A's node".into()),
         }
     };
-    let start = Instant::now();
-    // Timed to B's last reply, as a cell's handoff is timed to the next holder's grant: A's
-    // own reply may come after it (A's server applying the delete later than B's) and is
-    // not part of the handoff.
-    let (deleted, (listed, taken)) = tokio::join!(a.delete(&held, None), async {
+    let (deleted, listed, took) = timed_handoff(a.delete(&held, None), async {
         watch.changed().await;
-        let listed = b.list_children(dir).await;
-        (listed, Instant::now())
-    });
-    let took = taken - start;
+        b.list_children(dir).await
+    })
+    .await;
     deleted.map_err(|e| format!("A's delete: {e}"))?;
     let children = listed.map_err(|e| format!("B's getChildren: {e}"))?;
     if children.iter().any(|c| c == "a") {
