@@ -17,9 +17,16 @@
 #   "recipe" ÷ redis-benchmark is what lockbench would reach with a harness that cost nothing.
 # - For each client count the four run one after another on the same master, so all see the
 #   same machine.
+# - All four reach the master the same way. By default (HARNESS_ROUTE=published) that is the
+#   published 127.0.0.1 port, through docker-proxy, the path `lockbench run`'s own clusters
+#   take; docker-proxy copies every byte both ways and was the largest CPU user of the two
+#   cores in every loop (0.64-0.76 cores at 8 clients). HARNESS_ROUTE=bridge goes to the
+#   container's own address on its Docker network, straight from this host, without it: every
+#   loop runs about twice as fast, and the clients' own CPU weighs more (README).
 #
 # Needs redis-benchmark on the host (apt-get install redis-tools). Prints a Markdown table.
-# HARNESS_CLIENTS="1 8 64" (the client counts), HARNESS_SECONDS=10 (each lockbench cell).
+# HARNESS_CLIENTS="1 8 64" (the client counts), HARNESS_SECONDS=10 (each lockbench cell),
+# HARNESS_ROUTE=published|bridge (above).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 command -v redis-benchmark >/dev/null || {
@@ -28,6 +35,14 @@ command -v redis-benchmark >/dev/null || {
 }
 clients=${HARNESS_CLIENTS:-1 8 64}
 seconds=${HARNESS_SECONDS:-10}
+route=${HARNESS_ROUTE:-published}
+case $route in
+bridge | published) ;;
+*)
+  echo "benches/harness-overhead.sh: HARNESS_ROUTE=$route: say published (the default) or bridge" >&2
+  exit 2
+  ;;
+esac
 bin=./target/release/lockbench
 cargo build --release --quiet --bin lockbench --example redis_client_cycle
 bare=./target/release/examples/redis_client_cycle
@@ -38,8 +53,22 @@ trap 'kill -INT "${up_pid:-}" 2>/dev/null || true; wait 2>/dev/null || true; rm 
 up_pid=$!
 for _ in $(seq 1 240); do grep -q '^}' "$out/up.json" 2>/dev/null && break; sleep 0.5; done
 grep -q '^}' "$out/up.json" || { cat "$out/up.log" >&2; echo "lockbench up redis did not come up" >&2; exit 1; }
-endpoint=$(python3 -c "import json;print(json.load(open('$out/up.json'))['endpoints'][0])")
+endpoint=$(python3 -c "
+import json
+up = json.load(open('$out/up.json'))
+ip = up['nodes'][0].get('network_ip')
+if '$route' == 'bridge':
+    if not ip:
+        raise SystemExit('lockbench up printed no network_ip for the master: run with HARNESS_ROUTE=published')
+    print(ip + ':6379')
+else:
+    print(up['endpoints'][0])")
+host=${endpoint%:*}
 port=${endpoint##*:}
+timeout 5 bash -c "exec 3<>/dev/tcp/$host/$port" 2>/dev/null || {
+  echo "benches/harness-overhead.sh: this host cannot reach the master at $endpoint (HARNESS_ROUTE=$route); where Docker's networks are not routed to the host, run with HARNESS_ROUTE=published" >&2
+  exit 1
+}
 cat >"$out/master.toml" <<EOF
 # The one master of this script's cluster, without Sentinel.
 system = "redis"
@@ -51,10 +80,12 @@ cad="if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS
 rate() { # clients, requests, then the command: redis-benchmark's requests per second
   local c=$1 n=$2
   shift 2
-  redis-benchmark -h 127.0.0.1 -p "$port" -c "$c" -n "$n" -r 100000 -q "$@" | tr '\r' '\n' |
+  redis-benchmark -h "$host" -p "$port" -c "$c" -n "$n" -r 100000 -q "$@" | tr '\r' '\n' |
     sed -n 's/.*: \([0-9.]*\) requests per second.*/\1/p' | tail -n 1
 }
 
+echo "All four reach the master at $endpoint (HARNESS_ROUTE=$route)."
+echo
 echo "| clients | lockbench | redis crate, recipe's scripts | redis crate, pair | redis-benchmark, pair (SET NX PX /s, EVAL /s) | lockbench ÷ redis-benchmark | lockbench ÷ redis crate with the recipe's scripts (the harness) | redis crate ÷ redis-benchmark, pair (the client library) | redis crate with the recipe's scripts ÷ redis-benchmark (the most any harness could reach) |"
 echo "|---|---|---|---|---|---|---|---|---|"
 for c in $clients; do
