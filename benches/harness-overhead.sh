@@ -26,7 +26,9 @@
 #
 # Needs redis-benchmark on the host (apt-get install redis-tools). Prints a Markdown table.
 # HARNESS_CLIENTS="1 8 64" (the client counts), HARNESS_SECONDS=10 (each lockbench cell),
-# HARNESS_ROUTE=published|bridge (above).
+# HARNESS_ROUTE=published|bridge (above), HARNESS_RUNS=1 (runs of the four per client count: with
+# more, each cell is the median over the runs and each ratio also gives its range; single runs
+# on two shared cores move by up to ±0.2).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 command -v redis-benchmark >/dev/null || {
@@ -36,6 +38,11 @@ command -v redis-benchmark >/dev/null || {
 clients=${HARNESS_CLIENTS:-1 8 64}
 seconds=${HARNESS_SECONDS:-10}
 route=${HARNESS_ROUTE:-published}
+runs=${HARNESS_RUNS:-1}
+[[ $runs =~ ^[1-9][0-9]*$ ]] || {
+  echo "benches/harness-overhead.sh: HARNESS_RUNS=$runs: say a whole number of runs, 1 or more" >&2
+  exit 2
+}
 case $route in
 bridge | published) ;;
 *)
@@ -84,28 +91,52 @@ rate() { # clients, requests, then the command: redis-benchmark's requests per s
     sed -n 's/.*: \([0-9.]*\) requests per second.*/\1/p' | tail -n 1
 }
 
-echo "All four reach the master at $endpoint (HARNESS_ROUTE=$route)."
+echo "All four reach the master at $endpoint (HARNESS_ROUTE=$route); $runs run(s) per client count, medians."
 echo
 echo "| clients | lockbench | redis crate, recipe's scripts | redis crate, pair | redis-benchmark, pair (SET NX PX /s, EVAL /s) | lockbench ÷ redis-benchmark | lockbench ÷ redis crate with the recipe's scripts (the harness) | redis crate ÷ redis-benchmark, pair (the client library) | redis crate with the recipe's scripts ÷ redis-benchmark (the most any harness could reach) |"
 echo "|---|---|---|---|---|---|---|---|---|"
 for c in $clients; do
-  "$bin" run --target "$out/master.toml" --workload workloads/harness-overhead.toml \
-    --clients "$c" --duration "${seconds}s" --out "$out/run-c$c" >"$out/run-c$c.log" 2>&1 || {
-    cat "$out/run-c$c.log" >&2
-    echo "lockbench run at $c clients failed (above)" >&2
-    exit 1
-  }
-  summary=$(ls "$out/run-c$c"/latest/cells/*/summary.json)
-  lb=$(python3 -c "import json;print(json.load(open('$summary'))['throughput_per_s'])")
-  recipe=$("$bare" "$endpoint" "$c" "$seconds" recipe | sed -n 's/^cycles_per_s //p')
-  pair=$("$bare" "$endpoint" "$c" "$seconds" pair | sed -n 's/^cycles_per_s //p')
-  # About 5 s of each command at the rate this machine reaches.
-  n=$((c == 1 ? 30000 : 150000))
-  set_rate=$(rate "$c" "$n" SET "lock:__rand_int__" owner NX PX 10000)
-  eval_rate=$(rate "$c" "$n" EVAL "$cad" 1 "lock:__rand_int__" owner)
-  python3 -c "
-lb, recipe, pair = float('$lb'), float('$recipe'), float('$pair')
-s, e = float('$set_rate'), float('$eval_rate')
-cycle = 1 / (1 / s + 1 / e)
-print(f'| $c | {lb:.0f} | {recipe:.0f} | {pair:.0f} | {cycle:.0f} ({s:.0f}, {e:.0f}) | {lb / cycle:.2f} | {lb / recipe:.2f} | {pair / cycle:.2f} | {recipe / cycle:.2f} |')"
+  for r in $(seq 1 "$runs"); do
+    "$bin" run --target "$out/master.toml" --workload workloads/harness-overhead.toml \
+      --clients "$c" --duration "${seconds}s" --out "$out/run-c$c-r$r" >"$out/run-c$c-r$r.log" 2>&1 || {
+      cat "$out/run-c$c-r$r.log" >&2
+      echo "lockbench run at $c clients failed (above)" >&2
+      exit 1
+    }
+    summary=$(ls "$out/run-c$c-r$r"/latest/cells/*/summary.json)
+    lb=$(python3 -c "import json;print(json.load(open('$summary'))['throughput_per_s'])")
+    recipe=$("$bare" "$endpoint" "$c" "$seconds" recipe | sed -n 's/^cycles_per_s //p')
+    pair=$("$bare" "$endpoint" "$c" "$seconds" pair | sed -n 's/^cycles_per_s //p')
+    # About 5 s of each command at the rate this machine reaches.
+    n=$((c == 1 ? 30000 : 150000))
+    set_rate=$(rate "$c" "$n" SET "lock:__rand_int__" owner NX PX 10000)
+    eval_rate=$(rate "$c" "$n" EVAL "$cad" 1 "lock:__rand_int__" owner)
+    for v in lb recipe pair set_rate eval_rate; do
+      [[ -n ${!v} ]] || {
+        echo "benches/harness-overhead.sh: no $v rate at $c clients (run $r): its loop printed none" >&2
+        exit 1
+      }
+    done
+    echo "$lb $recipe $pair $set_rate $eval_rate" >>"$out/c$c.rates"
+  done
+  # One row per client count: the median of the runs, and with more than one run each ratio's
+  # range across them (each ratio from the four loops of the same run).
+  python3 - "$c" "$out/c$c.rates" <<'PY'
+import statistics, sys
+c, path = sys.argv[1], sys.argv[2]
+runs = []
+for line in open(path):
+    lb, recipe, pair, s, e = map(float, line.split())
+    # A lock cycle is one SET and one EVAL: its rate is 1 / (1/set + 1/eval).
+    runs.append(dict(lb=lb, recipe=recipe, pair=pair, s=s, e=e, cycle=1 / (1 / s + 1 / e)))
+def med(key):
+    return statistics.median(r[key] for r in runs)
+def ratio(num, den):
+    v = [r[num] / r[den] for r in runs]
+    m = f"{statistics.median(v):.2f}"
+    return m if len(v) == 1 else f"{m} ({min(v):.2f}-{max(v):.2f})"
+print(f"| {c} | {med('lb'):.0f} | {med('recipe'):.0f} | {med('pair'):.0f} | "
+      f"{med('cycle'):.0f} ({med('s'):.0f}, {med('e'):.0f}) | {ratio('lb', 'cycle')} | "
+      f"{ratio('lb', 'recipe')} | {ratio('pair', 'cycle')} | {ratio('recipe', 'cycle')} |")
+PY
 done
