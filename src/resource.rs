@@ -4,10 +4,10 @@
 //! Its accesses land in the history as `read` and `write` events, so the checkers can tell a
 //! lost update or a stale access from the data itself.
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
+use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
 
 use crate::history::{ErrorKind, Event, EventKind, EventSink, Op};
@@ -76,13 +76,35 @@ pub struct Refused {
 }
 
 /// Per key, which client is in each of a semaphore's slots.
-type Pools = HashMap<String, Vec<Option<u32>>>;
+type Pools = FxHashMap<Box<str>, Vec<Option<u32>>>;
 
 /// A key's register: its value and the highest fencing token it has seen.
 #[derive(Debug, Default, Clone, Copy)]
 struct Slot {
     value: u64,
     highest: Option<u64>,
+}
+
+/// A key's registers by slot: slot 0 (the one register of every kind but a semaphore) held in
+/// place, a semaphore's further slots after it, so a key's first access allocates nothing but
+/// its name.
+#[derive(Debug, Default)]
+struct Slots {
+    first: Slot,
+    rest: Vec<Slot>,
+}
+
+impl Slots {
+    /// Slot `index`, made (at 0, unseen) if the key has none that far yet.
+    fn get_or_add(&mut self, index: usize) -> &mut Slot {
+        if index == 0 {
+            return &mut self.first;
+        }
+        if self.rest.len() < index {
+            self.rest.resize(index, Slot::default());
+        }
+        &mut self.rest[index - 1]
+    }
 }
 
 /// The protected resource of a cell: one `u64` register per lock key, starting at 0, shared by
@@ -100,8 +122,10 @@ pub struct Register {
     mode: ResourceMode,
     sink: Arc<dyn EventSink>,
     /// Per key, its registers by slot (a semaphore's; the one register of every other kind is
-    /// slot 0). Looked up by `&str`: an access to a key already seen allocates nothing.
-    slots: Mutex<HashMap<String, Vec<Slot>>>,
+    /// slot 0). Looked up by `&str`: an access to a key already seen allocates nothing. The
+    /// keys are the workload's own names, so a fast hash needs no guard against chosen ones
+    /// (a run spread over 100 000 keys looks one up twice a cycle).
+    slots: Mutex<FxHashMap<Box<str>, Slots>>,
     /// A semaphore's permits, and per key which client is in each slot.
     pools: Option<(u32, Mutex<Pools>)>,
     refused: AtomicU64,
@@ -113,7 +137,7 @@ impl Register {
         Register {
             mode,
             sink,
-            slots: Mutex::new(HashMap::new()),
+            slots: Mutex::new(FxHashMap::default()),
             pools: None,
             refused: AtomicU64::new(0),
         }
@@ -121,7 +145,7 @@ impl Register {
 
     /// One register per permit of each key, for a semaphore of `permits` (see [`Register`]).
     pub fn with_permits(mut self, permits: u32) -> Register {
-        self.pools = Some((permits.max(1), Mutex::new(HashMap::new())));
+        self.pools = Some((permits.max(1), Mutex::new(FxHashMap::default())));
         self
     }
 
@@ -133,7 +157,7 @@ impl Register {
         let (permits, pools) = self.pools.as_ref()?;
         let mut pools = pools.locked();
         if !pools.contains_key(key) {
-            pools.insert(key.to_string(), vec![None; *permits as usize]);
+            pools.insert(key.into(), vec![None; *permits as usize]);
         }
         let pool = pools.get_mut(key).expect("inserted above");
         let mine = pool.iter().position(|c| *c == Some(client));
@@ -185,13 +209,12 @@ impl Register {
         let slot_no = self.slot_of(client, key, op);
         let index = slot_no.unwrap_or(0) as usize;
         if !slots.contains_key(key) {
-            slots.insert(key.to_string(), Vec::new());
+            slots.insert(key.into(), Slots::default());
         }
-        let of_key = slots.get_mut(key).expect("inserted above");
-        if of_key.len() <= index {
-            of_key.resize(index + 1, Slot::default());
-        }
-        let slot = &mut of_key[index];
+        let slot = slots
+            .get_mut(key)
+            .expect("inserted above")
+            .get_or_add(index);
         // A semaphore's slots are taken at the read, not in token order: its registers are
         // not fenced (the semaphore checker judges its holders).
         let fenced = self.mode == ResourceMode::Fenced && self.pools.is_none();
@@ -243,10 +266,7 @@ impl Register {
     /// The value of `key`'s register now (0 for a key never written; a semaphore's slot 0).
     pub fn value(&self, key: &str) -> u64 {
         let slots = self.slots.locked();
-        slots
-            .get(key)
-            .and_then(|s| s.first())
-            .map_or(0, |s| s.value)
+        slots.get(key).map_or(0, |s| s.first.value)
     }
 
     /// Accesses refused so far (always 0 unfenced).
@@ -257,6 +277,8 @@ impl Register {
 
 #[cfg(test)]
 mod tests {
+    use std::collections::HashMap;
+
     use super::*;
     use crate::history::Clock;
 
