@@ -68,16 +68,21 @@ async fn revoke(raw: &etcd_client::Client, a: &EtcdRecipe) {
 /// leave room for noise on 2 cores; a spin loop or a retry storm leaves them.
 fn expect(strategy: Strategy) -> Expect {
     match strategy {
+        // Every poll reads the queue again, then opens a watch again.
         Strategy::Herd => Expect {
             requests: (6.0, 60.0),
+            requests_per_poll: 2,
             max_fallback_polls: 480,
         },
         Strategy::Predecessor => Expect {
             requests: (4.0, 8.0),
+            requests_per_poll: 2,
             max_fallback_polls: 24,
         },
+        // etcd's own lock call waits on the server: no polls.
         Strategy::Native => Expect {
             requests: (2.0, 2.5),
+            requests_per_poll: 0,
             max_fallback_polls: 0,
         },
         other => panic!("etcd offers no {other} strategy"),

@@ -102,12 +102,16 @@ async fn expire(eps: &[String], a: &ZookeeperRecipe) {
 /// a spin loop or a retry storm leaves them.
 fn expect(strategy: Strategy) -> Expect {
     match strategy {
+        // A herd waiter's poll reads the directory again, watching it with the same read.
         Strategy::Herd => Expect {
             requests: (8.0, 60.0),
+            requests_per_poll: 1,
             max_fallback_polls: 480,
         },
+        // A predecessor's reads the directory, then watches the node ahead again.
         _ => Expect {
             requests: (3.0, 6.0),
+            requests_per_poll: 2,
             max_fallback_polls: 24,
         },
     }

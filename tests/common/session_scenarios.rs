@@ -26,9 +26,14 @@ pub fn config(ttl: Duration) -> RecipeConfig {
 
 /// What a contention run of one system × strategy must show beyond exclusion.
 pub struct Expect {
-    /// Bounds on the mean requests per acquisition (measured, with margin): a spin loop or a
-    /// retry storm leaves the band.
+    /// Bounds on the mean requests per acquisition (measured, with margin), the upper one with
+    /// the fallback polls' requests left out: a spin loop or a retry storm leaves the band.
     pub requests: (f64, f64),
+    /// The most requests a fallback poll costs (the queue read again, and the watch set again
+    /// where that read does not set it; one fewer when the read finds the lock free): a loaded
+    /// machine lengthens the waits, and with them the polls, which the fallback-poll bound
+    /// judges on their own.
+    pub requests_per_poll: u64,
     /// Fallback polls allowed beyond one per fallback interval each waiter spent waiting.
     pub max_fallback_polls: u64,
 }
@@ -71,10 +76,16 @@ pub async fn contention<R, F, Fut>(
             "{label}: grant order must equal queue order"
         );
     }
+    // A waiter deep in the queue on a loaded machine waits several poll intervals and reads
+    // the queue again after each (CI once measured 7.10 requests per acquisition here, 3.14 of
+    // them after 754 polls, which the bound below allowed).
     let requests = out.mean_requests();
+    let polls = out.total_fallback_polls();
+    let by_polls = (polls * expect.requests_per_poll) as f64 / out.holds.len().max(1) as f64;
     assert!(
-        (expect.requests.0..=expect.requests.1).contains(&requests),
-        "{label}: {requests:.2} requests per acquisition, outside {:?}",
+        requests >= expect.requests.0 && requests - by_polls <= expect.requests.1,
+        "{label}: {requests:.2} requests per acquisition, at most {by_polls:.2} of them after \
+         {polls} fallback polls: outside {:?}",
         expect.requests
     );
     // A waiter polls once per fallback interval it spends waiting: deep in a 16-client queue on
