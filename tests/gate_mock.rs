@@ -318,6 +318,37 @@ fn assert_normalize_needs_three_cells(baseline: &Path, slow_run: &PathBuf) {
         "{}",
         text(&g)
     );
+    // --normalize-by takes suite or strategy, and only with --normalize; one strategy's cell
+    // has no group of three, so it too is compared as measured.
+    let g = gate(
+        baseline,
+        &[slow_run],
+        &["--normalize", "--normalize-by", "herd"],
+    );
+    assert_eq!(g.status.code(), Some(2), "{}", text(&g));
+    assert!(
+        String::from_utf8_lossy(&g.stderr).contains("write suite"),
+        "{}",
+        text(&g)
+    );
+    let g = gate(baseline, &[slow_run], &["--normalize-by", "strategy"]);
+    assert_eq!(g.status.code(), Some(2), "{}", text(&g));
+    assert!(
+        String::from_utf8_lossy(&g.stderr).contains("--normalize"),
+        "{}",
+        text(&g)
+    );
+    let g = gate(
+        baseline,
+        &[slow_run],
+        &["--normalize", "--normalize-by", "strategy"],
+    );
+    assert_eq!(g.status.code(), Some(1), "{}", text(&g));
+    assert!(
+        String::from_utf8_lossy(&g.stdout).contains("no machine factor"),
+        "{}",
+        text(&g)
+    );
 }
 
 fn assert_errors_exit_2(out: &Path, baseline: &Path, base_run: &PathBuf, unsafe_run: &Path) {

@@ -383,6 +383,12 @@ pub struct GateArgs {
     #[arg(long, value_name = "LIMIT", num_args = 0..=1,
           default_missing_value = "2", value_parser = machine_limit)]
     pub normalize: Option<f64>,
+    /// Which cells share a machine factor under --normalize: `suite` (one factor over every
+    /// cell, the default) or `strategy` (one per waiting strategy, over its cells: a host with
+    /// less CPU slows the herd's CPU-bound storms more than predecessor queues).
+    #[arg(long, value_name = "GROUPING", default_value = "suite", requires = "normalize",
+          value_parser = crate::gate::machine::Grouping::parse)]
+    pub normalize_by: crate::gate::machine::Grouping,
     /// Instead of a baseline file: an A/B comparison inside the run, each cell of workload B
     /// against the same cell of workload A in the same `--repeat` round (same clusters, same
     /// minute), judged on the median of the rounds' ratios B ÷ A. Run both workloads in one

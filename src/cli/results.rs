@@ -72,6 +72,7 @@ pub fn gate(args: GateArgs) -> anyhow::Result<Exit> {
     };
     let th = gate::Thresholds {
         normalize: args.normalize,
+        normalize_by: args.normalize_by,
         ..gate::Thresholds::with(&args.thresholds, args.sigmas)
     };
     let outcome = match &args.pair {

@@ -21,8 +21,22 @@ pub const DEFAULT_SIGMAS: f64 = 3.0;
 /// so √(π/2) / 1.349 ≈ 0.929 IQR per √n.
 const MEDIAN_SE_PER_IQR: f64 = 0.929;
 
-/// The `cell` of the rows that hold `--normalize`'s machine factors.
+/// The `cell` of the rows that hold `--normalize`'s machine factors of the whole suite.
 pub const SUITE_ROW: &str = "suite (machine factor)";
+
+/// The `cell` of the rows that hold a group's machine factors (`--normalize-by strategy`):
+/// `suite: herd (machine factor)`.
+pub fn group_row(group: Option<&str>) -> String {
+    match group {
+        None => SUITE_ROW.to_string(),
+        Some(g) => format!("suite: {g} (machine factor)"),
+    }
+}
+
+/// Whether a row's `cell` is a machine factor's, not a cell's.
+pub fn is_factor_row(cell: &str) -> bool {
+    cell.starts_with("suite") && cell.ends_with("(machine factor)")
+}
 
 /// The thresholds a comparison uses.
 #[derive(Debug, Clone, PartialEq)]
@@ -36,6 +50,8 @@ pub struct Thresholds {
     /// suite's machine factor ([`machine::factors`]), and the factor itself fails past `limit`
     /// (2: half the throughput, twice the latency); `None`: cells are compared as measured.
     pub normalize: Option<f64>,
+    /// Which cells share a machine factor under `normalize` (`--normalize-by`).
+    pub normalize_by: machine::Grouping,
 }
 
 impl Default for Thresholds {
@@ -47,6 +63,7 @@ impl Default for Thresholds {
                 .collect(),
             sigmas: DEFAULT_SIGMAS,
             normalize: None,
+            normalize_by: machine::Grouping::Suite,
         }
     }
 }
@@ -237,19 +254,26 @@ pub fn compare(
                 .iter()
                 .filter_map(|c| baseline.cells.iter().find(|b| b.id == c.id).map(|b| (b, c)))
                 .collect();
-            let factors = machine::factors(&pairs);
+            let factors = machine::factors(&pairs, th.normalize_by);
             notes.extend(normalize_notes(&factors));
-            rows.extend(factors.iter().map(|(&m, f)| suite_row(m, f, limit)));
-            factors
+            for g in &factors.groups {
+                let name = group_row(g.group.as_deref());
+                rows.extend(
+                    g.factors
+                        .iter()
+                        .map(|(&m, f)| suite_row(&name, m, f, limit)),
+                );
+            }
+            Some(factors)
         }
-        None => BTreeMap::new(),
+        None => None,
     };
     for cur in current {
         let base = baseline.cells.iter().find(|b| b.id == cur.id);
         match base {
             Some(base) => {
                 for m in Metric::ALL {
-                    let factor = factors.get(&m).map(|f| f.ratio);
+                    let factor = factors.as_ref().and_then(|f| f.of(cur, m)).map(|f| f.ratio);
                     if let Some(row) = speed_row(base, cur, m, th, factor) {
                         rows.push(row);
                     }
@@ -266,7 +290,7 @@ pub fn compare(
 }
 
 /// What `--normalize` did, for the notes.
-fn normalize_notes(factors: &BTreeMap<Metric, machine::Factor>) -> Vec<String> {
+fn normalize_notes(factors: &machine::Factors) -> Vec<String> {
     if factors.is_empty() {
         return vec![format!(
             "normalize: fewer than {} speed-gated cells on both sides, so no machine factor; \
@@ -274,19 +298,40 @@ fn normalize_notes(factors: &BTreeMap<Metric, machine::Factor>) -> Vec<String> {
             machine::MIN_CELLS
         )];
     }
-    let list: Vec<String> = factors
-        .iter()
-        .map(|(m, f)| format!("{m} ×{:.3}", f.ratio))
-        .collect();
-    vec![format!(
-        "normalized: each cell's change is against its baseline × the suite's machine factor \
-         (median of current ÷ baseline over the cells: {}); `raw` is the change as measured",
-        list.join(", ")
-    )]
+    let list = |f: &BTreeMap<Metric, machine::Factor>| {
+        f.iter()
+            .map(|(m, f)| format!("{m} ×{:.3}", f.ratio))
+            .collect::<Vec<String>>()
+            .join(", ")
+    };
+    match factors.grouping {
+        machine::Grouping::Suite => vec![format!(
+            "normalized: each cell's change is against its baseline × the suite's machine \
+             factor (median of current ÷ baseline over the cells: {}); `raw` is the change as \
+             measured",
+            factors.suite().map_or(String::new(), |g| list(&g.factors))
+        )],
+        machine::Grouping::Strategy => {
+            let groups: Vec<String> = factors
+                .groups
+                .iter()
+                .filter_map(|g| Some(format!("{}: {}", g.group.as_deref()?, list(&g.factors))))
+                .collect();
+            vec![format!(
+                "normalized by strategy: each cell's change is against its baseline × its \
+                 strategy's machine factor (median of current ÷ baseline over that strategy's \
+                 cells; {}), or the suite's ({}) where the strategy has fewer than {} cells \
+                 measuring the metric; `raw` is the change as measured",
+                groups.join("; "),
+                factors.suite().map_or(String::new(), |g| list(&g.factors)),
+                machine::MIN_CELLS
+            )]
+        }
+    }
 }
 
-/// The suite's row of `m`: its machine factor, failed only past `limit`.
-fn suite_row(m: Metric, f: &machine::Factor, limit: f64) -> Row {
+/// The row `name` of `m`: a machine factor, failed only past `limit`.
+fn suite_row(name: &str, m: Metric, f: &machine::Factor, limit: f64) -> Row {
     let (worse, better) = machine::past_limit(m, f.ratio, limit);
     let limit_pct = machine::worsening_pct(
         m,
@@ -298,7 +343,7 @@ fn suite_row(m: Metric, f: &machine::Factor, limit: f64) -> Row {
     );
     let sign = if m.higher_is_better() { '−' } else { '+' };
     Row {
-        cell: SUITE_ROW.into(),
+        cell: name.to_string(),
         metric: m.name().to_string(),
         baseline: "×1".into(),
         current: format!("×{:.3} (median of {} cells)", f.ratio, f.cells),

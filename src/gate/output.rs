@@ -12,7 +12,7 @@ pub fn markdown(o: &Outcome) -> String {
     let cells: std::collections::BTreeSet<&str> = o
         .rows
         .iter()
-        .filter(|r| !r.cell.starts_with(super::compare::SUITE_ROW))
+        .filter(|r| !super::compare::is_factor_row(&r.cell))
         .map(|r| r.cell.as_str())
         .collect();
     let mut out = format!(

@@ -59,6 +59,15 @@ fn baseline_of(cells: &[CellSummary]) -> Baseline {
     }
 }
 
+/// Each row of `metric`: its cell (or machine factor) and verdict.
+fn cells_and_verdicts<'a>(o: &'a Outcome, metric: &str) -> Vec<(&'a str, Judgement)> {
+    o.rows
+        .iter()
+        .filter(|r| r.metric == metric)
+        .map(|r| (r.cell.as_str(), r.verdict.clone()))
+        .collect()
+}
+
 fn verdicts(o: &Outcome, metric: &str) -> Vec<Judgement> {
     o.rows
         .iter()
@@ -421,14 +430,8 @@ fn normalizing_divides_out_a_slower_machine_but_not_one_system_slower_than_the_r
     };
     let o = compare(Some(&base), &current, None, &th).unwrap();
     let md = output::markdown(&o);
-    let handoff: Vec<(&str, Judgement)> = o
-        .rows
-        .iter()
-        .filter(|r| r.metric == "handoff_p50")
-        .map(|r| (r.cell.as_str(), r.verdict.clone()))
-        .collect();
     assert_eq!(
-        handoff,
+        cells_and_verdicts(&o, "handoff_p50"),
         [
             ("suite (machine factor)", Judgement::Pass),
             ("zookeeper-predecessor-w-c4", Judgement::Pass),
@@ -470,4 +473,217 @@ fn normalizing_divides_out_a_slower_machine_but_not_one_system_slower_than_the_r
     assert!(!few.rows.iter().any(|r| r.cell.starts_with("suite")));
     assert!(few.notes.iter().any(|n| n.contains("no machine factor")));
     assert_eq!(verdicts(&few, "handoff_p50"), [Judgement::Regressed]);
+}
+
+/// `n` repetitions (±2 %) of `<system>-<strategy>-w-c4` around the given medians: throughput
+/// per second, p99 and handoff p50 in milliseconds, wake-ups per acquisition.
+fn cell_of(
+    system: System,
+    strategy: Strategy,
+    n: u32,
+    [x, p99_ms, handoff_ms, wakeups]: [f64; 4],
+) -> Vec<CellSummary> {
+    (0..n)
+        .map(|i| {
+            let f = 1.0 + 0.02 * (i as f64 - (n - 1) as f64 / 2.0) / n as f64;
+            let mut s = rep(
+                strategy,
+                i + 1,
+                x * f,
+                (p99_ms * 1000.0 * f) as u64,
+                (handoff_ms * 1000.0 * f) as u64,
+                wakeups,
+            );
+            s.id.system = system;
+            s
+        })
+        .collect()
+}
+
+/// The CI run of 2026-12-04 that failed on Redlock herd (`issues ci`, stop 47): each cell's
+/// baseline medians (9 repetitions) and current medians (3, Redlock's 8 after the rerun), with
+/// `redlock_herd_x` the current Redlock herd throughput (38.0 in that run).
+fn ci_run_of_stop_47(redlock_herd_x: f64) -> (Vec<CellSummary>, Vec<CellSummary>) {
+    use Strategy::{Herd as H, Predecessor as P};
+    const ZK: System = System::Zookeeper;
+    const ETCD: System = System::Etcd;
+    const REDIS: System = System::Redis;
+    const RL: System = System::Redlock;
+    let rl_x = redlock_herd_x;
+    type Medians = [f64; 4];
+    #[rustfmt::skip]
+    let cells: [(System, Strategy, Medians, Medians, u32); 8] = [
+        (ZK, H, [48.5, 1213.44, 13.57, 9.78], [28.1, 2406.40, 21.86, 7.58], 3),
+        (ZK, P, [114.4, 170.88, 4.32, 1.0], [88.6, 212.74, 6.86, 1.0], 3),
+        (ETCD, H, [57.7, 1059.84, 11.51, 12.38], [34.6, 1625.09, 19.63, 11.71], 3),
+        (ETCD, P, [92.1, 203.52, 7.17, 1.0], [71.2, 240.13, 9.39, 1.0], 3),
+        (REDIS, H, [220.5, 403.71, 1.39, 14.74], [177.7, 721.41, 2.43, 13.67], 3),
+        (REDIS, P, [234.0, 74.30, 1.08, 1.0], [208.6, 86.02, 1.58, 1.0], 3),
+        (RL, H, [88.0, 612.86, 5.95, 12.60], [rl_x, 1284.61, 15.95, 12.54], 8),
+        (RL, P, [183.0, 99.90, 2.16, 1.0], [133.7, 131.36, 4.03, 1.0], 8),
+    ];
+    let mut base = Vec::new();
+    let mut current = Vec::new();
+    for (system, strategy, b, c, n) in cells {
+        base.extend(cell_of(system, strategy, 9, b));
+        current.extend(cell_of(system, strategy, n, c));
+    }
+    (base, current)
+}
+
+#[test]
+fn normalizing_by_strategy_holds_a_herd_cell_against_herd_cells() {
+    let ci = |by| Thresholds {
+        normalize: Some(3.0),
+        normalize_by: by,
+        ..Thresholds::with(
+            &[
+                parse_threshold("throughput=40").unwrap(),
+                parse_threshold("acquire_p99=100").unwrap(),
+                parse_threshold("handoff_p50=80").unwrap(),
+                parse_threshold("wakeups_per_acquisition=15").unwrap(),
+            ],
+            3.0,
+        )
+    };
+    let (base, current) = ci_run_of_stop_47(38.0);
+    let base = baseline_of(&base);
+    let current = aggregate(&current);
+    let row = |o: &Outcome, cell: &str, metric: &str| {
+        o.rows
+            .iter()
+            .find(|r| r.cell == cell && r.metric == metric)
+            .unwrap_or_else(|| panic!("no row {cell} {metric}:\n{}", output::markdown(o)))
+            .clone()
+    };
+    // One factor for the suite: that CI run's verdict, Redlock herd −42.6 % against −40 %.
+    let suite = compare(Some(&base), &current, None, &ci(machine::Grouping::Suite)).unwrap();
+    let md = output::markdown(&suite);
+    let rh = row(&suite, "redlock-herd-w-c4", "throughput");
+    assert_eq!(rh.verdict, Judgement::Regressed, "{md}");
+    assert!(rh.change.starts_with("-42.6 %"), "{md}");
+    assert_eq!(suite.failures(), 1, "{md}");
+    // One factor per strategy: the herd's is the median of the four herd cells (0.590 in
+    // throughput), and Redlock herd is −26.7 % against it (−26.8 % with these repetitions'
+    // jitter); every row passes.
+    let by = compare(
+        Some(&base),
+        &current,
+        None,
+        &ci(machine::Grouping::Strategy),
+    )
+    .unwrap();
+    let md = output::markdown(&by);
+    assert!(by.passed(), "{md}");
+    assert!(
+        row(&by, "redlock-herd-w-c4", "throughput")
+            .change
+            .starts_with("-26."),
+        "{md}"
+    );
+    for group in ["suite (machine factor)", "suite: herd (machine factor)"] {
+        assert_eq!(
+            row(&by, group, "throughput").verdict,
+            Judgement::Pass,
+            "{md}"
+        );
+    }
+    assert!(
+        row(&by, "suite: herd (machine factor)", "throughput")
+            .current
+            .starts_with("×0.590 (median of 4 cells)"),
+        "{md}"
+    );
+    assert!(
+        row(&by, "suite: predecessor (machine factor)", "throughput")
+            .current
+            .starts_with("×0.774 (median of 4 cells)"),
+        "{md}"
+    );
+    assert!(md.contains("8 cells: 0 regressed"), "{md}");
+    assert!(
+        by.notes
+            .iter()
+            .any(|n| n.starts_with("normalized by strategy")),
+        "{md}"
+    );
+    // A herd cell losing what the floor allows beyond its strategy's factor still fails:
+    // Redlock herd at 20.9/s (−59.7 % against the herd's factor) ...
+    let (_, slower) = ci_run_of_stop_47(20.9);
+    let o = compare(
+        Some(&base),
+        &aggregate(&slower),
+        None,
+        &ci(machine::Grouping::Strategy),
+    )
+    .unwrap();
+    assert_eq!(
+        row(&o, "redlock-herd-w-c4", "throughput").verdict,
+        Judgement::Regressed,
+        "{}",
+        output::markdown(&o)
+    );
+    assert_eq!(o.failures(), 1, "{}", output::markdown(&o));
+    // ... and so does a predecessor cell: etcd predecessor's handoff 2.5 times as slow (+90 %
+    // against the predecessors' factor, which its own rise moves from ×1.53 to ×1.73: with
+    // four cells a group's median is the mean of the middle two; twice as slow, +52 %, is
+    // inside CI's +80 % floor, as it was against the suite's factor).
+    let (_, mut planted) = ci_run_of_stop_47(38.0);
+    for s in planted
+        .iter_mut()
+        .filter(|s| s.id.system == System::Etcd && s.id.strategy == Strategy::Predecessor)
+    {
+        s.handoff_latency_us.p50 = s.handoff_latency_us.p50 * 5 / 2;
+    }
+    let o = compare(
+        Some(&base),
+        &aggregate(&planted),
+        None,
+        &ci(machine::Grouping::Strategy),
+    )
+    .unwrap();
+    assert_eq!(
+        row(&o, "etcd-predecessor-w-c4", "handoff_p50").verdict,
+        Judgement::Regressed,
+        "{}",
+        output::markdown(&o)
+    );
+    assert_eq!(o.failures(), 1, "{}", output::markdown(&o));
+}
+
+#[test]
+fn a_strategy_with_too_few_cells_takes_the_suites_factor() {
+    // Four predecessor cells 40 % slower and one herd cell 40 % slower still: the herd has no
+    // factor of its own (one cell), so it is held against the suite's and fails.
+    let mut base = suite_of([1.0; 4]);
+    let mut current = suite_of([1.4; 4]);
+    let herd = |slow: f64| {
+        five(0.02, slow).into_iter().map(|mut s| {
+            s.id.strategy = Strategy::Herd;
+            s
+        })
+    };
+    base.extend(herd(1.0));
+    current.extend(herd(1.4 * 1.4));
+    let th = Thresholds {
+        normalize: Some(2.0),
+        normalize_by: machine::Grouping::Strategy,
+        ..Thresholds::default()
+    };
+    let o = compare(Some(&baseline_of(&base)), &aggregate(&current), None, &th).unwrap();
+    let md = output::markdown(&o);
+    assert_eq!(
+        cells_and_verdicts(&o, "handoff_p50"),
+        [
+            ("suite (machine factor)", Judgement::Pass),
+            ("suite: predecessor (machine factor)", Judgement::Pass),
+            ("zookeeper-predecessor-w-c4", Judgement::Pass),
+            ("etcd-predecessor-w-c4", Judgement::Pass),
+            ("redis-predecessor-w-c4", Judgement::Pass),
+            ("redlock-predecessor-w-c4", Judgement::Pass),
+            ("etcd-herd-w-c4", Judgement::Regressed),
+        ],
+        "{md}"
+    );
+    assert!(md.contains("+40.0 % (raw +96.0 %)"), "{md}");
 }
