@@ -257,11 +257,11 @@ pub fn compare(
             let factors = machine::factors(&pairs, th.normalize_by);
             notes.extend(normalize_notes(&factors));
             for g in &factors.groups {
-                let name = group_row(g.group.as_deref());
+                let name = group_row(g.group);
                 rows.extend(
                     g.factors
                         .iter()
-                        .map(|(&m, f)| suite_row(&name, m, f, limit)),
+                        .map(|(&m, f)| factor_row(&name, m, f, limit)),
                 );
             }
             Some(factors)
@@ -315,7 +315,7 @@ fn normalize_notes(factors: &machine::Factors) -> Vec<String> {
             let groups: Vec<String> = factors
                 .groups
                 .iter()
-                .filter_map(|g| Some(format!("{}: {}", g.group.as_deref()?, list(&g.factors))))
+                .filter_map(|g| Some(format!("{}: {}", g.group?, list(&g.factors))))
                 .collect();
             vec![format!(
                 "normalized by strategy: each cell's change is against its baseline × its \
@@ -331,7 +331,7 @@ fn normalize_notes(factors: &machine::Factors) -> Vec<String> {
 }
 
 /// The row `name` of `m`: a machine factor, failed only past `limit`.
-fn suite_row(name: &str, m: Metric, f: &machine::Factor, limit: f64) -> Row {
+fn factor_row(name: &str, m: Metric, f: &machine::Factor, limit: f64) -> Row {
     let (worse, better) = machine::past_limit(m, f.ratio, limit);
     let limit_pct = machine::worsening_pct(
         m,

@@ -44,10 +44,10 @@ impl Grouping {
     }
 
     /// The group `cell` takes its factor from: `None` for the whole suite.
-    fn group_of(self, cell: &CellAggregate) -> Option<String> {
+    fn group_of(self, cell: &CellAggregate) -> Option<&'static str> {
         match self {
             Grouping::Suite => None,
-            Grouping::Strategy => Some(cell.id.strategy.name().to_string()),
+            Grouping::Strategy => Some(cell.id.strategy.name()),
         }
     }
 }
@@ -65,7 +65,7 @@ pub struct Factor {
 #[derive(Debug, Clone, PartialEq)]
 pub struct GroupFactors {
     /// The strategy, or `None` for the whole suite.
-    pub group: Option<String>,
+    pub group: Option<&'static str>,
     /// The factor of each metric measured in at least [`MIN_CELLS`] of the group's cells.
     pub factors: BTreeMap<Metric, Factor>,
 }
@@ -114,14 +114,14 @@ pub fn factors(pairs: &[(&CellAggregate, &CellAggregate)], grouping: Grouping) -
         factors: factors_over(pairs.iter()),
     }];
     if grouping == Grouping::Strategy {
-        let names: std::collections::BTreeSet<String> = pairs
+        let names: std::collections::BTreeSet<&'static str> = pairs
             .iter()
             .filter_map(|(_, cur)| grouping.group_of(cur))
             .collect();
         for name in names {
             let members = pairs
                 .iter()
-                .filter(|(_, cur)| grouping.group_of(cur).as_deref() == Some(name.as_str()));
+                .filter(|(_, cur)| grouping.group_of(cur) == Some(name));
             let factors = factors_over(members);
             groups.push(GroupFactors {
                 group: Some(name),

@@ -607,24 +607,23 @@ fn normalizing_by_strategy_holds_a_herd_cell_against_herd_cells() {
             .any(|n| n.starts_with("normalized by strategy")),
         "{md}"
     );
-    // A herd cell losing what the floor allows beyond its strategy's factor still fails:
-    // Redlock herd at 20.9/s (−59.7 % against the herd's factor) ...
+    // A cell slower than its strategy's factor by more than the floor fails, and alone.
+    let fails_alone = |current: &[CellSummary], cell: &str, metric: &str| {
+        let o = compare(
+            Some(&base),
+            &aggregate(current),
+            None,
+            &ci(machine::Grouping::Strategy),
+        )
+        .unwrap();
+        let md = output::markdown(&o);
+        assert_eq!(row(&o, cell, metric).verdict, Judgement::Regressed, "{md}");
+        assert_eq!(o.failures(), 1, "{md}");
+    };
+    // A herd cell: Redlock herd at 20.9/s (−59.7 % against the herd's factor) ...
     let (_, slower) = ci_run_of_stop_47(20.9);
-    let o = compare(
-        Some(&base),
-        &aggregate(&slower),
-        None,
-        &ci(machine::Grouping::Strategy),
-    )
-    .unwrap();
-    assert_eq!(
-        row(&o, "redlock-herd-w-c4", "throughput").verdict,
-        Judgement::Regressed,
-        "{}",
-        output::markdown(&o)
-    );
-    assert_eq!(o.failures(), 1, "{}", output::markdown(&o));
-    // ... and so does a predecessor cell: etcd predecessor's handoff 2.5 times as slow (+90 %
+    fails_alone(&slower, "redlock-herd-w-c4", "throughput");
+    // ... and a predecessor cell: etcd predecessor's handoff 2.5 times as slow (+90 %
     // against the predecessors' factor, which its own rise moves from ×1.53 to ×1.73: with
     // four cells a group's median is the mean of the middle two; twice as slow, +52 %, is
     // inside CI's +80 % floor, as it was against the suite's factor).
@@ -635,20 +634,7 @@ fn normalizing_by_strategy_holds_a_herd_cell_against_herd_cells() {
     {
         s.handoff_latency_us.p50 = s.handoff_latency_us.p50 * 5 / 2;
     }
-    let o = compare(
-        Some(&base),
-        &aggregate(&planted),
-        None,
-        &ci(machine::Grouping::Strategy),
-    )
-    .unwrap();
-    assert_eq!(
-        row(&o, "etcd-predecessor-w-c4", "handoff_p50").verdict,
-        Judgement::Regressed,
-        "{}",
-        output::markdown(&o)
-    );
-    assert_eq!(o.failures(), 1, "{}", output::markdown(&o));
+    fails_alone(&planted, "etcd-predecessor-w-c4", "handoff_p50");
 }
 
 #[test]
