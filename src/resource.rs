@@ -107,6 +107,19 @@ impl Slots {
     }
 }
 
+/// `key`'s entry in `map`, made by `make` on the key's first access: looked up by `&str`, so an
+/// access to a key already seen allocates nothing (an `entry` would need the owned name first).
+fn of_key<'m, V>(
+    map: &'m mut FxHashMap<Box<str>, V>,
+    key: &str,
+    make: impl FnOnce() -> V,
+) -> &'m mut V {
+    if !map.contains_key(key) {
+        map.insert(key.into(), make());
+    }
+    map.get_mut(key).expect("inserted above")
+}
+
 /// The protected resource of a cell: one `u64` register per lock key, starting at 0, shared by
 /// every client (thread-safe), recording each access into the cell's history.
 ///
@@ -156,10 +169,7 @@ impl Register {
     fn slot_of(&self, client: u32, key: &str, op: AccessOp) -> Option<u64> {
         let (permits, pools) = self.pools.as_ref()?;
         let mut pools = pools.locked();
-        if !pools.contains_key(key) {
-            pools.insert(key.into(), vec![None; *permits as usize]);
-        }
-        let pool = pools.get_mut(key).expect("inserted above");
+        let pool = of_key(&mut pools, key, || vec![None; *permits as usize]);
         let mine = pool.iter().position(|c| *c == Some(client));
         if let Some(i) = mine {
             pool[i] = None;
@@ -208,13 +218,7 @@ impl Register {
         let mut slots = self.slots.locked();
         let slot_no = self.slot_of(client, key, op);
         let index = slot_no.unwrap_or(0) as usize;
-        if !slots.contains_key(key) {
-            slots.insert(key.into(), Slots::default());
-        }
-        let slot = slots
-            .get_mut(key)
-            .expect("inserted above")
-            .get_or_add(index);
+        let slot = of_key(&mut slots, key, Slots::default).get_or_add(index);
         // A semaphore's slots are taken at the read, not in token order: its registers are
         // not fenced (the semaphore checker judges its holders).
         let fenced = self.mode == ResourceMode::Fenced && self.pools.is_none();
