@@ -13,7 +13,7 @@
 #   harness, one multiplexed connection per client, as lockbench's clients have) running the
 #   same pair ("pair": what the client library costs against redis-benchmark's C client), and
 #   running the herd recipe's own take and release scripts ("recipe": what the scripts' fencing
-#   token, queue exit and message cost against the pair). lockbench ÷ "recipe" is the harness;
+#   token and message cost against the pair). lockbench ÷ "recipe" is the harness;
 #   "recipe" ÷ redis-benchmark is what lockbench would reach with a harness that cost nothing.
 # - For each client count the four run one after another on the same master, so all see the
 #   same machine.

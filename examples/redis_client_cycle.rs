@@ -11,8 +11,8 @@
 //!   it). What this loses to redis-benchmark is the client library's cost.
 //! - `recipe`: the herd recipe's own take and release scripts
 //!   ([`lockbench::recipe::redis::herd_cycle_sources`]), with the arguments it sends. What this
-//!   loses to `pair` is what the recipe's scripts cost (the fencing token, the queue exit, the
-//!   release's message); what lockbench loses to this is the harness's cost.
+//!   loses to `pair` is what the recipe's scripts cost (the fencing token and
+//!   the release's message); what lockbench loses to this is the harness's cost.
 //!
 //! Nothing is recorded or checked.
 
@@ -140,13 +140,9 @@ async fn client_loop(
                 return release
                     .key(&key)
                     .key(&fence)
-                    .key(format!("{key}:q"))
-                    .key(format!("{key}:qx"))
-                    .key(format!("{key}:tent"))
                     .arg(&owner)
                     .arg(0)
                     .arg(format!("{owner}/{n}"))
-                    .arg("none")
                     .invoke_async::<i64>(&mut conn)
                     .await;
             }

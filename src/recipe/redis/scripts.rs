@@ -186,12 +186,14 @@ end
 /// holder's remaining TTL and its owner value (Redlock tells a holder that has a quorum of
 /// masters from a split vote by it).
 /// Granting again to the same owner makes a retried request (first reply lost) idempotent.
+///
+/// The free lock's grant, the common case, is the `SET NX` itself (one call, where a `GET`
+/// first and then a `SET` were two).
 const HERD_ACQUIRE: &str = r#"
-local cur = redis.call('GET', KEYS[1])
-if not cur then
-  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
   return {redis.call('INCR', KEYS[2]), 0, ''}
 end
+local cur = redis.call('GET', KEYS[1])
 if cur == ARGV[1] then
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
   return {tonumber(redis.call('GET', KEYS[2]) or '0'), 0, ''}
@@ -257,19 +259,19 @@ end
 return {0, ticket, -1}
 "#;
 
-/// Give back (also: leave the queue, undo a partial Redlock grant).
+/// Give back from a queue (also: leave it, undo a partial Redlock grant).
 /// KEYS: lock, fence, queue, expiry, tentative. ARGV: owner, token (0 = none), wake message
-/// ('' = none), queue entry (`1` keep it, `0` leave the queue, `none` the owner never queued).
+/// ('' = none), queue entry (`1` keep it, `0` leave the queue).
 /// Deletes the lock only if `owner` holds it; raises the fencing counter to `token` so the next
 /// grant on this server exceeds it (Redlock's monotonic tokens); with a wake message, publishes
-/// it to herd waiters and, unless the owner never queued, to the queue head (unless that is
-/// `owner`). Returns 1 if it deleted the lock.
+/// it to herd waiters and to the queue head (unless that is `owner`). Returns 1 if it deleted
+/// the lock.
 ///
-/// `none` is a herd holder's release: its take never touched the queue and its waiters listen
-/// on the released channel alone, so the queue's three removals and its head's look-up (with
-/// the server's clock they need) would be work for nothing: measured on an idle master at 8
-/// clients (`INFO commandstats`), leaving them out took the cycle's two scripts from 7.25–7.49
-/// to 4.58–4.86 µs a call.
+/// A herd holder, which never queued, gives back with [`HERD_RELEASE`] instead: its take never
+/// touched the queue and its waiters listen on the released channel alone, so the queue's
+/// three removals and its head's look-up (with the server's clock they need) would be work for
+/// nothing: measured on an idle master at 8 clients (`INFO commandstats`), leaving them out
+/// took the cycle's two scripts from 7.25–7.49 to 4.58–4.86 µs a call.
 const RELEASE: &str = r#"
 local owner = ARGV[1]
 local released = 0
@@ -279,16 +281,36 @@ if redis.call('GET', KEYS[1]) == owner then
 end
 local t = tonumber(ARGV[2])
 if t > 0 and tonumber(redis.call('GET', KEYS[2]) or '0') < t then redis.call('SET', KEYS[2], t) end
-local queued = ARGV[4] ~= 'none'
-if queued and ARGV[4] ~= '1' then
+if ARGV[4] ~= '1' then
   redis.call('ZREM', KEYS[3], owner)
   redis.call('ZREM', KEYS[4], owner)
   redis.call('SREM', KEYS[5], owner)
 end
 if ARGV[3] ~= '' then
   if released == 1 then redis.call('PUBLISH', KEYS[1] .. ':released', ARGV[3]) end
-  if queued then wake_head(KEYS[1], KEYS[3], KEYS[4], KEYS[5], now_ms(), owner, ARGV[3]) end
+  wake_head(KEYS[1], KEYS[3], KEYS[4], KEYS[5], now_ms(), owner, ARGV[3])
 end
+return released
+"#;
+
+/// A herd holder's give-back: [`RELEASE`] for an owner that never queued (`none`), with
+/// nothing of the queue's. KEYS: lock, fence. ARGV: owner, token (0 = none), wake message
+/// ('' = none). Deletes the lock only if `owner` holds it, raises the fencing counter to
+/// `token`, and with a wake message publishes it to herd waiters if it deleted the lock.
+/// Returns 1 if it deleted the lock.
+///
+/// A script of its own, without [`HELPERS`]: every call of a script that starts with them
+/// makes their three functions anew before it runs, which on an idle master cost more than
+/// the release's own work (`INFO commandstats`: see README, "harness overhead").
+const HERD_RELEASE: &str = r#"
+local released = 0
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  redis.call('DEL', KEYS[1])
+  released = 1
+end
+local t = tonumber(ARGV[2])
+if t > 0 and tonumber(redis.call('GET', KEYS[2]) or '0') < t then redis.call('SET', KEYS[2], t) end
+if released == 1 and ARGV[3] ~= '' then redis.call('PUBLISH', KEYS[1] .. ':released', ARGV[3]) end
 return released
 "#;
 
@@ -547,11 +569,9 @@ pub(crate) static SHARED_RENEW_SCRIPT: LazyLock<Script> =
 /// The Lua source of the herd recipe's take and release (owner-checked give-back), exactly as
 /// the recipe sends them, for benchmarks that replay its commands without the recipe
 /// (`examples/redis_client_cycle.rs`). Take: KEYS lock, fence; ARGV owner, ttl ms. Release:
-/// KEYS lock, fence, queue, expiry, tentative; ARGV owner, token (0), wake message, queue
-/// entry (`none`: a herd holder never queued).
+/// KEYS lock, fence; ARGV owner, token (0), wake message.
 pub fn herd_cycle_sources() -> (&'static str, &'static str) {
-    static RELEASE_SOURCE: LazyLock<String> = LazyLock::new(|| format!("{HELPERS}{RELEASE}"));
-    (HERD_ACQUIRE, RELEASE_SOURCE.as_str())
+    (HERD_ACQUIRE, HERD_RELEASE)
 }
 
 pub(crate) static HERD_ACQUIRE_SCRIPT: LazyLock<Script> =
@@ -559,7 +579,9 @@ pub(crate) static HERD_ACQUIRE_SCRIPT: LazyLock<Script> =
 pub(crate) static FAIR_ACQUIRE_SCRIPT: LazyLock<Script> =
     LazyLock::new(|| Script::new(&format!("{HELPERS}{FAIR_ACQUIRE}")));
 pub(crate) static RELEASE_SCRIPT: LazyLock<Script> =
-    LazyLock::new(|| Script::new(herd_cycle_sources().1));
+    LazyLock::new(|| Script::new(&format!("{HELPERS}{RELEASE}")));
+pub(crate) static HERD_RELEASE_SCRIPT: LazyLock<Script> =
+    LazyLock::new(|| Script::new(HERD_RELEASE));
 pub(crate) static RENEW_SCRIPT: LazyLock<Script> =
     LazyLock::new(|| Script::new(&format!("{HELPERS}{RENEW}")));
 pub(crate) static RESOLVE_SCRIPT: LazyLock<Script> =
@@ -575,12 +597,15 @@ pub(crate) enum QueueEntry {
     /// The owner never queued (a herd holder): no queue to leave and no queue head to wake,
     /// as the herd's take never touches the queue and its waiters hear the released channel.
     /// A predecessor waiter on the same key (a mixed deployment; a cell uses one strategy) is
-    /// not woken by such a release: it looks again at its fallback poll.
+    /// not woken by such a release: it looks again at its fallback poll. Given back by
+    /// `HERD_RELEASE`.
     Never,
 }
 
 impl QueueEntry {
-    /// How `RELEASE` is told (its fourth argument).
+    /// How `RELEASE` and the shared kinds' release are told (their queue-entry argument:
+    /// anything but `1` leaves the queue). `RELEASE` never hears `none`: an owner that never
+    /// queued gives back with `HERD_RELEASE`, which has no queue to be told about.
     pub(crate) fn word(self) -> &'static str {
         match self {
             QueueEntry::Keep => "1",
@@ -623,21 +648,21 @@ mod tests {
 
     #[test]
     fn the_release_script_reads_every_queue_entry_word() {
-        // `RELEASE` compares its fourth argument with these words: keep them in step.
-        for (entry, word) in [(QueueEntry::Keep, "'1'"), (QueueEntry::Never, "'none'")] {
-            assert_eq!(format!("'{}'", entry.word()), word);
-            assert!(RELEASE.contains(&format!("ARGV[4] ~= {word}")), "{word}");
-        }
+        // `RELEASE` compares its fourth argument with this word: keep them in step.
+        assert_eq!(QueueEntry::Keep.word(), "1");
+        assert!(RELEASE.contains("ARGV[4] ~= '1'"));
         // Anything else leaves the queue: only `Leave` may say so.
         assert_eq!(QueueEntry::Leave.word(), "0");
-        // Only a release that never queued skips the queue's work, which is where the server's
-        // clock is read.
-        let skipped = RELEASE.split("if queued").count() - 1;
-        assert_eq!(skipped, 2, "the queue exit and the head's wake-up");
         assert!(
             !RELEASE.contains("local now"),
             "the clock is read only to wake the head"
         );
+        // A release that never queued goes to the herd's own script, which has no queue's
+        // work, no clock and none of the helpers every call of a script would make anew.
+        for queue_work in ["ZREM", "SREM", "TIME", "wake_head", "ARGV[4]", "KEYS[3]"] {
+            assert!(!HERD_RELEASE.contains(queue_work), "{queue_work}");
+        }
+        assert_eq!(herd_cycle_sources(), (HERD_ACQUIRE, HERD_RELEASE));
     }
 
     #[test]
@@ -662,6 +687,7 @@ mod tests {
         // The scripts build this name themselves (`lock .. ':w:' .. head`): keep them in step.
         assert_eq!(k.wake_channel("c1:7"), "/lockbench/orders:w:c1:7");
         assert!(RELEASE.contains("':released'") && HELPERS.contains("':w:'"));
+        assert!(HERD_RELEASE.contains("':released'"));
     }
 
     #[test]

@@ -13,8 +13,8 @@ use tokio::sync::mpsc::UnboundedSender;
 
 use crate::recipe::redis::pubsub::PubSub;
 use crate::recipe::redis::scripts::{
-    FAIR_ACQUIRE_SCRIPT, HERD_ACQUIRE_SCRIPT, Keys, QueueEntry, RELEASE_SCRIPT, RENEW_SCRIPT,
-    RESOLVE_SCRIPT, SHARED_RENEW_SCRIPT, TicketMode,
+    FAIR_ACQUIRE_SCRIPT, HERD_ACQUIRE_SCRIPT, HERD_RELEASE_SCRIPT, Keys, QueueEntry,
+    RELEASE_SCRIPT, RENEW_SCRIPT, RESOLVE_SCRIPT, SHARED_RENEW_SCRIPT, TicketMode,
 };
 use crate::recipe::{Credentials, LockError};
 
@@ -227,8 +227,21 @@ impl Server {
         args: &[Arg<'_>],
         limit: Duration,
     ) -> Result<T, LockError> {
-        let mut cmd = ::redis::cmd("EVALSHA");
-        cmd.arg(script.get_hash()).arg(keys.len());
+        // Sized up front: the name, the hash, the key count, the keys and the arguments (a
+        // number at most 20 digits), so building the request reallocates nothing.
+        let args_len: usize = args
+            .iter()
+            .map(|a| match a {
+                Arg::Text(s) => s.len(),
+                Arg::Number(_) => 20,
+            })
+            .sum();
+        let keys_len: usize = keys.iter().map(|k| k.len()).sum();
+        let mut cmd = ::redis::Cmd::with_capacity(
+            3 + keys.len() + args.len(),
+            "EVALSHA".len() + script.get_hash().len() + 2 + keys_len + args_len,
+        );
+        cmd.arg("EVALSHA").arg(script.get_hash()).arg(keys.len());
         for k in keys {
             cmd.arg(*k);
         }
@@ -335,25 +348,34 @@ impl Server {
         entry: QueueEntry,
         limit: Duration,
     ) -> Result<bool, LockError> {
-        let deleted: i64 = self
-            .eval(
-                &RELEASE_SCRIPT,
-                &[
-                    keys.lock(),
-                    keys.fence(),
-                    keys.queue(),
-                    keys.expiry(),
-                    keys.tentative(),
-                ],
-                &[
-                    owner.into(),
-                    token.into(),
-                    wake.unwrap_or_default().into(),
-                    entry.word().into(),
-                ],
-                limit,
-            )
-            .await?;
+        let wake = wake.unwrap_or_default();
+        let deleted: i64 = match entry {
+            // A herd holder never queued: its own script, without the queue's work.
+            QueueEntry::Never => {
+                self.eval(
+                    &HERD_RELEASE_SCRIPT,
+                    &[keys.lock(), keys.fence()],
+                    &[owner.into(), token.into(), wake.into()],
+                    limit,
+                )
+                .await?
+            }
+            QueueEntry::Keep | QueueEntry::Leave => {
+                self.eval(
+                    &RELEASE_SCRIPT,
+                    &[
+                        keys.lock(),
+                        keys.fence(),
+                        keys.queue(),
+                        keys.expiry(),
+                        keys.tentative(),
+                    ],
+                    &[owner.into(), token.into(), wake.into(), entry.word().into()],
+                    limit,
+                )
+                .await?
+            }
+        };
         Ok(deleted == 1)
     }
 
