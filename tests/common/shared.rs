@@ -47,7 +47,19 @@ pub struct Shared<T: 'static> {
     connect: Connect<T>,
     fixture: OnceLock<Result<Fixture<T>, String>>,
     turn: Mutex<()>,
+    /// Set once the cluster did not become ready again within [`READY_WAIT`] (after the repair
+    /// of a failed scenario, or not): why. Every later scenario then fails at once, naming it,
+    /// instead of waiting as long again for a cluster that one wait could not bring back (CI
+    /// once spent five more minutes so on `recipe_postgres`); scripts/test runs a binary that
+    /// failed beside others again alone, on a cluster of its own.
+    broken: OnceLock<String>,
 }
+
+/// How long a scenario waits for the shared cluster to be ready before it starts.
+const READY_WAIT: Duration = Duration::from_secs(60);
+
+/// How many of each node's last log lines a broken cluster's message carries.
+const LOG_TAIL: usize = 12;
 
 /// What a scenario gets: the cluster, its client endpoints, and the binary's own state.
 pub struct Fixture<T> {
@@ -88,6 +100,7 @@ impl<T: Send + Sync + 'static> Shared<T> {
             connect,
             fixture: OnceLock::new(),
             turn: Mutex::new(()),
+            broken: OnceLock::new(),
         }
     }
 
@@ -106,6 +119,13 @@ impl<T: Send + Sync + 'static> Shared<T> {
             Err(poisoned) => (poisoned.into_inner(), true),
         };
         self.turn.clear_poison();
+        if let Some(why) = self.broken.get() {
+            panic!(
+                "scenario {name} did not run: the shared {} cluster was found broken before an \
+                 earlier scenario ({why}); run this one alone",
+                self.system
+            );
+        }
         let fixture = match self.fixture.get_or_init(|| RUNTIME.block_on(self.start())) {
             Ok(f) => f,
             Err(e) => panic!("{e}"),
@@ -115,10 +135,12 @@ impl<T: Send + Sync + 'static> Shared<T> {
             if after_a_failure {
                 repair(&fixture.cluster).await;
             }
-            if let Err(e) = fixture.cluster.wait_ready(Duration::from_secs(60)).await {
+            if let Err(e) = fixture.cluster.wait_ready(READY_WAIT).await {
+                let logs = log_tails(&fixture.cluster).await;
+                let _ = self.broken.set(format!("before scenario {name}: {e}"));
                 panic!(
                     "the shared {system} cluster is not ready before scenario {name} (an \
-                     earlier scenario may have left it broken; run this one alone): {e}"
+                     earlier scenario may have left it broken; run this one alone): {e}\n{logs}"
                 );
             }
             let t = Instant::now();
@@ -155,6 +177,28 @@ impl<T: Send + Sync + 'static> Shared<T> {
             state,
         })
     }
+}
+
+/// The last [`LOG_TAIL`] lines of every node's log, under a heading per node: what a broken
+/// cluster's message shows of why (the containers are gone when the binary ends).
+async fn log_tails(cluster: &Cluster) -> String {
+    let mut out = String::new();
+    for n in cluster.nodes() {
+        let name = n.name();
+        match cluster.logs(name).await {
+            Ok(log) => {
+                let lines: Vec<&str> = log.lines().collect();
+                let tail = &lines[lines.len().saturating_sub(LOG_TAIL)..];
+                out.push_str(&format!("--- the last lines of {name}'s log:\n"));
+                for line in tail {
+                    out.push_str(line);
+                    out.push('\n');
+                }
+            }
+            Err(e) => out.push_str(&format!("--- {name}'s log cannot be read: {e}\n")),
+        }
+    }
+    out
 }
 
 /// Undoes what a scenario that panicked half-way may have left: every partition healed, every

@@ -75,7 +75,7 @@ pub(crate) async fn query_with(
         let (client, connection) = config_for(endpoint, limit)
             .connect(NoTls)
             .await
-            .map_err(|e| format!("connecting to {endpoint}: {e}"))?;
+            .map_err(|e| format!("connecting to {endpoint}: {}", describe(&e)))?;
         let driver = tokio::spawn(connection);
         let res = client.simple_query(sql).await;
         drop(client);
