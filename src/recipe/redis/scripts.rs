@@ -299,9 +299,11 @@ return released
 /// `token`, and with a wake message publishes it to herd waiters if it deleted the lock.
 /// Returns 1 if it deleted the lock.
 ///
-/// A script of its own, without [`HELPERS`]: every call of a script that starts with them
-/// makes their three functions anew before it runs, which on an idle master cost more than
-/// the release's own work (`INFO commandstats`: see README, "harness overhead").
+/// A script of its own, with two keys and three arguments and without [`HELPERS`] (whose three
+/// functions every call of a script that starts with them makes anew): with the one-call take
+/// above, the herd cycle's two scripts took 17.2–19.4 µs of the server's time against
+/// 21.9–22.5 before, at 8 clients on one master (`INFO commandstats`; README, harness
+/// overhead).
 const HERD_RELEASE: &str = r#"
 local released = 0
 if redis.call('GET', KEYS[1]) == ARGV[1] then
