@@ -98,12 +98,15 @@ fi
 mariadbd "${args[@]}" &
 pid=$!
 trap 'kill -TERM $pid 2>/dev/null' TERM INT
+up=""
 for _ in $(seq 1 600); do
-  mariadb -uroot --socket="$sock" -e "SELECT 1" >/dev/null 2>&1 && break
+  mariadb -uroot --socket="$sock" -e "SELECT 1" >/dev/null 2>&1 && { up=1; break; }
   kill -0 $pid 2>/dev/null || { echo "lockbench-entrypoint: mariadbd exited" >&2; exit 1; }
   sleep 0.1
 done
-mariadb -uroot --socket="$sock" <<SQL
+# Each step below says when it fails (the log is all a failed test shows of this node).
+[ -n "$up" ] || echo "lockbench-entrypoint: mariadbd did not answer on $sock after 600 tries; going on" >&2
+mariadb -uroot --socket="$sock" <<SQL || echo "lockbench-entrypoint: creating the users failed" >&2
 SET sql_log_bin = 0;
 CREATE USER IF NOT EXISTS 'lb'@'%' IDENTIFIED BY '$pw';
 GRANT ALL PRIVILEGES ON *.* TO 'lb'@'%' WITH GRANT OPTION;
@@ -112,13 +115,14 @@ CREATE DATABASE IF NOT EXISTS lockbench;
 GRANT ALL PRIVILEGES ON lockbench.* TO 'lbclient'@'%';
 SQL
 if [ -n "$primary" ] && [ ! -f "$datadir/master.info" ]; then
-  mariadb -uroot --socket="$sock" <<SQL
+  echo "lockbench-entrypoint: replicating $primary"
+  mariadb -uroot --socket="$sock" <<SQL || echo "lockbench-entrypoint: CHANGE MASTER to $primary failed" >&2
 CHANGE MASTER TO MASTER_HOST='$primary', MASTER_USER='lb', MASTER_PASSWORD='$pw',
   MASTER_USE_GTID=slave_pos, MASTER_CONNECT_RETRY=1;
 SQL
 fi
 if [ -f "$datadir/master.info" ]; then
-  mariadb -uroot --socket="$sock" -e "START SLAVE"
+  mariadb -uroot --socket="$sock" -e "START SLAVE" || echo "lockbench-entrypoint: START SLAVE failed" >&2
 fi
 echo "lockbench-entrypoint: mariadb serving (primary: ${primary:-this node})"
 wait $pid

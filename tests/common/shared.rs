@@ -21,11 +21,13 @@
 use std::future::Future;
 use std::io::Write;
 use std::os::unix::process::CommandExt;
+use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
 use std::process::{Child, Command, Stdio};
 use std::sync::{LazyLock, Mutex, Once, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
+use futures::FutureExt;
 use lockbench::cluster::{DataOnRestart, NodeState};
 use lockbench::{Cluster, System};
 
@@ -59,7 +61,7 @@ pub struct Shared<T: 'static> {
 const READY_WAIT: Duration = Duration::from_secs(60);
 
 /// How many of each node's last log lines a broken cluster's message carries.
-const LOG_TAIL: usize = 12;
+const LOG_TAIL: usize = 30;
 
 /// What a scenario gets: the cluster, its client endpoints, and the binary's own state.
 pub struct Fixture<T> {
@@ -146,11 +148,24 @@ impl<T: Send + Sync + 'static> Shared<T> {
             let t = Instant::now();
             eprintln!("scenario {name} ...");
             // Boxed: some scenario futures are large enough to overflow a test thread's stack.
-            if tokio::time::timeout(self.limit, Box::pin(scenario(fixture)))
-                .await
-                .is_err()
-            {
-                panic!("scenario {name} did not finish within {:?}", self.limit);
+            // A scenario that fails shows the nodes' last log lines first: the containers are
+            // gone when the binary ends, and a failure seen only beside other binaries (a node
+            // that did not come back) is read from them or not at all.
+            let run = AssertUnwindSafe(Box::pin(scenario(fixture))).catch_unwind();
+            match tokio::time::timeout(self.limit, run).await {
+                Ok(Ok(())) => {}
+                Ok(Err(panic)) => {
+                    eprintln!("scenario {name} failed; its cluster's nodes say:");
+                    eprint!("{}", log_tails(&fixture.cluster).await);
+                    std::panic::resume_unwind(panic);
+                }
+                Err(_) => {
+                    let logs = log_tails(&fixture.cluster).await;
+                    panic!(
+                        "scenario {name} did not finish within {:?}\n{logs}",
+                        self.limit
+                    );
+                }
             }
             eprintln!(
                 "scenario {name} passed ({:.1} s)",
