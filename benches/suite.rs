@@ -29,7 +29,7 @@
 //! SipHash map and a `Vec` per key; 1.77, 1.47, 2.03, 1.82, 1.65 µs with rustc-hash's map and a
 //! key's first register held in place (median 2.18 → 1.77 µs). A lock cycle on one Redis master
 //! cost lockbench 85–97 µs of CPU on that machine (`perf stat -p`, 8 clients, two 4 s windows);
-//! README.md's harness-overhead section says what a run without the register saved there.
+//! docs/harness-overhead.md (the seventh machine) says what a run without the register saved there.
 
 use std::io::Write;
 use std::path::Path;
