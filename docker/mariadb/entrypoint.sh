@@ -116,10 +116,19 @@ GRANT ALL PRIVILEGES ON lockbench.* TO 'lbclient'@'%';
 SQL
 if [ -n "$primary" ] && [ ! -f "$datadir/master.info" ]; then
   echo "lockbench-entrypoint: replicating $primary"
-  mariadb -uroot --socket="$sock" <<SQL || echo "lockbench-entrypoint: CHANGE MASTER to $primary failed" >&2
+  # Tried again on failure: on a Docker engine whose storage driver is fuse-overlayfs, writing
+  # master.info failed with EIO ("Error writing file '/data/mysql/master.info' (Errcode: 5)")
+  # while other test binaries loaded the machine, and the node stayed read-only, replicating
+  # nothing, for good. RESET SLAVE ALL drops what the failed attempt left.
+  for try in 1 2 3 4 5 6 7 8 9 10; do
+    mariadb -uroot --socket="$sock" <<SQL && break
 CHANGE MASTER TO MASTER_HOST='$primary', MASTER_USER='lb', MASTER_PASSWORD='$pw',
   MASTER_USE_GTID=slave_pos, MASTER_CONNECT_RETRY=1;
 SQL
+    echo "lockbench-entrypoint: CHANGE MASTER to $primary failed (try $try of 10)" >&2
+    mariadb -uroot --socket="$sock" -e "RESET SLAVE ALL" || true
+    sleep 1
+  done
 fi
 if [ -f "$datadir/master.info" ]; then
   mariadb -uroot --socket="$sock" -e "START SLAVE" || echo "lockbench-entrypoint: START SLAVE failed" >&2
