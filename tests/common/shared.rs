@@ -60,7 +60,7 @@ pub struct Shared<T: 'static> {
 /// How long a scenario waits for the shared cluster to be ready before it starts.
 const READY_WAIT: Duration = Duration::from_secs(60);
 
-/// How many of each node's last log lines a broken cluster's message carries.
+/// How many of each node's last log lines a failed scenario, or a broken cluster, shows.
 const LOG_TAIL: usize = 30;
 
 /// What a scenario gets: the cluster, its client endpoints, and the binary's own state.
@@ -194,8 +194,8 @@ impl<T: Send + Sync + 'static> Shared<T> {
     }
 }
 
-/// The last [`LOG_TAIL`] lines of every node's log, under a heading per node: what a broken
-/// cluster's message shows of why (the containers are gone when the binary ends).
+/// The last [`LOG_TAIL`] lines of every node's log, under a heading per node: what a failed
+/// scenario or a broken cluster shows of why (the containers are gone when the binary ends).
 async fn log_tails(cluster: &Cluster) -> String {
     let mut out = String::new();
     for n in cluster.nodes() {
