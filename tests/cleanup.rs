@@ -80,6 +80,46 @@ async fn clean_removes_what_a_killed_process_left() {
     common::assert_no_leftovers(&run_id).await;
 }
 
+/// A database node keeps its files on a Docker volume (docker/postgres/Dockerfile says why); the
+/// volume goes with the cluster, whether the cluster is torn down or `lockbench clean` removes
+/// what a killed process left.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_database_nodes_volume_goes_with_its_cluster() {
+    let (cluster, run_id, volumes) = postgres_with_its_volume().await;
+    cluster.teardown().await.unwrap();
+    common::assert_no_leftovers(&run_id).await;
+    common::assert_volumes_gone(&volumes);
+
+    let (cluster, run_id, volumes) = postgres_with_its_volume().await;
+    std::mem::forget(cluster); // as if the process were SIGKILLed
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_lockbench"))
+        .args(["clean", "--run", &run_id])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    common::assert_no_leftovers(&run_id).await;
+    common::assert_volumes_gone(&volumes);
+}
+
+/// A one-node PostgreSQL cluster, its run id and its one volume (asserted to be there).
+async fn postgres_with_its_volume() -> (Cluster, String, Vec<String>) {
+    let run_id = lockbench::docker::new_run_id();
+    let cluster = common::start_with_run_id(System::Postgres, Some(1), &run_id)
+        .await
+        .unwrap();
+    let volumes = common::volumes_of(&run_id);
+    assert_eq!(
+        volumes.len(),
+        1,
+        "postgres's /data should be one volume: {volumes:?}"
+    );
+    (cluster, run_id, volumes)
+}
+
 /// The shared cluster of [`shared_cluster_child`], a one-node Redlock (the quickest to start).
 static SHARED: Shared<()> = Shared::new(System::Redlock, Some(1), Duration::from_secs(600), none);
 

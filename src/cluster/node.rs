@@ -179,12 +179,13 @@ pub(crate) async fn start(
                 if !retry {
                     break;
                 }
-                // A failed start may leave a created container behind under our name.
+                // A failed start may leave a created container behind under our name (and, for
+                // an image that declares one, its data volume: `v`).
                 if let Ok(d) = docker::connect().await {
                     let _ = d
                         .remove_container(
                             &hostname,
-                            Some(testcontainers::bollard::query_parameters::RemoveContainerOptionsBuilder::new().force(true).build()),
+                            Some(testcontainers::bollard::query_parameters::RemoveContainerOptionsBuilder::new().force(true).v(true).build()),
                         )
                         .await;
                 }

@@ -68,6 +68,45 @@ pub fn containers_of(run_id: &str) -> String {
     String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
 
+/// The names of the Docker volumes mounted in this run's containers (a database image's `/data`).
+pub fn volumes_of(run_id: &str) -> Vec<String> {
+    let ids = containers_of(run_id);
+    if ids.is_empty() {
+        return Vec::new();
+    }
+    let out = std::process::Command::new("docker")
+        .args(["inspect", "-f"])
+        .arg(r#"{{range .Mounts}}{{if eq .Type "volume"}}{{.Name}} {{end}}{{end}}"#)
+        .args(ids.split_whitespace())
+        .output()
+        .expect("docker inspect");
+    assert!(
+        out.status.success(),
+        "docker inspect: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .map(str::to_string)
+        .collect()
+}
+
+/// Asserts that none of these Docker volumes exists any more.
+pub fn assert_volumes_gone(volumes: &[String]) {
+    let left: Vec<&String> = volumes
+        .iter()
+        .filter(|v| {
+            std::process::Command::new("docker")
+                .args(["volume", "inspect", v.as_str()])
+                .output()
+                .expect("docker volume inspect")
+                .status
+                .success()
+        })
+        .collect();
+    assert!(left.is_empty(), "volumes left behind: {left:?}");
+}
+
 /// Asserts that no container or network with this run id exists.
 pub async fn assert_no_leftovers(run_id: &str) {
     let left = containers_of(run_id);
