@@ -13,6 +13,14 @@
 //!   ([`lockbench::recipe::redis::herd_cycle_sources`]), with the arguments it sends. What this
 //!   loses to `pair` is what the recipe's scripts cost (the fencing token and
 //!   the release's message); what lockbench loses to this is the harness's cost.
+//! - `pair-in-task`, `recipe-in-task`: the same, but each connection's driver (the future that
+//!   writes requests and routes answers) is polled by its client's own task instead of running
+//!   as a task of its own, as the crate spawns it; this measures whether the hop from the
+//!   client's task to the driver's and back costs the rate (docs/harness-overhead.md: it did
+//!   not, the in-task loops were slower).
+//!
+//! `REDIS_NODELAY=1` sets `TCP_NODELAY` on every connection (the crate leaves Nagle's algorithm
+//! on by default).
 //!
 //! Nothing is recorded or checked.
 
@@ -24,7 +32,7 @@ const COMPARE_AND_DELETE: &str = "if redis.call('get', KEYS[1]) == ARGV[1] then 
 
 fn usage() -> ! {
     eprintln!(
-        "usage: redis_client_cycle HOST:PORT CLIENTS SECONDS pair|recipe (e.g. 127.0.0.1:6379 8 10 pair)"
+        "usage: redis_client_cycle HOST:PORT CLIENTS SECONDS pair|recipe|pair-in-task|recipe-in-task (e.g. 127.0.0.1:6379 8 10 pair)"
     );
     std::process::exit(2);
 }
@@ -35,15 +43,20 @@ async fn main() {
     let [endpoint, clients, seconds, mode] = args.as_slice() else {
         usage()
     };
-    let recipe = match mode.as_str() {
-        "pair" => false,
-        "recipe" => true,
+    let (recipe, in_task) = match mode.as_str() {
+        "pair" => (false, false),
+        "recipe" => (true, false),
+        "pair-in-task" => (false, true),
+        "recipe-in-task" => (true, true),
         _ => usage(),
     };
     let (Ok(clients), Ok(seconds)) = (clients.parse::<usize>(), seconds.parse::<u64>()) else {
         usage()
     };
-    let client = match redis::Client::open(format!("redis://{endpoint}/")) {
+    let nodelay = std::env::var_os("REDIS_NODELAY").is_some();
+    let info = redis::IntoConnectionInfo::into_connection_info(format!("redis://{endpoint}/"))
+        .map(|i| i.set_tcp_settings(redis::io::tcp::TcpSettings::default().set_nodelay(nodelay)));
+    let client = match info.and_then(redis::Client::open) {
         Ok(c) => c,
         Err(e) => {
             eprintln!("redis_client_cycle: {endpoint}: {e}");
@@ -52,7 +65,7 @@ async fn main() {
     };
     let mut connections = Vec::new();
     for _ in 0..clients {
-        let connecting = client.get_multiplexed_async_connection();
+        let connecting = connect(&client, endpoint, in_task, nodelay);
         match tokio::time::timeout(Duration::from_secs(5), connecting).await {
             Ok(Ok(c)) => connections.push(c),
             Ok(Err(e)) => {
@@ -106,13 +119,41 @@ async fn main() {
     println!("cycles_per_s {:.0}", done as f64 / elapsed);
 }
 
+/// A connection and, when its driver runs in the client's own task, that driver.
+type Connection = (
+    redis::aio::MultiplexedConnection,
+    Option<std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>>,
+);
+
+/// One multiplexed connection: its driver spawned on the runtime (as the crate does), or
+/// handed back to be polled by the client's own task (`in_task`).
+async fn connect(
+    client: &redis::Client,
+    endpoint: &str,
+    in_task: bool,
+    nodelay: bool,
+) -> redis::RedisResult<Connection> {
+    if !in_task {
+        return Ok((client.get_multiplexed_async_connection().await?, None));
+    }
+    let stream = tokio::net::TcpStream::connect(endpoint).await?;
+    stream.set_nodelay(nodelay)?;
+    let (conn, driver) = redis::aio::MultiplexedConnection::new_with_config(
+        client.get_connection_info().redis_settings(),
+        stream,
+        redis::AsyncConnectionConfig::new(),
+    )
+    .await?;
+    Ok((conn, Some(Box::pin(driver))))
+}
+
 /// The take script, the release script and the compare-and-delete, in that order.
 type Scripts = (redis::Script, redis::Script, redis::Script);
 
 /// One client: lock cycles on `conn` until `stop`, counting those that end while `counting`.
 async fn client_loop(
     i: usize,
-    mut conn: redis::aio::MultiplexedConnection,
+    (mut conn, mut driver): Connection,
     scripts: Arc<Scripts>,
     recipe: bool,
     cycles: Arc<AtomicU64>,
@@ -159,6 +200,16 @@ async fn client_loop(
                 .arg(&owner)
                 .invoke_async::<i64>(&mut conn)
                 .await
+        };
+        let both = async {
+            match driver.as_mut() {
+                None => both.await,
+                Some(driver) => tokio::select! {
+                    biased;
+                    r = both => r,
+                    _ = driver => Err(redis::RedisError::from((redis::ErrorKind::Io, "connection closed"))),
+                },
+            }
         };
         match tokio::time::timeout(Duration::from_secs(5), both).await {
             Ok(Ok(_)) => {}
