@@ -86,7 +86,8 @@ pub struct Removed {
 }
 
 /// Removes every container (with its anonymous volumes) and network labelled with `run_id`, or
-/// with any lockbench run id when `run_id` is `None`. Paused containers are resumed first so they can be killed.
+/// with any lockbench run id when `run_id` is `None`. Paused containers are resumed first so
+/// they can be killed.
 pub async fn remove_labelled(
     docker: &Docker,
     run_id: Option<&str>,
