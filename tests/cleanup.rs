@@ -66,18 +66,24 @@ async fn clean_removes_what_a_killed_process_left() {
         !out.stdout.is_empty(),
         "the forgotten cluster should still be running"
     );
-    let status = std::process::Command::new(env!("CARGO_BIN_EXE_lockbench"))
-        .args(["clean", "--run", &run_id]) // only ours: other tests' clusters run alongside
+    let removed = lockbench_clean(&run_id);
+    assert!(!removed["containers"].as_array().unwrap().is_empty());
+    common::assert_no_leftovers(&run_id).await;
+}
+
+/// Runs `lockbench clean --run RUN_ID` (only ours: other tests' clusters run alongside),
+/// asserts it succeeded, and returns what it says it removed.
+fn lockbench_clean(run_id: &str) -> serde_json::Value {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_lockbench"))
+        .args(["clean", "--run", run_id])
         .output()
         .unwrap();
     assert!(
-        status.status.success(),
+        out.status.success(),
         "{}",
-        String::from_utf8_lossy(&status.stderr)
+        String::from_utf8_lossy(&out.stderr)
     );
-    let removed: serde_json::Value = serde_json::from_slice(&status.stdout).unwrap();
-    assert!(!removed["containers"].as_array().unwrap().is_empty());
-    common::assert_no_leftovers(&run_id).await;
+    serde_json::from_slice(&out.stdout).unwrap()
 }
 
 /// A database node keeps its files on a Docker volume (docker/postgres/Dockerfile says why); the
@@ -92,15 +98,8 @@ async fn a_database_nodes_volume_goes_with_its_cluster() {
 
     let (cluster, run_id, volumes) = postgres_with_its_volume().await;
     std::mem::forget(cluster); // as if the process were SIGKILLed
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_lockbench"))
-        .args(["clean", "--run", &run_id])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let removed = lockbench_clean(&run_id);
+    assert!(!removed["containers"].as_array().unwrap().is_empty());
     common::assert_no_leftovers(&run_id).await;
     common::assert_volumes_gone(&volumes);
 }
