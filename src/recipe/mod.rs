@@ -125,6 +125,7 @@ pub struct Tally {
     wakeups: AtomicU64,
     requests: AtomicU64,
     fallback_polls: AtomicU64,
+    queue_wakeups: AtomicU64,
     wakeups_hidden: AtomicBool,
 }
 
@@ -132,6 +133,13 @@ impl Tally {
     /// `n` notifications arrived (useful or not).
     pub fn wakeups(&self, n: u64) {
         self.wakeups.fetch_add(n, Ordering::Relaxed);
+    }
+    /// Of the wake-ups, `n` came from a queue correcting itself, not from a release: a waiter
+    /// made first because another gave back a partial Redlock grant, finalised its ticket
+    /// behind it, or dropped dead entries ahead of it. Counted by the Redis recipes' queues; 0
+    /// elsewhere.
+    pub fn queue_wakeups(&self, n: u64) {
+        self.queue_wakeups.fetch_add(n, Ordering::Relaxed);
     }
     /// `n` server round trips were sent.
     pub fn requests(&self, n: u64) {
@@ -148,6 +156,11 @@ impl Tally {
     /// Wake-ups so far, `None` where the client cannot see them.
     pub fn wakeup_count(&self) -> Option<u64> {
         (!self.wakeups_hidden.load(Ordering::Relaxed)).then(|| self.wakeups.load(Ordering::Relaxed))
+    }
+    /// Wake-ups so far that a queue's correction sent ([`Tally::queue_wakeups`]), counted in
+    /// [`Tally::wakeup_count`] too.
+    pub fn queue_wakeup_count(&self) -> u64 {
+        self.queue_wakeups.load(Ordering::Relaxed)
     }
     /// Requests so far.
     pub fn request_count(&self) -> u64 {

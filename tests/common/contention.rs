@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use lockbench::recipe::{Recipe, Strategy};
+use lockbench::recipe::{Recipe, Strategy, Tally};
 use rand::Rng;
 
 /// One critical section as the holder saw it.
@@ -20,6 +20,8 @@ pub struct Hold {
     pub released: Instant,
     /// `None` where the recipe cannot see its wake-ups (etcd native).
     pub wakeups: Option<u64>,
+    /// Of `wakeups`, those a queue's correction sent, not a release (`Tally::queue_wakeups`).
+    pub queue_wakeups: u64,
     pub requests: u64,
     pub fallback_polls: u64,
     pub acquire_latency: Duration,
@@ -97,6 +99,17 @@ impl Outcome {
                 .sum::<f64>()
                 / h.len() as f64
         })
+    }
+    /// Wake-ups over the handed-off holds beyond one each, and the queue's corrections
+    /// (`Hold::queue_wakeups`) over all holds: `(excess, corrections)`.
+    pub fn excess_wakeups(&self) -> (i64, u64) {
+        let h = self.handoffs();
+        let woken: u64 = h
+            .iter()
+            .map(|(x, _)| x.wakeups.expect("this recipe reports its wake-ups"))
+            .sum();
+        let corrections = self.holds.iter().map(|x| x.queue_wakeups).sum();
+        (woken as i64 - h.len() as i64, corrections)
     }
     /// The `q` quantile of handoff latency.
     pub fn handoff_percentile(&self, q: f64) -> Duration {
@@ -178,8 +191,9 @@ pub async fn contend<R: Recipe>(
             let mut errors = Vec::new();
             for _ in 0..per_client {
                 let t0 = Instant::now();
+                let tally = Tally::default();
                 match r
-                    .acquire(&key, strategy, t0 + Duration::from_secs(60))
+                    .acquire_counted(&key, strategy, t0 + Duration::from_secs(60), &tally)
                     .await
                 {
                     Ok(lease) => {
@@ -199,6 +213,7 @@ pub async fn contend<R: Recipe>(
                             acquired,
                             released,
                             wakeups: lease.wakeups,
+                            queue_wakeups: tally.queue_wakeup_count(),
                             requests: lease.requests,
                             fallback_polls: lease.fallback_polls,
                             acquire_latency: acquired - t0,

@@ -214,9 +214,15 @@ pub(crate) use common_tests;
 
 /// 16 contenders x 30 acquisitions: exact register, no overlap, no errors, growing tokens,
 /// requests per acquisition within `requests`; for predecessor also FIFO grants, one wake-up per
-/// handoff (at least 0.8 on average: handoffs are served by the wake-up, not by polls) and handoff
-/// p99 below the fallback poll; for herd at least 4 wake-ups per acquisition. Returns the outcome
-/// for further checks.
+/// handoff (at least 0.8 on average: handoffs are served by the wake-up, not by polls; at most
+/// one each but for the queue's corrections, see below) and handoff p99 below the fallback poll;
+/// for herd at least 4 wake-ups per acquisition. Returns the outcome for further checks.
+///
+/// A queue's correction makes a waiter first without a release and tells it with a queue prompt,
+/// which the tally counts apart: a Redlock waiter whose tentative ticket headed a master's queue
+/// finalises it behind another waiter, or dead entries ahead are dropped. The waiter so told may
+/// have heard the release that freed the lock as well, so the wake-ups over the handoffs may
+/// exceed one each by the prompts received, and with none (the common case) by nothing.
 pub async fn mutual_exclusion<R, F, Fut>(
     make: &F,
     label: &str,
@@ -236,8 +242,9 @@ where
     let out = contend(clients, "mutex", strategy, 30).await;
     println!("{}", out.summary(label));
     let p99 = out.handoff_percentile(0.99);
+    let (excess, corrections) = out.excess_wakeups();
     println!(
-        "{label}: {} handoffs, wake-ups per handoff {:?}, handoff p50 {:?} p99 {p99:?}, fallback polls {}",
+        "{label}: {} handoffs, wake-ups per handoff {:?} ({excess} beyond one each, queue corrections {corrections}), handoff p50 {:?} p99 {p99:?}, fallback polls {}",
         out.handoffs().len(),
         out.wakeups_per_handoff(),
         out.handoff_percentile(0.5),
@@ -257,8 +264,20 @@ where
         );
         let w = out.wakeups_per_handoff().expect("16 contenders hand off");
         assert!(
-            (0.8..=1.0).contains(&w),
-            "{label}: {w:.3} wake-ups per handoff (one release wakes one waiter)"
+            w >= 0.8,
+            "{label}: {w:.3} wake-ups per handoff: handoffs served by polls, not wake-ups"
+        );
+        assert!(
+            excess <= corrections as i64,
+            "{label}: {w:.3} wake-ups per handoff, {excess} beyond one each with {corrections} \
+             queue corrections (one release wakes one waiter)"
+        );
+        // A release's message counted as a correction would pass the bound above unseen; the
+        // masters' queues agree but for a rare tentative head or a dead entry.
+        assert!(
+            corrections * 10 <= out.handoffs().len() as u64,
+            "{label}: {corrections} queue corrections in {} handoffs",
+            out.handoffs().len()
         );
         assert!(
             p99 < cfg.fallback_poll,

@@ -48,6 +48,22 @@ pub(crate) fn wake_message(owner: &str) -> String {
     format!("{owner}/{}", NEXT_RELEASE.fetch_add(1, Ordering::Relaxed))
 }
 
+/// What ends a [`queue_prompt`]: a release's message ends with its sequence number instead.
+const QUEUE_PROMPT_END: &[u8] = b"/queue";
+
+/// The message a queue's own correction publishes, not a release: a take that finalised its
+/// ticket behind another waiter or dropped dead entries ahead of it, or a Redlock round that
+/// gives back what it won because another waiter is first on some master. It makes another
+/// waiter first without any lock being released, so the waiter counts it as a wake-up and, apart,
+/// as a queue wake-up ([`Tally::queue_wakeup_count`]).
+pub(crate) fn queue_prompt(owner: &str) -> String {
+    let n = NEXT_RELEASE.fetch_add(1, Ordering::Relaxed);
+    format!(
+        "{owner}/{n}{}",
+        std::str::from_utf8(QUEUE_PROMPT_END).expect("ASCII")
+    )
+}
+
 /// The waiting side of one acquisition: notifications from every node arrive on one channel.
 pub(crate) struct Waiter {
     pub id: u64,
@@ -55,6 +71,8 @@ pub(crate) struct Waiter {
     rx: UnboundedReceiver<Vec<u8>>,
     seen: HashSet<Vec<u8>>,
     pub wakeups: u64,
+    /// Of `wakeups`, those from a [`queue_prompt`].
+    pub queue_wakeups: u64,
 }
 
 impl Waiter {
@@ -66,6 +84,7 @@ impl Waiter {
             rx,
             seen: HashSet::new(),
             wakeups: 0,
+            queue_wakeups: 0,
         }
     }
 
@@ -87,8 +106,13 @@ impl Waiter {
     }
 
     fn count(&mut self, m: Vec<u8>) {
-        if m != LOOK_AGAIN && self.seen.insert(m) {
+        if m == LOOK_AGAIN {
+            return;
+        }
+        let prompt = m.ends_with(QUEUE_PROMPT_END);
+        if self.seen.insert(m) {
             self.wakeups += 1;
+            self.queue_wakeups += u64::from(prompt);
         }
     }
 
@@ -403,6 +427,25 @@ mod tests {
         assert!(!is_rwlock_owner("c1:7") && !is_rwlock_owner("c1:8-permit"));
         // Client ids are hex: the only dash is the claim's.
         assert!(!new_client_id().contains('-'));
+    }
+
+    #[tokio::test]
+    async fn a_waiter_counts_each_message_once_and_queue_prompts_apart() {
+        let mut w = Waiter::new();
+        let (release, prompt) = (wake_message("c1:1"), queue_prompt("c1:2"));
+        assert!(!release.ends_with("/queue") && prompt.ends_with("/queue"));
+        // One release heard from three Redlock masters, one prompt from two, and a reconnect's
+        // prompt to look again, which no server sent.
+        for m in [&release, &release, &prompt, &release, &prompt] {
+            w.tx.send(m.clone().into_bytes()).unwrap();
+        }
+        w.tx.send(LOOK_AGAIN).unwrap();
+        assert!(w.wait(Duration::from_secs(1)).await);
+        assert_eq!((w.wakeups, w.queue_wakeups), (2, 1));
+        // A second release by the same owner is a new wake-up.
+        w.tx.send(wake_message("c1:1").into_bytes()).unwrap();
+        assert!(w.wait(Duration::from_secs(1)).await);
+        assert_eq!((w.wakeups, w.queue_wakeups), (3, 1));
     }
 
     #[test]

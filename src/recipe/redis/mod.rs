@@ -75,7 +75,7 @@ use crate::recipe::redis::broken::{crashes_between_steps, simulated_crash};
 use crate::recipe::redis::cleanup::{Claim as LostGrant, GiveBack, RedisJanitorCtx, Target};
 use crate::recipe::redis::common::{
     Held, NodeSource, Poll, RedisHandle, ReleaseKind, Waiter, Watchdogs, entry_ttl, new_client_id,
-    owner_value, wake_message,
+    owner_value, queue_prompt, wake_message,
 };
 use crate::recipe::redis::scripts::{Keys, QueueEntry, TicketMode};
 use crate::recipe::redis::server::{Attempt, FairTake, Server};
@@ -296,7 +296,8 @@ impl RedisRecipe {
                 }))
             }
             _ => {
-                let wake = wake_message(owner);
+                // The take wakes a waiter only as the queue's correction (see `FAIR_ACQUIRE`).
+                let wake = queue_prompt(owner);
                 let take = FairTake {
                     entry_ttl: entry_ttl(&self.cfg),
                     mode: ticket.map_or(TicketMode::Propose, TicketMode::Final),

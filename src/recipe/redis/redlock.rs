@@ -84,7 +84,7 @@ use crate::recipe::janitor::{Janitor, confirmed};
 use crate::recipe::redis::cleanup::{GiveBack, RedisJanitorCtx, Target};
 use crate::recipe::redis::common::{
     Held, NodeSource, Poll, RedisHandle, ReleaseKind, Waiter, Watchdogs, entry_ttl,
-    is_rwlock_owner, new_client_id, owner_value, valid_until, wake_message,
+    is_rwlock_owner, new_client_id, owner_value, queue_prompt, valid_until, wake_message,
 };
 use crate::recipe::redis::scripts::{Keys, Notify, QueueEntry, TicketMode};
 use crate::recipe::redis::server::{Attempt, FairTake, Server};
@@ -286,8 +286,14 @@ impl RedlockRecipe {
     ) -> Round {
         let limit = self.per_node_timeout().min(left);
         let started = Instant::now();
-        // One message for the whole round: a waiter it wakes on several masters wakes once.
-        let wake = wake_message(owner);
+        // One message for the whole round: a waiter it wakes on several masters wakes once. A
+        // queue take's message is a queue prompt (it never releases); a shared claim's script
+        // also sends it when a claim it lets in was waiting, as a release would.
+        let wake = if shared {
+            wake_message(owner)
+        } else {
+            queue_prompt(owner)
+        };
         let take = FairTake {
             entry_ttl: entry_ttl(&self.cfg),
             mode,
@@ -326,7 +332,11 @@ impl RedlockRecipe {
         entry: QueueEntry,
         limit: Duration,
     ) -> Vec<Result<bool, LockError>> {
-        let wake = (notify == Notify::Waiters).then(|| wake_message(owner));
+        let wake = match notify {
+            Notify::Waiters => Some(wake_message(owner)),
+            Notify::QueueHead => Some(queue_prompt(owner)),
+            Notify::Nobody => None,
+        };
         // A read or write claim's give-back may let others in whatever the caller says: its
         // script tells exactly those.
         let shared = is_rwlock_owner(owner).then(|| wake_message(owner));
@@ -416,7 +426,7 @@ impl RoundTaker<'_> {
                 .any(|a| matches!(a, Ok(a) if a.token == 0 && a.retry_within.is_none()));
             if behind && !granted.is_empty() {
                 progress.requests += maybe.len() as u64;
-                let (notify, entry) = (Notify::Waiters, QueueEntry::Keep);
+                let (notify, entry) = (Notify::QueueHead, QueueEntry::Keep);
                 r.release_on(Some(maybe), &self.keys, &self.owner, notify, entry, limit)
                     .await;
             }

@@ -631,6 +631,9 @@ pub(crate) enum Notify {
     Waiters,
     /// Tell nobody: the lock was never free for anyone else to take.
     Nobody,
+    /// A queue's correction, not a release: wake the queue head (and any herd waiter) with a
+    /// queue prompt (`common::queue_prompt`), so the waiter counts it apart.
+    QueueHead,
 }
 
 /// How a queue take treats the caller's ticket (see `FAIR_ACQUIRE`).

@@ -123,6 +123,7 @@ pub(crate) async fn acquire_loop<T: Taker>(
     if let Some(waiter) = &waiter {
         taker.unsubscribe(waiter, &mut progress);
         tally.wakeups(waiter.wakeups);
+        tally.queue_wakeups(waiter.queue_wakeups);
     }
     tally.requests(progress.requests);
     match outcome {
