@@ -49,7 +49,7 @@ pub(crate) fn wake_message(owner: &str) -> String {
 }
 
 /// What ends a [`queue_prompt`]: a release's message ends with its sequence number instead.
-const QUEUE_PROMPT_END: &[u8] = b"/queue";
+const QUEUE_PROMPT_END: &str = "/queue";
 
 /// The message a queue's own correction publishes, not a release: a take that finalised its
 /// ticket behind another waiter or dropped dead entries ahead of it, or a Redlock round that
@@ -58,10 +58,7 @@ const QUEUE_PROMPT_END: &[u8] = b"/queue";
 /// as a queue wake-up ([`Tally::queue_wakeup_count`]).
 pub(crate) fn queue_prompt(owner: &str) -> String {
     let n = NEXT_RELEASE.fetch_add(1, Ordering::Relaxed);
-    format!(
-        "{owner}/{n}{}",
-        std::str::from_utf8(QUEUE_PROMPT_END).expect("ASCII")
-    )
+    format!("{owner}/{n}{QUEUE_PROMPT_END}")
 }
 
 /// The waiting side of one acquisition: notifications from every node arrive on one channel.
@@ -109,7 +106,7 @@ impl Waiter {
         if m == LOOK_AGAIN {
             return;
         }
-        let prompt = m.ends_with(QUEUE_PROMPT_END);
+        let prompt = m.ends_with(QUEUE_PROMPT_END.as_bytes());
         if self.seen.insert(m) {
             self.wakeups += 1;
             self.queue_wakeups += u64::from(prompt);
@@ -433,7 +430,7 @@ mod tests {
     async fn a_waiter_counts_each_message_once_and_queue_prompts_apart() {
         let mut w = Waiter::new();
         let (release, prompt) = (wake_message("c1:1"), queue_prompt("c1:2"));
-        assert!(!release.ends_with("/queue") && prompt.ends_with("/queue"));
+        assert!(!release.ends_with(QUEUE_PROMPT_END) && prompt.ends_with(QUEUE_PROMPT_END));
         // One release heard from three Redlock masters, one prompt from two, and a reconnect's
         // prompt to look again, which no server sent.
         for m in [&release, &release, &prompt, &release, &prompt] {
