@@ -54,18 +54,30 @@ pub async fn teardown_and_assert_gone(cluster: Cluster) {
     assert_no_leftovers(&run_id).await;
 }
 
+/// Runs `docker ARGS`, asserts it succeeded (a failed listing must not read as "nothing
+/// there"), and returns its standard output, trimmed.
+fn docker_stdout(args: &[&str]) -> String {
+    let out = std::process::Command::new("docker")
+        .args(args)
+        .output()
+        .expect("run docker");
+    assert!(
+        out.status.success(),
+        "docker {}: {}",
+        args.join(" "),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
 /// The ids of the containers, running or not, labelled with this run id (empty: none).
 pub fn containers_of(run_id: &str) -> String {
-    let out = std::process::Command::new("docker")
-        .args([
-            "ps",
-            "-aq",
-            "--filter",
-            &format!("label=lockbench.run={run_id}"),
-        ])
-        .output()
-        .expect("docker ps");
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
+    docker_stdout(&[
+        "ps",
+        "-aq",
+        "--filter",
+        &format!("label=lockbench.run={run_id}"),
+    ])
 }
 
 /// The names of the Docker volumes mounted in this run's containers (a database image's `/data`).
@@ -74,18 +86,12 @@ pub fn volumes_of(run_id: &str) -> Vec<String> {
     if ids.is_empty() {
         return Vec::new();
     }
-    let out = std::process::Command::new("docker")
-        .args(["inspect", "-f"])
-        .arg(r#"{{range .Mounts}}{{if eq .Type "volume"}}{{.Name}} {{end}}{{end}}"#)
-        .args(ids.split_whitespace())
-        .output()
-        .expect("docker inspect");
-    assert!(
-        out.status.success(),
-        "docker inspect: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout)
+    let format = r#"{{range .Mounts}}{{if eq .Type "volume"}}{{.Name}} {{end}}{{end}}"#;
+    let args: Vec<&str> = ["inspect", "-f", format]
+        .into_iter()
+        .chain(ids.split_whitespace())
+        .collect();
+    docker_stdout(&args)
         .split_whitespace()
         .map(str::to_string)
         .collect()
@@ -111,21 +117,9 @@ pub fn assert_volumes_gone(volumes: &[String]) {
 pub async fn assert_no_leftovers(run_id: &str) {
     let left = containers_of(run_id);
     assert!(left.is_empty(), "containers left for run {run_id}: {left}");
-    let out = std::process::Command::new("docker")
-        .args([
-            "network",
-            "ls",
-            "-q",
-            "--filter",
-            &format!("label=lockbench.run={run_id}"),
-        ])
-        .output()
-        .expect("docker network ls");
-    assert!(
-        out.stdout.is_empty(),
-        "networks left for run {run_id}: {}",
-        String::from_utf8_lossy(&out.stdout)
-    );
+    let filter = format!("label=lockbench.run={run_id}");
+    let left = docker_stdout(&["network", "ls", "-q", "--filter", &filter]);
+    assert!(left.is_empty(), "networks left for run {run_id}: {left}");
 }
 
 /// Sends `signal` (`INT` as Ctrl-C does, `TERM` as `kill` does) to `child` and waits up to 60 s
