@@ -52,9 +52,14 @@ impl RedisJanitorCtx {
 }
 
 /// Give back `owner`'s lock and queue entry on one server, until the server answers.
+#[derive(Clone)]
 pub(crate) struct GiveBack {
     pub keys: Keys,
     pub owner: String,
+    /// The message this give-back publishes ([`wake_message`]): one for every try and every
+    /// master, so a waiter that hears it twice (a retry after a lost reply, or two Redlock
+    /// masters) counts one wake-up, as for any release.
+    pub wake: String,
     /// Redlock's release raises the master's fencing counter to the lease's token (0: none).
     pub token: u64,
     /// An acquisition that waits to learn whether a lost take granted it the lock.
@@ -64,15 +69,23 @@ pub(crate) struct GiveBack {
 }
 
 impl GiveBack {
-    /// A plain give-back.
+    /// A plain give-back, with a message of its own.
     pub(crate) fn new(keys: &Keys, owner: &str, token: u64) -> GiveBack {
         GiveBack {
             keys: keys.clone(),
             owner: owner.to_string(),
+            wake: wake_message(owner),
             token,
             claim: None,
             shared: false,
         }
+    }
+
+    /// The same, finishing a release that already published `wake` elsewhere (on another
+    /// master, or in an attempt whose answer was lost): the retry publishes that message again.
+    pub(crate) fn waking(mut self, wake: &str) -> GiveBack {
+        self.wake = wake.to_string();
+        self
     }
 
     /// The same for a read, write or permit claim (see `shared.rs`).
@@ -153,20 +166,19 @@ impl Chore for GiveBack {
                 Target::Master(m) => m.current().await,
                 Target::Node(n) => n.clone(),
             };
-            let (keys, owner) = (&self.keys, self.owner.as_str());
-            let wake = wake_message(owner);
+            let (keys, owner, wake) = (&self.keys, self.owner.as_str(), self.wake.as_str());
             let mut claiming = self.claim.as_ref().filter(|c| c.waiting());
             loop {
                 sent.requests(1);
                 let at = Instant::now();
                 let answer = match claiming {
                     Some(_) if self.shared => {
-                        node.shared_resolve(keys, owner, ctx.ttl, &wake, ctx.limit)
+                        node.shared_resolve(keys, owner, ctx.ttl, wake, ctx.limit)
                             .await
                     }
-                    Some(_) => node.resolve(keys, owner, ctx.ttl, &wake, ctx.limit).await,
+                    Some(_) => node.resolve(keys, owner, ctx.ttl, wake, ctx.limit).await,
                     None if self.shared => node
-                        .shared_release(keys, owner, self.token, LEAVE, &wake, ctx.limit)
+                        .shared_release(keys, owner, self.token, LEAVE, wake, ctx.limit)
                         .await
                         .map(|_| 0),
                     None => node
@@ -174,7 +186,7 @@ impl Chore for GiveBack {
                             keys,
                             owner,
                             self.token,
-                            Some(&wake),
+                            Some(wake),
                             QueueEntry::Leave,
                             ctx.limit,
                         )
@@ -201,6 +213,32 @@ impl Chore for GiveBack {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::recipe::redis::common::Waiter;
+
+    #[tokio::test]
+    async fn a_retried_give_back_publishes_its_release_message_so_a_waiter_counts_one() {
+        let keys = Keys::new("/t", "k");
+        let wake = wake_message("c1:1");
+        // A Redlock release whose answer from one master was lost: the janitor's retry there,
+        // and any later try, carry the message the other masters already published.
+        let retry = GiveBack::new(&keys, "c1:1", 4).waking(&wake);
+        let later_try = retry.clone();
+        let mut w = Waiter::new();
+        for m in [&wake, &retry.wake, &later_try.wake] {
+            w.tx.send(m.clone().into_bytes()).unwrap();
+        }
+        assert!(w.wait(Duration::from_secs(1)).await);
+        assert_eq!(w.wakeups, 1, "one release, heard three times");
+        // A give-back of its own (an acquisition's clean-up) is a new message, the same on every
+        // master it is cloned to, and another wake-up.
+        let own = GiveBack::new(&keys, "c1:2", 0);
+        assert_ne!(own.wake, wake);
+        for m in [&own.wake, &own.clone().wake] {
+            w.tx.send(m.clone().into_bytes()).unwrap();
+        }
+        assert!(w.wait(Duration::from_secs(1)).await);
+        assert_eq!(w.wakeups, 2);
+    }
 
     #[test]
     fn a_claim_takes_a_grant_found_while_waiting_and_refuses_one_found_after() {

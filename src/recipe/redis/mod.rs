@@ -632,8 +632,8 @@ impl Recipe for RedisRecipe {
                         .await;
                     // Redisson retries an unlock: until the master confirms it, the key would
                     // hold the lock until its TTL.
-                    self.janitor
-                        .hand(GiveBack::new(&h.keys, &h.owner, 0).shared(shared));
+                    let give_back = GiveBack::new(&h.keys, &h.owner, 0).waking(&wake);
+                    self.janitor.hand(give_back.shared(shared));
                 }
                 Err(e)
             }

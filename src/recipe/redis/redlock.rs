@@ -569,11 +569,10 @@ impl Taker for RoundTaker<'_> {
     ) -> Result<Grant, LockError> {
         let r = self.recipe;
         let n = r.nodes.len();
-        // Leave nothing behind on any master: queue entries and partial grants.
-        let give_backs = r
-            .janitors
-            .iter()
-            .map(|j| j.watch(GiveBack::new(&self.keys, &self.owner, 0).shared(self.shared)));
+        // Leave nothing behind on any master: queue entries and partial grants. One give-back,
+        // so every master publishes the same message and a waiter counts it once.
+        let give_back = GiveBack::new(&self.keys, &self.owner, 0).shared(self.shared);
+        let give_backs = r.janitors.iter().map(|j| j.watch(give_back.clone()));
         let Some(unknown) = unanswered else {
             // The acquisition is over: the clean-up may take a whole request timeout before
             // the failure is reported, so a slow master does not keep a lock or queue entry a
@@ -696,7 +695,9 @@ impl Recipe for RedlockRecipe {
                     if matches!(&answer, Err(e) if e.is_retryable()) {
                         // Until this master confirms it, its key would hold its vote until
                         // the TTL.
-                        let give_back = GiveBack::new(&keys, &owner, lease.token).shared(shared);
+                        let give_back = GiveBack::new(&keys, &owner, lease.token)
+                            .waking(&wake)
+                            .shared(shared);
                         janitors[i].hand(give_back);
                     }
                     answer
