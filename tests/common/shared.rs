@@ -196,7 +196,7 @@ impl<T: Send + Sync + 'static> Shared<T> {
 
 /// The last [`LOG_TAIL`] lines of every node's log, under a heading per node: what a failed
 /// scenario or a broken cluster shows of why (the containers are gone when the binary ends).
-async fn log_tails(cluster: &Cluster) -> String {
+pub async fn log_tails(cluster: &Cluster) -> String {
     let mut out = String::new();
     for n in cluster.nodes() {
         let name = n.name();
