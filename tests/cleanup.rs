@@ -23,6 +23,7 @@ async fn a_panic_removes_the_cluster() {
         .unwrap(); // images ready
     let run_id = lockbench::docker::new_run_id();
     let id = run_id.clone();
+    let (tx, rx) = std::sync::mpsc::channel();
     let task = tokio::spawn(async move {
         let opts = ClusterOptions {
             size: Some(1),
@@ -33,11 +34,21 @@ async fn a_panic_removes_the_cluster() {
                 .await
                 .unwrap();
         assert_eq!(cluster.endpoints().len(), 1);
+        tx.send(one_volume(&id)).unwrap();
         panic!("simulated failure while the cluster is up");
     });
     let res = task.await;
     assert!(res.unwrap_err().is_panic());
     common::assert_no_leftovers(&run_id).await;
+    common::assert_volumes_gone(&rx.recv().unwrap());
+}
+
+/// The one volume of a run's one-node cluster (every server image keeps `/data` on one; its
+/// Dockerfile says why), asserted to be there.
+fn one_volume(run_id: &str) -> Vec<String> {
+    let volumes = common::volumes_of(run_id);
+    assert_eq!(volumes.len(), 1, "/data should be one volume: {volumes:?}");
+    volumes
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -66,9 +77,11 @@ async fn clean_removes_what_a_killed_process_left() {
         !out.stdout.is_empty(),
         "the forgotten cluster should still be running"
     );
+    let volumes = one_volume(&run_id);
     let removed = lockbench_clean(&run_id);
     assert!(!removed["containers"].as_array().unwrap().is_empty());
     common::assert_no_leftovers(&run_id).await;
+    common::assert_volumes_gone(&volumes);
 }
 
 /// Runs `lockbench clean --run RUN_ID` (only ours: other tests' clusters run alongside),
@@ -110,12 +123,7 @@ async fn postgres_with_its_volume() -> (Cluster, String, Vec<String>) {
     let cluster = common::start_with_run_id(System::Postgres, Some(1), &run_id)
         .await
         .unwrap();
-    let volumes = common::volumes_of(&run_id);
-    assert_eq!(
-        volumes.len(),
-        1,
-        "postgres's /data should be one volume: {volumes:?}"
-    );
+    let volumes = one_volume(&run_id);
     (cluster, run_id, volumes)
 }
 

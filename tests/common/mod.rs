@@ -80,7 +80,7 @@ pub fn containers_of(run_id: &str) -> String {
     ])
 }
 
-/// The names of the Docker volumes mounted in this run's containers (a database image's `/data`).
+/// The names of the Docker volumes mounted in this run's containers (each server image's `/data`).
 pub fn volumes_of(run_id: &str) -> Vec<String> {
     let ids = containers_of(run_id);
     if ids.is_empty() {
