@@ -13,6 +13,12 @@
 //!   ([`lockbench::recipe::redis::herd_cycle_sources`]), with the arguments it sends. What this
 //!   loses to `pair` is what the recipe's scripts cost (the fencing token and
 //!   the release's message); what lockbench loses to this is the harness's cost.
+//! - `recipe-multi`, `recipe-lean`: the herd recipe's release script, after another take, to
+//!   measure what the take's script costs (docs/harness-overhead.md, the fourteenth machine;
+//!   neither is what the recipe sends). `recipe-multi` takes in one `MULTI`/`EXEC` transaction
+//!   (`SET key owner NX PX 10000 GET`, the fencing `INCR`, `PTTL`: as atomic as the script, but
+//!   the `INCR` runs on a refused take too); `recipe-lean` runs a script with only the `SET NX PX`
+//!   and the `INCR`, answering the token alone where the recipe's answers three values.
 //! - `pair-in-task`, `recipe-in-task`: the same, but each connection's driver (the future that
 //!   writes requests and routes answers) is polled by its client's own task instead of running
 //!   as a task of its own, as the crate spawns it; this measures whether the hop from the
@@ -32,7 +38,7 @@ const COMPARE_AND_DELETE: &str = "if redis.call('get', KEYS[1]) == ARGV[1] then 
 
 fn usage() -> ! {
     eprintln!(
-        "usage: redis_client_cycle HOST:PORT CLIENTS SECONDS pair|recipe|pair-in-task|recipe-in-task (e.g. 127.0.0.1:6379 8 10 pair)"
+        "usage: redis_client_cycle HOST:PORT CLIENTS SECONDS pair|recipe|pair-in-task|recipe-in-task|recipe-multi|recipe-lean (e.g. 127.0.0.1:6379 8 10 pair)"
     );
     std::process::exit(2);
 }
@@ -43,13 +49,16 @@ async fn main() {
     let [endpoint, clients, seconds, mode] = args.as_slice() else {
         usage()
     };
-    let (recipe, in_task) = match mode.as_str() {
-        "pair" => (false, false),
-        "recipe" => (true, false),
-        "pair-in-task" => (false, true),
-        "recipe-in-task" => (true, true),
+    let (cycle, in_task) = match mode.as_str() {
+        "pair" => (Cycle::Pair, false),
+        "recipe" => (Cycle::Recipe, false),
+        "recipe-multi" => (Cycle::RecipeMulti, false),
+        "recipe-lean" => (Cycle::RecipeLean, false),
+        "pair-in-task" => (Cycle::Pair, true),
+        "recipe-in-task" => (Cycle::Recipe, true),
         _ => usage(),
     };
+    let lean = cycle == Cycle::RecipeLean;
     let (Ok(clients), Ok(seconds)) = (clients.parse::<usize>(), seconds.parse::<u64>()) else {
         usage()
     };
@@ -79,8 +88,10 @@ async fn main() {
         }
     }
     let (take, release) = lockbench::recipe::redis::herd_cycle_sources();
+    // `recipe-lean`'s take: the grant and its token, nothing for a refused take.
+    let lean_take = "if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return redis.call('INCR', KEYS[2]) end return 0";
     let scripts: Arc<Scripts> = Arc::new((
-        redis::Script::new(take),
+        redis::Script::new(if lean { lean_take } else { take }),
         redis::Script::new(release),
         redis::Script::new(COMPARE_AND_DELETE),
     ));
@@ -97,9 +108,7 @@ async fn main() {
                 counting.clone(),
                 stop.clone(),
             );
-            tokio::spawn(client_loop(
-                i, conn, scripts, recipe, cycles, counting, stop,
-            ))
+            tokio::spawn(client_loop(i, conn, scripts, cycle, cycles, counting, stop))
         })
         .collect();
     // One second of warm-up, as the harness-overhead workload has.
@@ -147,6 +156,15 @@ async fn connect(
     Ok((conn, Some(Box::pin(driver))))
 }
 
+/// Which commands make one cycle (the modes of the module doc; `-in-task` is separate).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Cycle {
+    Pair,
+    Recipe,
+    RecipeMulti,
+    RecipeLean,
+}
+
 /// The take script, the release script and the compare-and-delete, in that order.
 type Scripts = (redis::Script, redis::Script, redis::Script);
 
@@ -155,7 +173,7 @@ async fn client_loop(
     i: usize,
     (mut conn, mut driver): Connection,
     scripts: Arc<Scripts>,
-    recipe: bool,
+    cycle: Cycle,
     cycles: Arc<AtomicU64>,
     counting: Arc<AtomicBool>,
     stop: Arc<AtomicBool>,
@@ -170,14 +188,39 @@ async fn client_loop(
         let owner = format!("c{i}");
         let both = async {
             let (take, release, compare_and_delete) = &*scripts;
-            if recipe {
+            if cycle != Cycle::Pair {
                 let fence = format!("{key}:fence");
-                take.key(&key)
-                    .key(&fence)
-                    .arg(&owner)
-                    .arg(10_000)
-                    .invoke_async::<(u64, i64, String)>(&mut conn)
-                    .await?;
+                if cycle == Cycle::RecipeMulti {
+                    redis::pipe()
+                        .atomic()
+                        .cmd("SET")
+                        .arg(&key)
+                        .arg(&owner)
+                        .arg("NX")
+                        .arg("PX")
+                        .arg(10_000)
+                        .arg("GET")
+                        .cmd("INCR")
+                        .arg(&fence)
+                        .cmd("PTTL")
+                        .arg(&key)
+                        .query_async::<(Option<String>, u64, i64)>(&mut conn)
+                        .await?;
+                } else if cycle == Cycle::RecipeLean {
+                    take.key(&key)
+                        .key(&fence)
+                        .arg(&owner)
+                        .arg(10_000)
+                        .invoke_async::<u64>(&mut conn)
+                        .await?;
+                } else {
+                    take.key(&key)
+                        .key(&fence)
+                        .arg(&owner)
+                        .arg(10_000)
+                        .invoke_async::<(u64, i64, String)>(&mut conn)
+                        .await?;
+                }
                 return release
                     .key(&key)
                     .key(&fence)
