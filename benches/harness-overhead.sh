@@ -15,6 +15,11 @@
 #   running the herd recipe's own take and release scripts ("recipe": what the scripts' fencing
 #   token and message cost against the pair). lockbench ÷ "recipe" is the harness;
 #   "recipe" ÷ redis-benchmark is what lockbench would reach with a harness that cost nothing.
+# - The CPU lockbench and the "recipe" loop spend a cycle (user and system time from /proc over
+#   the middle of each cell, HARNESS_SECONDS - 4 s of it from 3 s after the start, against its
+#   cycles at the cell's rate): the harness's cost in microseconds, which moves less between
+#   runs than the rates do (on two shared cores, a µs of the client's CPU is one the server
+#   waits for). "-" where HARNESS_SECONDS is under 5.
 # - For each client count the four run one after another on the same master, so all see the
 #   same machine.
 # - All four reach the master the same way. By default (HARNESS_ROUTE=published) that is the
@@ -91,21 +96,53 @@ rate() { # clients, requests, then the command: redis-benchmark's requests per s
     sed -n 's/.*: \([0-9.]*\) requests per second.*/\1/p' | tail -n 1
 }
 
+# CPU per cycle: each process's user and system time from /proc over the middle of its cell
+# (from 3 s after it starts, for HARNESS_SECONDS - 4 s: past connecting, the floor probe and the
+# warm-up, before the cell ends), against the cycles it made meanwhile at its cell's rate.
+window=$((seconds - 4))
+hz=$(getconf CLK_TCK)
+ticks() { # user and system clock ticks of process $1 so far, or "- -" once it is gone
+  awk '{print $14, $15}' "/proc/$1/stat" 2>/dev/null || echo "- -"
+}
+with_cpu() { # log file, command...: runs it (output to the log), prints "user system" ticks of the window
+  local log=$1 pid a b
+  shift
+  "$@" >"$log" 2>&1 &
+  pid=$!
+  a="- -" b="- -"
+  if ((window > 0)); then
+    sleep 3
+    a=$(ticks "$pid")
+    sleep "$window"
+    b=$(ticks "$pid")
+  fi
+  wait "$pid" || return 1
+  read -r au as <<<"$a"
+  read -r bu bs <<<"$b"
+  if [[ $au == - || $bu == - ]]; then echo "- -"; else echo "$((bu - au)) $((bs - as))"; fi
+}
+
 echo "All four reach the master at $endpoint (HARNESS_ROUTE=$route); $runs run(s) per client count, medians."
 echo
-echo "| clients | lockbench | redis crate, recipe's scripts | redis crate, pair | redis-benchmark, pair (SET NX PX /s, EVAL /s) | lockbench ÷ redis-benchmark | lockbench ÷ redis crate with the recipe's scripts (the harness) | redis crate ÷ redis-benchmark, pair (the client library) | redis crate with the recipe's scripts ÷ redis-benchmark (the most any harness could reach) |"
-echo "|---|---|---|---|---|---|---|---|---|"
+echo "| clients | lockbench | redis crate, recipe's scripts | redis crate, pair | redis-benchmark, pair (SET NX PX /s, EVAL /s) | lockbench ÷ redis-benchmark | lockbench ÷ redis crate with the recipe's scripts (the harness) | redis crate ÷ redis-benchmark, pair (the client library) | redis crate with the recipe's scripts ÷ redis-benchmark (the most any harness could reach) | CPU a cycle, µs: lockbench (user) | CPU a cycle, µs: redis crate with the recipe's scripts (user) |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|"
 for c in $clients; do
   for r in $(seq 1 "$runs"); do
-    "$bin" run --target "$out/master.toml" --workload workloads/harness-overhead.toml \
-      --clients "$c" --duration "${seconds}s" --out "$out/run-c$c-r$r" >"$out/run-c$c-r$r.log" 2>&1 || {
+    lb_cpu=$(with_cpu "$out/run-c$c-r$r.log" "$bin" run --target "$out/master.toml" \
+      --workload workloads/harness-overhead.toml --clients "$c" --duration "${seconds}s" \
+      --out "$out/run-c$c-r$r") || {
       cat "$out/run-c$c-r$r.log" >&2
       echo "lockbench run at $c clients failed (above)" >&2
       exit 1
     }
     summary=$(ls "$out/run-c$c-r$r"/latest/cells/*/summary.json)
     lb=$(python3 -c "import json;print(json.load(open('$summary'))['throughput_per_s'])")
-    recipe=$("$bare" "$endpoint" "$c" "$seconds" recipe | sed -n 's/^cycles_per_s //p')
+    recipe_cpu=$(with_cpu "$out/recipe.log" "$bare" "$endpoint" "$c" "$seconds" recipe) || {
+      cat "$out/recipe.log" >&2
+      echo "the redis crate's loop with the recipe's scripts failed at $c clients (above)" >&2
+      exit 1
+    }
+    recipe=$(sed -n 's/^cycles_per_s //p' "$out/recipe.log")
     pair=$("$bare" "$endpoint" "$c" "$seconds" pair | sed -n 's/^cycles_per_s //p')
     # About 5 s of each command at the rate this machine reaches.
     n=$((c == 1 ? 30000 : 150000))
@@ -117,26 +154,40 @@ for c in $clients; do
         exit 1
       }
     done
-    echo "$lb $recipe $pair $set_rate $eval_rate" >>"$out/c$c.rates"
+    echo "$lb $recipe $pair $set_rate $eval_rate $lb_cpu $recipe_cpu" >>"$out/c$c.rates"
   done
   # One row per client count: the median of the runs, and with more than one run each ratio's
   # range across them (each ratio from the four loops of the same run).
-  python3 - "$c" "$out/c$c.rates" <<'PY'
+  python3 - "$c" "$out/c$c.rates" "$hz" "$window" <<'PY'
 import statistics, sys
-c, path = sys.argv[1], sys.argv[2]
+c, path, hz, window = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 runs = []
+def per_cycle(ticks, rate):
+    # CPU µs a cycle over the window, or None where it was not read.
+    return None if ticks == "-" else int(ticks) / hz / (rate * window) * 1e6
 for line in open(path):
-    lb, recipe, pair, s, e = map(float, line.split())
+    f = line.split()
+    lb, recipe, pair, s, e = map(float, f[:5])
     # A lock cycle is one SET and one EVAL: its rate is 1 / (1/set + 1/eval).
-    runs.append(dict(lb=lb, recipe=recipe, pair=pair, s=s, e=e, cycle=1 / (1 / s + 1 / e)))
+    runs.append(dict(lb=lb, recipe=recipe, pair=pair, s=s, e=e, cycle=1 / (1 / s + 1 / e),
+                     lb_user=per_cycle(f[5], lb), lb_sys=per_cycle(f[6], lb),
+                     recipe_user=per_cycle(f[7], recipe), recipe_sys=per_cycle(f[8], recipe)))
 def med(key):
     return statistics.median(r[key] for r in runs)
+def cpu(who):
+    # The median of user + system, and of user alone, over the runs that read both.
+    read = [r for r in runs if r[who + "_user"] is not None and r[who + "_sys"] is not None]
+    if not read:
+        return "-"
+    both = statistics.median(r[who + "_user"] + r[who + "_sys"] for r in read)
+    return f"{both:.1f} ({statistics.median(r[who + '_user'] for r in read):.1f})"
 def ratio(num, den):
     v = [r[num] / r[den] for r in runs]
     m = f"{statistics.median(v):.2f}"
     return m if len(v) == 1 else f"{m} ({min(v):.2f}-{max(v):.2f})"
 print(f"| {c} | {med('lb'):.0f} | {med('recipe'):.0f} | {med('pair'):.0f} | "
       f"{med('cycle'):.0f} ({med('s'):.0f}, {med('e'):.0f}) | {ratio('lb', 'cycle')} | "
-      f"{ratio('lb', 'recipe')} | {ratio('pair', 'cycle')} | {ratio('recipe', 'cycle')} |")
+      f"{ratio('lb', 'recipe')} | {ratio('pair', 'cycle')} | {ratio('recipe', 'cycle')} | "
+      f"{cpu('lb')} | {cpu('recipe')} |")
 PY
 done
