@@ -89,6 +89,31 @@ impl Backoff {
     }
 }
 
+/// Runs `op` until it succeeds, fails with an error that is not retryable, or `until` comes
+/// (then with its last error), waiting out `policy`'s backoff between tries: how a request
+/// outside the lock cycles (listing or removing a target's keys after a run's faults) rides out
+/// a leader election rather than failing the run on its first "leader changed". `op` must be
+/// safe to repeat (a read, or a write whose second application changes nothing). Says how many
+/// tries it made.
+pub(crate) async fn retrying<T, Fut>(
+    policy: RetryPolicy,
+    until: Instant,
+    mut op: impl FnMut() -> Fut,
+) -> (Result<T, LockError>, u32)
+where
+    Fut: std::future::Future<Output = Result<T, LockError>>,
+{
+    let mut backoff = Backoff::new(policy);
+    let mut tries = 0;
+    loop {
+        tries += 1;
+        match op().await {
+            Err(e) if e.is_retryable() && backoff.wait(until).await => {}
+            r => return (r, tries),
+        }
+    }
+}
+
 /// The writes of one acquisition that went unanswered across its tries: under which sessions
 /// or leases (ids), and the last error. An acquisition that fails in the end with any of them
 /// must withdraw them before it can say it does not hold the lock.
@@ -123,6 +148,58 @@ impl Unanswered {
 mod tests {
     use super::*;
     use rand::SeedableRng;
+
+    /// A quick policy, so the tests below wait milliseconds.
+    const QUICK: RetryPolicy = RetryPolicy {
+        initial: Duration::from_millis(1),
+        max: Duration::from_millis(4),
+    };
+
+    #[tokio::test]
+    async fn retrying_asks_again_through_retryable_errors_until_an_answer() {
+        let mut answers = vec![
+            Err(LockError::Unavailable("etcdserver: no leader".into())),
+            Err(LockError::Connection("etcdserver: leader changed".into())),
+            Ok(7),
+        ]
+        .into_iter();
+        let until = Instant::now() + Duration::from_secs(5);
+        let (r, tries) =
+            retrying(QUICK, until, || std::future::ready(answers.next().unwrap())).await;
+        assert_eq!(r.unwrap(), 7);
+        assert_eq!(tries, 3);
+    }
+
+    #[tokio::test]
+    async fn retrying_stops_at_an_error_that_is_not_retryable() {
+        let mut calls = 0;
+        let until = Instant::now() + Duration::from_secs(5);
+        let (r, tries) = retrying(QUICK, until, || {
+            calls += 1;
+            std::future::ready(Err::<(), _>(LockError::Server("permission denied".into())))
+        })
+        .await;
+        assert!(matches!(r, Err(LockError::Server(_))), "{r:?}");
+        assert_eq!((tries, calls), (1, 1));
+    }
+
+    #[tokio::test]
+    async fn retrying_gives_up_at_its_deadline_with_the_last_error() {
+        let started = Instant::now();
+        let until = started + Duration::from_millis(60);
+        let mut n = 0;
+        let (r, tries) = retrying(QUICK, until, || {
+            n += 1;
+            std::future::ready(Err::<(), _>(LockError::Unavailable(format!("try {n}"))))
+        })
+        .await;
+        assert!(started.elapsed() >= Duration::from_millis(60));
+        assert!(tries >= 2, "{tries}");
+        match r {
+            Err(LockError::Unavailable(why)) => assert_eq!(why, format!("try {tries}")),
+            other => panic!("{other:?}"),
+        }
+    }
 
     #[test]
     fn waits_double_from_the_initial_one_up_to_the_cap_with_jitter_in_the_upper_half() {

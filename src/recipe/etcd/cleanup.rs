@@ -10,7 +10,7 @@ use crate::recipe::janitor::{Chore, Tried, TryFuture};
 use crate::recipe::{LockError, Tally};
 
 /// Maps an etcd client error to the lock error a caller can act on.
-pub(super) fn etcd_err(what: &str, e: etcd_client::Error) -> LockError {
+pub(crate) fn etcd_err(what: &str, e: etcd_client::Error) -> LockError {
     match e {
         // "etcdserver: no leader": the member refuses before proposing anything (the client
         // asks with require_leader), so nothing was applied; ask again once a leader is back.

@@ -30,7 +30,8 @@ use etcd_client::{
 };
 
 use crate::recipe::deadline::Budget;
-use crate::recipe::etcd::cleanup::{EtcdChore, etcd_err, maybe_applied};
+pub(crate) use crate::recipe::etcd::cleanup::etcd_err;
+use crate::recipe::etcd::cleanup::{EtcdChore, maybe_applied};
 use crate::recipe::etcd::lease::EtcdSession;
 use crate::recipe::etcd::wait::{Wait, wait_claim, wait_deletes, watch_deletes};
 use crate::recipe::holders::Holders;
