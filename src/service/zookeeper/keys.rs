@@ -1,12 +1,14 @@
 //! The nodes lockbench's ZooKeeper recipe wrote under a target's prefix: listed before a run (to
 //! refuse a prefix node that already has children) and removed after it, children first.
 
-use std::time::Duration;
+use std::future::Future;
+use std::time::{Duration, Instant};
 
 use zookeeper_client as zk;
 
 use crate::cluster::ConnectInfo;
-use crate::recipe::Credentials;
+use crate::recipe::retry::{RetryPolicy, retrying};
+use crate::recipe::{Credentials, LockError};
 use crate::service::TargetOps;
 
 /// ZooKeeper's [`TargetOps`]: `srvr` needs no login.
@@ -29,7 +31,60 @@ async fn leads(endpoint: &str) -> Result<bool, String> {
 /// How long one request may take.
 const REQUEST: Duration = Duration::from_secs(5);
 
-async fn client(info: &ConnectInfo, login: Option<&Credentials>) -> Result<zk::Client, String> {
+/// How long listing or removing asks again, each try on a new session, through the errors an
+/// election, a restart or a lost session gives (a lost connection, a request timed out, no
+/// session within its connect time), within the caller's deadline: a run whose faults just
+/// killed or paused the leader lists and cleans up after the election instead of failing on
+/// its first answer, as etcd's listing does (`service/etcd/keys.rs`).
+const RETRY_FOR: Duration = Duration::from_secs(30);
+
+/// What the error says when the tries ran out: how many there were.
+fn after(tries: u32) -> String {
+    match tries {
+        1 => String::new(),
+        n => format!(
+            " ({n} tries: an election's or a lost session's errors are asked again for up to \
+             {RETRY_FOR:?})"
+        ),
+    }
+}
+
+/// A ZooKeeper error as a lock error: what a new try on a new session may get past (a lost
+/// connection or session, a timeout, a session another server took over) is retryable; the
+/// rest (no access, a bad path) is not.
+fn keys_err(what: &str, e: zk::Error) -> LockError {
+    match e {
+        zk::Error::ConnectionLoss
+        | zk::Error::Timeout
+        | zk::Error::SessionExpired
+        | zk::Error::SessionMoved
+        | zk::Error::ClientClosed
+        | zk::Error::Custom(_) => LockError::Connection(format!("{what}: {e}")),
+        _ => LockError::Server(format!("{what}: {e}")),
+    }
+}
+
+/// Runs `op` on a new session each try, asked again through retryable errors until
+/// [`RETRY_FOR`] has passed. `op` must be safe to repeat.
+async fn with_retries<T, F, Fut>(
+    info: &ConnectInfo,
+    login: Option<&Credentials>,
+    op: F,
+) -> (Result<T, LockError>, u32)
+where
+    F: Fn(zk::Client) -> Fut,
+    Fut: Future<Output = Result<T, LockError>>,
+{
+    let op = &op;
+    retrying(
+        RetryPolicy::default(),
+        Instant::now() + RETRY_FOR,
+        || async move { op(client(info, login).await?).await },
+    )
+    .await
+}
+
+async fn client(info: &ConnectInfo, login: Option<&Credentials>) -> Result<zk::Client, LockError> {
     let mut connector = zk::Client::connector();
     if let Some(c) = login {
         connector = connector.with_auth("digest", &c.zookeeper_digest());
@@ -37,26 +92,29 @@ async fn client(info: &ConnectInfo, login: Option<&Credentials>) -> Result<zk::C
     let connect_string = info.endpoints.join(",");
     match tokio::time::timeout(REQUEST * 3, connector.connect(&connect_string)).await {
         Ok(Ok(c)) => Ok(c),
-        Ok(Err(e)) => Err(format!("connect to ZooKeeper at {connect_string}: {e}")),
-        Err(_) => Err(format!(
+        Ok(Err(e)) => Err(keys_err(
+            &format!("connect to ZooKeeper at {connect_string}"),
+            e,
+        )),
+        Err(_) => Err(LockError::Connection(format!(
             "no ZooKeeper session at {connect_string} within {:?}",
             REQUEST * 3
-        )),
+        ))),
     }
 }
 
 /// The children of `path`; none when it does not exist.
-async fn children(c: &zk::Client, path: &str) -> Result<Vec<String>, String> {
+async fn children(c: &zk::Client, path: &str) -> Result<Vec<String>, LockError> {
     match tokio::time::timeout(REQUEST, c.list_children(path)).await {
         Ok(Ok(mut v)) => {
             v.sort();
             Ok(v)
         }
         Ok(Err(zk::Error::NoNode)) => Ok(Vec::new()),
-        Ok(Err(e)) => Err(format!("list the children of {path}: {e}")),
-        Err(_) => Err(format!(
+        Ok(Err(e)) => Err(keys_err(&format!("list the children of {path}"), e)),
+        Err(_) => Err(LockError::Connection(format!(
             "listing the children of {path} took over {REQUEST:?}"
-        )),
+        ))),
     }
 }
 
@@ -67,46 +125,85 @@ async fn list_nodes(
     prefix: &str,
     limit: usize,
 ) -> Result<Vec<String>, String> {
-    let c = client(info, login).await?;
-    let (mut found, mut todo) = (Vec::new(), vec![prefix.to_string()]);
-    while let Some(path) = todo.pop() {
-        for child in children(&c, &path).await? {
-            let full = format!("{path}/{child}");
-            found.push(full.clone());
-            if found.len() >= limit {
-                return Ok(found);
+    // Reads: asking again changes nothing.
+    let (r, tries) = with_retries(info, login, |c| async move {
+        let (mut found, mut todo) = (Vec::new(), vec![prefix.to_string()]);
+        while let Some(path) = todo.pop() {
+            for child in children(&c, &path).await? {
+                let full = format!("{path}/{child}");
+                found.push(full.clone());
+                if found.len() >= limit {
+                    return Ok(found);
+                }
+                todo.push(full);
             }
-            todo.push(full);
         }
-    }
-    Ok(found)
+        Ok(found)
+    })
+    .await;
+    r.map_err(|e| format!("list the nodes under {prefix}: {e}{}", after(tries)))
 }
 
-/// Deletes `prefix` and every node under it, children first: how many nodes went.
+/// Deletes `prefix` and every node under it, children first: how many nodes went. Deleting
+/// again deletes nothing more; the count is the last try's, so a try that failed after some of
+/// its deletions leaves those out of it.
 async fn remove_tree(
     info: &ConnectInfo,
     login: Option<&Credentials>,
     prefix: &str,
 ) -> Result<u64, String> {
-    let c = client(info, login).await?;
-    // Every node, parents before children; deleting in reverse removes children first.
-    let (mut order, mut todo) = (vec![prefix.to_string()], vec![prefix.to_string()]);
-    while let Some(path) = todo.pop() {
-        for child in children(&c, &path).await? {
-            let full = format!("{path}/{child}");
-            order.push(full.clone());
-            todo.push(full);
+    let (r, tries) = with_retries(info, login, |c| async move {
+        // Every node, parents before children; deleting in reverse removes children first.
+        let (mut order, mut todo) = (vec![prefix.to_string()], vec![prefix.to_string()]);
+        while let Some(path) = todo.pop() {
+            for child in children(&c, &path).await? {
+                let full = format!("{path}/{child}");
+                order.push(full.clone());
+                todo.push(full);
+            }
+        }
+        let mut removed = 0;
+        for path in order.iter().rev() {
+            match tokio::time::timeout(REQUEST, c.delete(path, None)).await {
+                Ok(Ok(())) => removed += 1,
+                // Gone already: an ephemeral node whose session closed meanwhile, or a try
+                // before this one deleted it.
+                Ok(Err(zk::Error::NoNode)) => {}
+                Ok(Err(e)) => return Err(keys_err(&format!("delete {path}"), e)),
+                Err(_) => {
+                    return Err(LockError::Connection(format!(
+                        "deleting {path} took over {REQUEST:?}"
+                    )));
+                }
+            }
+        }
+        Ok(removed)
+    })
+    .await;
+    r.map_err(|e| format!("delete the nodes under {prefix}: {e}{}", after(tries)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn what_a_new_session_may_get_past_is_retried_and_the_rest_is_not() {
+        for e in [
+            zk::Error::ConnectionLoss,
+            zk::Error::Timeout,
+            zk::Error::SessionExpired,
+            zk::Error::SessionMoved,
+            zk::Error::ClientClosed,
+        ] {
+            assert!(keys_err("list", e.clone()).is_retryable(), "{e}");
+        }
+        for e in [
+            zk::Error::NoAuth,
+            zk::Error::AuthFailed,
+            zk::Error::BadArguments(&"bad path"),
+        ] {
+            assert!(!keys_err("list", e.clone()).is_retryable(), "{e}");
         }
     }
-    let mut removed = 0;
-    for path in order.iter().rev() {
-        match tokio::time::timeout(REQUEST, c.delete(path, None)).await {
-            Ok(Ok(())) => removed += 1,
-            // Gone already: an ephemeral node whose session closed meanwhile.
-            Ok(Err(zk::Error::NoNode)) => {}
-            Ok(Err(e)) => return Err(format!("delete {path}: {e}")),
-            Err(_) => return Err(format!("deleting {path} took over {REQUEST:?}")),
-        }
-    }
-    Ok(removed)
 }
