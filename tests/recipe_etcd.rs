@@ -143,6 +143,13 @@ fn deadline_predecessor() {
     deadline(Strategy::Predecessor);
 }
 #[test]
+fn waiter_ahead_gives_up_predecessor() {
+    ETCD.run("waiter-ahead-gives-up", |f| async move {
+        let make = |ttl| client(&f.endpoints, ttl);
+        sc::waiter_ahead_gives_up(&make).await;
+    });
+}
+#[test]
 fn deadline_native() {
     deadline(Strategy::Native);
 }

@@ -163,6 +163,13 @@ fn deadline_predecessor() {
     deadline(Strategy::Predecessor);
 }
 #[test]
+fn waiter_ahead_gives_up_predecessor() {
+    ZOOKEEPER.run("waiter-ahead-gives-up", |f| async move {
+        let make = |ttl| client(&f.endpoints, ttl);
+        sc::waiter_ahead_gives_up(&make).await;
+    });
+}
+#[test]
 fn waiter_expiry_herd() {
     waiter_expiry(Strategy::Herd);
 }

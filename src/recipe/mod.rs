@@ -136,8 +136,10 @@ impl Tally {
     }
     /// Of the wake-ups, `n` came from a queue correcting itself, not from a release: a waiter
     /// made first because another gave back a partial Redlock grant, finalised its ticket
-    /// behind it, or dropped dead entries ahead of it. Counted by the Redis recipes' queues; 0
-    /// elsewhere.
+    /// behind it, or dropped dead entries ahead of it (the Redis recipes' queues); a waiter on
+    /// ZooKeeper or etcd woken by the one ahead of it leaving, and still behind another after
+    /// it (that one left without the lock passing: it gave up, or its session or lease ended).
+    /// The herd's wake-ups are never counted here.
     pub fn queue_wakeups(&self, n: u64) {
         self.queue_wakeups.fetch_add(n, Ordering::Relaxed);
     }

@@ -44,6 +44,10 @@ pub(super) async fn wait_deletes(
 ) -> Result<(), LockError> {
     let mut c = client.clone();
     let mut waited = false;
+    // The wake-ups the last wait counted: if the queue still has a key ahead of ours after
+    // them, the key we watched left without the lock passing to us (a withdrawn or expired
+    // waiter): the queue correcting itself, not a release ([`Tally::queue_wakeups`]).
+    let mut woken = 0;
     loop {
         let opts = GetOptions::new()
             .with_prefix()
@@ -62,6 +66,7 @@ pub(super) async fn wait_deletes(
         let Some(pred) = resp.kvs().first() else {
             return Ok(());
         };
+        tally.queue_wakeups(std::mem::take(&mut woken));
         let pred_key = pred.key().to_vec();
         let pred_rev = pred.create_revision();
         let read_at = resp.header().map(|h| h.revision()).unwrap_or(0);
@@ -81,7 +86,7 @@ pub(super) async fn wait_deletes(
             }
         }
         waited = true;
-        sleep_on(&mut watch, fallback_poll, budget, tally).await?;
+        woken = sleep_on(&mut watch, fallback_poll, budget, tally).await?;
     }
 }
 
@@ -159,6 +164,10 @@ pub(super) async fn wait_claim(
     let is_permit = matches!(wait.claim, Claim::Permit { .. });
     // The create revision of a permit ahead known to hold already.
     let mut granted_ahead: Option<i64> = None;
+    // The wake-ups of the last wait on one key ahead: still behind after them, that key left
+    // without the lock passing to us, as in [`wait_deletes`] (a queue correction). Not for a
+    // permit, whose watch also hears the grant mark of the one ahead.
+    let mut woken = 0;
     loop {
         let opts = GetOptions::new()
             .with_prefix()
@@ -178,7 +187,12 @@ pub(super) async fn wait_claim(
             });
         };
         let blocks_readers = |i: usize| Claim::word_blocks_readers(claim_word(queue[i].key()));
-        let ahead = match turn(wait.claim, pos, blocks_readers) {
+        let turn = turn(wait.claim, pos, blocks_readers);
+        if !matches!(turn, Turn::Granted) {
+            tally.queue_wakeups(woken);
+        }
+        woken = 0;
+        let ahead = match turn {
             Turn::Granted => break,
             Turn::Behind(i) if !wait.herd && Some(queue[i].create_revision()) != granted_ahead => {
                 let kv = &queue[i];
@@ -204,7 +218,10 @@ pub(super) async fn wait_claim(
             continue;
         }
         waited = true;
-        sleep_on(&mut watch, fallback_poll, budget, tally).await?;
+        let n = sleep_on(&mut watch, fallback_poll, budget, tally).await?;
+        if ahead.is_some() && !is_permit {
+            woken = n;
+        }
     }
     if waited {
         confirm_ours(&mut c, mine, my_rev, budget, tally).await?;
@@ -270,22 +287,24 @@ async fn confirm_ours(
 }
 
 /// Waits for a message on `watch` (counting its events as wake-ups), for the fallback poll
-/// interval, or for the deadline. A broken or cancelled stream (no leader, compaction) ends
-/// the wait too: the caller reads again.
+/// interval, or for the deadline: the wake-ups it counted. A broken or cancelled stream (no
+/// leader, compaction) ends the wait too: the caller reads again.
 async fn sleep_on(
     watch: &mut WatchStream,
     fallback_poll: Duration,
     budget: &Budget,
     tally: &Tally,
-) -> Result<(), LockError> {
+) -> Result<u64, LockError> {
     tokio::select! {
         m = watch.message() => {
             if let Ok(Some(r)) = m {
-                tally.wakeups(r.events().len() as u64);
+                let n = r.events().len() as u64;
+                tally.wakeups(n);
+                return Ok(n);
             }
         }
         _ = tokio::time::sleep(fallback_poll) => tally.fallback_poll(),
         _ = tokio::time::sleep_until(budget.deadline().into()) => return Err(budget.timeout()),
     }
-    Ok(())
+    Ok(0)
 }

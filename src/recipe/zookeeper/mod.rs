@@ -544,6 +544,11 @@ impl ZookeeperRecipe {
         let is_permit = matches!(wait.claim, Claim::Permit { .. });
         // The sequence number of a permit ahead known to hold already.
         let mut granted_ahead: Option<i64> = None;
+        // Whether the last wait on one node ahead ended with its watch: still behind after it,
+        // that node left without the lock passing to us (a waiter whose session expired or who
+        // gave up): the queue correcting itself, not a release ([`Tally::queue_wakeups`]). Not
+        // for a permit, whose watch also hears the grant mark of the one ahead.
+        let mut woken = false;
         loop {
             tally.requests(1);
             let (children, dir_watch) = if watch_dir {
@@ -597,13 +602,17 @@ impl ZookeeperRecipe {
                 Claim::Write if wait.skips_readers => Claim::Read,
                 other => other,
             };
-            let ahead = match turn(rule, pos, blocks_readers) {
+            let turn = turn(rule, pos, blocks_readers);
+            if std::mem::take(&mut woken) && !matches!(turn, Turn::Granted) {
+                tally.queue_wakeups(1);
+            }
+            let ahead = match turn {
                 Turn::Granted => return Ok(()),
                 Turn::Behind(i) if !wait.herd && Some(queue[i].0) != granted_ahead => i,
                 Turn::Behind(_) | Turn::FirstWaiter => {
                     match dir_watch {
                         Some(w) => {
-                            Self::sleep_on(w, self.config.fallback_poll, budget, tally).await?
+                            Self::sleep_on(w, self.config.fallback_poll, budget, tally).await?;
                         }
                         // Just became a semaphore's first waiter: read again, watching.
                         None => watch_dir = true,
@@ -629,25 +638,29 @@ impl ZookeeperRecipe {
                     Err(zk::Error::NoNode) => continue,
                     Err(e) => return Err(zk_err(&pred, e)),
                 };
-            Self::sleep_on(watcher, self.config.fallback_poll, budget, tally).await?;
+            let heard = Self::sleep_on(watcher, self.config.fallback_poll, budget, tally).await?;
+            woken = heard && !is_permit;
         }
     }
 
     /// Waits for `watcher` to fire, or for the fallback poll interval (the same as the herd's,
     /// so the two strategies differ only in who is woken: a lost notification costs one poll
-    /// interval, visible as a fallback poll), or for the deadline.
+    /// interval, visible as a fallback poll), or for the deadline: whether the watch fired.
     async fn sleep_on(
         watcher: zk::OneshotWatcher,
         poll: std::time::Duration,
         budget: &Budget,
         tally: &Tally,
-    ) -> Result<(), LockError> {
+    ) -> Result<bool, LockError> {
         tokio::select! {
-            _ = watcher.changed() => tally.wakeups(1),
+            _ = watcher.changed() => {
+                tally.wakeups(1);
+                return Ok(true);
+            }
             _ = tokio::time::sleep(poll) => tally.fallback_poll(),
             _ = tokio::time::sleep_until(budget.deadline().into()) => return Err(budget.timeout()),
         }
-        Ok(())
+        Ok(false)
     }
 }
 
