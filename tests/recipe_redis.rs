@@ -250,6 +250,52 @@ async fn mend_master(cluster: &Cluster, master: &str) {
     sc::set_down_after(cluster, sc::SENTINEL_DOWN_MS).await;
 }
 
+/// A key [`failover`] writes before the kill, which its target listing must find after it.
+const MARKER: &str = "/t/failover/marker";
+
+/// Writes `key` on the master of `cluster` at `endpoint` and waits until every replica has it
+/// (`WAIT` on the connection that wrote it).
+async fn replicate_to_all(cluster: &Cluster, endpoint: &str, key: &str) {
+    let servers = cluster
+        .nodes()
+        .iter()
+        .filter(|n| n.role() == NodeRole::Server)
+        .count();
+    let replicas = servers as i64 - 1;
+    let client = redis::Client::open(format!("redis://{endpoint}/")).expect("redis url");
+    let cfg = redis::AsyncConnectionConfig::new()
+        .set_connection_timeout(Some(Duration::from_secs(2)))
+        .set_response_timeout(Some(Duration::from_secs(10)));
+    let mut con = client
+        .get_multiplexed_async_connection_with_config(&cfg)
+        .await
+        .expect("connect to the master");
+    let (_, acked): (String, i64) = redis::pipe()
+        .cmd("SET")
+        .arg(key)
+        .arg(1)
+        .cmd("WAIT")
+        .arg(replicas)
+        .arg(5000)
+        .query_async(&mut con)
+        .await
+        .expect("SET and WAIT");
+    assert_eq!(acked, replicas, "every replica has {key}");
+}
+
+/// A target's listing of the keys under `/t/failover` on `cluster`, as a run on it makes.
+async fn list_target_keys(cluster: &Cluster, killed_at: Instant) -> Vec<String> {
+    let ops = lockbench::service::of(System::Redis)
+        .target_ops()
+        .expect("Redis lists a target's keys");
+    let listed = (ops.list)(&cluster.connect_info(), None, "/t/failover", 100).await;
+    println!(
+        "redis failover: a key listing started at the kill answered after {:?}: {listed:?}",
+        killed_at.elapsed()
+    );
+    listed.expect("the key listing rides out the failover")
+}
+
 /// Kills the master: a client that follows Sentinel can lock again.
 async fn failover(cluster: &Cluster, t: &RedisTarget) {
     let make = |cfg: RecipeConfig| connect(t, cfg);
@@ -273,16 +319,26 @@ async fn failover(cluster: &Cluster, t: &RedisTarget) {
         signal.wait().await;
         Instant::now()
     });
+    // A key every replica has before the kill, so the new master has it too.
+    let old_ep = cluster.node(&leader).expect("node").endpoint();
+    replicate_to_all(cluster, &old_ep, MARKER).await;
     cluster.kill(&leader).await.expect("kill master");
     // The master is certainly dead now (`kill` waits until the engine reports the container
     // stopped), not at the call: on a busy host the engine took seconds to kill it, and the
     // master went on renewing the lease until then.
     let killed_at = Instant::now();
+    // A target's key listing started now, while Sentinel still names the dead master, rides out
+    // the failover (asking the Sentinels again on every try) and lists the new master's keys.
+    let listed = list_target_keys(cluster, killed_at).await;
     let (new_leader, elected) = cluster
         .wait_new_leader(&leader, Duration::from_secs(60))
         .await
         .expect("failover");
     let new_ep = cluster.node(&new_leader).expect("node").endpoint();
+    assert!(
+        listed.contains(&format!("{MARKER} (on {new_ep})")),
+        "the listing must come from the new master {new_ep}: {listed:?}"
+    );
     let key = "/t/failover/held-at-kill";
     let survived = sc::raw(&new_ep, redis::cmd("EXISTS").arg(key)).await;
     println!("redis failover: lock held at the kill present on the new master: {survived:?}");

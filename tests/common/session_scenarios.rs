@@ -559,7 +559,7 @@ where
         waiters.push(tokio::spawn(wait_through(r, key.clone(), strategy, i)));
     }
     tokio::time::sleep(Duration::from_millis(500)).await;
-    let (leader, new_leader, took) = change_leader(cluster).await;
+    let (leader, new_leader, took) = change_leader(cluster, &key).await;
     eprintln!(
         "{system} {strategy} leader change: {leader} killed, {new_leader} elected in {took:?}"
     );
@@ -666,14 +666,33 @@ async fn wait_through<R: Recipe>(
 }
 
 /// Kills the leader, waits for a new one, brings the old one back and waits until the cluster
-/// is ready; returns the old leader, the new one and how long the election took.
-async fn change_leader(cluster: &Cluster) -> (String, String, Duration) {
+/// is ready; returns the old leader, the new one and how long the election took. A target's
+/// key listing started right after the kill rides out the election and finds `key`'s entries.
+async fn change_leader(cluster: &Cluster, key: &str) -> (String, String, Duration) {
     let leader = cluster
         .leader()
         .await
         .expect("leader")
         .expect("one leader before the kill");
     cluster.kill(&leader).await.expect("kill the leader");
+    let killed_at = Instant::now();
+    let ops = lockbench::service::of(cluster.system())
+        .target_ops()
+        .expect("the system lists a target's keys");
+    let listed = (ops.list)(&cluster.connect_info(), None, PREFIX, 10_000).await;
+    eprintln!(
+        "leader change: a key listing started at the kill answered after {:?} with {}",
+        killed_at.elapsed(),
+        match &listed {
+            Ok(keys) => format!("{} keys", keys.len()),
+            Err(e) => e.clone(),
+        }
+    );
+    let listed = listed.expect("the key listing rides out the election");
+    assert!(
+        listed.iter().any(|k| k.contains(key)),
+        "the listing must find {key}'s entries under {PREFIX}: {listed:?}"
+    );
     let (new_leader, took) = cluster
         .wait_new_leader(&leader, Duration::from_secs(30))
         .await
