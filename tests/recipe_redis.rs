@@ -262,21 +262,14 @@ async fn replicate_to_all(cluster: &Cluster, endpoint: &str, key: &str) {
         .filter(|n| n.role() == NodeRole::Server)
         .count();
     let replicas = servers as i64 - 1;
-    let client = redis::Client::open(format!("redis://{endpoint}/")).expect("redis url");
-    let cfg = redis::AsyncConnectionConfig::new()
-        .set_connection_timeout(Some(Duration::from_secs(2)))
-        .set_response_timeout(Some(Duration::from_secs(10)));
-    let mut con = client
-        .get_multiplexed_async_connection_with_config(&cfg)
-        .await
-        .expect("connect to the master");
+    let mut con = sc::connection(endpoint).await;
     let (_, acked): (String, i64) = redis::pipe()
         .cmd("SET")
         .arg(key)
         .arg(1)
         .cmd("WAIT")
         .arg(replicas)
-        .arg(5000)
+        .arg(1500)
         .query_async(&mut con)
         .await
         .expect("SET and WAIT");

@@ -36,16 +36,21 @@ pub async fn set_down_after(cluster: &lockbench::Cluster, ms: u64) {
     }
 }
 
-/// One command on one server over a fresh connection, with deadlines.
-pub async fn raw(endpoint: &str, cmd: &redis::Cmd) -> redis::Value {
+/// A fresh connection to one server, with 2 s deadlines to connect and for each answer.
+pub async fn connection(endpoint: &str) -> redis::aio::MultiplexedConnection {
     let client = redis::Client::open(format!("redis://{endpoint}/")).expect("redis url");
     let cfg = redis::AsyncConnectionConfig::new()
         .set_connection_timeout(Some(Duration::from_secs(2)))
         .set_response_timeout(Some(Duration::from_secs(2)));
-    let mut con = client
+    client
         .get_multiplexed_async_connection_with_config(&cfg)
         .await
-        .unwrap_or_else(|e| panic!("connect {endpoint}: {e}"));
+        .unwrap_or_else(|e| panic!("connect {endpoint}: {e}"))
+}
+
+/// One command on one server over a fresh connection, with deadlines.
+pub async fn raw(endpoint: &str, cmd: &redis::Cmd) -> redis::Value {
+    let mut con = connection(endpoint).await;
     cmd.query_async::<redis::Value>(&mut con)
         .await
         .unwrap_or_else(|e| panic!("{endpoint}: {e}"))
