@@ -13,13 +13,17 @@ use std::time::Duration;
 
 use etcd_client::{GetOptions, PutOptions};
 use lockbench::System;
-use lockbench::recipe::{EtcdRecipe, Strategy};
+use lockbench::recipe::{EtcdRecipe, RecipeConfig, Strategy};
 
 use common::session_scenarios::{self as sc, Expect, Expiry, Leftover, PREFIX, config};
 use common::shared::Shared;
 
 async fn client(eps: &[String], ttl: Duration) -> EtcdRecipe {
-    EtcdRecipe::connect(eps, config(ttl))
+    client_with(eps, config(ttl)).await
+}
+
+async fn client_with(eps: &[String], cfg: RecipeConfig) -> EtcdRecipe {
+    EtcdRecipe::connect(eps, cfg)
         .await
         .expect("connect to etcd")
 }
@@ -145,8 +149,9 @@ fn deadline_predecessor() {
 #[test]
 fn waiter_ahead_gives_up_predecessor() {
     ETCD.run("waiter-ahead-gives-up", |f| async move {
-        let make = |ttl| client(&f.endpoints, ttl);
-        sc::waiter_ahead_gives_up(&make).await;
+        let make = |cfg| client_with(&f.endpoints, cfg);
+        let entries = async |key: &str| keys(&f.state, key).await;
+        sc::waiter_ahead_gives_up(&make, entries).await;
     });
 }
 #[test]

@@ -12,14 +12,18 @@ use std::pin::Pin;
 use std::time::Duration;
 
 use lockbench::System;
-use lockbench::recipe::{Strategy, ZookeeperRecipe};
+use lockbench::recipe::{RecipeConfig, Strategy, ZookeeperRecipe};
 use zookeeper_client as zk;
 
 use common::session_scenarios::{self as sc, Expect, Expiry, Leftover, PREFIX, config};
 use common::shared::Shared;
 
 async fn client(eps: &[String], ttl: Duration) -> ZookeeperRecipe {
-    ZookeeperRecipe::connect(eps, config(ttl))
+    client_with(eps, config(ttl)).await
+}
+
+async fn client_with(eps: &[String], cfg: RecipeConfig) -> ZookeeperRecipe {
+    ZookeeperRecipe::connect(eps, cfg)
         .await
         .expect("connect to ZooKeeper")
 }
@@ -165,8 +169,9 @@ fn deadline_predecessor() {
 #[test]
 fn waiter_ahead_gives_up_predecessor() {
     ZOOKEEPER.run("waiter-ahead-gives-up", |f| async move {
-        let make = |ttl| client(&f.endpoints, ttl);
-        sc::waiter_ahead_gives_up(&make).await;
+        let make = |cfg| client_with(&f.endpoints, cfg);
+        let entries = async |key: &str| children(&f.state, key).await;
+        sc::waiter_ahead_gives_up(&make, entries).await;
     });
 }
 #[test]

@@ -398,48 +398,57 @@ pub async fn lost_when_silent<R, F, Fut, H>(
 /// gave up at its deadline), and still behind the holder after it, counts that wake-up as the
 /// queue's correction; the holder's release wakes it once more and it takes the lock: two
 /// wake-ups, one a correction. What lets `contention`'s bound tell a release that woke two
-/// waiters from a queue that corrected itself.
-pub async fn waiter_ahead_gives_up<R, F, Fut>(make: &F)
+/// waiters from a queue that corrected itself. `make(config)` connects a client; `entries(key)`
+/// lists what the server holds for the lock.
+pub async fn waiter_ahead_gives_up<R, F, Fut, L, T>(make: &F, entries: L)
 where
     R: Recipe + 'static,
-    F: Fn(Duration) -> Fut,
+    F: Fn(RecipeConfig) -> Fut,
     Fut: Future<Output = R>,
+    L: AsyncFn(&str) -> Vec<T>,
 {
     let key = "ahead-gives-up";
-    let ttl = Duration::from_secs(10);
-    let (a, b, c) = (make(ttl).await, make(ttl).await, make(ttl).await);
+    // No fallback poll within the scenario: a poll that read the queue just before b or a left
+    // would serve the change instead of the wake-up this scenario counts.
+    let cfg = RecipeConfig {
+        fallback_poll: Duration::from_secs(60),
+        ..config(Duration::from_secs(10))
+    };
+    let (a, b, c) = (
+        make(cfg.clone()).await,
+        make(cfg.clone()).await,
+        make(cfg).await,
+    );
     let held = acquire_predecessor(&a, key, Duration::from_secs(5))
         .await
         .expect("a acquires");
     let (b, c) = (std::sync::Arc::new(b), std::sync::Arc::new(c));
     let gives_up = {
         let b = b.clone();
-        tokio::spawn(
-            async move { acquire_predecessor(&*b, key, Duration::from_millis(1250)).await },
-        )
+        tokio::spawn(async move { acquire_predecessor(&*b, key, Duration::from_secs(3)).await })
     };
-    // b takes its place behind a before c queues behind b. c's fallback polls (every 500 ms
-    // from then on) come about 250 ms before and after b leaves, and after a's release below:
-    // a poll that read the queue just before b or a left would serve the change instead of
-    // the wake-up this scenario counts.
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    // b takes its place behind a before c queues behind b (on a loaded machine b's first
+    // request can come late).
+    until_entries(&entries, key, 2).await;
     let waits = {
         let c = c.clone();
         tokio::spawn(async move {
             let tally = Tally::default();
-            let deadline = Instant::now() + Duration::from_secs(10);
+            let deadline = Instant::now() + Duration::from_secs(15);
             let got = c
                 .acquire_counted(key, Strategy::Predecessor, deadline, &tally)
                 .await;
             (got, tally.wakeup_count(), tally.queue_wakeup_count())
         })
     };
+    until_entries(&entries, key, 3).await;
     let b_got = gives_up.await.expect("b's task");
     assert!(
         matches!(b_got, Err(LockError::Timeout { .. })),
         "b must give up at its deadline: {b_got:?}"
     );
     // c hears b leave, finds a still ahead and waits on a.
+    until_entries(&entries, key, 2).await;
     tokio::time::sleep(Duration::from_millis(200)).await;
     assert!(!waits.is_finished(), "c must still wait behind a");
     a.release(held).await.expect("a releases");
@@ -456,6 +465,25 @@ where
         if let Ok(r) = std::sync::Arc::try_unwrap(r) {
             r.crash().await;
         }
+    }
+}
+
+/// Waits (at most 10 s) until the server holds `n` entries for lock `key`.
+async fn until_entries<L, T>(entries: &L, key: &str, n: usize)
+where
+    L: AsyncFn(&str) -> Vec<T>,
+{
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let held = entries(key).await.len();
+        if held == n {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{key}: the server holds {held} entries, not {n}, after 10 s"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
 
