@@ -26,7 +26,7 @@ mod floor;
 
 pub use self::redis::provider::MASTER_NAME as REDIS_MASTER_NAME;
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crate::cluster::{BoxFuture, Cluster, ConnectInfo, Provider};
 use crate::recipe::{AnyRecipe, CONNECT_TIMEOUT, Credentials, LockError, RecipeConfig};
@@ -112,6 +112,22 @@ pub struct TargetOps {
     /// Whether a server leads, for faults on the leader; `None` for a system without one
     /// (Redlock: such faults hit the first node).
     pub leads: Option<Leads>,
+}
+
+/// How long a target's key listing or removal ([`TargetOps`]) asks again through the errors a
+/// failover, an election or a lost session gives, inside the runner's own 60 s deadline: a run
+/// whose faults just killed or paused a leader or master lists and cleans up after it instead
+/// of failing on its first answer (seen in CI: `tests/target.rs`, "leader changed" on the next
+/// run's listing after a pause).
+pub(crate) const KEYS_RETRY_FOR: Duration = Duration::from_secs(30);
+
+/// What a listing's or removal's error adds after `tries` tries: how many, and that `errors`
+/// (what the system's retryable errors come from) were asked again; nothing after one.
+pub(crate) fn tries_note(tries: u32, errors: &str) -> String {
+    match tries {
+        1 => String::new(),
+        n => format!(" ({n} tries: {errors} are asked again for up to {KEYS_RETRY_FOR:?})"),
+    }
 }
 
 /// `system`'s entry in [`SERVICES`] (a cluster starts with it as its provider:

@@ -473,18 +473,14 @@ async fn until_entries<L, T>(entries: &L, key: &str, n: usize)
 where
     L: AsyncFn(&str) -> Vec<T>,
 {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let held = entries(key).await.len();
-        if held == n {
-            return;
+    lockbench::fault::wait_until(Duration::from_secs(10), || async {
+        match entries(key).await.len() {
+            held if held == n => Ok(()),
+            held => Err(format!("{key}: the server holds {held} entries, not {n}")),
         }
-        assert!(
-            Instant::now() < deadline,
-            "{key}: the server holds {held} entries, not {n}, after 10 s"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    })
+    .await
+    .unwrap_or_else(|why| panic!("{why}, after 10 s"));
 }
 
 /// `key` under the predecessor strategy, waiting at most `within`.

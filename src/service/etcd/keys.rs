@@ -2,7 +2,7 @@
 //! prefix that holds someone else's keys) and removed after it. Every key the recipes write is
 //! `<prefix>/...` (see `recipe/etcd`), so a range over `<prefix>/` is exactly theirs.
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use etcd_client::{Client, ConnectOptions, DeleteOptions, GetOptions};
 
@@ -10,22 +10,10 @@ use crate::cluster::{ConnectInfo, PROBE_TIMEOUT};
 use crate::recipe::Credentials;
 use crate::recipe::etcd::etcd_err;
 use crate::recipe::retry::{RetryPolicy, retrying};
-use crate::service::TargetOps;
+use crate::service::{KEYS_RETRY_FOR, TargetOps, tries_note};
 
-/// How long listing or removing the keys asks again through errors a leader election gives
-/// ("etcdserver: leader changed", "no leader", an unanswered request), within the caller's
-/// deadline: a run whose faults just paused or killed the leader lists and cleans up after the
-/// election instead of failing on its first answer (seen in CI: `tests/target.rs`, a pause by
-/// command, "leader changed" on the next run's listing).
-const RETRY_FOR: Duration = Duration::from_secs(30);
-
-/// What the error says when the tries ran out: how many there were.
-fn after(tries: u32) -> String {
-    match tries {
-        1 => String::new(),
-        n => format!(" ({n} tries: an election's errors are asked again for up to {RETRY_FOR:?})"),
-    }
-}
+/// What the retries of a listing or removal ride out.
+const RETRIED: &str = "an election's errors";
 
 /// etcd's [`TargetOps`]: its status call needs no login.
 pub(super) const OPS: TargetOps = TargetOps {
@@ -72,16 +60,25 @@ async fn list(
         .with_keys_only()
         .with_limit(limit as i64);
     // A read: asking again changes nothing.
-    let (r, tries) = retrying(RetryPolicy::default(), Instant::now() + RETRY_FOR, || {
-        let (mut c, opts) = (c.clone(), opts.clone());
-        async move {
-            c.get(format!("{prefix}/"), Some(opts))
-                .await
-                .map_err(|e| etcd_err("get", e))
-        }
-    })
+    let (r, tries) = retrying(
+        RetryPolicy::default(),
+        Instant::now() + KEYS_RETRY_FOR,
+        || {
+            let (mut c, opts) = (c.clone(), opts.clone());
+            async move {
+                c.get(format!("{prefix}/"), Some(opts))
+                    .await
+                    .map_err(|e| etcd_err("get", e))
+            }
+        },
+    )
     .await;
-    let r = r.map_err(|e| format!("list the keys under {prefix}/: {e}{}", after(tries)))?;
+    let r = r.map_err(|e| {
+        format!(
+            "list the keys under {prefix}/: {e}{}",
+            tries_note(tries, RETRIED)
+        )
+    })?;
     Ok(r.kvs()
         .iter()
         .map(|kv| String::from_utf8_lossy(kv.key()).into_owned())
@@ -97,18 +94,27 @@ async fn remove(
     let c = client(info, login).await?;
     // Deleting a range again deletes nothing more; the count is then the last try's, so a try
     // whose answer was lost after it deleted leaves those keys out of it.
-    let (r, tries) = retrying(RetryPolicy::default(), Instant::now() + RETRY_FOR, || {
-        let mut c = c.clone();
-        async move {
-            c.delete(
-                format!("{prefix}/"),
-                Some(DeleteOptions::new().with_prefix()),
-            )
-            .await
-            .map_err(|e| etcd_err("delete", e))
-        }
-    })
+    let (r, tries) = retrying(
+        RetryPolicy::default(),
+        Instant::now() + KEYS_RETRY_FOR,
+        || {
+            let mut c = c.clone();
+            async move {
+                c.delete(
+                    format!("{prefix}/"),
+                    Some(DeleteOptions::new().with_prefix()),
+                )
+                .await
+                .map_err(|e| etcd_err("delete", e))
+            }
+        },
+    )
     .await;
-    let r = r.map_err(|e| format!("delete the keys under {prefix}/: {e}{}", after(tries)))?;
+    let r = r.map_err(|e| {
+        format!(
+            "delete the keys under {prefix}/: {e}{}",
+            tries_note(tries, RETRIED)
+        )
+    })?;
     Ok(r.deleted().max(0) as u64)
 }

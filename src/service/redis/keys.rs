@@ -8,7 +8,7 @@ use crate::cluster::ConnectInfo;
 use crate::recipe::redis::keyspace;
 use crate::recipe::retry::{RetryPolicy, retrying};
 use crate::recipe::{Credentials, LockError, RecipeConfig};
-use crate::service::TargetOps;
+use crate::service::{KEYS_RETRY_FOR, TargetOps, tries_note};
 use crate::system::System;
 
 /// Redis' and Redlock's [`TargetOps`]: `INFO` needs the login on a server that asks for one.
@@ -34,20 +34,9 @@ async fn leads(endpoint: &str, login: Option<&Credentials>) -> Result<bool, Stri
 /// How long one listing or removal may take on one server, one try.
 const LIMIT: Duration = Duration::from_secs(30);
 
-/// How long listing or removing asks again through the errors a failover or a restart gives
-/// (a refused or reset connection, a loading server, Sentinels that name no master yet or one
-/// that says it is a replica), within the caller's deadline: a run whose faults just killed or
-/// paused the master lists and cleans up after the failover instead of failing on its first
-/// answer, as etcd's listing does through an election (`service/etcd/keys.rs`).
-const RETRY_FOR: Duration = Duration::from_secs(30);
-
-/// What the error says when the tries ran out: how many there were.
-fn after(tries: u32) -> String {
-    match tries {
-        1 => String::new(),
-        n => format!(" ({n} tries: a failover's errors are asked again for up to {RETRY_FOR:?})"),
-    }
-}
+/// What the retries of a listing or removal ride out: a refused or reset connection, a
+/// loading server, Sentinels that name no master yet or one that says it is a replica.
+const RETRIED: &str = "a failover's errors";
 
 /// The servers that hold the keys: every master (Redlock), or the master (Redis: the one its
 /// Sentinels name, or a target's one endpoint).
@@ -75,7 +64,7 @@ async fn master(info: &ConnectInfo, login: Option<&Credentials>) -> Result<Strin
 }
 
 /// Runs `op` (`what` it does, for the error) on every server that holds keys, each asked again
-/// through retryable errors until `until` (listing and removal give it [`RETRY_FOR`]); on Redis
+/// through retryable errors until `until` (listing and removal give it [`KEYS_RETRY_FOR`]); on Redis
 /// each try asks the Sentinels for the master again, since a failover moves it. `op` must be
 /// safe to repeat.
 async fn on_each_server<T, F, Fut>(
@@ -94,7 +83,7 @@ where
         let mut done = Vec::new();
         for s in &info.endpoints {
             let (r, tries) = retrying(RetryPolicy::default(), until, || op(s.clone())).await;
-            let r = r.map_err(|e| format!("{s}: {what}: {e}{}", after(tries)))?;
+            let r = r.map_err(|e| format!("{s}: {what}: {e}{}", tries_note(tries, RETRIED)))?;
             done.push((s.clone(), r));
         }
         return Ok(done);
@@ -105,7 +94,7 @@ where
     })
     .await;
     r.map(|done| vec![done])
-        .map_err(|e| format!("{what}: {e}{}", after(tries)))
+        .map_err(|e| format!("{what}: {e}{}", tries_note(tries, RETRIED)))
 }
 
 /// The version the server at `endpoint` reports, logged in with `login`.
@@ -129,7 +118,7 @@ async fn list(
 ) -> Result<Vec<String>, String> {
     let what = format!("list the keys under {prefix}/");
     // A read: asking again changes nothing.
-    let until = Instant::now() + RETRY_FOR;
+    let until = Instant::now() + KEYS_RETRY_FOR;
     let per_server = on_each_server(info, login, &what, until, |s| async move {
         keyspace::keys_under(&s, login, prefix, limit, Instant::now() + LIMIT).await
     })
@@ -151,7 +140,7 @@ async fn remove(
     prefix: &str,
 ) -> Result<u64, String> {
     let what = format!("delete the keys under {prefix}/");
-    let until = Instant::now() + RETRY_FOR;
+    let until = Instant::now() + KEYS_RETRY_FOR;
     let per_server = on_each_server(info, login, &what, until, |s| async move {
         keyspace::remove_under(&s, login, prefix, Instant::now() + LIMIT).await
     })

@@ -9,7 +9,7 @@ use zookeeper_client as zk;
 use crate::cluster::ConnectInfo;
 use crate::recipe::retry::{RetryPolicy, retrying};
 use crate::recipe::{Credentials, LockError};
-use crate::service::TargetOps;
+use crate::service::{KEYS_RETRY_FOR, TargetOps, tries_note};
 
 /// ZooKeeper's [`TargetOps`]: `srvr` needs no login.
 pub(super) const OPS: TargetOps = TargetOps {
@@ -31,23 +31,9 @@ async fn leads(endpoint: &str) -> Result<bool, String> {
 /// How long one request may take.
 const REQUEST: Duration = Duration::from_secs(5);
 
-/// How long listing or removing asks again, each try on a new session, through the errors an
-/// election, a restart or a lost session gives (a lost connection, a request timed out, no
-/// session within its connect time), within the caller's deadline: a run whose faults just
-/// killed or paused the leader lists and cleans up after the election instead of failing on
-/// its first answer, as etcd's listing does (`service/etcd/keys.rs`).
-const RETRY_FOR: Duration = Duration::from_secs(30);
-
-/// What the error says when the tries ran out: how many there were.
-fn after(tries: u32) -> String {
-    match tries {
-        1 => String::new(),
-        n => format!(
-            " ({n} tries: an election's or a lost session's errors are asked again for up to \
-             {RETRY_FOR:?})"
-        ),
-    }
-}
+/// What the retries of a listing or removal ride out, each try on a new session: a lost
+/// connection, a request timed out, no session within its connect time.
+const RETRIED: &str = "an election's or a lost session's errors";
 
 /// A ZooKeeper error as a lock error: what a new try on a new session may get past (a lost
 /// connection or session, a timeout, a session another server took over) is retryable; the
@@ -65,7 +51,7 @@ fn keys_err(what: &str, e: zk::Error) -> LockError {
 }
 
 /// Runs `op` on a new session each try, asked again through retryable errors until
-/// [`RETRY_FOR`] has passed. `op` must be safe to repeat.
+/// [`KEYS_RETRY_FOR`] has passed. `op` must be safe to repeat.
 async fn with_retries<T, F, Fut>(
     info: &ConnectInfo,
     login: Option<&Credentials>,
@@ -78,7 +64,7 @@ where
     let op = &op;
     retrying(
         RetryPolicy::default(),
-        Instant::now() + RETRY_FOR,
+        Instant::now() + KEYS_RETRY_FOR,
         || async move { op(client(info, login).await?).await },
     )
     .await
@@ -141,7 +127,12 @@ async fn list_nodes(
         Ok(found)
     })
     .await;
-    r.map_err(|e| format!("list the nodes under {prefix}: {e}{}", after(tries)))
+    r.map_err(|e| {
+        format!(
+            "list the nodes under {prefix}: {e}{}",
+            tries_note(tries, RETRIED)
+        )
+    })
 }
 
 /// Deletes `prefix` and every node under it, children first: how many nodes went. Deleting
@@ -180,7 +171,12 @@ async fn remove_tree(
         Ok(removed)
     })
     .await;
-    r.map_err(|e| format!("delete the nodes under {prefix}: {e}{}", after(tries)))
+    r.map_err(|e| {
+        format!(
+            "delete the nodes under {prefix}: {e}{}",
+            tries_note(tries, RETRIED)
+        )
+    })
 }
 
 #[cfg(test)]
