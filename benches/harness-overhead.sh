@@ -9,6 +9,13 @@
 #   practically never meet), release build, every event recorded and checked as in any run.
 # - redis-benchmark: `SET key owner NX PX 10000`, then the compare-and-delete EVAL, each at the
 #   same client count; a lock cycle is one of each, so the cycle rate is 1 / (1/set + 1/eval).
+# - redis-benchmark also runs the herd recipe's own two scripts, by their SHAs as the recipe sends
+#   them (loaded by `redis_client_cycle HOST:PORT load`): the take `EVALSHA` (KEYS lock and its
+#   fencing counter; ARGV owner, 10000) and the release `EVALSHA` (KEYS the same; ARGV owner, 0,
+#   a wake message), at the same client count, combined as the pair is. lockbench ÷ that is
+#   what the harness and the Rust client cost against a C client sending the same commands; that
+#   ÷ the pair is what the recipe's commands cost with no Rust in the loop at all, and so the
+#   most lockbench ÷ redis-benchmark could reach with a client as cheap as redis-benchmark.
 # - Two more loops split the gap (examples/redis_client_cycle.rs): the `redis` crate alone (no
 #   harness, one multiplexed connection per client, as lockbench's clients have) running the
 #   same pair ("pair": what the client library costs against redis-benchmark's C client), and
@@ -20,9 +27,9 @@
 #   cycles at the cell's rate): the harness's cost in microseconds, which moves less between
 #   runs than the rates do (on two shared cores, a µs of the client's CPU is one the server
 #   waits for). "-" where HARNESS_SECONDS is under 5.
-# - For each client count the four run one after another on the same master, so all see the
-#   same machine.
-# - All four reach the master the same way. By default (HARNESS_ROUTE=published) that is the
+# - For each client count the five (lockbench, the two loops, redis-benchmark's pair and its
+#   recipe's scripts) run one after another on the same master, so all see the same machine.
+# - All five reach the master the same way. By default (HARNESS_ROUTE=published) that is the
 #   published 127.0.0.1 port, through docker-proxy, the path `lockbench run`'s own clusters
 #   take; docker-proxy copies every byte both ways and was the largest CPU user of the two
 #   cores in every loop (0.64-0.76 cores at 8 clients). HARNESS_ROUTE=bridge goes to the
@@ -31,7 +38,7 @@
 #
 # Needs redis-benchmark on the host (apt-get install redis-tools). Prints a Markdown table.
 # HARNESS_CLIENTS="1 8 64" (the client counts), HARNESS_SECONDS=10 (each lockbench cell),
-# HARNESS_ROUTE=published|bridge (above), HARNESS_RUNS=1 (runs of the four per client count: with
+# HARNESS_ROUTE=published|bridge (above), HARNESS_RUNS=1 (runs of the five per client count: with
 # more, each cell is the median over the runs and each ratio also gives its range; single runs
 # on two shared cores move by up to ±0.2).
 set -euo pipefail
@@ -88,6 +95,10 @@ endpoints = ["$endpoint"]
 prefix = "/harness-overhead"
 EOF
 
+# The recipe's take and release scripts in the master's script cache, for redis-benchmark.
+shas=$("$bare" "$endpoint" load) || { echo "benches/harness-overhead.sh: could not load the recipe's scripts into $endpoint (above)" >&2; exit 1; }
+take_sha=$(sed -n 's/^take //p' <<<"$shas")
+release_sha=$(sed -n 's/^release //p' <<<"$shas")
 cad="if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end"
 rate() { # clients, requests, then the command: redis-benchmark's requests per second
   local c=$1 n=$2
@@ -122,10 +133,10 @@ with_cpu() { # log file, command...: runs it (output to the log), prints "user s
   if [[ $au == - || $bu == - ]]; then echo "- -"; else echo "$((bu - au)) $((bs - as))"; fi
 }
 
-echo "All four reach the master at $endpoint (HARNESS_ROUTE=$route); $runs run(s) per client count, medians."
+echo "All five reach the master at $endpoint (HARNESS_ROUTE=$route); $runs run(s) per client count, medians."
 echo
-echo "| clients | lockbench | redis crate, recipe's scripts | redis crate, pair | redis-benchmark, pair (SET NX PX /s, EVAL /s) | lockbench ÷ redis-benchmark | lockbench ÷ redis crate with the recipe's scripts (the harness) | redis crate ÷ redis-benchmark, pair (the client library) | redis crate with the recipe's scripts ÷ redis-benchmark (the most any harness could reach) | CPU a cycle, µs: lockbench (user) | CPU a cycle, µs: redis crate with the recipe's scripts (user) |"
-echo "|---|---|---|---|---|---|---|---|---|---|---|"
+echo "| clients | lockbench | redis crate, recipe's scripts | redis crate, pair | redis-benchmark, pair (SET NX PX /s, EVAL /s) | redis-benchmark, recipe's scripts (take /s, release /s) | lockbench ÷ redis-benchmark | lockbench ÷ redis crate with the recipe's scripts (the harness) | redis crate ÷ redis-benchmark, pair (the client library) | redis crate with the recipe's scripts ÷ redis-benchmark (the most any harness could reach) | lockbench ÷ redis-benchmark with the recipe's scripts (harness and client, the same commands) | redis-benchmark: recipe's scripts ÷ pair (what the recipe's commands cost a C client) | CPU a cycle, µs: lockbench (user) | CPU a cycle, µs: redis crate with the recipe's scripts (user) |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 for c in $clients; do
   for r in $(seq 1 "$runs"); do
     lb_cpu=$(with_cpu "$out/run-c$c-r$r.log" "$bin" run --target "$out/master.toml" \
@@ -148,16 +159,18 @@ for c in $clients; do
     n=$((c == 1 ? 30000 : 150000))
     set_rate=$(rate "$c" "$n" SET "lock:__rand_int__" owner NX PX 10000)
     eval_rate=$(rate "$c" "$n" EVAL "$cad" 1 "lock:__rand_int__" owner)
-    for v in lb recipe pair set_rate eval_rate; do
+    take_rate=$(rate "$c" "$n" EVALSHA "$take_sha" 2 "lock:__rand_int__" "lock:__rand_int__:fence" owner 10000)
+    release_rate=$(rate "$c" "$n" EVALSHA "$release_sha" 2 "lock:__rand_int__" "lock:__rand_int__:fence" owner 0 owner/123456)
+    for v in lb recipe pair set_rate eval_rate take_rate release_rate; do
       [[ -n ${!v} ]] || {
         echo "benches/harness-overhead.sh: no $v rate at $c clients (run $r): its loop printed none" >&2
         exit 1
       }
     done
-    echo "$lb $recipe $pair $set_rate $eval_rate $lb_cpu $recipe_cpu" >>"$out/c$c.rates"
+    echo "$lb $recipe $pair $set_rate $eval_rate $lb_cpu $recipe_cpu $take_rate $release_rate" >>"$out/c$c.rates"
   done
   # One row per client count: the median of the runs, and with more than one run each ratio's
-  # range across them (each ratio from the four loops of the same run).
+  # range across them (each ratio from the five of the same run).
   python3 - "$c" "$out/c$c.rates" "$hz" "$window" <<'PY'
 import statistics, sys
 c, path, hz, window = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
@@ -168,8 +181,11 @@ def per_cycle(ticks, rate):
 for line in open(path):
     f = line.split()
     lb, recipe, pair, s, e = map(float, f[:5])
-    # A lock cycle is one SET and one EVAL: its rate is 1 / (1/set + 1/eval).
+    t, rel = map(float, f[9:11])
+    # A lock cycle is one SET and one EVAL: its rate is 1 / (1/set + 1/eval); with the
+    # recipe's scripts, one take and one release.
     runs.append(dict(lb=lb, recipe=recipe, pair=pair, s=s, e=e, cycle=1 / (1 / s + 1 / e),
+                     t=t, rel=rel, scripts=1 / (1 / t + 1 / rel),
                      lb_user=per_cycle(f[5], lb), lb_sys=per_cycle(f[6], lb),
                      recipe_user=per_cycle(f[7], recipe), recipe_sys=per_cycle(f[8], recipe)))
 def med(key):
@@ -186,8 +202,9 @@ def ratio(num, den):
     m = f"{statistics.median(v):.2f}"
     return m if len(v) == 1 else f"{m} ({min(v):.2f}-{max(v):.2f})"
 print(f"| {c} | {med('lb'):.0f} | {med('recipe'):.0f} | {med('pair'):.0f} | "
-      f"{med('cycle'):.0f} ({med('s'):.0f}, {med('e'):.0f}) | {ratio('lb', 'cycle')} | "
+      f"{med('cycle'):.0f} ({med('s'):.0f}, {med('e'):.0f}) | "
+      f"{med('scripts'):.0f} ({med('t'):.0f}, {med('rel'):.0f}) | {ratio('lb', 'cycle')} | "
       f"{ratio('lb', 'recipe')} | {ratio('pair', 'cycle')} | {ratio('recipe', 'cycle')} | "
-      f"{cpu('lb')} | {cpu('recipe')} |")
+      f"{ratio('lb', 'scripts')} | {ratio('scripts', 'cycle')} | {cpu('lb')} | {cpu('recipe')} |")
 PY
 done

@@ -25,6 +25,11 @@
 //!   client's task to the driver's and back costs the rate (docs/harness-overhead.md: it did
 //!   not, the in-task loops were slower).
 //!
+//! `cargo run --release --example redis_client_cycle -- HOST:PORT load` loads the herd recipe's
+//! take and release scripts into the server's script cache and prints `take SHA` and
+//! `release SHA`: so redis-benchmark can run the recipe's own commands (`EVALSHA`, as the
+//! recipe sends them) in `benches/harness-overhead.sh`.
+//!
 //! `REDIS_NODELAY=1` sets `TCP_NODELAY` on every connection (the crate leaves Nagle's algorithm
 //! on by default).
 //!
@@ -38,7 +43,7 @@ const COMPARE_AND_DELETE: &str = "if redis.call('get', KEYS[1]) == ARGV[1] then 
 
 fn usage() -> ! {
     eprintln!(
-        "usage: redis_client_cycle HOST:PORT CLIENTS SECONDS pair|recipe|pair-in-task|recipe-in-task|recipe-multi|recipe-lean (e.g. 127.0.0.1:6379 8 10 pair)"
+        "usage: redis_client_cycle HOST:PORT CLIENTS SECONDS pair|recipe|pair-in-task|recipe-in-task|recipe-multi|recipe-lean (e.g. 127.0.0.1:6379 8 10 pair)\n       redis_client_cycle HOST:PORT load (prints the recipe's take and release scripts' SHAs)"
     );
     std::process::exit(2);
 }
@@ -46,6 +51,12 @@ fn usage() -> ! {
 #[tokio::main]
 async fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    if let [endpoint, load] = args.as_slice()
+        && load == "load"
+    {
+        load_recipe_scripts(endpoint).await;
+        return;
+    }
     let [endpoint, clients, seconds, mode] = args.as_slice() else {
         usage()
     };
@@ -126,6 +137,34 @@ async fn main() {
         }
     }
     println!("cycles_per_s {:.0}", done as f64 / elapsed);
+}
+
+/// Loads the herd recipe's take and release scripts (`load` mode) and prints their SHAs, or
+/// exits 1 saying why it could not.
+async fn load_recipe_scripts(endpoint: &str) {
+    let loading = async {
+        let client = redis::Client::open(format!("redis://{endpoint}/"))?;
+        let mut conn = client.get_multiplexed_async_connection().await?;
+        let (take, release) = lockbench::recipe::redis::herd_cycle_sources();
+        let mut shas = Vec::new();
+        for source in [take, release] {
+            shas.push(redis::Script::new(source).load_async(&mut conn).await?);
+        }
+        redis::RedisResult::Ok(shas)
+    };
+    match tokio::time::timeout(Duration::from_secs(5), loading).await {
+        Ok(Ok(shas)) => println!("take {}\nrelease {}", shas[0], shas[1]),
+        Ok(Err(e)) => {
+            eprintln!("redis_client_cycle: {endpoint}: loading the recipe's scripts: {e}");
+            std::process::exit(1);
+        }
+        Err(_) => {
+            eprintln!(
+                "redis_client_cycle: {endpoint} did not load the recipe's scripts within 5 s"
+            );
+            std::process::exit(1);
+        }
+    }
 }
 
 /// A connection and, when its driver runs in the client's own task, that driver.
