@@ -64,7 +64,21 @@ fn reentrant_lock_on_every_system_and_strategy() {
         for strategy in ["herd", "predecessor"] {
             let s = summary(&run, &format!("{system}-{strategy}-reentrant-c8"));
             let at = format!("{system}/{strategy}");
-            assert!(s.acquisitions > 10, "{at}: {} acquisitions", s.acquisitions);
+            // What the cell met instead (in one CI proof beside two other binaries, ZooKeeper's
+            // predecessor cell made 0 acquisitions, and the message said no more).
+            assert!(
+                s.acquisitions > 10,
+                "{at}: {} acquisitions in {:.1} s; timeouts {}, indeterminate {}, errors {:?}, \
+                 error messages {:?}, requests {}, longest wait {} µs",
+                s.acquisitions,
+                s.duration_s,
+                s.timeouts,
+                s.indeterminate,
+                s.errors,
+                s.error_messages,
+                s.requests_total,
+                s.max_wait_us
+            );
             let safety = s.safety.as_ref().expect("every cell carries a verdict");
             assert_eq!(
                 safety.verdict,
