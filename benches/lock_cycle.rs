@@ -22,7 +22,7 @@ fn lock_cycle(c: &mut Criterion) {
         .expect("runtime");
     for system in ALL_SYSTEMS {
         let started = rt.block_on(async {
-            lockbench::image::require(system.image_kind()).await?;
+            lockbench::image::require(system.default_version()).await?;
             Cluster::start(lockbench::service::of(system), ClusterOptions::default()).await
         });
         let cluster = match started {

@@ -156,7 +156,9 @@ fn suite(c: &mut Criterion) {
 
 fn synthetic_cell(clients: u32) -> CellInfo {
     CellInfo {
+        server_version: None,
         id: CellId {
+            version: None,
             system: System::Redis,
             strategy: Strategy::Predecessor,
             workload: "synthetic".into(),

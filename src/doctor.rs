@@ -2,7 +2,7 @@
 //! that fixes each problem.
 
 use crate::image::{self, ImageState};
-use crate::system::all_images;
+use crate::system::Version;
 
 /// One line of the doctor's report.
 #[derive(Debug, Clone, serde::Serialize)]
@@ -41,14 +41,20 @@ pub async fn diagnose() -> Vec<Problem> {
             return out;
         }
     }
-    for kind in all_images() {
-        let name = image::image_name(kind);
-        let (ok, detail, fix) = match image::state(kind).await {
+    for version in Version::all() {
+        let name = image::image_name(version);
+        let (ok, detail, fix) = match image::state(version).await {
             Ok(ImageState::Current) => (true, format!("{} present", name.name), None),
+            // Another version than the default is built when a run first names it.
+            Ok(ImageState::Missing) if !version.is_default() => (
+                true,
+                format!("{} not built (built when a run names it)", name.name),
+                None,
+            ),
             Ok(ImageState::Missing) => (
                 false,
                 format!("{} missing", name.name),
-                Some(image::missing_fix(kind, &name)),
+                Some(image::missing_fix(version, &name)),
             ),
             Ok(ImageState::Stale { found }) => (
                 false,
@@ -62,7 +68,7 @@ pub async fn diagnose() -> Vec<Problem> {
             ),
         };
         out.push(Problem {
-            what: format!("image {kind}"),
+            what: format!("image {}:{version}", version.image()),
             ok,
             detail,
             fix,

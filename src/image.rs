@@ -1,9 +1,11 @@
 //! The server images: their Dockerfiles (embedded, so the binary works outside the repository),
 //! content hashes, name overrides, and an idempotent offline build.
 //!
-//! Each image is built from Debian bookworm packages on a base that is `debian:bookworm-slim`
-//! when the engine has it or can pull it, and otherwise `lockbench/base:bookworm`, made here with
-//! `debootstrap` and `docker import` (no registry needed).
+//! Each image comes in the versions `docker/versions.tsv` lists ([`Version`]), tagged by version
+//! (`lockbench/etcd:3.5`). A version is built from one Debian release's packages on that
+//! release's base: `debian:<release>-slim` when the engine has it or can pull it, and otherwise
+//! `lockbench/base:<release>`, made here with `debootstrap` and `docker import` (no registry
+//! needed).
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -12,14 +14,19 @@ use std::time::{Duration, Instant};
 use sha2::{Digest, Sha256};
 use tokio::process::Command;
 
-use crate::system::ImageKind;
+use crate::system::{ImageKind, Release, Version};
 
 /// Image label holding the hash of the Dockerfile and files it copies.
 pub const HASH_LABEL: &str = "lockbench.content-hash";
-/// The official slim base, used when present or pullable.
-pub const SLIM_BASE: &str = "debian:bookworm-slim";
-/// The base made locally with debootstrap when no registry answers.
-pub const LOCAL_BASE: &str = "lockbench/base:bookworm";
+/// The official slim base of `release`, used when present or pullable.
+pub fn slim_base(release: Release) -> String {
+    format!("debian:{release}-slim")
+}
+
+/// The base of `release` made locally with debootstrap when no registry answers.
+pub fn local_base(release: Release) -> String {
+    format!("lockbench/base:{release}")
+}
 
 const PULL_TIMEOUT: Duration = Duration::from_secs(30);
 const BUILD_TIMEOUT: Duration = Duration::from_secs(1200);
@@ -57,35 +64,51 @@ pub enum ImageError {
     Docker(#[from] crate::docker::DockerError),
 }
 
-/// The hash recorded on a built image: it changes exactly when its build inputs change.
-pub fn content_hash(kind: ImageKind) -> String {
+/// The hash recorded on a built image: it changes exactly when its build inputs change (the
+/// Dockerfile, the entrypoint, the release and the packages).
+pub fn content_hash(version: Version) -> String {
+    let kind = version.image();
     let mut h = Sha256::new();
     h.update(kind.dockerfile().as_bytes());
     h.update([0u8]);
     h.update(kind.entrypoint().as_bytes());
+    h.update([0u8]);
+    h.update(version.release().name().as_bytes());
+    h.update([0u8]);
+    h.update(version.packages().as_bytes());
     let digest = h.finalize();
     digest.iter().take(8).map(|b| format!("{b:02x}")).collect()
 }
 
-/// The environment variable that overrides an image's name.
+/// The environment variable that overrides the name of an image's default version.
 pub fn override_var(kind: ImageKind) -> String {
     format!("LOCKBENCH_{}_IMAGE", kind.name().to_ascii_uppercase())
 }
 
-/// The default, locally built image name.
-pub fn default_name(kind: ImageKind) -> String {
-    format!("lockbench/{}:{}", kind.name(), kind.tag())
+/// The locally built image name of a version, e.g. `lockbench/etcd:3.5`.
+pub fn default_name(version: Version) -> String {
+    format!("lockbench/{}:{}", version.image().name(), version.name())
 }
 
-/// Which image a system runs on: the override variable when set, else the local default.
-pub fn image_name(kind: ImageKind) -> ImageRef {
+/// The image the override variable names for `kind`'s default version, if it is set.
+pub fn override_of(kind: ImageKind) -> Option<String> {
     match std::env::var(override_var(kind)) {
-        Ok(v) if !v.trim().is_empty() => ImageRef {
-            name: v.trim().to_string(),
+        Ok(v) if !v.trim().is_empty() => Some(v.trim().to_string()),
+        _ => None,
+    }
+}
+
+/// Which image a version runs on: for the default version the override variable when set,
+/// else the locally built image. An override never replaces a version named on the command
+/// line (the run refuses that combination before it starts).
+pub fn image_name(version: Version) -> ImageRef {
+    match override_of(version.image()).filter(|_| version.is_default()) {
+        Some(name) => ImageRef {
+            name,
             overridden: true,
         },
-        _ => ImageRef {
-            name: default_name(kind),
+        None => ImageRef {
+            name: default_name(version),
             overridden: false,
         },
     }
@@ -113,7 +136,8 @@ fn split_repo_tag(name: &str) -> (String, String) {
 }
 
 /// How to get a missing image: build ours, or pull the one the user named.
-pub fn missing_fix(kind: ImageKind, image: &ImageRef) -> String {
+pub fn missing_fix(version: Version, image: &ImageRef) -> String {
+    let kind = version.image();
     if image.overridden {
         format!(
             "it is named by {} (or --{}-image), so lockbench does not build it: `docker pull {}`, or drop the override",
@@ -121,8 +145,14 @@ pub fn missing_fix(kind: ImageKind, image: &ImageRef) -> String {
             kind.name(),
             image.name
         )
-    } else {
+    } else if version.is_default() {
         "run `lockbench images` to build it".to_string()
+    } else {
+        format!(
+            "run `lockbench images --versions {}@{}` to build it (a run that names the version builds it too)",
+            kind.name(),
+            version.name()
+        )
     }
 }
 
@@ -136,8 +166,8 @@ pub enum ImageState {
 }
 
 /// Looks the image up with `docker image inspect`.
-pub async fn state(kind: ImageKind) -> Result<ImageState, ImageError> {
-    let image = image_name(kind);
+pub async fn state(version: Version) -> Result<ImageState, ImageError> {
+    let image = image_name(version);
     let fmt = format!("{{{{index .Config.Labels \"{HASH_LABEL}\"}}}}");
     let out = run_docker(
         &["image", "inspect", "--format", &fmt, &image.name],
@@ -147,7 +177,7 @@ pub async fn state(kind: ImageKind) -> Result<ImageState, ImageError> {
     match out {
         Ok(label) => {
             let label = label.trim().to_string();
-            if image.overridden || label == content_hash(kind) {
+            if image.overridden || label == content_hash(version) {
                 Ok(ImageState::Current)
             } else {
                 Ok(ImageState::Stale { found: label })
@@ -163,18 +193,18 @@ pub async fn state(kind: ImageKind) -> Result<ImageState, ImageError> {
 }
 
 /// Fails with the fix when an image a run needs is missing or stale.
-pub async fn require(kind: ImageKind) -> Result<String, ImageError> {
-    let image = image_name(kind);
-    match state(kind).await? {
+pub async fn require(version: Version) -> Result<String, ImageError> {
+    let image = image_name(version);
+    match state(version).await? {
         ImageState::Current => Ok(image.name),
         ImageState::Missing => Err(ImageError::Missing {
-            fix: missing_fix(kind, &image),
+            fix: missing_fix(version, &image),
             image: image.name,
         }),
         ImageState::Stale { found } => Err(ImageError::Stale {
             image: image.name,
             found,
-            expected: content_hash(kind),
+            expected: content_hash(version),
         }),
     }
 }
@@ -190,7 +220,7 @@ pub struct BuildReport {
 /// Builds every listed image that is missing or stale; current images are left alone, and
 /// overridden names are never built. `log` receives progress lines.
 pub async fn ensure(
-    kinds: &[ImageKind],
+    versions: &[Version],
     log: &dyn Fn(&str),
 ) -> Result<Vec<BuildReport>, ImageError> {
     // Concurrent callers in one process (parallel tests) wait for one build instead of racing.
@@ -200,29 +230,38 @@ pub async fn ensure(
     crate::docker::connect().await?;
     // Which images are current, in the order asked; the rest are built below.
     let mut wanted = Vec::new();
-    for &kind in kinds {
-        let image = image_name(kind);
-        let current = state(kind).await? == ImageState::Current;
+    for &version in versions {
+        if wanted.iter().any(|(v, _, _)| *v == version) {
+            continue;
+        }
+        let image = image_name(version);
+        let current = state(version).await? == ImageState::Current;
         if current {
             log(&format!("{}: up to date", image.name));
         } else if image.overridden {
             return Err(ImageError::Missing {
-                fix: missing_fix(kind, &image),
+                fix: missing_fix(version, &image),
                 image: image.name,
             });
         }
-        wanted.push((kind, image.name, current));
+        wanted.push((version, image.name, current));
     }
-    let base = if wanted.iter().any(|(_, _, current)| !current) {
-        Some(ensure_base(log).await?)
-    } else {
-        None
-    };
+    // Each release's base once, before the builds that need it.
+    let mut bases: Vec<(Release, String)> = Vec::new();
+    for (version, _, current) in &wanted {
+        let release = version.release();
+        if !current && !bases.iter().any(|(r, _)| *r == release) {
+            bases.push((release, ensure_base(release, log).await?));
+        }
+    }
     // The builds run at once: each mostly waits on Debian's mirror and on dpkg's I/O, so six
     // images take little longer than the slowest (on a fresh machine they build beside the
     // first compile). Reports come in the order asked.
-    let jobs = wanted.into_iter().map(|(kind, name, current)| {
-        let base = base.as_deref();
+    let jobs = wanted.into_iter().map(|(version, name, current)| {
+        let base = bases
+            .iter()
+            .find(|(r, _)| *r == version.release())
+            .map(|(_, b)| b.as_str());
         async move {
             let (Some(base), false) = (base, current) else {
                 return Ok(BuildReport {
@@ -235,7 +274,7 @@ pub async fn ensure(
                 "{name}: building on {base} (Debian packages; a few minutes)"
             ));
             let started = Instant::now();
-            build_one(kind, &name, base).await?;
+            build_one(version, &name, base).await?;
             let seconds = started.elapsed().as_secs_f64();
             log(&format!("{name}: built in {seconds:.0} s"));
             Ok(BuildReport {
@@ -257,33 +296,34 @@ async fn image_exists(name: &str) -> bool {
     .is_ok()
 }
 
-/// Picks or makes the Debian bookworm base image, returning its name.
-pub async fn ensure_base(log: &dyn Fn(&str)) -> Result<String, ImageError> {
-    if image_exists(SLIM_BASE).await {
-        return Ok(SLIM_BASE.to_string());
+/// Picks or makes the base image of a Debian release, returning its name.
+pub async fn ensure_base(release: Release, log: &dyn Fn(&str)) -> Result<String, ImageError> {
+    let (slim, local) = (slim_base(release), local_base(release));
+    if image_exists(&slim).await {
+        return Ok(slim);
     }
-    if image_exists(LOCAL_BASE).await {
-        return Ok(LOCAL_BASE.to_string());
+    if image_exists(&local).await {
+        return Ok(local);
     }
     log(&format!(
-        "base: trying `docker pull {SLIM_BASE}` ({PULL_TIMEOUT:?} at most)"
+        "base: trying `docker pull {slim}` ({PULL_TIMEOUT:?} at most)"
     ));
-    if run_docker(&["pull", SLIM_BASE], PULL_TIMEOUT).await.is_ok() {
-        return Ok(SLIM_BASE.to_string());
+    if run_docker(&["pull", &slim], PULL_TIMEOUT).await.is_ok() {
+        return Ok(slim);
     }
     log(&format!(
-        "base: no registry answered; making {LOCAL_BASE} with debootstrap (about a minute)"
+        "base: no registry answered; making {local} with debootstrap (about a minute)"
     ));
     let started = Instant::now();
-    debootstrap_base().await?;
+    debootstrap_base(release, &local).await?;
     log(&format!(
-        "base: made in {:.0} s",
+        "base: {local} made in {:.0} s",
         started.elapsed().as_secs_f64()
     ));
-    Ok(LOCAL_BASE.to_string())
+    Ok(local)
 }
 
-async fn debootstrap_base() -> Result<(), ImageError> {
+async fn debootstrap_base(release: Release, local: &str) -> Result<(), ImageError> {
     let mirror = std::env::var("LOCKBENCH_DEBIAN_MIRROR")
         .unwrap_or_else(|_| "http://deb.debian.org/debian".to_string());
     let dir = ScratchDir::new("rootfs")?;
@@ -291,13 +331,16 @@ async fn debootstrap_base() -> Result<(), ImageError> {
     let rootfs_s = rootfs.to_string_lossy().to_string();
     run(
         "debootstrap",
-        &["--variant=minbase", "bookworm", &rootfs_s, &mirror],
+        &["--variant=minbase", release.name(), &rootfs_s, &mirror],
         BUILD_TIMEOUT,
-        "Install it (`apt-get install debootstrap`) and run as root, or make `debian:bookworm-slim` available to Docker",
+        &format!(
+            "Install it (`apt-get install debootstrap`, a version that knows {release}) and run as root, or make `{}` available to Docker",
+            slim_base(release)
+        ),
     )
     .await?;
     let script = format!(
-        "set -o pipefail; tar -C '{rootfs_s}' -c . | docker import -c 'CMD [\"/bin/bash\"]' - {LOCAL_BASE}"
+        "set -o pipefail; tar -C '{rootfs_s}' -c . | docker import -c 'CMD [\"/bin/bash\"]' - {local}"
     );
     run(
         "bash",
@@ -309,18 +352,22 @@ async fn debootstrap_base() -> Result<(), ImageError> {
     Ok(())
 }
 
-async fn build_one(kind: ImageKind, name: &str, base: &str) -> Result<(), ImageError> {
+async fn build_one(version: Version, name: &str, base: &str) -> Result<(), ImageError> {
+    let kind = version.image();
     let dir = ScratchDir::new(kind.name())?;
     std::fs::write(dir.path().join("Dockerfile"), kind.dockerfile())?;
     std::fs::write(dir.path().join("entrypoint.sh"), kind.entrypoint())?;
     let ctx = dir.path().to_string_lossy().to_string();
-    let hash_label = format!("{HASH_LABEL}={}", content_hash(kind));
+    let hash_label = format!("{HASH_LABEL}={}", content_hash(version));
     let base_arg = format!("BASE={base}");
+    let packages_arg = format!("PACKAGES={}", version.packages());
     run_docker(
         &[
             "build",
             "--build-arg",
             &base_arg,
+            "--build-arg",
+            &packages_arg,
             "--label",
             &hash_label,
             "--label",
@@ -408,11 +455,23 @@ mod tests {
     use super::*;
 
     #[test]
-    fn hashes_differ_per_image_and_are_stable() {
-        let a = content_hash(ImageKind::Zookeeper);
-        assert_eq!(a, content_hash(ImageKind::Zookeeper));
-        assert_ne!(a, content_hash(ImageKind::Etcd));
+    fn hashes_differ_per_image_and_version_and_are_stable() {
+        let zk = Version::default_of(ImageKind::Zookeeper);
+        let a = content_hash(zk);
+        assert_eq!(a, content_hash(zk));
+        assert_ne!(a, content_hash(Version::default_of(ImageKind::Etcd)));
+        let older = Version::of_image(ImageKind::Zookeeper).nth(1).unwrap();
+        assert_ne!(a, content_hash(older));
         assert_eq!(a.len(), 16);
+    }
+
+    #[test]
+    fn images_are_tagged_by_version_and_bases_by_release() {
+        let etcd = Version::of_image(ImageKind::Etcd).collect::<Vec<_>>();
+        assert_eq!(default_name(etcd[0]), "lockbench/etcd:3.5");
+        assert_eq!(default_name(etcd[1]), "lockbench/etcd:3.4");
+        assert_eq!(local_base(Release::Trixie), "lockbench/base:trixie");
+        assert_eq!(slim_base(Release::Bookworm), "debian:bookworm-slim");
     }
 
     #[test]

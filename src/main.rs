@@ -54,7 +54,10 @@ async fn run(cli: Cli) -> anyhow::Result<Exit> {
     match cli.command {
         Command::Run(args) => verb::run::run(args).await,
         Command::Capacity(args) => verb::run::capacity(args).await,
-        Command::Images => verb::cluster::images().await,
+        Command::Images {
+            versions,
+            all_versions,
+        } => verb::cluster::images(&versions, all_versions).await,
         Command::Doctor => verb::cluster::doctor().await,
         Command::Up {
             system,
@@ -85,6 +88,9 @@ async fn run(cli: Cli) -> anyhow::Result<Exit> {
         Command::Chaos(ChaosCommand::Render(args)) => verb::chaos::render(args),
         Command::Baseline(BaselineCommand::Save { file, from }) => {
             verb::results::baseline_save(&file, from)
+        }
+        Command::Baseline(BaselineCommand::Upgrade { file }) => {
+            verb::results::baseline_upgrade(&file)
         }
         Command::Gate(args) => verb::results::gate(args),
         Command::Clean {

@@ -1,5 +1,5 @@
-//! The expanded matrix of a run: system × strategy × workload × chaos × clients, validated
-//! before any container starts.
+//! The expanded matrix of a run: system (at a version) × strategy × workload × chaos ×
+//! clients, validated before any container starts.
 
 use std::fmt;
 use std::time::Duration;
@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::nemesis::schedule::Schedule;
 use crate::recipe::Strategy;
-use crate::system::System;
+use crate::system::{System, SystemAt, Version};
 use crate::workload::Expect;
 use crate::workload::{ClientsAs, LockKind, Stop, Workload};
 
@@ -20,6 +20,9 @@ pub use crate::nemesis::schedule::NO_CHAOS;
 #[derive(Debug, Clone)]
 pub struct Cell {
     pub system: System,
+    /// The server version lockbench starts for it; `None` where lockbench starts no server
+    /// (a target, the in-memory mock).
+    pub version: Option<Version>,
     pub strategy: Strategy,
     /// The workload with any command-line overrides (clients, duration, seed) applied.
     pub workload: Workload,
@@ -34,6 +37,7 @@ impl Cell {
     pub fn calm(system: System, strategy: Strategy, workload: Workload) -> Cell {
         Cell {
             system,
+            version: None,
             strategy,
             workload,
             chaos: Schedule::none(),
@@ -45,6 +49,7 @@ impl Cell {
     pub fn id(&self) -> CellId {
         CellId {
             system: self.system,
+            version: self.version.map(|v| v.name().to_string()),
             strategy: self.strategy,
             workload: self.workload.name.clone(),
             chaos: self.chaos.name.clone(),
@@ -78,12 +83,17 @@ fn no_chaos() -> String {
 
 /// The coordinates of one cell, stored in its summary: what results are compared on (the
 /// regression gate keys baselines on [`CellId::base`]). Displayed as the cell's folder name,
-/// `<system>-<strategy>-<workload>[-<chaos>]-c<clients>[-r<repetition>]` (no chaos part
-/// without a schedule, no repetition part without `--repeat`).
+/// `<system>[@<version>]-<strategy>-<workload>[-<chaos>]-c<clients>[-r<repetition>]` (the
+/// version only where it is not the system's default, no chaos part without a schedule, no
+/// repetition part without `--repeat`).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct CellId {
     /// The system the cell runs on.
     pub system: System,
+    /// The server version lockbench started for it (`3.5`, `valkey-8.1`); absent where it
+    /// started none (a target) and in results from before versions were coordinates.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
     /// The waiting strategy.
     pub strategy: Strategy,
     /// The workload's name.
@@ -103,6 +113,7 @@ impl CellId {
     pub fn new(system: System, strategy: Strategy, workload: &str, clients: u32) -> CellId {
         CellId {
             system,
+            version: None,
             strategy,
             workload: workload.to_string(),
             chaos: NO_CHAOS.to_string(),
@@ -122,7 +133,13 @@ impl CellId {
 
 impl fmt::Display for CellId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}-{}-{}", self.system, self.strategy, self.workload)?;
+        write!(f, "{}", self.system)?;
+        if let Some(v) = &self.version
+            && *v != self.system.default_version().name()
+        {
+            write!(f, "@{v}")?;
+        }
+        write!(f, "-{}-{}", self.strategy, self.workload)?;
         if self.chaos != NO_CHAOS {
             write!(f, "-{}", self.chaos)?;
         }
@@ -197,6 +214,9 @@ fn lock_unfit(system: System, strategy: Strategy, lock: LockKind) -> Option<Stri
 struct CellRow {
     id: String,
     system: System,
+    /// The server version lockbench starts; absent where it starts none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    version: Option<String>,
     strategy: Strategy,
     #[serde(default = "no_chaos")]
     chaos: String,
@@ -227,12 +247,42 @@ struct PlanFile {
 pub struct ClusterGroup<'a> {
     /// The system.
     pub system: System,
+    /// The server version to start; `None` where lockbench starts no server.
+    pub version: Option<Version>,
     /// Its server nodes.
     pub size: usize,
     /// The delay between its nodes (the cells' `peer_latency`).
     pub peer_latency: crate::latency::Delay,
     /// Its cells, in plan order.
     pub cells: Vec<&'a Cell>,
+}
+
+/// A system as a plan names it: at the version lockbench starts ([`SystemAt`]), or a
+/// [`System`] alone where lockbench starts no server of its own or takes the default (a
+/// target, the in-memory mock, tests).
+pub trait PlannedSystem {
+    /// The system.
+    fn system(&self) -> System;
+    /// The version lockbench starts, `None` for whatever the cluster runs.
+    fn version(&self) -> Option<Version>;
+}
+
+impl PlannedSystem for System {
+    fn system(&self) -> System {
+        *self
+    }
+    fn version(&self) -> Option<Version> {
+        None
+    }
+}
+
+impl PlannedSystem for SystemAt {
+    fn system(&self) -> System {
+        self.system
+    }
+    fn version(&self) -> Option<Version> {
+        Some(self.version)
+    }
 }
 
 /// The schedules of a run (`none` alone when none is given), with `--seed` applied, each
@@ -418,9 +468,9 @@ impl Plan {
     /// Expands systems × workloads × schedules × (strategies) × (clients). `native` applies to
     /// etcd only, a schedule to the systems it names and that can run its `cluster_size`;
     /// elsewhere the combination is skipped with a note.
-    pub fn expand(
+    pub fn expand<S: PlannedSystem>(
         run_id: &str,
-        systems: &[System],
+        systems: &[S],
         workloads: &[Workload],
         ov: &Overrides,
     ) -> Result<Plan, PlanError> {
@@ -438,7 +488,8 @@ impl Plan {
                 skipped.push(line);
             }
         };
-        for &system in systems {
+        for planned in systems {
+            let (system, version) = (planned.system(), planned.version());
             for wl in workloads {
                 for chaos in &schedules {
                     if let Some(why) = chaos.unfit_for(system) {
@@ -478,6 +529,7 @@ impl Plan {
                             }
                             cells.push(Cell {
                                 system,
+                                version,
                                 strategy,
                                 workload: w,
                                 chaos: chaos.clone(),
@@ -554,6 +606,7 @@ impl Plan {
             let peer_latency = c.workload.peer_latency;
             match out.iter_mut().find(|g| {
                 g.system == c.system
+                    && g.version == c.version
                     && g.size == size
                     && g.peer_latency == peer_latency
                     && g.cells[0].repetition == c.repetition
@@ -561,6 +614,7 @@ impl Plan {
                 Some(g) => g.cells.push(c),
                 None => out.push(ClusterGroup {
                     system: c.system,
+                    version: c.version,
                     size,
                     peer_latency,
                     cells: vec![c],
@@ -584,6 +638,7 @@ impl Plan {
                 .map(|c| CellRow {
                     id: c.id().to_string(),
                     system: c.system,
+                    version: c.version.map(|v| v.name().to_string()),
                     strategy: c.strategy,
                     chaos: c.chaos.name.clone(),
                     workload: c.workload.to_table(),
@@ -624,8 +679,16 @@ impl Plan {
                         row.id, row.chaos, chaos.name
                     )));
                 }
+                let version = match &row.version {
+                    None => None,
+                    Some(v) => Some(
+                        crate::system::Version::find(row.system, v)
+                            .map_err(|e| bad(format!("cell {}: {e}", row.id)))?,
+                    ),
+                };
                 Ok(Cell {
                     system: row.system,
+                    version,
                     strategy: row.strategy,
                     workload,
                     chaos,
@@ -908,6 +971,7 @@ mod tests {
     #[test]
     fn cell_ids_name_folders_and_chaos_only_when_there_is_one() {
         let mut id = CellId {
+            version: None,
             system: System::Redis,
             strategy: Strategy::Herd,
             workload: "hot-lock".into(),

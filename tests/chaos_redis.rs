@@ -79,7 +79,7 @@ async fn reach(cluster: &Cluster, servers: &[String]) -> Vec<(String, BTreeSet<S
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn redlock_faults_clock_ring_restarts_and_one_heal() {
-    lockbench::image::ensure(&[System::Redlock.image_kind()], &|l| eprintln!("{l}"))
+    lockbench::image::ensure(&[System::Redlock.default_version()], &|l| eprintln!("{l}"))
         .await
         .unwrap();
     let cluster = Cluster::start(

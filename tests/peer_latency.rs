@@ -128,7 +128,7 @@ async fn redirected(cluster: &Cluster, node: &str) -> u64 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn partitions_hold_behind_the_relays_and_a_restarted_member_gets_its_relay_again() {
-    lockbench::image::ensure(&[System::Etcd.image_kind()], &|l| eprintln!("{l}"))
+    lockbench::image::ensure(&[System::Etcd.default_version()], &|l| eprintln!("{l}"))
         .await
         .unwrap();
     let opts = ClusterOptions {

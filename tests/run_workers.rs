@@ -97,6 +97,7 @@ where
 {
     let system = cluster.system();
     let cell = Cell {
+        version: None,
         system,
         strategy: Strategy::Predecessor,
         workload: Workload::from_str(workload, name).expect("a valid test workload"),

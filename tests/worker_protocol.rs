@@ -291,6 +291,7 @@ async fn the_mock_refuses_worker_processes_and_says_why() {
     let dir = scratch("mock");
     let backend = MockBackend::new(MockOptions::default());
     let cell = Cell {
+        version: None,
         system: System::Redis,
         strategy: Strategy::Herd,
         workload: Workload::from_str(

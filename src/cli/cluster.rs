@@ -4,15 +4,20 @@ use anyhow::Context;
 
 use super::Exit;
 use crate::cluster::{Cluster, ClusterOptions, RedisOptions};
-use crate::system::System;
 use crate::{docker, doctor, image, system};
 
-/// `lockbench images`: builds every missing or outdated image, prints what was done as JSON.
-pub async fn images() -> anyhow::Result<Exit> {
-    let reports = image::ensure(&system::all_images(), &|line| {
-        eprintln!("lockbench: {line}")
-    })
-    .await?;
+/// `lockbench images`: builds every missing or outdated image of the default versions, and of
+/// the versions named (or of all), prints what was done as JSON.
+pub async fn images(versions: &[system::SystemAt], all: bool) -> anyhow::Result<Exit> {
+    let mut wanted: Vec<system::Version> = system::all_images()
+        .into_iter()
+        .map(system::Version::default_of)
+        .collect();
+    if all {
+        wanted.extend(system::Version::all());
+    }
+    wanted.extend(versions.iter().map(|v| v.version));
+    let reports = image::ensure(&wanted, &|line| eprintln!("lockbench: {line}")).await?;
     println!("{}", serde_json::to_string_pretty(&reports)?);
     Ok(Exit::Ok)
 }
@@ -35,12 +40,14 @@ pub async fn doctor() -> anyhow::Result<Exit> {
 /// `lockbench up`: starts a cluster, prints its connection details as JSON, and removes it
 /// again on Ctrl-C or SIGTERM (also when they come during start-up).
 pub async fn up(
-    system: System,
+    at: system::SystemAt,
     size: Option<usize>,
     persistence: bool,
     tls: Option<&std::path::Path>,
     peer_latency: Option<std::time::Duration>,
 ) -> anyhow::Result<Exit> {
+    let system = at.system;
+    crate::cli::run::refuse_override_beside_version(&[at])?;
     let tls = match tls {
         None => None,
         Some(dir) => {
@@ -78,16 +85,17 @@ pub async fn up(
             }),
             _ => None,
         },
+        version: Some(at.version),
     };
     if let Some(s) = size {
         system.validate_size(s)?;
     }
-    image::ensure(&[system.image_kind()], &|line| {
-        eprintln!("lockbench: {line}")
-    })
-    .await?;
+    image::ensure(&[at.version], &|line| eprintln!("lockbench: {line}")).await?;
     let run_id = docker::new_run_id();
-    eprintln!("lockbench: starting {system} (run {run_id}); Ctrl-C stops and removes it");
+    eprintln!(
+        "lockbench: starting {system}@{} (run {run_id}); Ctrl-C stops and removes it",
+        at.version
+    );
     let start = Cluster::start_with_run_id(crate::service::of(system), opts, &run_id);
     // One listener from before start-up to the end: a signal during start-up must still
     // remove what was started, and one sent as soon as the JSON is printed must not fall

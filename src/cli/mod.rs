@@ -16,13 +16,16 @@ use crate::system::System;
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
-    /// ZooKeeper image to run instead of lockbench/zookeeper:3.8 (same as LOCKBENCH_ZOOKEEPER_IMAGE).
+    /// ZooKeeper image to run instead of the default version's (same as
+    /// LOCKBENCH_ZOOKEEPER_IMAGE); refused beside `--systems zookeeper@VERSION`.
     #[arg(long, global = true, value_name = "IMAGE")]
     pub zookeeper_image: Option<String>,
-    /// etcd image to run instead of lockbench/etcd:3.4 (same as LOCKBENCH_ETCD_IMAGE).
+    /// etcd image to run instead of the default version's (same as LOCKBENCH_ETCD_IMAGE);
+    /// refused beside `--systems etcd@VERSION`.
     #[arg(long, global = true, value_name = "IMAGE")]
     pub etcd_image: Option<String>,
-    /// Redis image (Sentinel and Redlock too) instead of lockbench/redis:7.0 (LOCKBENCH_REDIS_IMAGE).
+    /// Redis image (Sentinel and Redlock too) instead of the default version's (same as
+    /// LOCKBENCH_REDIS_IMAGE); refused beside `--systems redis@VERSION` or `redlock@VERSION`.
     #[arg(long, global = true, value_name = "IMAGE")]
     pub redis_image: Option<String>,
 }
@@ -56,15 +59,24 @@ pub enum Command {
     /// Universal Scalability Law to the throughput, and write capacity.json, the capacity
     /// plot and the reports into the run folder.
     Capacity(CapacityArgs),
-    /// Build the server images that are missing or out of date (no registry needed).
-    Images,
+    /// Build the server images that are missing or out of date (no registry needed): every
+    /// system's default version, and the versions named.
+    Images {
+        /// Other versions to build too, comma-separated (`etcd@3.4,redis@valkey-8.1`); a run
+        /// that names a version builds its image on first use anyway.
+        #[arg(long, value_delimiter = ',', value_name = "SYSTEM@VERSION")]
+        versions: Vec<crate::system::SystemAt>,
+        /// Build every version of every system.
+        #[arg(long, conflicts_with = "versions")]
+        all_versions: bool,
+    },
     /// Check the Docker engine and the images, and say how to fix what is missing.
     Doctor,
     /// Start a cluster, print its endpoints and leader as JSON, keep it until Ctrl-C.
     Up {
-        /// The system to start.
-        #[arg(help = systems_help())]
-        system: System,
+        /// The system to start, at its default version or at one named after `@`.
+        #[arg(help = systems_at_help())]
+        system: crate::system::SystemAt,
         /// Number of server nodes.
         #[arg(long, help = sizes_help())]
         size: Option<usize>,
@@ -150,9 +162,12 @@ pub enum Command {
 /// Arguments of `lockbench run`.
 #[derive(Debug, clap::Args)]
 pub struct RunArgs {
-    /// Systems to run, comma-separated; default: the default comparison's.
-    #[arg(long, value_delimiter = ',', default_values_t = crate::system::default_systems())]
-    pub systems: Vec<System>,
+    /// Systems to run, comma-separated, each at its default version or at one named after `@`
+    /// (`etcd@3.4,etcd@3.5`: two versions side by side as separate cells); default: the
+    /// default comparison's.
+    #[arg(long, value_delimiter = ',', help = systems_at_help(),
+          default_values_t = crate::system::default_systems().into_iter().map(crate::system::SystemAt::default_of))]
+    pub systems: Vec<crate::system::SystemAt>,
     /// Every system lockbench has, the ones outside the default comparison too.
     #[arg(long, conflicts_with = "systems")]
     pub all_systems: bool,
@@ -355,6 +370,13 @@ pub enum BaselineCommand {
         #[arg(long)]
         from: Vec<std::path::PathBuf>,
     },
+    /// Convert a baseline of an older layout to this lockbench's, in place (a baseline from
+    /// before cells carried a server version gets each system's Debian bookworm version, which
+    /// every such baseline measured).
+    Upgrade {
+        /// The baseline file to convert, e.g. results/baselines/ci-smoke.json.
+        file: std::path::PathBuf,
+    },
 }
 
 /// Arguments of `lockbench gate`.
@@ -503,9 +525,16 @@ fn bounded_duration(
 
 /// The help texts that list systems, sizes and strategies read the table of system facts, so a
 /// new system shows up in `--help` by itself.
-fn systems_help() -> String {
-    let names: Vec<&str> = crate::system::FACTS.iter().map(|f| f.name).collect();
-    format!("The system to start: {}", names.join(", "))
+/// The systems with their versions (`docker/versions.tsv`), the default first.
+fn systems_at_help() -> String {
+    let names: Vec<String> = crate::system::FACTS
+        .iter()
+        .map(|f| format!("{} ({})", f.name, f.system.versions_text()))
+        .collect();
+    format!(
+        "Systems, each as SYSTEM or SYSTEM@VERSION; the versions, default first: {}",
+        names.join("; ")
+    )
 }
 
 fn sizes_help() -> String {

@@ -62,6 +62,12 @@ pub fn baseline_save(file: &Path, mut from: Vec<PathBuf>) -> anyhow::Result<Exit
     Ok(Exit::Ok)
 }
 
+/// `lockbench baseline upgrade FILE`: a baseline of an older layout converted in place.
+pub fn baseline_upgrade(file: &Path) -> anyhow::Result<Exit> {
+    println!("{}", gate::baseline::upgrade_file(file)?);
+    Ok(Exit::Ok)
+}
+
 /// `lockbench gate`: the table on stdout, JUnit when asked; exit 1 on a failure, 2 when the
 /// gate cannot judge.
 pub fn gate(args: GateArgs) -> anyhow::Result<Exit> {

@@ -7,6 +7,7 @@ use super::{CapacityArgs, Exit, RunArgs};
 use crate::docker;
 use crate::plan::{Overrides, Plan};
 use crate::runner::{Backend, DockerBackend, RunOutcome, TargetBackend};
+use crate::system::SystemAt;
 use crate::workload::Workload;
 
 /// The built-in default workload (the file in workloads/, embedded so the binary runs anywhere).
@@ -60,13 +61,29 @@ pub async fn run(args: RunArgs) -> anyhow::Result<Exit> {
         else {
             return Ok(Exit::Interrupted);
         };
-        return Ok(verdicts(&outcome.summaries, args.strict));
+        return Ok(with_failures(
+            verdicts(&outcome.summaries, args.strict),
+            &outcome.failed,
+        ));
     }
-    let systems = if args.all_systems {
-        crate::system::ALL_SYSTEMS.to_vec()
+    let systems: Vec<SystemAt> = if args.all_systems {
+        crate::system::ALL_SYSTEMS
+            .into_iter()
+            .map(SystemAt::default_of)
+            .collect()
     } else {
-        args.systems.clone()
+        let mut once: Vec<SystemAt> = Vec::new();
+        for at in &args.systems {
+            if !once
+                .iter()
+                .any(|o| o.system == at.system && o.version == at.version)
+            {
+                once.push(*at);
+            }
+        }
+        once
     };
+    refuse_override_beside_version(&systems)?;
     let plan = Plan::expand(&run_id, &systems, &workloads, &ov)?
         .repeated(args.repeat)
         .with_floor_samples(args.floor_samples as usize);
@@ -80,7 +97,40 @@ pub async fn run(args: RunArgs) -> anyhow::Result<Exit> {
     else {
         return Ok(Exit::Interrupted);
     };
-    Ok(verdicts(&outcome.summaries, args.strict))
+    Ok(with_failures(
+        verdicts(&outcome.summaries, args.strict),
+        &outcome.failed,
+    ))
+}
+
+/// Refuses an image override (`--etcd-image`, `LOCKBENCH_ETCD_IMAGE`) beside a version named
+/// for the same image (`etcd@3.4`): the override replaces the default version's image, so the
+/// cell would say one version and run another.
+pub(crate) fn refuse_override_beside_version(systems: &[SystemAt]) -> anyhow::Result<()> {
+    for at in systems.iter().filter(|a| a.named) {
+        let kind = at.system.image_kind();
+        if let Some(image) = crate::image::override_of(kind) {
+            anyhow::bail!(
+                "--systems {at} names a version, but {} (or --{}-image) is set to {image}, which                  replaces the default version's image: name no version to run {image}, or drop                  the override to run {at}",
+                crate::image::override_var(kind),
+                kind.name()
+            );
+        }
+    }
+    Ok(())
+}
+
+/// The run's exit once its cells are judged: cells that could not run make it a tool error
+/// (2), each said with why, whatever the verdicts of the others.
+fn with_failures(exit: Exit, failed: &[crate::results::FailedCell]) -> Exit {
+    if failed.is_empty() {
+        return exit;
+    }
+    eprintln!("lockbench: {} cell(s) could not run:", failed.len());
+    for f in failed {
+        eprintln!("lockbench:   {}: {}", f.id, f.reason);
+    }
+    Exit::ToolError
 }
 
 /// `lockbench capacity`: the sweep run as `lockbench run` runs a plan, then the capacity
@@ -125,7 +175,10 @@ pub async fn capacity(args: CapacityArgs) -> anyhow::Result<Exit> {
         println!("{line}");
     }
     println!("{}", crate::capacity::file::path(&outcome.folder).display());
-    Ok(verdicts(&outcome.summaries, false))
+    Ok(with_failures(
+        verdicts(&outcome.summaries, false),
+        &outcome.failed,
+    ))
 }
 
 /// Plays `plan` into a new run folder `name` under `out` with the progress on stderr, after

@@ -33,6 +33,9 @@ use crate::system::System;
 /// Deadline for one probe of a node (a 4-letter word, a status call, a PING).
 pub const PROBE_TIMEOUT: Duration = Duration::from_secs(2);
 
+/// How many of each node's last log lines a failed start keeps.
+const START_LOG_LINES: usize = 25;
+
 /// Cluster start-up, inspection and fault errors, each saying what to do.
 #[derive(Debug, thiserror::Error)]
 pub enum ClusterError {
@@ -40,6 +43,8 @@ pub enum ClusterError {
     Docker(#[from] DockerError),
     #[error(transparent)]
     Image(#[from] crate::image::ImageError),
+    #[error(transparent)]
+    Version(#[from] crate::system::version::UnknownVersion),
     #[error(transparent)]
     System(#[from] crate::system::SystemError),
     #[error("could not start node {node}: {error}")]
@@ -52,6 +57,11 @@ pub enum ClusterError {
         "the cluster did not become ready within {after:?}: {last}. See the node logs (`Cluster::logs`)"
     )]
     NotReady { after: Duration, last: String },
+    #[error("{cause}\nits nodes' last log lines:\n{logs}")]
+    StartFailed {
+        cause: Box<ClusterError>,
+        logs: String,
+    },
     #[error("no node named '{node}': the nodes are {known}")]
     UnknownNode { node: String, known: String },
     #[error("node {node} is {state:?}, but this needs it {wanted}")]
@@ -84,6 +94,9 @@ pub struct ClusterOptions {
     /// Delay every connection between the nodes (`peer_latency`): each container runs a
     /// relay in front of its peers ([`PeerLatency`]); `None` for direct connections.
     pub peer_latency: Option<PeerLatency>,
+    /// The server version to run (one of the system's [`System::versions`]); `None` for its
+    /// default version.
+    pub version: Option<crate::system::Version>,
 }
 
 /// Options of the systems that run on the Redis image (Redis with Sentinel, Redlock).
@@ -107,6 +120,8 @@ pub struct Cluster {
     pub(crate) cuts: std::sync::Mutex<Vec<Grudge>>,
     /// The delay between nodes it was started with, if any.
     peer_latency: Option<crate::latency::Delay>,
+    /// The server version it runs.
+    version: crate::system::Version,
     torn_down: bool,
 }
 
@@ -124,6 +139,8 @@ pub struct ClusterInfo {
     pub leader: Option<String>,
     pub start_seconds: f64,
     pub nodes: Vec<NodeInfo>,
+    /// The server version lockbench started (its image's version, `3.5`, `valkey-8.1`).
+    pub version: String,
     /// The server version one running node reported, or `unknown (why)`.
     pub server_version: String,
     /// The one-way delay added between every two nodes (`peer_latency`), µs; absent without.
@@ -182,7 +199,17 @@ impl Cluster {
         let started = Instant::now();
         let system = provider.system();
         let size = system.validate_size(opts.size.unwrap_or(system.default_size()))?;
-        let image = crate::image::require(system.image_kind()).await?;
+        let version = opts.version.unwrap_or_else(|| system.default_version());
+        if version.image() != system.image_kind() {
+            return Err(ClusterError::Version(
+                crate::system::version::UnknownVersion {
+                    system,
+                    asked: format!("{version:?}"),
+                    valid: system.versions_text(),
+                },
+            ));
+        }
+        let image = crate::image::require(version).await?;
         let docker = docker::connect().await?;
         let network = format!("lb-{run_id}-{}", system.name());
         let labels = HashMap::from([(RUN_LABEL.to_string(), run_id.to_string())]);
@@ -203,6 +230,7 @@ impl Cluster {
             started_in: Duration::ZERO,
             cuts: std::sync::Mutex::new(Vec::new()),
             peer_latency: opts.peer_latency.as_ref().map(|p| p.delay),
+            version,
             torn_down: false,
         };
         let wrapper = match &opts.peer_latency {
@@ -226,11 +254,48 @@ impl Cluster {
             let n = node::start(&image, run_id, &cluster.network, spec, wrapper.as_ref()).await?;
             cluster.nodes.push(n);
         }
-        cluster
+        let ready = cluster
             .wait_ready(opts.ready_timeout.unwrap_or(Duration::from_secs(120)))
-            .await?;
+            .await;
+        if let Err(cause) = ready {
+            // The containers go with the cluster: keep what their servers said first.
+            return Err(ClusterError::StartFailed {
+                cause: Box::new(cause),
+                logs: cluster.log_tails(START_LOG_LINES).await,
+            });
+        }
         cluster.started_in = started.elapsed();
         Ok(cluster)
+    }
+
+    /// The last `lines` lines each node printed, node by node, for an error report.
+    pub async fn log_tails(&self, lines: usize) -> String {
+        let mut out = String::new();
+        for n in &self.nodes {
+            let text = match n.logs().await {
+                Ok(text) => text,
+                Err(e) => format!("(its logs could not be read: {e})"),
+            };
+            let all: Vec<&str> = text.lines().collect();
+            let tail = &all[all.len().saturating_sub(lines)..];
+            out.push_str(&format!("--- {} (last {} lines)\n", n.name(), tail.len()));
+            for l in tail {
+                out.push_str(l);
+                out.push('\n');
+            }
+        }
+        out
+    }
+
+    /// The version a running server reports (`3.5.16`), or `unknown (why)`; never fails.
+    pub async fn server_version(&self) -> String {
+        version::server_version(self).await
+    }
+
+    /// The server version it runs, as lockbench chose it (the server's own answer is
+    /// [`Cluster::server_version`]).
+    pub fn version(&self) -> crate::system::Version {
+        self.version
     }
 
     /// One check of readiness (as defined for [`Cluster::start`]).
@@ -403,6 +468,7 @@ impl Cluster {
             leader: self.leader().await.ok().flatten(),
             start_seconds: self.started_in.as_secs_f64(),
             nodes,
+            version: self.version.name().to_string(),
             server_version: version::server_version(self).await,
             peer_latency_us: self.peer_latency.map(|d| d.base.as_micros() as u64),
             peer_jitter_us: self.peer_latency.map(|d| d.jitter.as_micros() as u64),

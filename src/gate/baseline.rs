@@ -9,8 +9,9 @@ use super::GateError;
 use super::aggregate::{CellAggregate, aggregate};
 use super::current::RunResults;
 
-/// Version of the baseline layout; `lockbench gate` refuses any other.
-pub const BASELINE_SCHEMA: u32 = 1;
+/// Version of the baseline layout; `lockbench gate` refuses any other, and `lockbench baseline
+/// upgrade` converts the older ones. 2: each cell's coordinates carry the server version.
+pub const BASELINE_SCHEMA: u32 = 2;
 
 /// A baseline: what `lockbench gate` compares a run with.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -93,9 +94,10 @@ impl Baseline {
             Some(v) if v == u64::from(BASELINE_SCHEMA) => {}
             Some(v) => {
                 return Err(GateError::Schema(format!(
-                    "{}: baseline schema_version {v}, this lockbench reads {BASELINE_SCHEMA}: save \
-                     the baseline again with this version (`lockbench baseline save {} --from \
-                     <run>`)",
+                    "{}: baseline schema_version {v}, this lockbench reads {BASELINE_SCHEMA}: \
+                     convert it (`lockbench baseline upgrade {}`) or save it again with this \
+                     version (`lockbench baseline save {} --from <run>`)",
+                    path.display(),
                     path.display(),
                     path.display()
                 )));
@@ -104,6 +106,74 @@ impl Baseline {
         }
         serde_json::from_value(value).map_err(|e| bad(format!("not a lockbench baseline: {e}")))
     }
+}
+
+/// A baseline of layout 1 (before cells carried a server version) in layout 2: every baseline
+/// of layout 1 was measured on the images of Debian bookworm's packages (etcd 3.4, ZooKeeper
+/// 3.8, Redis 7.0, ...), so each cell gets its system's bookworm version. A baseline whose
+/// cells ran on images named by an override cannot be told apart: make it again instead.
+pub fn upgrade_v1(mut value: serde_json::Value) -> Result<serde_json::Value, String> {
+    use crate::system::{Release, System};
+    let Some(cells) = value.get_mut("cells").and_then(|c| c.as_array_mut()) else {
+        return Err("no cells: not a lockbench baseline".into());
+    };
+    for cell in cells {
+        let id = cell
+            .get_mut("id")
+            .and_then(|i| i.as_object_mut())
+            .ok_or("a cell without an id: not a lockbench baseline")?;
+        let name = id
+            .get("system")
+            .and_then(|s| s.as_str())
+            .ok_or("a cell id without a system")?;
+        let system: System = name.parse().map_err(|e| format!("{e}"))?;
+        let version = system
+            .versions()
+            .into_iter()
+            .find(|v| v.release() == Release::Bookworm)
+            .ok_or_else(|| format!("{system} has no version from Debian bookworm to give"))?;
+        id.insert("version".into(), version.name().into());
+        let full: crate::plan::CellId =
+            serde_json::from_value(serde_json::Value::Object(id.clone()))
+                .map_err(|e| format!("a cell id that does not read: {e}"))?;
+        cell["cell"] = full.to_string().into();
+    }
+    value["schema_version"] = BASELINE_SCHEMA.into();
+    Ok(value)
+}
+
+/// `lockbench baseline upgrade FILE`: rewrites a baseline of an older layout in this one, in
+/// place; one already current is left as it is. Says what it did.
+pub fn upgrade_file(path: &Path) -> Result<String, GateError> {
+    let bad = |message: String| GateError::Input {
+        path: path.to_path_buf(),
+        message,
+    };
+    let text = std::fs::read_to_string(path).map_err(|e| bad(format!("cannot read it: {e}")))?;
+    let value: serde_json::Value =
+        serde_json::from_str(&text).map_err(|e| bad(format!("not JSON: {e}")))?;
+    let upgraded = match value.get("schema_version").and_then(|v| v.as_u64()) {
+        Some(v) if v == u64::from(BASELINE_SCHEMA) => {
+            return Ok(format!("{}: already layout {v}", path.display()));
+        }
+        Some(1) => upgrade_v1(value).map_err(bad)?,
+        Some(v) => {
+            return Err(bad(format!(
+                "baseline schema_version {v}, which this lockbench cannot convert: save it again \
+                 with `lockbench baseline save`"
+            )));
+        }
+        None => return Err(bad("no schema_version: not a lockbench baseline".into())),
+    };
+    let baseline: Baseline = serde_json::from_value(upgraded)
+        .map_err(|e| bad(format!("the converted baseline does not read: {e}")))?;
+    baseline.save(path)?;
+    Ok(format!(
+        "{}: converted from layout 1 to {BASELINE_SCHEMA} ({} cells, each at its system's \
+         Debian bookworm version)",
+        path.display(),
+        baseline.cells.len()
+    ))
 }
 
 /// The default run folder `--from` and `--current` read: `results/latest`.

@@ -374,7 +374,7 @@ fn baselines_round_trip_and_other_schemas_are_refused() {
     assert_eq!(Baseline::load(&path).unwrap(), b);
     let text = std::fs::read_to_string(&path)
         .unwrap()
-        .replace("\"schema_version\": 1", "\"schema_version\": 99");
+        .replace("\"schema_version\": 2", "\"schema_version\": 99");
     std::fs::write(&path, text).unwrap();
     let e = Baseline::load(&path).unwrap_err();
     assert!(matches!(e, GateError::Schema(_)), "{e}");
@@ -672,4 +672,40 @@ fn a_strategy_with_too_few_cells_takes_the_suites_factor() {
         "{md}"
     );
     assert!(md.contains("+40.0 % (raw +96.0 %)"), "{md}");
+}
+
+#[test]
+fn a_layout_1_baseline_is_upgraded_to_the_bookworm_versions_it_measured_and_gates_again() {
+    let dir = std::env::temp_dir().join(format!("lb-upgrade-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("old.json");
+    std::fs::write(&file, include_str!("testdata/baseline-v1.json")).unwrap();
+    // Refused as it is, with the command that converts it.
+    let refused = Baseline::load(&file).unwrap_err().to_string();
+    assert!(refused.contains("lockbench baseline upgrade"), "{refused}");
+    let said = baseline::upgrade_file(&file).unwrap();
+    assert!(said.contains("converted from layout 1"), "{said}");
+    let b = Baseline::load(&file).unwrap();
+    assert_eq!(b.schema_version, baseline::BASELINE_SCHEMA);
+    let zk = b
+        .cells
+        .iter()
+        .find(|c| c.id.system == System::Zookeeper)
+        .unwrap();
+    assert_eq!(zk.id.version.as_deref(), Some("3.8"));
+    assert!(zk.cell.starts_with("zookeeper@3.8-"), "{}", zk.cell);
+    let redis = b
+        .cells
+        .iter()
+        .find(|c| c.id.system == System::Redis)
+        .unwrap();
+    assert_eq!(redis.id.version.as_deref(), Some("7.0"));
+    // Its figures are untouched, and a second upgrade changes nothing.
+    assert!(!zk.metrics.is_empty());
+    assert!(
+        baseline::upgrade_file(&file)
+            .unwrap()
+            .contains("already layout")
+    );
+    std::fs::remove_dir_all(&dir).ok();
 }

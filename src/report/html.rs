@@ -113,6 +113,9 @@ fn header(run: &RunView, name: &str) -> String {
     if !run.not_run.is_empty() {
         status.push_str(&format!("; not run: {}", run.not_run.join(", ")));
     }
+    for f in &run.failed {
+        status.push_str(&format!("; {} failed: {}", f.id, f.reason));
+    }
     let unsafe_cells = run
         .cells
         .iter()

@@ -39,6 +39,9 @@ impl Exporter for Json {
             schema_version: u32,
             interrupted: bool,
             not_run: &'a [String],
+            /// The planned cells that could not run, each with why.
+            #[serde(skip_serializing_if = "<[_]>::is_empty")]
+            failed: &'a [crate::results::FailedCell],
             cells: &'a [CellSummary],
             /// Under `--repeat`: each cell over its repetitions (medians, quartiles, verdicts).
             #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -49,6 +52,7 @@ impl Exporter for Json {
             schema_version: SCHEMA_VERSION,
             interrupted: run.interrupted,
             not_run: &run.not_run,
+            failed: &run.failed,
             cells: &run.cells,
             repeated: if run.cells.iter().any(|c| c.id.repetition.is_some()) {
                 crate::gate::aggregate(&run.cells)

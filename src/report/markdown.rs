@@ -48,7 +48,7 @@ pub fn section(run: &RunView, s: &Section) -> String {
         Section::Capacity { table, lines } => capacity_section(table, lines),
         Section::Safety => safety_section(&run.cells),
         Section::Faults => faults_section(&run.cells),
-        Section::NotRun => not_run_section(run.interrupted, &run.not_run),
+        Section::NotRun => not_run_section(run.interrupted, &run.not_run, &run.failed),
         Section::Plots => plots_section(&run.plots.index),
         Section::Plan => String::new(),
         Section::Environment => environment_section(&run.environment),
@@ -98,9 +98,13 @@ fn capacity_section(t: &Table, lines: &[String]) -> String {
     s
 }
 
-/// Whether the run was interrupted, and the cells it did not run.
-fn not_run_section(interrupted: bool, not_run: &[String]) -> String {
-    format!(
+/// Whether the run was interrupted, the cells it did not run, and why each that failed did.
+fn not_run_section(
+    interrupted: bool,
+    not_run: &[String],
+    failed: &[crate::results::FailedCell],
+) -> String {
+    let mut out = format!(
         "\n{}Cells not run: {}\n",
         if interrupted {
             "The run was interrupted. "
@@ -112,7 +116,18 @@ fn not_run_section(interrupted: bool, not_run: &[String]) -> String {
         } else {
             not_run.join(", ")
         }
-    )
+    );
+    if !failed.is_empty() {
+        out.push_str(&format!(
+            "\nCells that failed ({}; each folder's `{}` has the whole story):\n\n",
+            failed.len(),
+            crate::results::ERROR_FILE
+        ));
+        for f in failed {
+            out.push_str(&format!("- `{}`: {}\n", f.id, f.reason));
+        }
+    }
+    out
 }
 
 /// The plots of `index` (PNG, relative to the run folder): run-level ones shown, each cell's
@@ -272,6 +287,7 @@ mod tests {
     fn the_faults_section_has_a_row_per_window_and_only_with_windows() {
         use crate::results::{FaultWindow, SafetyVerdict};
         let cell = CellInfo {
+            server_version: None,
             id: crate::plan::CellId::new(
                 crate::system::System::Etcd,
                 crate::recipe::Strategy::Herd,
@@ -379,6 +395,7 @@ mod tests {
             release,
         ];
         let cell = CellInfo {
+            server_version: None,
             id: crate::plan::CellId::new(
                 crate::system::System::Zookeeper,
                 crate::recipe::Strategy::Predecessor,

@@ -44,6 +44,8 @@ pub struct RunReport<'a> {
     pub cells: &'a [CellSummary],
     /// Ids of planned cells that did not run (known once the run is over).
     pub not_run: &'a [String],
+    /// Planned cells that could not run, each with why (also listed in `not_run`).
+    pub failed: &'a [crate::results::FailedCell],
     /// Ctrl-C or SIGTERM ended the run.
     pub interrupted: bool,
     /// False after each cell, true once at the very end.
@@ -113,6 +115,7 @@ impl ResultsWriter for Exporters {
             dir,
             cells,
             not_run: &[],
+            failed: &[],
             interrupted: false,
             finished,
         })?)

@@ -30,6 +30,8 @@ pub struct RunView {
     pub cells: Vec<CellSummary>,
     /// Ids of planned cells that did not run (known once the run is over).
     pub not_run: Vec<String>,
+    /// The planned cells that could not run, each with why.
+    pub failed: Vec<crate::results::FailedCell>,
     /// Ctrl-C or SIGTERM ended the run.
     pub interrupted: bool,
     /// False after each cell, true once at the very end.
@@ -106,6 +108,7 @@ impl RunView {
             dir: dir.to_path_buf(),
             cells: Vec::new(),
             not_run: Vec::new(),
+            failed: Vec::new(),
             interrupted: false,
             finished: false,
             environment: RunEnvironment {
@@ -129,6 +132,7 @@ impl RunView {
             dir: dir.to_path_buf(),
             cells: run.cells.to_vec(),
             not_run: run.not_run.to_vec(),
+            failed: run.failed.to_vec(),
             interrupted: run.interrupted,
             finished: run.finished,
             environment: RunEnvironment::read(dir),

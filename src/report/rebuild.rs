@@ -114,24 +114,29 @@ pub fn rebuild(dir: &Path, exporters: &Exporters) -> Result<Rebuilt, RebuildErro
         }
         summaries.push(stored);
     }
-    let (interrupted, not_run) = run_record(dir, &mut out.warnings);
+    let (interrupted, not_run, failed) = run_record(dir, &mut out.warnings);
     out.cells = summaries.len();
     exporters.run_updated(&RunReport {
         dir,
         cells: &summaries,
         not_run: &not_run,
+        failed: &failed,
         interrupted,
         finished: true,
     })?;
     Ok(out)
 }
 
-/// Whether the run was interrupted and which cells it did not run, from the run's
-/// `summary.json`; a run that never wrote one reads as not interrupted, nothing left out.
-fn run_record(dir: &Path, warnings: &mut Vec<String>) -> (bool, Vec<String>) {
+/// Whether the run was interrupted, which cells it did not run and which of those failed,
+/// from the run's `summary.json`; a run that never wrote one reads as not interrupted,
+/// nothing left out.
+fn run_record(
+    dir: &Path,
+    warnings: &mut Vec<String>,
+) -> (bool, Vec<String>, Vec<crate::results::FailedCell>) {
     let path = dir.join(SUMMARY_FILE);
     let Ok(text) = std::fs::read_to_string(&path) else {
-        return (false, Vec::new());
+        return (false, Vec::new(), Vec::new());
     };
     match serde_json::from_str::<serde_json::Value>(&text) {
         Ok(v) => (
@@ -146,13 +151,16 @@ fn run_record(dir: &Path, warnings: &mut Vec<String>) -> (bool, Vec<String>) {
                         .collect()
                 })
                 .unwrap_or_default(),
+            v.get("failed")
+                .and_then(|f| serde_json::from_value(f.clone()).ok())
+                .unwrap_or_default(),
         ),
         Err(e) => {
             warnings.push(format!(
                 "{}: unreadable ({e}); the reports do not say which cells were not run",
                 path.display()
             ));
-            (false, Vec::new())
+            (false, Vec::new(), Vec::new())
         }
     }
 }

@@ -83,7 +83,7 @@ pub fn sections(run: &RunView) -> Vec<Section> {
     }
     out.extend(super::pacing::table(&run.cells).map(Section::Pacing));
     out.extend([Section::Safety, Section::Faults]);
-    if run.interrupted || !run.not_run.is_empty() {
+    if run.interrupted || !run.not_run.is_empty() || !run.failed.is_empty() {
         out.push(Section::NotRun);
     }
     out.extend([Section::Plots, Section::Plan, Section::Environment]);

@@ -35,6 +35,10 @@ pub struct CellInfo {
     /// written before it existed took a mutex.
     #[serde(default)]
     pub lock: LockKind,
+    /// The version the cell's servers reported (`3.5.16`, `valkey 8.1.1`), or `unknown (why)`;
+    /// absent where nothing was asked (the mock) and in cells from before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_version: Option<String>,
 }
 
 /// The workload's `acquire_timeout` as the text of a `cell.json` gives it (its `workload_spec`,

@@ -34,8 +34,22 @@ pub const HISTORY_FILE: &str = "history.jsonl";
 /// cells not run, whether the run was interrupted) in the run folder: one name for both.
 pub const SUMMARY_FILE: &str = "summary.json";
 
+/// The file a cell that could not run leaves in its folder instead of a history: why, with
+/// its servers' last log lines where its cluster did not start.
+pub const ERROR_FILE: &str = "error.txt";
+
+/// A planned cell that could not run (its cluster did not start, or the cell failed before
+/// its verdict), as the run's `summary.json` lists it under `failed`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, Deserialize)]
+pub struct FailedCell {
+    /// The cell's id (its folder's name).
+    pub id: String,
+    /// Why, in one line; the cell folder's [`ERROR_FILE`] has the whole story.
+    pub reason: String,
+}
+
 /// Version of the [`CellSummary`] (and of `cell.json`) layout; bump on any incompatible change.
-pub const SCHEMA_VERSION: u32 = 6;
+pub const SCHEMA_VERSION: u32 = 7;
 
 /// Why a results file's `schema_version` does not let this lockbench read it. The messages
 /// say what to do; the caller names the file.

@@ -134,6 +134,10 @@ pub struct CellSummary {
     /// without a floor or without a handoff.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub handoff_over_floor: Option<f64>,
+    /// The version the cell's servers reported (`cell.json`'s `server_version`); absent where
+    /// nothing was asked (the mock) and in cells from before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_version: Option<String>,
 }
 
 /// One mode of a read-write lock (`summary.json`'s `rwlock.readers` or `rwlock.writers`),

@@ -7,7 +7,9 @@ use super::CellInfo;
 /// A cell of `clients` clients with no warm-up, ended by its last event.
 pub fn cell(clients: u32) -> CellInfo {
     CellInfo {
+        server_version: None,
         id: crate::plan::CellId {
+            version: None,
             system: crate::system::System::Etcd,
             strategy: crate::recipe::Strategy::Predecessor,
             workload: "test".into(),

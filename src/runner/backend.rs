@@ -23,6 +23,9 @@ use super::worker::WorkerTarget;
 pub struct ClusterShape {
     /// Its system.
     pub system: System,
+    /// The server version to start; `None` for the system's default (or where the backend
+    /// starts no server).
+    pub version: Option<crate::system::Version>,
     /// Its server nodes.
     pub size: usize,
     /// The one-way delay between its nodes (`peer_latency`); zero for direct connections.
@@ -34,6 +37,7 @@ impl ClusterShape {
     pub fn of(group: &crate::plan::ClusterGroup<'_>) -> ClusterShape {
         ClusterShape {
             system: group.system,
+            version: group.version,
             size: group.size,
             peer_latency: group.peer_latency,
         }
@@ -151,6 +155,16 @@ pub trait Backend: Sync {
         async { None }
     }
 
+    /// The version `cluster`'s servers report (`3.5.16`), or `unknown (why)`; recorded in each
+    /// of its cells. `None` where nothing can be asked (the default: the in-memory mock).
+    fn server_version(
+        &self,
+        cluster: &Self::Cluster,
+    ) -> impl Future<Output = Option<String>> + Send {
+        let _ = cluster;
+        async { None }
+    }
+
     /// What runs the clusters, for the run's `environment.json`: its version, or why it is
     /// not known. The default says there is no engine (the clusters live in this process).
     fn engine(&self) -> impl Future<Output = String> + Send {
@@ -199,9 +213,11 @@ impl Backend for DockerBackend {
         progress: &dyn Progress,
     ) -> anyhow::Result<Cluster> {
         let (system, size) = (shape.system, shape.size);
-        crate::image::ensure(&[system.image_kind()], &|l| progress.line(l)).await?;
+        let version = shape.version.unwrap_or_else(|| system.default_version());
+        crate::image::ensure(&[version], &|l| progress.line(l)).await?;
+        let label = format!("{system}@{version}");
         let peer_latency = if shape.peer_latency.is_zero() {
-            progress.line(&format!("starting {system} cluster of {size}"));
+            progress.line(&format!("starting {label} cluster of {size}"));
             None
         } else {
             let d = shape.peer_latency;
@@ -211,7 +227,7 @@ impl Backend for DockerBackend {
                 format!(" (+ up to {})", crate::plan::latency_label(d.jitter))
             };
             progress.line(&format!(
-                "starting {system} cluster of {size}, {}{jitter} each way between its nodes",
+                "starting {label} cluster of {size}, {}{jitter} each way between its nodes",
                 crate::plan::latency_label(d.base),
             ));
             Some(crate::cluster::PeerLatency {
@@ -222,13 +238,14 @@ impl Backend for DockerBackend {
         let options = ClusterOptions {
             size: Some(size),
             peer_latency,
+            version: Some(version),
             ..ClusterOptions::default()
         };
         let cluster = Cluster::start_with_run_id(crate::service::of(system), options, run_id)
             .await
-            .with_context(|| format!("starting the {system} cluster of {size}"))?;
+            .with_context(|| format!("starting the {label} cluster of {size}"))?;
         progress.line(&format!(
-            "{system} ready in {:.1} s",
+            "{label} ready in {:.1} s",
             cluster.start_duration().as_secs_f64()
         ));
         folder.write_cluster(&cluster.info().await, size)?;
@@ -237,6 +254,10 @@ impl Backend for DockerBackend {
 
     async fn engine(&self) -> String {
         crate::docker::engine_version().await
+    }
+
+    async fn server_version(&self, cluster: &Cluster) -> Option<String> {
+        Some(cluster.server_version().await)
     }
 
     async fn floor(
@@ -416,6 +437,7 @@ mod tests {
     fn a_backend_without_a_network_between_servers_refuses_peer_latency_and_says_how_to_go_on() {
         let mut shape = ClusterShape {
             system: System::Etcd,
+            version: None,
             size: 3,
             peer_latency: crate::latency::Delay::default(),
         };

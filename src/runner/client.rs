@@ -525,6 +525,7 @@ mod tests {
         let events = read_history(&path).unwrap();
         let _ = std::fs::remove_dir_all(&dir);
         let cell = CellInfo {
+            server_version: None,
             id: crate::plan::CellId::new(
                 crate::system::System::Redis,
                 crate::recipe::Strategy::Predecessor,

@@ -28,7 +28,7 @@ use crate::plan::{Cell, Plan};
 use crate::recipe::{Recipe, RecipeConfig};
 use crate::report::{Exporters, RunReport};
 use crate::resource::Register;
-use crate::results::{CellInfo, CellSummary};
+use crate::results::{CellInfo, CellSummary, FailedCell};
 use crate::workload::ClientsAs;
 
 pub use backend::{Backend, ClusterShape, DockerBackend, MockBackend};
@@ -42,6 +42,8 @@ pub struct RunOutcome {
     pub folder: PathBuf,
     pub summaries: Vec<CellSummary>,
     pub not_run: Vec<String>,
+    /// Cells that could not run (their cluster did not start, or the cell failed), with why.
+    pub failed: Vec<FailedCell>,
     pub interrupted: bool,
 }
 
@@ -76,6 +78,7 @@ pub async fn run_on<B: Backend>(
     environment.target = backend.record();
     folder.write_environment(&environment)?;
     let mut summaries = Vec::new();
+    let mut failed: Vec<FailedCell> = Vec::new();
     let total = plan.cells.len();
     let mut done = 0usize;
     let mut interrupted = false;
@@ -87,31 +90,74 @@ pub async fn run_on<B: Backend>(
     for group in plan.by_cluster() {
         let shape = backend::ClusterShape::of(&group);
         let (system, cells) = (group.system, group.cells);
-        let cluster = tokio::select! {
-            r = backend.start(shape, &plan.run_id, &folder, progress) => r?,
+        let started = tokio::select! {
+            r = backend.start(shape, &plan.run_id, &folder, progress) => r,
             _ = &mut ctrl_c => {
                 interrupted = true;
                 break;
             }
         };
+        // A cluster that cannot start fails its own cells; the other systems still run.
+        let cluster = match started {
+            Ok(cluster) => cluster,
+            Err(e) => {
+                let why = format!("its {system} cluster did not start: {e:#}");
+                progress.line(&format!(
+                    "{}; its {} cell(s) fail",
+                    first_line(&why),
+                    cells.len()
+                ));
+                for cell in &cells {
+                    failed.push(folder.write_cell_failure(cell, &why)?);
+                }
+                done += cells.len();
+                refresh(&folder, &plan, &failed, exporters)?;
+                continue;
+            }
+        };
+        let server_version = backend.server_version(&cluster).await;
+        let failed_so_far = failed.clone();
         let books = Books::default();
         let work = async {
             let floor = measure_floor(backend, &cluster, &plan, system, progress).await;
             let mut out = Vec::new();
-            for cell in cells {
+            for (i, cell) in cells.iter().enumerate() {
                 progress.cell_started(done + out.len() + 1, total, &cell.id().to_string());
                 let at = Where {
                     plan: &plan,
                     folder: &folder,
                     books: &books,
                     floor: floor.as_ref(),
+                    server_version: server_version.as_deref(),
                 };
-                let summary = run_cell(backend, &cluster, cell, at, exporters).await?;
-                progress.cell_finished(&summary);
-                refresh(&folder, &plan, exporters)?;
-                out.push(summary);
+                match run_cell(backend, &cluster, cell, at, exporters).await {
+                    Ok(summary) => {
+                        progress.cell_finished(&summary);
+                        refresh(&folder, &plan, &failed_so_far, exporters)?;
+                        out.push(summary);
+                    }
+                    // The cluster may be broken now: this cell and the rest of its cluster's
+                    // fail with the reason, and the run goes on with the next cluster.
+                    Err(e) => {
+                        let why = format!("{e:#}");
+                        progress.line(&format!("cell {} failed: {}", cell.id(), first_line(&why)));
+                        let mut lost = Vec::new();
+                        for (j, rest) in cells[i..].iter().enumerate() {
+                            let why = if j == 0 {
+                                why.clone()
+                            } else {
+                                format!(
+                                    "not run: cell {} failed before it on the same cluster",
+                                    cell.id()
+                                )
+                            };
+                            lost.push(folder.write_cell_failure(rest, &why)?);
+                        }
+                        return Ok::<_, anyhow::Error>((out, lost));
+                    }
+                }
             }
-            Ok::<_, anyhow::Error>(out)
+            Ok::<_, anyhow::Error>((out, Vec::new()))
         };
         let ran = tokio::select! {
             r = work => Some(r),
@@ -122,7 +168,15 @@ pub async fn run_on<B: Backend>(
                 backend.abandon(cluster).await;
                 return Err(e);
             }
-            Some(Ok(out)) => {
+            Some(Ok((out, lost))) if !lost.is_empty() => {
+                done += out.len() + lost.len();
+                summaries.extend(out);
+                failed.extend(lost);
+                heal_left(&books, &cluster, system).await.ok();
+                backend.abandon(cluster).await;
+                refresh(&folder, &plan, &failed, exporters)?;
+            }
+            Some(Ok((out, _))) => {
                 done += out.len();
                 summaries.extend(out);
                 backend.stop(cluster, progress).await?;
@@ -154,6 +208,7 @@ pub async fn run_on<B: Backend>(
         dir: folder.path(),
         cells: &summaries,
         not_run: &not_run,
+        failed: &failed,
         interrupted,
         finished: true,
     })?;
@@ -161,6 +216,7 @@ pub async fn run_on<B: Backend>(
         folder: folder.path().to_path_buf(),
         summaries,
         not_run,
+        failed,
         interrupted,
     })
 }
@@ -249,6 +305,13 @@ struct Where<'a> {
     folder: &'a RunFolder,
     books: &'a Books,
     floor: Option<&'a crate::results::floor::HandoffFloor>,
+    /// The version the cluster's servers reported, where the backend asks.
+    server_version: Option<&'a str>,
+}
+
+/// The first line of a (multi-line) reason, for a progress line.
+fn first_line(text: &str) -> &str {
+    text.lines().next().unwrap_or("")
 }
 
 async fn run_cell<B: Backend>(
@@ -263,6 +326,7 @@ async fn run_cell<B: Backend>(
         folder,
         books,
         floor,
+        server_version,
     } = at;
     let dir = folder.cell_dir(cell)?;
     let prefix = format!(
@@ -318,6 +382,7 @@ async fn run_cell<B: Backend>(
         expect: cell.expect(),
         settle_ms: Some(settle.as_secs_f64() * 1000.0),
         lock: cell.workload.lock,
+        server_version: server_version.map(str::to_string),
     };
     folder.write_cell_info(cell, &info, floor)?;
     // The same evaluation `lockbench check` makes later from the folder alone.
@@ -592,13 +657,19 @@ where
 
 /// Rewrites the run-level reports from every cell finished so far (the cell folders are the
 /// record, so an interrupted run's reports are complete up to its last cell).
-fn refresh(folder: &RunFolder, plan: &Plan, exporters: &Exporters) -> anyhow::Result<()> {
+fn refresh(
+    folder: &RunFolder,
+    plan: &Plan,
+    failed: &[FailedCell],
+    exporters: &Exporters,
+) -> anyhow::Result<()> {
     let mut all = folder.read_cell_summaries()?;
     sort_by_plan(&mut all, plan);
     exporters.run_updated(&RunReport {
         dir: folder.path(),
         cells: &all,
         not_run: &[],
+        failed,
         interrupted: false,
         finished: false,
     })?;

@@ -69,9 +69,12 @@ impl RunFolder {
     pub(crate) fn write_cluster(&self, info: &ClusterInfo, size: usize) -> anyhow::Result<()> {
         let dir = self.path.join("clusters");
         std::fs::create_dir_all(&dir)?;
-        // A run may start one system at two sizes (a schedule's cluster_size) or at two delays
-        // between its nodes (peer_latency): one file each.
+        // A run may start one system at two versions, at two sizes (a schedule's cluster_size)
+        // or at two delays between its nodes (peer_latency): one file each.
         let mut name = info.system.to_string();
+        if info.version != info.system.default_version().name() {
+            name.push_str(&format!("@{}", info.version));
+        }
         if size != info.system.default_size() {
             name.push_str(&format!("-n{size}"));
         }
@@ -142,6 +145,25 @@ impl RunFolder {
     }
 
     /// Every finished cell's summary, read back from its folder.
+    /// Records that `cell` could not run: its folder gets [`crate::results::ERROR_FILE`] with
+    /// the whole reason (a failed cluster's node log lines included), and the run's summary
+    /// lists it with the reason's first line.
+    pub(crate) fn write_cell_failure(
+        &self,
+        cell: &Cell,
+        why: &str,
+    ) -> anyhow::Result<crate::results::FailedCell> {
+        let dir = self.cell_dir(cell)?;
+        write(
+            &dir.join(crate::results::ERROR_FILE),
+            &format!("cell {} did not run to its end: {why}\n", cell.id()),
+        )?;
+        Ok(crate::results::FailedCell {
+            id: cell.id().to_string(),
+            reason: why.lines().next().unwrap_or("").to_string(),
+        })
+    }
+
     pub(crate) fn read_cell_summaries(&self) -> anyhow::Result<Vec<CellSummary>> {
         let mut out = Vec::new();
         for entry in std::fs::read_dir(self.path.join("cells"))? {

@@ -364,6 +364,7 @@ impl Fold {
             peer_jitter_us: None,
             handoff_floor: None,
             handoff_over_floor: None,
+            server_version: cell.server_version.clone(),
         };
         Analysis {
             summary,

@@ -12,6 +12,9 @@
 //! folder as its service.
 
 pub mod registry;
+pub mod version;
+
+pub use version::{Release, SystemAt, Version};
 
 registry::each_system!(facts_modules);
 use registry::facts_modules;
@@ -286,12 +289,12 @@ impl<'de> Deserialize<'de> for System {
     }
 }
 
-/// A server image lockbench builds: its name, tag and embedded build files. The constants
-/// (`ImageKind::Zookeeper`, ...) live in the folder of the system that brings the image.
+/// A server image lockbench builds: its name and embedded build files; its versions (the tags)
+/// are [`Version`]s. The constants (`ImageKind::Zookeeper`, ...) live in the folder of the
+/// system that brings the image.
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub struct ImageKind {
     name: &'static str,
-    tag: &'static str,
     dockerfile: &'static str,
     entrypoint: &'static str,
 }
@@ -311,26 +314,24 @@ impl ImageKind {
     /// An image built from `docker/<name>/` (its Dockerfile and entrypoint, embedded).
     pub(crate) const fn new(
         name: &'static str,
-        tag: &'static str,
         dockerfile: &'static str,
         entrypoint: &'static str,
     ) -> ImageKind {
         ImageKind {
             name,
-            tag,
             dockerfile,
             entrypoint,
         }
     }
 
+    /// The registered image whose folder is `name`.
+    pub fn named(name: &str) -> Option<ImageKind> {
+        all_images().into_iter().find(|k| k.name == name)
+    }
+
     /// The folder under docker/ and the image's short name.
     pub fn name(self) -> &'static str {
         self.name
-    }
-
-    /// The tag of the locally built image (the server's major.minor).
-    pub fn tag(self) -> &'static str {
-        self.tag
     }
 
     /// The embedded Dockerfile.

@@ -29,7 +29,7 @@ pub async fn start_with_run_id(
     run_id: &str,
 ) -> Result<Cluster, String> {
     // Images are built on first use, as for `lockbench up` and `lockbench run`.
-    lockbench::image::ensure(&[system.image_kind()], &|l| eprintln!("{l}"))
+    lockbench::image::ensure(&[system.default_version()], &|l| eprintln!("{l}"))
         .await
         .map_err(|e| format!("could not build the {system} image: {e}"))?;
     let opts = ClusterOptions {

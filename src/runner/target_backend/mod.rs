@@ -65,6 +65,8 @@ pub struct TargetCluster {
     /// Each isolate command run (the node, the peers it was cut from), which the heal undoes
     /// with the same `{peers}`.
     isolated: std::sync::Mutex<Vec<(String, Vec<String>)>>,
+    /// The version its first endpoint reported when the run began, or `unknown (why)`.
+    server_version: String,
 }
 
 impl TargetBackend {
@@ -437,6 +439,10 @@ impl Backend for TargetBackend {
             target.prefix
         ));
         Ok(TargetCluster {
+            server_version: versions
+                .first()
+                .cloned()
+                .unwrap_or_else(|| "unknown (no endpoint)".into()),
             commands: faults::CommandLog::new(folder.path().join(faults::LOG_FILE)),
             isolated: Default::default(),
             run_root: format!("{}/{run_id}", target.prefix),
@@ -522,6 +528,10 @@ impl Backend for TargetBackend {
 
     async fn engine(&self) -> String {
         "none (the clusters are the user's own: see target)".to_string()
+    }
+
+    async fn server_version(&self, cluster: &TargetCluster) -> Option<String> {
+        Some(cluster.server_version.clone())
     }
 
     fn record(&self) -> Option<serde_json::Value> {

@@ -17,6 +17,7 @@ fn cluster(commands: &str, dir: &std::path::Path) -> TargetCluster {
     );
     let target = Target::from_str(&text, "t/cmd.toml").unwrap();
     TargetCluster {
+        server_version: "unknown".into(),
         info: super::connect_info(&target),
         login: None,
         run_root: "/b/run".into(),

@@ -7,7 +7,7 @@ use crate::strategy::Strategy;
 use crate::system::{Facts, ImageKind, LeaseClock, System};
 
 impl System {
-    /// An etcd 3.4 cluster.
+    /// An etcd cluster.
     #[allow(non_upper_case_globals)]
     pub const Etcd: System = System::named("etcd");
 }
@@ -17,7 +17,6 @@ impl ImageKind {
     #[allow(non_upper_case_globals)]
     pub const Etcd: ImageKind = ImageKind::new(
         "etcd",
-        "3.4",
         include_str!("../../../docker/etcd/Dockerfile"),
         include_str!("../../../docker/etcd/entrypoint.sh"),
     );

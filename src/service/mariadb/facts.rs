@@ -7,7 +7,7 @@ use crate::strategy::Strategy;
 use crate::system::{Facts, ImageKind, LeaseClock, System};
 
 impl System {
-    /// One MariaDB 10.11 primary with GTID replicas, locked with `GET_LOCK`.
+    /// One MariaDB primary with GTID replicas, locked with `GET_LOCK`.
     #[allow(non_upper_case_globals)]
     pub const Mariadb: System = System::named("mariadb");
 }
@@ -17,7 +17,6 @@ impl ImageKind {
     #[allow(non_upper_case_globals)]
     pub const Mariadb: ImageKind = ImageKind::new(
         "mariadb",
-        "10.11",
         include_str!("../../../docker/mariadb/Dockerfile"),
         include_str!("../../../docker/mariadb/entrypoint.sh"),
     );

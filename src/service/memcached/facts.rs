@@ -7,7 +7,7 @@ use crate::strategy::Strategy;
 use crate::system::{Facts, ImageKind, LeaseClock, System};
 
 impl System {
-    /// Independent Memcached 1.6 servers, each lock on the node its key hashes to (`add` with a
+    /// Independent Memcached servers, each lock on the node its key hashes to (`add` with a
     /// TTL, the meta protocol's `ms ... ME`).
     #[allow(non_upper_case_globals)]
     pub const Memcached: System = System::named("memcached");
@@ -18,7 +18,6 @@ impl ImageKind {
     #[allow(non_upper_case_globals)]
     pub const Memcached: ImageKind = ImageKind::new(
         "memcached",
-        "1.6",
         include_str!("../../../docker/memcached/Dockerfile"),
         include_str!("../../../docker/memcached/entrypoint.sh"),
     );

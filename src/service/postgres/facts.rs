@@ -7,17 +7,16 @@ use crate::strategy::Strategy;
 use crate::system::{Facts, ImageKind, LeaseClock, System};
 
 impl System {
-    /// One PostgreSQL 15 primary with streaming replicas, locked with session advisory locks.
+    /// One PostgreSQL primary with streaming replicas, locked with session advisory locks.
     #[allow(non_upper_case_globals)]
     pub const Postgres: System = System::named("postgres");
 }
 
 impl ImageKind {
-    /// PostgreSQL 15 from Debian's package, as a primary or a streaming replica.
+    /// PostgreSQL from Debian's package, as a primary or a streaming replica.
     #[allow(non_upper_case_globals)]
     pub const Postgres: ImageKind = ImageKind::new(
         "postgres",
-        "15",
         include_str!("../../../docker/postgres/Dockerfile"),
         include_str!("../../../docker/postgres/entrypoint.sh"),
     );

@@ -7,17 +7,16 @@ use crate::strategy::Strategy;
 use crate::system::{Facts, ImageKind, LeaseClock, System};
 
 impl System {
-    /// One Redis 7.0 master with replicas, watched by three Sentinels.
+    /// One Redis (or Valkey) master with replicas, watched by three Sentinels.
     #[allow(non_upper_case_globals)]
     pub const Redis: System = System::named("redis");
 }
 
 impl ImageKind {
-    /// Redis and Sentinel from Debian's package (Redlock runs on it too).
+    /// Redis (or Valkey) and Sentinel from Debian's packages (Redlock runs on it too).
     #[allow(non_upper_case_globals)]
     pub const Redis: ImageKind = ImageKind::new(
         "redis",
-        "7.0",
         include_str!("../../../docker/redis/Dockerfile"),
         include_str!("../../../docker/redis/entrypoint.sh"),
     );

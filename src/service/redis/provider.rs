@@ -386,17 +386,35 @@ pub(crate) async fn server_version(endpoint: &str) -> Result<String, String> {
     version(&text).ok_or_else(|| crate::cluster::no_version(&text))
 }
 
-/// The `redis_version:7.0.15` line of `INFO server`.
+/// The server's version from `INFO server`: `redis_version:8.0.2` on Redis; on Valkey, which
+/// also answers `redis_version:7.2.4` (the Redis release it stays compatible with), its own
+/// `valkey_version:8.1.1`, said as `valkey 8.1.1`.
 pub(in crate::service) fn version(info: &str) -> Option<String> {
-    info.lines()
-        .find_map(|l| l.strip_prefix("redis_version:"))
-        .map(|v| v.trim().to_string())
-        .filter(|v| !v.is_empty())
+    let field = |name: &str| {
+        info.lines()
+            .find_map(|l| l.strip_prefix(name))
+            .map(|v| v.trim().to_string())
+            .filter(|v| !v.is_empty())
+    };
+    match field("valkey_version:") {
+        Some(v) => Some(format!("valkey {v}")),
+        None => field("redis_version:"),
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_version_is_redis_own_or_valkey_own_never_valkey_compatibility_field() {
+        let redis = "# Server\r\nredis_version:8.0.2\r\nredis_git_sha1:00000000\r\n";
+        assert_eq!(version(redis).as_deref(), Some("8.0.2"));
+        let valkey = "# Server\r\nredis_version:7.2.4\r\nserver_name:valkey\r\n\
+                      valkey_version:8.1.1\r\nredis_git_sha1:00000000\r\n";
+        assert_eq!(version(valkey).as_deref(), Some("valkey 8.1.1"));
+        assert_eq!(version("# Server\r\n"), None);
+    }
 
     fn replicas(entries: &[&[(&str, &str)]]) -> redis::Value {
         redis::Value::Array(

@@ -7,7 +7,7 @@ use crate::strategy::Strategy;
 use crate::system::{Facts, ImageKind, LeaseClock, System};
 
 impl System {
-    /// An Apache ZooKeeper 3.8 ensemble.
+    /// An Apache ZooKeeper ensemble.
     #[allow(non_upper_case_globals)]
     pub const Zookeeper: System = System::named("zookeeper");
 }
@@ -17,7 +17,6 @@ impl ImageKind {
     #[allow(non_upper_case_globals)]
     pub const Zookeeper: ImageKind = ImageKind::new(
         "zookeeper",
-        "3.8",
         include_str!("../../../docker/zookeeper/Dockerfile"),
         include_str!("../../../docker/zookeeper/entrypoint.sh"),
     );
