@@ -22,6 +22,9 @@ role="${MARIADB_ROLE:-primary}"
 host="${MARIADB_HOST:-$(hostname)}"
 peers="${MARIADB_PEERS:-}"
 sid="${MARIADB_SERVER_ID:-1}"
+# MariaDB 11's client takes MARIADB_HOST from the environment as the server to reach (over TCP,
+# even beside --socket): these variables are read above and stay out of the programs' way.
+unset MARIADB_ROLE MARIADB_HOST MARIADB_PEERS MARIADB_SERVER_ID
 data=/data
 datadir=$data/mysql
 sock=/run/mysqld/mysqld.sock

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Runs one PostgreSQL 15 server in the foreground, as a primary or a streaming replica.
+# Runs one PostgreSQL server in the foreground, as a primary or a streaming replica.
 #   PG_ROLE    primary | replica: what an EMPTY node becomes (default primary)
 #   PG_HOST    this node's host name on the cluster network
 #   PG_PEERS   the other nodes' host names, space-separated
@@ -12,7 +12,12 @@ set -euo pipefail
 role="${PG_ROLE:-primary}"
 host="${PG_HOST:-$(hostname)}"
 peers="${PG_PEERS:-}"
-bin=/usr/lib/postgresql/15/bin
+# The server's programs: the image holds one major version's, /usr/lib/postgresql/<major>/bin.
+bin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)
+if [ ! -x "$bin/postgres" ]; then
+  echo "lockbench-entrypoint: no PostgreSQL server under /usr/lib/postgresql" >&2
+  exit 1
+fi
 data=/data
 pgdata=$data/pg
 mkdir -p "$data"

@@ -1,5 +1,6 @@
 #!/bin/bash
-# Runs one Redis server or Sentinel in the foreground.
+# Runs one Redis server or Sentinel in the foreground, or Valkey's (valkey-server and
+# valkey-sentinel, run when the image has no redis-server: same options, same ports).
 #   REDIS_ROLE      master | replica | sentinel (default master)
 #   REDIS_HOST      this node's host name on the cluster network (announced to peers)
 #   REDIS_MASTER    the initial master's host name (replica, sentinel)
@@ -14,7 +15,13 @@ host="${REDIS_HOST:-$(hostname)}"
 data=/data
 [ -f "$data/.lockbench-wipe" ] && rm -rf "${data:?}"/* "$data/.lockbench-wipe"
 mkdir -p "$data"
-echo "lockbench-entrypoint: starting redis role=$role host=$host"
+server=redis-server
+sentinel=redis-sentinel
+if ! command -v redis-server >/dev/null 2>&1 && command -v valkey-server >/dev/null 2>&1; then
+  server=valkey-server
+  sentinel=valkey-sentinel
+fi
+echo "lockbench-entrypoint: starting $server role=$role host=$host"
 wait_for() { for _ in $(seq 1 120); do getent hosts "$1" >/dev/null && return 0; sleep 0.5; done; }
 if [ "$role" = sentinel ]; then
   conf="$data/sentinel.conf"
@@ -33,7 +40,7 @@ sentinel failover-timeout mymaster ${SENTINEL_FAILOVER_MS:-5000}
 sentinel parallel-syncs mymaster 1
 CFG
   fi
-  exec redis-sentinel "$conf"
+  exec "$sentinel" "$conf"
 fi
 persist=(--save "" --appendonly no)
 if [ "${REDIS_PERSIST:-none}" = aof ]; then
@@ -55,4 +62,4 @@ if [ "$role" = replica ]; then
   # node starts as a replica of the initial master and is redirected by Sentinel.
   args+=(--replicaof "$REDIS_MASTER" 6379)
 fi
-exec redis-server "${args[@]}"
+exec "$server" "${args[@]}"

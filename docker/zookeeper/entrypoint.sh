@@ -72,8 +72,15 @@ echo "lockbench-entrypoint: starting zookeeper myid=$myid"
 for host in "${peers[@]}"; do
   for _ in $(seq 1 120); do getent hosts "$host" >/dev/null && break; sleep 0.5; done
 done
+# The classpath names what the server needs: zookeeper.jar (its manifest's Class-Path lists the
+# libraries it links against), one SLF4J binding, log4j 1.2's, and the package's example
+# log4j.properties, whose CONSOLE appender writes to stdout. Not /usr/share/java/*: that holds
+# every SLF4J binding and bridge Debian installs beside ZooKeeper, SLF4J binds whichever it
+# finds first (java.util.logging, to stderr, on bookworm), and it aborts the start when that is
+# slf4j-jcl.jar beside jcl-over-slf4j.jar (on trixie).
+jars=/usr/share/java
 exec java -Xmx"${ZK_HEAP:-256m}" -XX:+UseSerialGC \
   -Dzookeeper.fastleader.maxNotificationInterval="${ZK_MAX_NOTIFICATION_MS:-2000}" \
   -Dzookeeper.log.dir=/var/log/zookeeper -Dzookeeper.root.logger=INFO,CONSOLE \
-  -cp "/usr/share/java/*:/etc/zookeeper/conf_example" \
+  -cp "/etc/zookeeper/conf_example:$jars/zookeeper.jar:$jars/slf4j-log4j12.jar:$jars/log4j-1.2.jar" \
   org.apache.zookeeper.server.quorum.QuorumPeerMain "$conf"
