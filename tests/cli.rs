@@ -313,3 +313,48 @@ fn floor_samples_are_bounded() {
     let (code, text) = lockbench(&["run", "--floor-samples", "-1"]);
     assert_eq!(code, 2, "{text}");
 }
+
+#[test]
+fn an_unknown_version_lists_the_versions_there_are_before_anything_starts() {
+    let (code, text) = run_offline("badversion", &["--systems", "etcd@3.3"]);
+    assert_eq!(code, 2, "{text}");
+    assert!(text.contains("unknown version '3.3' of etcd"), "{text}");
+    assert!(text.contains("3.5, 3.4"), "{text}");
+    let (code, text) = lockbench(&["up", "redis@6.2"]);
+    assert_eq!(code, 2, "{text}");
+    assert!(text.contains("8.0, 7.0, valkey-8.1"), "{text}");
+}
+
+#[test]
+fn an_image_override_beside_a_named_version_is_refused_with_the_reason() {
+    for args in [
+        &["--etcd-image", "my/etcd:x", "run", "--systems", "etcd@3.4"][..],
+        &[
+            "--redis-image",
+            "my/redis:x",
+            "run",
+            "--systems",
+            "redlock@valkey-8.1",
+        ][..],
+    ] {
+        let (code, text) = lockbench(args);
+        assert_eq!(code, 2, "{args:?}: {text}");
+        assert!(text.contains("names a version"), "{args:?}: {text}");
+        assert!(
+            text.contains("replaces the default version's image"),
+            "{text}"
+        );
+    }
+    // The override alone still runs the default version's cells on the image it names (the
+    // run then stops at the missing image or engine, past the check).
+    let (_, text) = lockbench(&[
+        "--etcd-image",
+        "my/etcd:x",
+        "run",
+        "--systems",
+        "etcd",
+        "--duration",
+        "1s",
+    ]);
+    assert!(!text.contains("names a version"), "{text}");
+}

@@ -411,10 +411,12 @@ pub struct GateArgs {
     #[arg(long, value_name = "GROUPING", default_value = "suite", requires = "normalize",
           value_parser = crate::gate::machine::Grouping::parse)]
     pub normalize_by: crate::gate::machine::Grouping,
-    /// Instead of a baseline file: an A/B comparison inside the run, each cell of workload B
-    /// against the same cell of workload A in the same `--repeat` round (same clusters, same
-    /// minute), judged on the median of the rounds' ratios B ÷ A. Run both workloads in one
-    /// run: `lockbench run --workload A.toml --workload B.toml --repeat 8`.
+    /// Instead of a baseline file: an A/B comparison inside the run, each cell of B against
+    /// the same cell of A in the same `--repeat` round (the same minute of the machine), judged
+    /// on the median of the rounds' ratios B ÷ A. A and B are two workloads (`base=candidate`),
+    /// two versions of one system (`etcd@3.4=etcd@3.5`), or two values of another coordinate
+    /// (`strategy:herd=predecessor`, `chaos:none=kill-leader`, `system:zookeeper=etcd`). Run
+    /// both in one run: `lockbench run --systems etcd@3.4,etcd@3.5 --repeat 3`.
     #[arg(long, value_name = "A=B", value_parser = crate::gate::parse_pair,
           conflicts_with_all = ["baseline", "normalize"])]
     pub pair: Option<crate::gate::Pair>,

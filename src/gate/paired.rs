@@ -1,4 +1,6 @@
-//! `lockbench gate --pair A=B`: an A/B comparison inside one run, round by round.
+//! `lockbench gate --pair A=B`: an A/B comparison inside one run, round by round, of two values
+//! of one cell coordinate: two workloads (`base=candidate`), two server versions
+//! (`etcd@3.4=etcd@3.5`), two strategies, schedules or systems (`strategy:herd=predecessor`).
 //!
 //! A baseline from another run meets other clusters and another minute of the machine: on this
 //! project's 2-core hosts one fresh cluster differs from the next by 10–20 % in handoff latency,
@@ -26,27 +28,149 @@ use super::spread::Spread;
 use crate::plan::CellId;
 use crate::results::CellSummary;
 
-/// `--pair A=B`: cells of workload B judged against the same cells of workload A.
+/// The cell coordinate a pair varies; every other coordinate must match.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Coordinate {
+    /// The workload's name.
+    Workload,
+    /// The server version (`3.4`), within one system.
+    Version,
+    /// The waiting strategy.
+    Strategy,
+    /// The fault schedule's name.
+    Chaos,
+    /// The system.
+    System,
+}
+
+impl Coordinate {
+    const ALL: [Coordinate; 5] = [
+        Coordinate::Workload,
+        Coordinate::Version,
+        Coordinate::Strategy,
+        Coordinate::Chaos,
+        Coordinate::System,
+    ];
+
+    /// Its name, as `--pair NAME:A=B` writes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Coordinate::Workload => "workload",
+            Coordinate::Version => "version",
+            Coordinate::Strategy => "strategy",
+            Coordinate::Chaos => "chaos",
+            Coordinate::System => "system",
+        }
+    }
+
+    /// The coordinate's value in `id` (`None`: a cell without a version).
+    fn of(self, id: &CellId) -> Option<String> {
+        match self {
+            Coordinate::Workload => Some(id.workload.clone()),
+            Coordinate::Version => id.version.clone(),
+            Coordinate::Strategy => Some(id.strategy.to_string()),
+            Coordinate::Chaos => Some(id.chaos.clone()),
+            Coordinate::System => Some(id.system.to_string()),
+        }
+    }
+
+    /// `id` with the coordinate set to `value` (`None` where the value does not read).
+    fn with(self, id: &CellId, value: &str) -> Option<CellId> {
+        let mut out = id.clone();
+        match self {
+            Coordinate::Workload => out.workload = value.to_string(),
+            Coordinate::Version => out.version = Some(value.to_string()),
+            Coordinate::Strategy => out.strategy = value.parse().ok()?,
+            Coordinate::Chaos => out.chaos = value.to_string(),
+            Coordinate::System => out.system = value.parse().ok()?,
+        }
+        Some(out)
+    }
+}
+
+/// `--pair A=B`: each cell whose coordinate is B judged against the cell with A there and the
+/// same other coordinates.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Pair {
-    /// The baseline variant's workload name.
+    /// The coordinate that differs.
+    pub coordinate: Coordinate,
+    /// For a version pair written `etcd@3.4=etcd@3.5`: the one system compared.
+    pub system: Option<crate::system::System>,
+    /// The baseline variant's value.
     pub baseline: String,
     /// The variant judged.
     pub current: String,
 }
 
-/// Parses `A=B` (two different workload names).
+impl Pair {
+    /// Whether `id` is a cell of the variant judged.
+    fn judges(&self, id: &CellId) -> bool {
+        self.system.is_none_or(|s| s == id.system)
+            && self.coordinate.of(id).as_deref() == Some(self.current.as_str())
+    }
+
+    /// The pair as a reader says it: `workload 'a'`, `etcd version '3.4'`.
+    fn side(&self, value: &str) -> String {
+        match self.system {
+            Some(s) => format!("{s} {} '{value}'", self.coordinate.name()),
+            None => format!("{} '{value}'", self.coordinate.name()),
+        }
+    }
+}
+
+/// Parses `A=B` (two workloads), `SYSTEM@V1=SYSTEM@V2` (two versions of one system) or
+/// `COORDINATE:A=B` with COORDINATE one of workload, version, strategy, chaos, system.
 pub fn parse_pair(text: &str) -> Result<Pair, String> {
-    let (a, b) = text.split_once('=').ok_or_else(|| {
-        format!("'{text}' is not A=B: write the two workloads' names, e.g. --pair base=candidate")
+    let (coordinate, rest) = match text.split_once(':') {
+        Some((name, rest)) => {
+            let c = Coordinate::ALL
+                .into_iter()
+                .find(|c| c.name() == name.trim())
+                .ok_or_else(|| {
+                    format!(
+                        "'{text}': unknown coordinate '{name}': pair on one of {}",
+                        Coordinate::ALL.map(Coordinate::name).join(", ")
+                    )
+                })?;
+            (Some(c), rest)
+        }
+        None => (None, text),
+    };
+    let (a, b) = rest.split_once('=').ok_or_else(|| {
+        format!(
+            "'{text}' is not A=B: e.g. --pair base=candidate (workloads), --pair \
+             etcd@3.4=etcd@3.5 (versions) or --pair strategy:herd=predecessor"
+        )
     })?;
     let (a, b) = (a.trim(), b.trim());
     if a.is_empty() || b.is_empty() || a == b {
         return Err(format!(
-            "'{text}': name two different workloads, the baseline first, e.g. base=candidate"
+            "'{text}': name two different values, the baseline first, e.g. base=candidate"
         ));
     }
+    if coordinate.is_none()
+        && let (Some((sa, va)), Some((sb, vb))) = (a.split_once('@'), b.split_once('@'))
+    {
+        let system: crate::system::System = sa.parse().map_err(|e| format!("'{text}': {e}"))?;
+        if sb.parse::<crate::system::System>() != Ok(system) {
+            return Err(format!(
+                "'{text}': a version pair compares two versions of one system, e.g. \
+                 etcd@3.4=etcd@3.5"
+            ));
+        }
+        for v in [va, vb] {
+            crate::system::Version::find(system, v).map_err(|e| format!("'{text}': {e}"))?;
+        }
+        return Ok(Pair {
+            coordinate: Coordinate::Version,
+            system: Some(system),
+            baseline: va.to_string(),
+            current: vb.to_string(),
+        });
+    }
     Ok(Pair {
+        coordinate: coordinate.unwrap_or(Coordinate::Workload),
+        system: None,
         baseline: a.to_string(),
         current: b.to_string(),
     })
@@ -72,10 +196,16 @@ pub fn compare_paired(
     let mut by_cell: Vec<Rounds> = Vec::new();
     let mut missing = Vec::new();
     for (_, cells) in runs {
-        for b in cells.iter().filter(|c| c.id.workload == pair.current) {
-            let a_id = CellId {
-                workload: pair.baseline.clone(),
-                ..b.id.clone()
+        for b in cells.iter().filter(|c| pair.judges(&c.id)) {
+            let Some(a_id) = pair.coordinate.with(&b.id, &pair.baseline) else {
+                return Err(GateError::Input {
+                    path: runs.first().map(|(d, _)| d.clone()).unwrap_or_default(),
+                    message: format!(
+                        "--pair: '{}' is not a {} a cell can have",
+                        pair.baseline,
+                        pair.coordinate.name()
+                    ),
+                });
             };
             let Some(a) = cells.iter().find(|c| c.id == a_id) else {
                 missing.push(a_id.to_string());
@@ -109,9 +239,11 @@ pub fn compare_paired(
         return Err(GateError::Input {
             path: runs.first().map(|(d, _)| d.clone()).unwrap_or_default(),
             message: format!(
-                "no cell of workload '{}' to compare with '{}': run both workloads in one run \
-                 (`lockbench run --workload A.toml --workload B.toml --repeat N`)",
-                pair.current, pair.baseline
+                "no cell of {} to compare with {}: run both in one run with --repeat N \
+                 (two workloads: `--workload A.toml --workload B.toml`; two versions: \
+                 `--systems etcd@3.4,etcd@3.5`)",
+                pair.side(&pair.current),
+                pair.side(&pair.baseline)
             ),
         });
     }
@@ -132,10 +264,11 @@ pub fn compare_paired(
     Ok(Outcome {
         rows,
         notes: vec![format!(
-            "paired: each cell of workload '{}' against the same cell of '{}' in the same \
-             round (same clusters, same minute), up to {rounds} rounds; the change is the \
-             median of the rounds' ratios",
-            pair.current, pair.baseline
+            "paired: each cell of {} against the same cell of {} in the same round (the same \
+             minute of the machine), up to {rounds} rounds; the change is the median of the \
+             rounds' ratios",
+            pair.side(&pair.current),
+            pair.side(&pair.baseline)
         )],
     })
 }
@@ -269,5 +402,44 @@ mod tests {
         assert!(e.to_string().contains("no cell of workload 'c'"), "{e}");
         assert!(parse_pair("a").unwrap_err().contains("A=B"));
         assert!(parse_pair("a=a").is_err());
+    }
+
+    #[test]
+    fn a_pair_varies_any_coordinate_and_names_versions_by_system() {
+        let p = parse_pair("etcd@3.4=etcd@3.5").unwrap();
+        assert_eq!(
+            (
+                p.coordinate,
+                p.system,
+                p.baseline.as_str(),
+                p.current.as_str()
+            ),
+            (Coordinate::Version, Some(System::Etcd), "3.4", "3.5")
+        );
+        let e = parse_pair("etcd@3.4=redis@8.0").unwrap_err();
+        assert!(e.contains("one system"), "{e}");
+        let e = parse_pair("etcd@3.3=etcd@3.5").unwrap_err();
+        assert!(e.contains("unknown version '3.3'"), "{e}");
+        let p = parse_pair("strategy:herd=predecessor").unwrap();
+        assert_eq!(p.coordinate, Coordinate::Strategy);
+        assert!(
+            parse_pair("colour:a=b")
+                .unwrap_err()
+                .contains("unknown coordinate")
+        );
+        // The same rounds, told apart by version instead of workload: B 20 % slower is caught.
+        let mut runs = rounds(1.2);
+        for c in &mut runs[0].1 {
+            let v = if c.id.workload == "a" { "7.0" } else { "8.0" };
+            c.id.version = Some(v.into());
+            c.id.workload = "w".into();
+        }
+        let pair = parse_pair("redis@7.0=redis@8.0").unwrap();
+        let o = compare_paired(&runs, &pair, &th(10.0)).unwrap();
+        assert_eq!(verdict(&o, "handoff_p50"), Judgement::Regressed, "{o:?}");
+        assert!(o.notes[0].contains("redis version '8.0'"), "{:?}", o.notes);
+        // A version pair judges only its own system's cells.
+        let other = parse_pair("etcd@3.4=etcd@3.5").unwrap();
+        assert!(compare_paired(&runs, &other, &th(10.0)).is_err());
     }
 }

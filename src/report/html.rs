@@ -78,6 +78,7 @@ pub fn section(run: &RunView, s: &Section) -> String {
     match s {
         Section::Comparison => comparison_section(&run.cells),
         Section::Repetitions(t) => repetitions_section(t),
+        Section::Versions(t) => titled(s.id(), "Versions", super::versions::VERSIONS_TEXT, t),
         Section::Reentry(t) => titled(s.id(), "Re-entries", super::markdown::REENTRY_TEXT, t),
         Section::RwLock(t) => titled(s.id(), "Read-write lock", super::markdown::RWLOCK_TEXT, t),
         Section::Semaphore(t) => titled(s.id(), "Semaphore", super::markdown::SEMAPHORE_TEXT, t),

@@ -21,6 +21,7 @@ pub mod rebuild;
 pub mod sections;
 pub mod table;
 pub mod terminal;
+pub mod versions;
 pub mod writer;
 
 #[cfg(test)]

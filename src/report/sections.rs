@@ -19,6 +19,8 @@ pub enum Section {
     Comparison,
     /// Each cell over its repetitions (`--repeat`).
     Repetitions(Table),
+    /// A system's server versions side by side ([`super::versions`]).
+    Versions(Table),
     /// What re-entries cost, per reentrant cell.
     Reentry(Table),
     /// Readers and writers apart, per read-write lock cell ([`super::kind_tables::rwlock`]).
@@ -54,6 +56,7 @@ impl Section {
         match self {
             Section::Comparison => "comparison",
             Section::Repetitions(_) => "repetitions",
+            Section::Versions(_) => "versions",
             Section::Reentry(_) => "reentry",
             Section::RwLock(_) => "rwlock",
             Section::Semaphore(_) => "semaphore",
@@ -74,6 +77,7 @@ impl Section {
 pub fn sections(run: &RunView) -> Vec<Section> {
     let mut out = vec![Section::Comparison];
     out.extend(repetitions(&run.cells).map(Section::Repetitions));
+    out.extend(super::versions::table(&run.cells).map(Section::Versions));
     out.extend(reentry(&run.cells).map(Section::Reentry));
     out.extend(super::kind_tables::rwlock(&run.cells).map(Section::RwLock));
     out.extend(super::kind_tables::semaphore(&run.cells).map(Section::Semaphore));

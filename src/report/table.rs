@@ -67,11 +67,26 @@ fn fifo(c: &CellSummary) -> String {
     format!("{} ({basis})", c.fifo_inversions)
 }
 
+/// The version a cell measured, as its servers reported it (`3.5.16`, `valkey 8.1.1`), else
+/// the version lockbench started (`3.5`); `None` where neither is known (the mock, an older
+/// run).
+pub fn version(c: &CellSummary) -> Option<String> {
+    c.server_version
+        .clone()
+        .filter(|v| !v.starts_with("unknown"))
+        .or_else(|| c.id.version.clone())
+}
+
 /// One row per cell, in the order given. A `chaos` column follows the workload when some cell
 /// ran under a chaos schedule (runs without chaos keep their table).
 pub fn comparison(cells: &[CellSummary]) -> Table {
     let chaos = cells.iter().any(|c| c.id.chaos != crate::plan::NO_CHAOS);
-    let mut columns = vec![text("system"), text("strategy"), text("workload")];
+    let versioned = cells.iter().any(|c| version(c).is_some());
+    let mut columns = vec![text("system")];
+    if versioned {
+        columns.push(text("version"));
+    }
+    columns.extend([text("strategy"), text("workload")]);
     if chaos {
         columns.push(text("chaos"));
     }
@@ -105,11 +120,11 @@ pub fn comparison(cells: &[CellSummary]) -> Table {
     let rows = cells
         .iter()
         .map(|c| {
-            let mut row = vec![
-                c.id.system.to_string(),
-                c.id.strategy.to_string(),
-                c.id.workload.clone(),
-            ];
+            let mut row = vec![c.id.system.to_string()];
+            if versioned {
+                row.push(version(c).unwrap_or_default());
+            }
+            row.extend([c.id.strategy.to_string(), c.id.workload.clone()]);
             if chaos {
                 row.push(c.id.chaos.clone());
             }

@@ -324,6 +324,9 @@ pub struct MockBackend {
     pub options: MockOptions,
     /// The service of the system started last, so a test can read what it planted.
     pub last: std::sync::Mutex<Option<MockService>>,
+    /// Systems whose start fails, as a cluster that does not come up (a test of what the run
+    /// does then).
+    pub fail_start: Vec<System>,
 }
 
 impl MockBackend {
@@ -332,6 +335,7 @@ impl MockBackend {
         MockBackend {
             options,
             last: std::sync::Mutex::new(None),
+            fail_start: Vec::new(),
         }
     }
 
@@ -353,6 +357,12 @@ impl Backend for MockBackend {
         _progress: &dyn Progress,
     ) -> anyhow::Result<MockService> {
         shape.refuse_peer_latency("the in-memory mock has no network between servers")?;
+        if self.fail_start.contains(&shape.system) {
+            anyhow::bail!(
+                "the cluster did not become ready within 1s: no leader\nits nodes' last log \
+                 lines:\n--- mock1 (last 1 lines)\nSLF4J: planted start-up failure"
+            );
+        }
         let service = MockService::new(self.options.clone());
         *self.last.locked() = Some(service.clone());
         Ok(service)

@@ -120,44 +120,19 @@ pub async fn run_on<B: Backend>(
         let books = Books::default();
         let work = async {
             let floor = measure_floor(backend, &cluster, &plan, system, progress).await;
-            let mut out = Vec::new();
-            for (i, cell) in cells.iter().enumerate() {
-                progress.cell_started(done + out.len() + 1, total, &cell.id().to_string());
-                let at = Where {
-                    plan: &plan,
-                    folder: &folder,
-                    books: &books,
-                    floor: floor.as_ref(),
-                    server_version: server_version.as_deref(),
-                };
-                match run_cell(backend, &cluster, cell, at, exporters).await {
-                    Ok(summary) => {
-                        progress.cell_finished(&summary);
-                        refresh(&folder, &plan, &failed_so_far, exporters)?;
-                        out.push(summary);
-                    }
-                    // The cluster may be broken now: this cell and the rest of its cluster's
-                    // fail with the reason, and the run goes on with the next cluster.
-                    Err(e) => {
-                        let why = format!("{e:#}");
-                        progress.line(&format!("cell {} failed: {}", cell.id(), first_line(&why)));
-                        let mut lost = Vec::new();
-                        for (j, rest) in cells[i..].iter().enumerate() {
-                            let why = if j == 0 {
-                                why.clone()
-                            } else {
-                                format!(
-                                    "not run: cell {} failed before it on the same cluster",
-                                    cell.id()
-                                )
-                            };
-                            lost.push(folder.write_cell_failure(rest, &why)?);
-                        }
-                        return Ok::<_, anyhow::Error>((out, lost));
-                    }
-                }
-            }
-            Ok::<_, anyhow::Error>((out, Vec::new()))
+            let at = Where {
+                plan: &plan,
+                folder: &folder,
+                books: &books,
+                floor: floor.as_ref(),
+                server_version: server_version.as_deref(),
+            };
+            let counted = Counted {
+                done,
+                total,
+                failed_before: &failed_so_far,
+            };
+            run_group(backend, &cluster, &cells, at, counted, progress, exporters).await
         };
         let ran = tokio::select! {
             r = work => Some(r),
@@ -300,6 +275,7 @@ async fn measure_floor<B: Backend>(
 
 /// What a cell runs within beyond its cluster: the plan, the run's folder, the faults' books
 /// and the cluster's handoff floor.
+#[derive(Clone, Copy)]
 struct Where<'a> {
     plan: &'a Plan,
     folder: &'a RunFolder,
@@ -307,6 +283,58 @@ struct Where<'a> {
     floor: Option<&'a crate::results::floor::HandoffFloor>,
     /// The version the cluster's servers reported, where the backend asks.
     server_version: Option<&'a str>,
+}
+
+/// Where a cluster's cells stand in the run: cells done before them, all cells, and the cells
+/// that failed before them (the reports list them while the run goes on).
+#[derive(Clone, Copy)]
+struct Counted<'a> {
+    done: usize,
+    total: usize,
+    failed_before: &'a [FailedCell],
+}
+
+/// Runs one cluster's cells in order: their summaries, and the cells that failed. A cell that
+/// fails (its cluster may be broken now) fails the rest of its cluster's cells with it, each
+/// with the reason; the run goes on with the next cluster.
+async fn run_group<B: Backend>(
+    backend: &B,
+    cluster: &B::Cluster,
+    cells: &[&Cell],
+    at: Where<'_>,
+    counted: Counted<'_>,
+    progress: &dyn progress::Progress,
+    exporters: &Exporters,
+) -> anyhow::Result<(Vec<CellSummary>, Vec<FailedCell>)> {
+    let mut out = Vec::new();
+    for (i, cell) in cells.iter().enumerate() {
+        progress.cell_started(
+            counted.done + out.len() + 1,
+            counted.total,
+            &cell.id().to_string(),
+        );
+        match run_cell(backend, cluster, cell, at, exporters).await {
+            Ok(summary) => {
+                progress.cell_finished(&summary);
+                refresh(at.folder, at.plan, counted.failed_before, exporters)?;
+                out.push(summary);
+            }
+            Err(e) => {
+                let why = format!("{e:#}");
+                progress.line(&format!("cell {} failed: {}", cell.id(), first_line(&why)));
+                let mut lost = vec![at.folder.write_cell_failure(cell, &why)?];
+                let after = format!(
+                    "not run: cell {} failed before it on the same cluster",
+                    cell.id()
+                );
+                for rest in &cells[i + 1..] {
+                    lost.push(at.folder.write_cell_failure(rest, &after)?);
+                }
+                return Ok((out, lost));
+            }
+        }
+    }
+    Ok((out, Vec::new()))
 }
 
 /// The first line of a (multi-line) reason, for a progress line.

@@ -81,3 +81,60 @@ async fn a_checker_that_panics_makes_each_cell_unknown_with_its_message_and_the_
     assert!(stored.contains("checker_panicked"), "{stored}");
     let _ = std::fs::remove_dir_all(&out);
 }
+
+#[tokio::test]
+async fn a_cluster_that_cannot_start_fails_its_own_cells_and_the_run_goes_on() {
+    let wl = Workload::from_str(WORKLOAD, "start-fails").unwrap();
+    let systems = [System::Zookeeper, System::Redis];
+    let plan = Plan::expand("startfail", &systems, &[wl], &Overrides::default()).unwrap();
+    let out = std::env::temp_dir().join(format!("lockbench-runner-start-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&out);
+    let folder = RunFolder::create(Some(&out), "start-fails").unwrap();
+    let mut backend = MockBackend::new(MockOptions::default());
+    backend.fail_start = vec![System::Zookeeper];
+    let outcome = run_on(
+        &backend,
+        plan,
+        folder,
+        &PlainProgress,
+        &Exporters::files_only(),
+    )
+    .await
+    .expect("the run goes on past a cluster that does not start");
+    // Redis, queued after ZooKeeper, was measured.
+    assert_eq!(outcome.summaries.len(), 2, "{:?}", outcome.failed);
+    assert!(
+        outcome
+            .summaries
+            .iter()
+            .all(|s| s.id.system == System::Redis)
+    );
+    // ZooKeeper's two cells failed, each with the reason and the nodes' last log lines.
+    assert_eq!(outcome.failed.len(), 2);
+    for f in &outcome.failed {
+        assert!(f.id.starts_with("zookeeper-"), "{f:?}");
+        assert!(
+            f.reason.contains("its zookeeper cluster did not start"),
+            "{f:?}"
+        );
+        let error = outcome
+            .folder
+            .join("cells")
+            .join(&f.id)
+            .join(crate::results::ERROR_FILE);
+        let text = std::fs::read_to_string(&error).unwrap();
+        assert!(text.contains("SLF4J: planted start-up failure"), "{text}");
+    }
+    assert_eq!(outcome.not_run.len(), 2, "failed cells are not run too");
+    // The run's summary and report say which cells failed and why.
+    let summary = std::fs::read_to_string(outcome.folder.join("summary.json")).unwrap();
+    let summary: serde_json::Value = serde_json::from_str(&summary).unwrap();
+    assert_eq!(
+        summary["failed"].as_array().map(Vec::len),
+        Some(2),
+        "{summary}"
+    );
+    let report = std::fs::read_to_string(outcome.folder.join("report.md")).unwrap();
+    assert!(report.contains("Cells that failed (2"), "{report}");
+    let _ = std::fs::remove_dir_all(&out);
+}

@@ -178,6 +178,51 @@ pub fn system_colour(system: System) -> RGBColor {
     RGBColor(r, g, b)
 }
 
+/// `c` mixed with white: 18 % of the way for `nth` = 1, 36 % for 2, at most 55 % (paler
+/// etcd orange was hard to see on white).
+pub fn paler(c: RGBColor, nth: usize) -> RGBColor {
+    let f = (nth as f64 * 0.18).min(0.55);
+    let mix = |v: u8| (f64::from(v) + (255.0 - f64::from(v)) * f).round() as u8;
+    RGBColor(mix(c.0), mix(c.1), mix(c.2))
+}
+
+/// A cell's series name in a legend: its system and, where known, the version it measured
+/// (`etcd 3.5.16`, `redis valkey 8.1.1`).
+pub fn series_name(c: &crate::results::CellSummary) -> String {
+    match crate::report::table::version(c) {
+        Some(v) => format!("{} {v}", c.id.system),
+        None => c.id.system.to_string(),
+    }
+}
+
+/// Each system's versions in a run, in the order cells first show them: the first is drawn in
+/// the system's colour and marker, each further one paler and with the next marker.
+#[derive(Debug, Default)]
+pub struct VersionShades(Vec<(System, Option<String>)>);
+
+impl VersionShades {
+    /// The versions of `cells`.
+    pub fn of(cells: &[crate::results::CellSummary]) -> VersionShades {
+        let mut seen = Vec::new();
+        for c in cells {
+            let key = (c.id.system, c.id.version.clone());
+            if !seen.contains(&key) {
+                seen.push(key);
+            }
+        }
+        VersionShades(seen)
+    }
+
+    /// Which version of its system `c` ran (0 for the first seen).
+    pub fn of_cell(&self, c: &crate::results::CellSummary) -> usize {
+        self.0
+            .iter()
+            .filter(|(s, _)| *s == c.id.system)
+            .position(|(_, v)| *v == c.id.version)
+            .unwrap_or(0)
+    }
+}
+
 /// A point shape per system (0 circle, 1 triangle, 2 square, 3 cross), for greyscale prints.
 pub fn system_marker(system: System) -> u8 {
     (system.position() % 4) as u8

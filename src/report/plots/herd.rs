@@ -32,10 +32,25 @@ pub struct HerdLine {
     pub label: String,
     /// Colour and marker.
     pub system: System,
+    /// Which version of its system in the figure (0 for the first): each further version is
+    /// drawn paler and with the next marker, so versions differ by more than the colour.
+    pub shade: usize,
     /// Herd dashed.
     pub strategy: Strategy,
     /// (log2 of clients, value), by growing clients.
     pub points: Vec<(f64, f64)>,
+}
+
+impl HerdLine {
+    /// Its system's colour, paler for each further version of the system.
+    pub fn colour(&self) -> RGBColor {
+        super::canvas::paler(system_colour(self.system), self.shade * 2)
+    }
+
+    /// Its system's marker, the next one for each further version of the system.
+    pub fn marker(&self) -> u8 {
+        (system_marker(self.system) + self.shade as u8) % 4
+    }
 }
 
 /// The figure.
@@ -51,7 +66,9 @@ impl Herd {
     /// The lines of `cells` for `measure`; cells without the measure (a recipe that cannot
     /// count wake-ups, no handoff yet) are left out.
     pub fn of_run(cells: &[CellSummary], measure: HerdMeasure) -> Herd {
-        let mut groups: BTreeMap<(String, String, String, String), HerdLine> = BTreeMap::new();
+        let mut groups: BTreeMap<(String, String, String, String, String), HerdLine> =
+            BTreeMap::new();
+        let shades = super::canvas::VersionShades::of(cells);
         for c in cells {
             let value = match measure {
                 HerdMeasure::Wakeups => c.wakeups_per_acquisition,
@@ -65,6 +82,7 @@ impl Herd {
             let id = &c.id;
             let key = (
                 id.system.to_string(),
+                crate::report::table::version(c).unwrap_or_default(),
                 id.strategy.to_string(),
                 id.workload.clone(),
                 id.chaos.clone(),
@@ -72,8 +90,9 @@ impl Herd {
             groups
                 .entry(key)
                 .or_insert_with(|| HerdLine {
-                    label: format!("{} {}", id.system, id.strategy),
+                    label: format!("{} {}", super::canvas::series_name(c), id.strategy),
                     system: id.system,
+                    shade: shades.of_cell(c),
                     strategy: id.strategy,
                     points: Vec::new(),
                 })
@@ -82,14 +101,14 @@ impl Herd {
         }
         let workloads: std::collections::BTreeSet<(&str, &str)> = groups
             .keys()
-            .map(|k| (k.2.as_str(), k.3.as_str()))
+            .map(|k| (k.3.as_str(), k.4.as_str()))
             .collect();
         let many = workloads.len() > 1;
         let lines = groups
             .into_iter()
             .map(|(k, mut line)| {
                 if many {
-                    line.label += &format!(" {} {}", k.2, k.3);
+                    line.label += &format!(" {} {}", k.3, k.4);
                 }
                 line.points.sort_by(|a, b| a.0.total_cmp(&b.0));
                 line
@@ -130,7 +149,7 @@ impl Figure for Herd {
         for l in &self.lines {
             entries.push(Entry {
                 label: l.label.clone(),
-                colour: system_colour(l.system),
+                colour: l.colour(),
                 swatch: Swatch::Line {
                     dashed: l.strategy == Strategy::Herd,
                 },
@@ -203,7 +222,7 @@ where
 {
     let (ox, oy) = plot.get_base_pixel();
     for l in lines {
-        let colour = system_colour(l.system);
+        let colour = l.colour();
         let style = colour.stroke_width(2);
         if l.strategy == Strategy::Herd {
             chart.draw_series(DashedLineSeries::new(l.points.clone(), 8, 5, style))
@@ -216,7 +235,7 @@ where
             legend::draw_point(
                 plot,
                 (x - ox, y - oy),
-                system_marker(l.system),
+                l.marker(),
                 colour,
                 l.strategy == Strategy::Herd,
             )?;

@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use super::canvas::{FONT, Figure, drawing, system_colour};
+use super::canvas::{FONT, Figure, drawing};
 use super::herd::{HerdLine, lines_on};
 use super::legend::{self, Entry, Swatch};
 use crate::recipe::Strategy;
@@ -143,6 +143,7 @@ impl LatencyCost {
                     CostLine {
                         label,
                         system,
+                        shade: 0,
                         strategy: s,
                         points,
                     }
@@ -195,7 +196,7 @@ impl Figure for LatencyCost {
             .iter()
             .map(|l| Entry {
                 label: l.label.clone(),
-                colour: system_colour(l.system),
+                colour: l.colour(),
                 swatch: Swatch::Line {
                     dashed: l.strategy == Strategy::Herd,
                 },

@@ -90,7 +90,7 @@ impl LatencyDistribution {
             .iter()
             .filter_map(|c| {
                 let text = histograms.get(&c.id.to_string())?;
-                let mut label = format!("{} {}", c.id.system, c.id.strategy);
+                let mut label = format!("{} {}", super::canvas::series_name(c), c.id.strategy);
                 if by_workload {
                     label += &format!(" {}", c.id.workload);
                 }
@@ -137,18 +137,10 @@ impl LatencyDistribution {
                     .filter(|s| **s == (c.system, c.strategy))
                     .count();
                 seen.push((c.system, c.strategy));
-                lighter(system_colour(c.system), nth)
+                super::canvas::paler(system_colour(c.system), nth)
             })
             .collect()
     }
-}
-
-/// `c` mixed with white: 18 % of the way for `nth` = 1, 36 % for 2, at most 55 % (paler
-/// etcd orange was hard to see on white).
-fn lighter(c: RGBColor, nth: usize) -> RGBColor {
-    let f = (nth as f64 * 0.18).min(0.55);
-    let mix = |v: u8| (f64::from(v) + (255.0 - f64::from(v)) * f).round() as u8;
-    RGBColor(mix(c.0), mix(c.1), mix(c.2))
 }
 
 impl Figure for LatencyDistribution {

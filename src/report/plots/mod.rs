@@ -556,6 +556,7 @@ mod tests {
             lines: vec![herd::HerdLine {
                 label: "etcd predecessor".into(),
                 system: System::Etcd,
+                shade: 0,
                 strategy: Strategy::Predecessor,
                 points: vec![(16.0, 800.0)],
             }],
