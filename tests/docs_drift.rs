@@ -153,6 +153,46 @@ fn systems_chapter_lists_every_system() {
     same("systems", &file, code, table_after(&text, &file, "systems"));
 }
 
+#[test]
+fn image_environment_table_is_the_entrypoints() {
+    let file = format!("{BOOK}/systems.md");
+    let text = read(&file);
+    let var = regex::Regex::new(r"\$\{([A-Z_][A-Z0-9_]*):-([^}]*)\}").unwrap();
+    let mut code = std::collections::BTreeMap::new();
+    for entry in std::fs::read_dir(root().join("docker")).unwrap() {
+        let script = entry.unwrap().path().join("entrypoint.sh");
+        let Ok(sh) = std::fs::read_to_string(&script) else {
+            continue;
+        };
+        for c in var.captures_iter(&sh) {
+            code.insert(c[1].to_string(), c[2].to_string());
+        }
+    }
+    let names = table_after(&text, &file, "image environment");
+    same(
+        "image environment",
+        &file,
+        code.keys().cloned().collect(),
+        names,
+    );
+    for (name, default) in &code {
+        let row = text
+            .lines()
+            .find(|l| l.starts_with(&format!("| `{name}` |")))
+            .unwrap();
+        let shown = row.split('|').nth(3).unwrap_or("").trim();
+        let want = if default.is_empty() {
+            "(empty)".to_string()
+        } else {
+            format!("`{default}`")
+        };
+        assert_eq!(
+            shown, want,
+            "{file}: `{name}` defaults to {want} in its entrypoint, the table says {shown}"
+        );
+    }
+}
+
 /// The JSON names of a struct's fields, read from its source: `rename` honoured, `skip`
 /// dropped, `flatten` expanded into the flattened struct's fields.
 fn struct_fields(name: &str) -> BTreeSet<String> {
