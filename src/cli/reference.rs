@@ -148,6 +148,72 @@ fn arg(out: &mut String, a: &Arg) {
     out.push('\n');
 }
 
+/// A `[[faults]]` table of kind `.0` with every parameter at its default (a required one given
+/// the smallest value it takes), to ask the kind where it is refused.
+struct Defaults(&'static str);
+
+impl crate::fault::ParamSource for Defaults {
+    fn kind(&self) -> &str {
+        self.0
+    }
+    fn path(&self) -> &str {
+        "faults[0]"
+    }
+    fn given(&self, name: &str) -> bool {
+        self.text(name).is_some()
+    }
+    fn text(&self, name: &str) -> Option<&str> {
+        // The parameters some kinds require; everything else has a default.
+        const REQUIRED: [(&str, &str, &str); 2] =
+            [("slow", "latency", "1ms"), ("clock", "by", "30s")];
+        REQUIRED
+            .iter()
+            .find(|(kind, field, _)| *kind == self.0 && *field == name)
+            .map(|(_, _, value)| *value)
+    }
+    fn flag(&self, _: &str) -> Option<bool> {
+        None
+    }
+    fn number(&self, _: &str) -> Option<f64> {
+        None
+    }
+    fn duration_text(&self) -> Option<&str> {
+        Some("1s")
+    }
+    fn kinds(
+        &self,
+        _: &str,
+    ) -> Option<Result<Vec<crate::fault::FaultKind>, crate::spec_error::SpecError>> {
+        None
+    }
+    fn invalid(&self, field: &str, value: &str, expected: &str) -> crate::spec_error::SpecError {
+        crate::spec_error::SpecError::Invalid {
+            origin: "defaults".into(),
+            field: field.into(),
+            value: value.into(),
+            expected: expected.into(),
+        }
+    }
+    fn missing(&self, field: &str, hint: &str) -> crate::spec_error::SpecError {
+        self.invalid(field, "missing", hint)
+    }
+    fn out_of_range(&self, field: &str, value: &str, valid: &str) -> crate::spec_error::SpecError {
+        self.invalid(field, value, valid)
+    }
+    fn conflict(&self, message: String) -> crate::spec_error::SpecError {
+        self.invalid("", "", &message)
+    }
+    fn duration(
+        &self,
+        field: &str,
+        text: &str,
+        _: std::time::Duration,
+        _: std::time::Duration,
+    ) -> Result<std::time::Duration, crate::spec_error::SpecError> {
+        humantime::parse_duration(text).map_err(|e| self.invalid(field, text, &e.to_string()))
+    }
+}
+
 /// `<` and `>` outside code spans as entities, so that `<workload>` in a help text is shown and
 /// not taken for an HTML tag.
 fn escape(text: &str) -> String {
@@ -189,8 +255,8 @@ pub fn fault_kinds_markdown() -> String {
     out.push_str(&names(timing));
     out.push_str(
         ", and its kind's parameters:\n\n\
-         | kind | parameters | how long it lasts | real or modelled |\n\
-         |---|---|---|---|\n",
+         | kind | parameters | how long it lasts | real or modelled | refused on |\n\
+         |---|---|---|---|---|\n",
     );
     for k in KINDS {
         let params: Vec<String> = k
@@ -223,10 +289,31 @@ pub fn fault_kinds_markdown() -> String {
             Realism::Real => "real",
             Realism::Modelled => "modelled",
         };
+        let refused = if k.composite {
+            "where a kind it draws is refused".to_string()
+        } else {
+            let defaults = Defaults(k.name);
+            match (k.read)(&crate::fault::Params::new(&defaults)).map(|f| f.refusal()) {
+                Ok(Some(r)) => r
+                    .systems
+                    .iter()
+                    .map(|s| format!("`{s}`"))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                Ok(None) => "none".to_string(),
+                Err(e) => format!("(could not read its defaults: {e})"),
+            }
+        };
         out.push_str(&format!(
-            "| `{}` | {params} | {lasts} | {realism} |\n",
+            "| `{}` | {params} | {lasts} | {realism} | {refused} |\n",
             k.name
         ));
     }
+    out.push_str(
+        "\n*Refused on*: the systems a schedule with this kind may not run on; such a schedule \
+         must name its systems without them, or it is refused before anything starts. Other \
+         conditions (a client pause needs clients as worker processes; a target needs a command \
+         for each primitive the kind acts through) are in the [chaos chapter](../chaos.md).\n",
+    );
     out
 }
