@@ -17,14 +17,14 @@
 #           redlock-restart-delayed, N seeds each (default 5) × both strategies,
 #           workloads/held-locks.toml (held across the faults): how often a cell is judged
 #           unsafe
-#   split   issue 17's acceptance: chaos/split-even-20s (4-node ZooKeeper and etcd cut 2 | 2
+#   split   the even split's figures: chaos/split-even-20s (4-node ZooKeeper and etcd cut 2 | 2
 #           from 8 s to 28 s), 8 clients of hot-lock, 40 s cells, both strategies, N repetitions
 #           (--repeat N, fresh clusters each round): verdicts, acquisitions left unknown, the
 #           most failed acquisitions of one client, requests per client-second during the
 #           split, and recovery after the heal (median), split into the cluster's share (heal →
 #           the first outcome only the cluster could give) and the clients' (→ the first grant)
-#   promises  issue 17's "shipped schedules keep their promise": the shipped schedules on the
-#           systems of README's table of them (every system each expects unsafe, and those
+#   promises  the shipped schedules keep their promise: the shipped schedules on the
+#           systems of the guide's table of them (docs/book/src/chaos.md#shipped-schedules) (every system each expects unsafe, and those
 #           it expects safe where hot-lock's short holds could not tell; the even splits are in
 #           faults and split), with the workload their comments name (workloads/held-locks.toml;
 #           pause-clients also with workloads/held-locks-unfenced.toml), --strict, 20 s cells
@@ -32,7 +32,7 @@
 #           × both strategies = 2N cells per schedule, system and workload; prints how many
 #           cells showed the `expect`, with lost updates and stale writes rejected
 #           (OUT/promises.md)
-#   kinds   issue 19: every shipped schedule with the other lock kinds held across its faults
+#   kinds   every shipped schedule with the other lock kinds held across its faults
 #           (workloads/held-rwlock.toml, held-permits.toml, held-reentrant.toml: 8 s holds on a
 #           10 s lease), on every system and strategy the schedule and the kind apply to, one
 #           seed, 20 s cells (pause-node 30 s; isolate-leader and split-even-20s 40 s), so that

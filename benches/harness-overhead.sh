@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Harness overhead (issue 22, item 2): uncontended lock cycles per second (acquire, then release)
+# Harness overhead (docs/book/src/measuring.md#what-the-harness-costs): uncontended lock cycles per second (acquire, then release)
 # on one Redis master, lockbench's against redis-benchmark's on the equivalent command pair, side
 # by side on the same master in one run, at 1, 8 and 64 clients.
 #
@@ -34,7 +34,7 @@
 #   take; docker-proxy copies every byte both ways and was the largest CPU user of the two
 #   cores in every loop (0.64-0.76 cores at 8 clients). HARNESS_ROUTE=bridge goes to the
 #   container's own address on its Docker network, straight from this host, without it: every
-#   loop runs about twice as fast, and the clients' own CPU weighs more (README).
+#   loop runs about twice as fast, and the clients' own CPU weighs more (docs/book/src/measuring.md).
 #
 # Needs redis-benchmark on the host (apt-get install redis-tools). Prints a Markdown table.
 # HARNESS_CLIENTS="1 8 64" (the client counts), HARNESS_SECONDS=10 (each lockbench cell),

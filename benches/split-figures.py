@@ -1,9 +1,9 @@
-"""The figures of issue 17's split acceptance, from a run folder of split cells (one partition
+"""The figures of the even split (chaos/split-even-20s), from a run folder of split cells (one partition
 window each), as each cell's summary.json states them: the verdict, acquisitions whose outcome
 stayed unknown (acquire `info` events in the history; an unanswered release may stay `info`:
 its holder went on, and its janitor retries it), the most failed acquisitions of one client and the requests
 per client-second while the split was in effect, and the recovery after the heal with its
-cluster's and clients' shares (docs/results-schema.md, `faults`). Then per system and strategy:
+cluster's and clients' shares (docs/book/src/results-schema.md#faults). Then per system and strategy:
 cells, safe cells, and the medians.
 
     python3 benches/split-figures.py RUN_FOLDER

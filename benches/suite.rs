@@ -23,13 +23,12 @@
 //! 4.49 GB and 8.6–24 s (10.4–11.8 s at a load of 3.5). One key, 25k / 50k / 100k grants:
 //! 0.11 / 0.22 / 0.45 s (0.67 / 2.67 / 9.85 s before the sweeps).
 //!
-//! The register's read and write (2026-12-04, a seventh machine of this kind, noisy: the same
+//! The register's read and write (2026-12-04, a 2-core machine, noisy: the same
 //! binary moves by 2× from one minute to the next, so the two builds ran alternately, five times
 //! each, `suite --bench resource/`): 1.59, 2.09, 2.18, 2.31, 2.26 µs with the standard library's
 //! SipHash map and a `Vec` per key; 1.77, 1.47, 2.03, 1.82, 1.65 µs with rustc-hash's map and a
 //! key's first register held in place (median 2.18 → 1.77 µs). A lock cycle on one Redis master
 //! cost lockbench 85–97 µs of CPU on that machine (`perf stat -p`, 8 clients, two 4 s windows);
-//! docs/harness-overhead.md (the seventh machine) says what a run without the register saved there.
 
 use std::io::Write;
 use std::path::Path;

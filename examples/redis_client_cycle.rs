@@ -14,16 +14,17 @@
 //!   loses to `pair` is what the recipe's scripts cost (the fencing token and
 //!   the release's message); what lockbench loses to this is the harness's cost.
 //! - `recipe-multi`, `recipe-lean`: the herd recipe's release script, after another take, to
-//!   measure what the take's script costs (docs/harness-overhead.md, the fourteenth machine;
-//!   neither is what the recipe sends). `recipe-multi` takes in one `MULTI`/`EXEC` transaction
+//!   measure what the take's script costs (neither is what the recipe sends; on a 2-core
+//!   machine, 2026-12-05, a take cheaper by about 3 µs of server time did not move the loop's
+//!   rate at 8 clients). `recipe-multi` takes in one `MULTI`/`EXEC` transaction
 //!   (`SET key owner NX PX 10000 GET`, the fencing `INCR`, `PTTL`: as atomic as the script, but
 //!   the `INCR` runs on a refused take too); `recipe-lean` runs a script with only the `SET NX PX`
 //!   and the `INCR`, answering the token alone where the recipe's answers three values.
 //! - `pair-in-task`, `recipe-in-task`: the same, but each connection's driver (the future that
 //!   writes requests and routes answers) is polled by its client's own task instead of running
 //!   as a task of its own, as the crate spawns it; this measures whether the hop from the
-//!   client's task to the driver's and back costs the rate (docs/harness-overhead.md: it did
-//!   not, the in-task loops were slower).
+//!   client's task to the driver's and back costs the rate (on 2-core machines it did not:
+//!   the in-task loops were 2–17 % slower, 2026-12-05).
 //!
 //! `cargo run --release --example redis_client_cycle -- HOST:PORT load` loads the herd recipe's
 //! take and release scripts into the server's script cache and prints `take SHA` and

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The gate's A/A and injected-slowdown proof (issue 12), paired: each try is ONE run of the
+# The gate's A/A and injected-slowdown proof (docs/book/src/gate.md#5-proving-the-gate-the-test-only-slowdown), paired: each try is ONE run of the
 # `inject-delay` build with three copies of the same workload, `a`, `b` and `c`, in every
 # `--repeat` round on that round's fresh clusters (their order turns from round to round).
 # Only `b`'s releases are delayed, by 20 % of the handoff p50 that `a` measured in the try

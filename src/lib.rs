@@ -1,5 +1,5 @@
-//! lockbench: benchmark and chaos-test distributed locks on real ZooKeeper, etcd and Redis
-//! (Sentinel and Redlock) clusters started in Docker.
+//! lockbench: benchmark and chaos-test distributed locks on real clusters started in Docker:
+//! ZooKeeper, etcd, Redis (Sentinel and Redlock), PostgreSQL, MariaDB and Memcached.
 //!
 //! A run, after Jepsen: **clusters** come up ([`cluster`], from images [`image`] builds
 //! offline; each system is one folder, `service/<name>/`, listed once in [`system::registry`]:
@@ -44,6 +44,8 @@
 //! fault                                                  fault kinds, one file each
 //! workload                                               workload files and their random
 //!                                                        choices
+//! target                                                 target files: a cluster the user
+//!                                                        runs (used by the runner)
 //! service                                                each system's Provider and connect
 //! nemesis                                                reads chaos files and plays their
 //!                                                        faults beside the clients, on the
@@ -63,7 +65,7 @@
 //! cli, main                                              one verb, one function
 //! ```
 //!
-//! How the circles were broken (issue 18 item 3): a system's name and facts
+//! How the layers stay free of circles: a system's name and facts
 //! ([`system::System`], [`system::Facts`], including [`system::Facts::lease_clock`], which
 //! says how a clock fault reaches it) are data in [`system`], which imports only [`strategy`]
 //! (the [`strategy::Strategy`] names its facts list); what a system does lives above the

@@ -195,7 +195,7 @@ fn lock_unfit(system: System, strategy: Strategy, lock: LockKind) -> Option<Stri
     if !system.lock_kinds().contains(&kind) {
         return Some(format!(
             "{system} × lock = \"{kind}\": no {system} recipe takes a {kind} (it offers {}; \
-             the README's lock kinds table says why)",
+             the guide's lock kinds table, docs/book/src/workloads.md#lock-kinds, says why)",
             system.lock_kinds().join(", ")
         ));
     }
@@ -1225,7 +1225,7 @@ mod tests {
                 .unwrap();
             assert!(
                 why.contains(&format!("no redlock recipe takes a {kind}"))
-                    && why.contains("README"),
+                    && why.contains("docs/book/src/workloads.md#lock-kinds"),
                 "{why}"
             );
             let e = Plan::expand("r", &[System::Redlock], &[wl], &ov).unwrap_err();

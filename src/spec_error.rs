@@ -1,6 +1,6 @@
 //! Why a workload or chaos schedule file was refused ([`SpecError`]), below both the file
-//! readers ([`crate::spec`], which re-exports it) and the fault kinds, which raise it while
-//! reading their parameters ([`crate::fault::Params`]).
+//! readers ([`crate::workload`], which re-exports it, and [`crate::nemesis::schedule`]) and the
+//! fault kinds, which raise it while reading their parameters ([`crate::fault::Params`]).
 
 /// Why a workload file was refused; every message names the file and says what would be valid.
 #[derive(Debug, thiserror::Error)]

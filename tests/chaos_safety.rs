@@ -90,7 +90,7 @@ fn paused_past_the_lease(system: &str) {
         let h = history(&run, cell);
         let w = windows(&h);
         // One pause that held a client in its hold; one that stopped a worker whose client had
-        // just begun its release is thawed at once and closed as `info` (docs/faults.md).
+        // just begun its release is thawed at once and closed as `info` (docs/book/src/chaos.md).
         let kept = h
             .iter()
             .filter(|e| e["op"] == "fault" && e["kind"] == "ok")

@@ -41,7 +41,7 @@ async fn sentinel_promotes_a_replica_when_the_master_dies() {
         .await
     {
         Ok(found) => found,
-        // Seen once in CI beside another binary (stop 53): the nodes' and Sentinels' logs say
+        // Seen once in CI beside another binary: the nodes' and Sentinels' logs say
         // whether the Sentinels saw the master down, voted, or failed to pick a replica.
         Err(e) => panic!("{e:?}\n{}", common::shared::log_tails(&cluster).await),
     };

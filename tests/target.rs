@@ -745,7 +745,8 @@ fn etcd_built_in_faults_of_the_same_schedules_are_safe() {
     assert_etcd_fault_verdicts(&verdicts_and_faults(&latest(&dir.join("own"))));
 }
 
-/// docker pause as the README's Docker example gives it, through `target`'s commands: the
+/// docker pause as the guide's Docker example gives it
+/// (docs/book/src/own-clusters.md#faults-through-your-own-tools), through `target`'s commands: the
 /// leader frozen once (10-12 s in, for 5 s), with the verdict the schedule expects of etcd
 /// (safe, as the built-in pause is), both commands logged with exit 0.
 fn assert_pause_by_command(dir: &Path, target: &Path) {

@@ -1,14 +1,14 @@
 //! Capacity planning: how many clients a lock takes before it stops scaling or misses its SLO.
 //!
-//! What it will be (issue 12): `lockbench capacity` sweeps the concurrency of one system ×
+//! `lockbench capacity` sweeps the concurrency of one system ×
 //! strategy × workload on one cluster (`--clients 1,2,4,…,128`, optionally `--repeat N`),
 //! fits the Universal Scalability Law to the measured throughput, and reports λ, σ, κ with
 //! their uncertainty, the predicted peak concurrency and throughput, the fit's R², and the
 //! highest measured concurrency that keeps the latency SLO next to the law's prediction of it,
 //! as `capacity.json`, a plot and a section of the report.
 //!
-//! Here: [`usl`], the fit itself ([`fit`] → [`UslFit`]); [`report`], the pure
-//! [`Capacity`] report of a sweep's cells; [`slo`], the `--slo` bound; [`file`],
+//! The parts: [`usl`], the fit itself ([`fit`] → [`UslFit`]); [`report`], the pure
+//! [`Capacity`] report of a sweep's cells; [`slo`], the `--slo` bound; [`mod@file`],
 //! `capacity.json`; and [`sweep`], the plan of a sweep and what is done with its cells. The
 //! plots exporter draws the capacity figure from `capacity.json`
 //! ([`crate::report::plots::capacity`]), and report.md/report.html give it a Capacity section.

@@ -1,8 +1,12 @@
 //! Command-line interface: verbs as subcommands (clap derive, here), and one function per verb
 //! in the submodules, which `main.rs` dispatches to.
+// The doc comments here are `--help` texts for a terminal, where `<run>` means a placeholder,
+// not an HTML tag (the guide's reference escapes them: src/cli/reference.rs).
+#![allow(rustdoc::invalid_html_tags)]
 
 pub mod chaos;
 pub mod cluster;
+pub mod reference;
 pub mod results;
 pub mod run;
 
@@ -10,9 +14,10 @@ use clap::{Parser, Subcommand};
 
 use crate::system::System;
 
-/// Benchmark and chaos-test distributed locks on real ZooKeeper, etcd and Redis clusters.
+/// Benchmark and chaos-test distributed locks on real clusters: ZooKeeper, etcd, Redis (with
+/// Sentinel, and Redlock), PostgreSQL, MariaDB and Memcached.
 #[derive(Debug, Parser)]
-#[command(name = "lockbench", version, about)]
+#[command(name = "lockbench", version, about, after_long_help = EXAMPLES_TOP)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
@@ -54,13 +59,16 @@ pub enum Command {
     /// on disk.
     /// With no arguments: hot-lock on ZooKeeper, etcd, Redis and Redlock under both strategies
     /// (`--all-systems` adds PostgreSQL, MariaDB and Memcached).
+    #[command(after_long_help = EXAMPLES_RUN)]
     Run(RunArgs),
     /// Sweep the client count of one system × strategy × workload on one cluster, fit the
     /// Universal Scalability Law to the throughput, and write capacity.json, the capacity
     /// plot and the reports into the run folder.
+    #[command(after_long_help = EXAMPLES_CAPACITY)]
     Capacity(CapacityArgs),
     /// Build the server images that are missing or out of date (no registry needed): every
     /// system's default version, and the versions named.
+    #[command(after_long_help = EXAMPLES_IMAGES)]
     Images {
         /// Other versions to build too, comma-separated (`etcd@3.4,redis@valkey-8.1`); a run
         /// that names a version builds its image on first use anyway.
@@ -71,8 +79,10 @@ pub enum Command {
         all_versions: bool,
     },
     /// Check the Docker engine and the images, and say how to fix what is missing.
+    #[command(after_long_help = EXAMPLES_DOCTOR)]
     Doctor,
     /// Start a cluster, print its endpoints and leader as JSON, keep it until Ctrl-C.
+    #[command(after_long_help = EXAMPLES_UP)]
     Up {
         /// The system to start, at its default version or at one named after `@`.
         #[arg(help = systems_at_help())]
@@ -98,6 +108,7 @@ pub enum Command {
     /// stored histories, with no Docker; print the table, say whether each cell matches what
     /// the run wrote, and exit as `run` does (1 when a cell expected safe is unsafe). Rewrites
     /// nothing unless --write.
+    #[command(after_long_help = EXAMPLES_CHECK)]
     Check {
         /// A run folder (results/<run>) or one of its cells/<id> folders.
         dir: std::path::PathBuf,
@@ -111,21 +122,24 @@ pub enum Command {
     },
     /// Draw the reports of a run folder again (report.md, report.html and the plots) from
     /// its stored results, with no Docker; the results themselves are left as they are.
+    #[command(after_long_help = EXAMPLES_REPORT)]
     Report {
         /// A run folder, e.g. results/latest or results/<run>.
         dir: std::path::PathBuf,
     },
     /// Baselines for `lockbench gate`.
-    #[command(subcommand)]
+    #[command(subcommand, after_long_help = EXAMPLES_BASELINE)]
     Baseline(BaselineCommand),
     /// Chaos schedules for other engines.
-    #[command(subcommand)]
+    #[command(subcommand, after_long_help = EXAMPLES_RENDER)]
     Chaos(ChaosCommand),
     /// Compare a run with a baseline cell by cell: exit 1 on a speed regression past both the
     /// metric's floor and the two sides' spreads, or on any safety rule broken; 0 otherwise; 2
     /// when it cannot judge (a missing cell, another schema). Prints a Markdown table.
+    #[command(after_long_help = EXAMPLES_GATE)]
     Gate(GateArgs),
     /// Remove every container and network any lockbench run left behind.
+    #[command(after_long_help = EXAMPLES_CLEAN)]
     Clean {
         /// Only those of this run id (the `lockbench.run` label), e.g. from `up`'s JSON.
         #[arg(long = "run")]
@@ -159,89 +173,147 @@ pub enum Command {
     },
 }
 
+// `run --help` groups its flags under these headings.
+const RUN_WHAT: &str = "What to run";
+const RUN_HOW_LONG: &str = "How long";
+const RUN_FAULTS: &str = "Faults and added latency";
+const RUN_OUTPUT: &str = "Output";
+
+// The examples that end each verb's long help (`--help`); the guide's CLI reference shows them
+// too, as it is generated from this definition.
+const EXAMPLES_TOP: &str = "Examples:
+  lockbench run                                   the default comparison (about five minutes)
+  lockbench run --chaos chaos/kill-leader.toml    the same under a leader kill every 10 s
+  lockbench report results/latest                 draw the reports of the last run again";
+const EXAMPLES_RUN: &str = "Examples:
+  lockbench run --systems etcd,redis --clients 1,4,16 --duration 10s
+  lockbench run --systems etcd@3.4,etcd@3.5 --repeat 3 --chaos chaos/kill-leader.toml
+  lockbench run --workload workloads/held-locks.toml --chaos chaos/pause-node.toml --strict
+  lockbench run --target targets/prod-etcd.toml --duration 30s";
+const EXAMPLES_CAPACITY: &str = "Examples:
+  lockbench capacity --system etcd --strategy predecessor --clients 1,2,4,8,16
+  lockbench capacity --system redis --strategy herd --clients 1,4,16,64 --slo p99=50ms --repeat 3";
+const EXAMPLES_IMAGES: &str = "Examples:
+  lockbench images
+  lockbench images --versions etcd@3.4,redis@valkey-8.1
+  LOCKBENCH_DEBIAN_MIRROR=http://deb.debian.org/debian lockbench images --all-versions";
+const EXAMPLES_DOCTOR: &str = "Examples:
+  lockbench doctor
+  DOCKER_HOST=unix:///run/docker.sock lockbench doctor";
+const EXAMPLES_UP: &str = "Examples:
+  lockbench up etcd
+  lockbench up redis@valkey-8.1
+  lockbench up zookeeper --size 5 --peer-latency 2ms
+  lockbench up redis --tls /tmp/lockbench-tls";
+const EXAMPLES_CHECK: &str = "Examples:
+  lockbench check results/latest
+  lockbench check results/latest/cells/etcd-predecessor-hot-lock-c16 --strict
+  lockbench check results/latest --write";
+const EXAMPLES_REPORT: &str = "Examples:
+  lockbench report results/latest
+  lockbench report results/20261206T035000Z-hot-lock";
+const EXAMPLES_BASELINE: &str = "Examples:
+  lockbench baseline save results/baselines/mine.json
+  lockbench baseline save results/baselines/mine.json --from results/run-a --from results/run-b";
+const EXAMPLES_RENDER: &str = "Examples:
+  lockbench chaos render --engine chaos-mesh --selector app=etcd chaos/kill-leader.toml
+  lockbench chaos render --engine chaos-mesh --primitive isolate --pod etcd-0 --peers etcd-1,etcd-2";
+const EXAMPLES_GATE: &str = "Examples:
+  lockbench gate --current results/latest
+  lockbench gate --baseline results/baselines/ci-smoke.json --normalize 3 --junit gate.xml
+  lockbench gate --pair hot-lock=hot-lock-b --current results/latest
+  lockbench gate --pair etcd@3.4=etcd@3.5 --current results/latest";
+const EXAMPLES_CLEAN: &str = "Examples:
+  lockbench clean
+  lockbench clean --run 3f2a9c1e
+  lockbench clean --target targets/prod-etcd.toml";
+
 /// Arguments of `lockbench run`.
 #[derive(Debug, clap::Args)]
 pub struct RunArgs {
     /// Systems to run, comma-separated, each at its default version or at one named after `@`
     /// (`etcd@3.4,etcd@3.5`: two versions side by side as separate cells); default: the
     /// default comparison's.
-    #[arg(long, value_delimiter = ',', help = systems_at_help(),
+    #[arg(help_heading = RUN_WHAT, long, value_delimiter = ',', help = systems_at_help(),
           default_values_t = crate::system::default_systems().into_iter().map(crate::system::SystemAt::default_of))]
     pub systems: Vec<crate::system::SystemAt>,
     /// Every system lockbench has, the ones outside the default comparison too.
-    #[arg(long, conflicts_with = "systems")]
+    #[arg(help_heading = RUN_WHAT, long, conflicts_with = "systems")]
     pub all_systems: bool,
     /// Run on a cluster you already run, named by a target file (repeatable, one per system;
-    /// see README "Your own clusters"): nothing is started, every key lives under the
+    /// see the guide's "Your own clusters", docs/book/src/own-clusters.md): nothing is started, every key lives under the
     /// target's prefix and is removed at the end. The systems are the targets'.
-    #[arg(long = "target", value_name = "FILE", conflicts_with_all = ["systems", "all_systems"])]
+    #[arg(help_heading = RUN_WHAT, long = "target", value_name = "FILE", conflicts_with_all = ["systems", "all_systems"])]
     pub targets: Vec<std::path::PathBuf>,
     /// Strategies, comma-separated; default: the workload's.
-    #[arg(long, value_delimiter = ',', help = strategies_help())]
+    #[arg(help_heading = RUN_WHAT, long, value_delimiter = ',', help = strategies_help())]
     pub strategies: Option<Vec<crate::recipe::Strategy>>,
     /// Workload files (repeatable); default: the built-in hot-lock workload.
-    #[arg(long = "workload")]
+    #[arg(help_heading = RUN_WHAT, long = "workload")]
     pub workloads: Vec<std::path::PathBuf>,
-    /// Chaos schedule files (repeatable), each a coordinate of the matrix: chaos/*.toml, e.g.
-    /// chaos/kill-leader.toml; default: none (no faults).
-    #[arg(long = "chaos", value_name = "FILE")]
-    pub chaos: Vec<std::path::PathBuf>,
     /// Client counts, comma-separated, each 1 to 4096; default: the workload's.
     #[arg(
+        help_heading = RUN_WHAT,
         long,
         value_delimiter = ',',
         value_parser = clap::value_parser!(u32).range(crate::workload::CLIENTS.0..=crate::workload::CLIENTS.1)
     )]
     pub clients: Option<Vec<u32>>,
-    /// Length of each cell (e.g. 30s), 1s to 1day; default: the workload's.
-    #[arg(long, value_parser = run_duration)]
-    pub duration: Option<std::time::Duration>,
-    /// One-way latency added between clients and servers, comma-separated, each 0 to 1s (e.g.
-    /// 0ms,1ms,2ms): every workload runs at each, through relays that hold every chunk this
-    /// long each way, named <workload>-lat<latency> when several are given; default: the
-    /// workload's client_latency (none).
-    #[arg(long, value_delimiter = ',', value_parser = one_way_latency)]
-    pub client_latency: Option<Vec<std::time::Duration>>,
-    /// One-way latency added between the servers of each cluster, comma-separated, each 0 to
-    /// 1s (e.g. 0ms,2ms): every workload runs at each, on a cluster of its own whose
-    /// containers relay every connection between nodes, named <workload>-peer<latency> when
-    /// several are given; default: the workload's peer_latency (none). Docker clusters only.
-    #[arg(long, value_delimiter = ',', value_parser = one_way_latency)]
-    pub peer_latency: Option<Vec<std::time::Duration>>,
     /// Seed for every random choice; default: the workload's.
-    #[arg(long)]
+    #[arg(help_heading = RUN_WHAT, long)]
     pub seed: Option<u64>,
-    /// Folder under which the run's folder is made (default: results/).
-    #[arg(long)]
-    pub out: Option<std::path::PathBuf>,
     /// Run each cell's clients as tasks of this process or as `lockbench worker` processes
     /// (which a pause fault can stop one at a time); default: the workload's `clients_as`.
-    #[arg(long, value_enum)]
+    #[arg(help_heading = RUN_WHAT, long, value_enum)]
     pub clients_as: Option<ClientsAsArg>,
     /// Clients per worker process, 1 to 4096; implies --clients-as processes; default: the
     /// workload's `clients_per_process`, else 1.
     #[arg(
+        help_heading = RUN_WHAT,
         long,
         value_parser = clap::value_parser!(u32).range(1..=crate::workload::CLIENTS.1)
     )]
     pub clients_per_process: Option<u32>,
-    /// Exit 1 also when a verdict is unknown or a design expected unsafe was not exposed
-    /// (without it only a cell expected safe and judged unsafe fails the run).
-    #[arg(long)]
-    pub strict: bool,
+    /// Length of each cell (e.g. 30s), 1s to 1day; default: the workload's.
+    #[arg(help_heading = RUN_HOW_LONG, long, value_parser = run_duration)]
+    pub duration: Option<std::time::Duration>,
     /// Run every cell N times, 1 to 100, in rounds (every cell once, then again), each round
     /// on fresh clusters; the run's summary.json keeps every repetition and their median and
     /// spread, which `lockbench baseline save` and `lockbench gate` read.
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=100))]
+    #[arg(help_heading = RUN_HOW_LONG, long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=100))]
     pub repeat: u32,
     /// Handoffs the floor probe measures on each cluster before its cells, 0 to 10000 (0: no
     /// floor, and no handoff ÷ floor column); each is a full release-to-grant chain.
     #[arg(
+        help_heading = RUN_HOW_LONG,
         long,
         default_value_t = crate::plan::DEFAULT_FLOOR_SAMPLES as u32,
         value_parser = clap::value_parser!(u32).range(0..=10_000)
     )]
     pub floor_samples: u32,
+    /// Chaos schedule files (repeatable), each a coordinate of the matrix: chaos/*.toml, e.g.
+    /// chaos/kill-leader.toml; default: none (no faults).
+    #[arg(help_heading = RUN_FAULTS, long = "chaos", value_name = "FILE")]
+    pub chaos: Vec<std::path::PathBuf>,
+    /// One-way latency added between clients and servers, comma-separated, each 0 to 1s (e.g.
+    /// 0ms,1ms,2ms): every workload runs at each, through relays that hold every chunk this
+    /// long each way, named <workload>-lat<latency> when several are given; default: the
+    /// workload's client_latency (none).
+    #[arg(help_heading = RUN_FAULTS, long, value_delimiter = ',', value_parser = one_way_latency)]
+    pub client_latency: Option<Vec<std::time::Duration>>,
+    /// One-way latency added between the servers of each cluster, comma-separated, each 0 to
+    /// 1s (e.g. 0ms,2ms): every workload runs at each, on a cluster of its own whose
+    /// containers relay every connection between nodes, named <workload>-peer<latency> when
+    /// several are given; default: the workload's peer_latency (none). Docker clusters only.
+    #[arg(help_heading = RUN_FAULTS, long, value_delimiter = ',', value_parser = one_way_latency)]
+    pub peer_latency: Option<Vec<std::time::Duration>>,
+    /// Folder under which the run's folder is made (default: results/).
+    #[arg(help_heading = RUN_OUTPUT, long)]
+    pub out: Option<std::path::PathBuf>,
+    /// Exit 1 also when a verdict is unknown or a design expected unsafe was not exposed
+    /// (without it only a cell expected safe and judged unsafe fails the run).
+    #[arg(help_heading = RUN_OUTPUT, long)]
+    pub strict: bool,
 }
 
 /// Arguments of `lockbench capacity`.
@@ -289,6 +361,7 @@ pub enum ChaosCommand {
     /// Print Chaos Mesh resources (YAML, built from typed bindings of its CRDs): every fault
     /// of a chaos schedule FILE on the pods --selector picks, or one --primitive on one --pod
     /// (named lockbench-<primitive>-<pod>, for a target's fault commands to apply and delete).
+    #[command(after_long_help = EXAMPLES_RENDER)]
     Render(RenderArgs),
 }
 
@@ -361,6 +434,7 @@ pub struct RenderArgs {
 pub enum BaselineCommand {
     /// Write a baseline (each cell's per-metric medians, spreads and repetitions, its safety,
     /// and the environment) from finished runs, best several made with `run --repeat N`.
+    #[command(after_long_help = EXAMPLES_BASELINE)]
     Save {
         /// The baseline file to write, e.g. results/baselines/ci-smoke.json.
         file: std::path::PathBuf,

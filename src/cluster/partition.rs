@@ -49,7 +49,7 @@ impl Cluster {
 
     /// Cuts every link `grudge` names: each node with a grudge drops its peers' traffic both
     /// ways. Cuts add up until [`Cluster::heal`]. A node killed or paused now gets its cuts
-    /// when it comes back ([`Cluster::restore_cuts`]), as do its peers' rules naming its new
+    /// when it comes back (`Cluster::restore_cuts`), as do its peers' rules naming its new
     /// address: the partition holds for it as long as the partition lasts.
     pub async fn partition_grudge(&self, grudge: &Grudge) -> Result<(), ClusterError> {
         self.validate_grudge(grudge)?;

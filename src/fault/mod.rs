@@ -34,7 +34,7 @@
 //! "valid kinds are ..." message in `nemesis/schedule/tests.rs`, which then lists the new kind too.)
 //! A kind that needs a new *primitive* (a way to act on a server that [`Faultable`] lacks)
 //! adds it to [`Faultable`] with a default, and implements it for the cluster. Docs: its row
-//! in the table above and in docs/faults.md.
+//! in the table above and in docs/book/src/chaos.md.
 //!
 //! Layering: this module is the vocabulary; `nemesis::schedule` reads a schedule's timing and hands
 //! each fault's table to [`read`]; `nemesis` keeps the books and plays the timeline.

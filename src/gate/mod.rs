@@ -1,6 +1,6 @@
 //! The regression gate (`lockbench baseline save`, `lockbench gate`): a run's cells, taken over
-//! their repetitions ([`aggregate`]), saved as a [`Baseline`] and later compared with another
-//! run ([`compare`]). A speed metric regresses only when its median worsens by more than both
+//! their repetitions ([`aggregate()`]), saved as a [`Baseline`] and later compared with another
+//! run ([`compare()`]). A speed metric regresses only when its median worsens by more than both
 //! its floor and what the two sides' spreads allow; improvements are reported, never failed;
 //! safety is strict. The outcome prints as Markdown and JUnit ([`output`]).
 

@@ -500,10 +500,10 @@ fn cell_of(
         .collect()
 }
 
-/// The CI run of 2026-12-04 that failed on Redlock herd (`issues ci`, stop 47): each cell's
+/// The CI run of 2026-12-04 that failed on Redlock herd on a slower host: each cell's
 /// baseline medians (9 repetitions) and current medians (3, Redlock's 8 after the rerun), with
 /// `redlock_herd_x` the current Redlock herd throughput (38.0 in that run).
-fn ci_run_of_stop_47(redlock_herd_x: f64) -> (Vec<CellSummary>, Vec<CellSummary>) {
+fn ci_run_of_2026_12_04(redlock_herd_x: f64) -> (Vec<CellSummary>, Vec<CellSummary>) {
     use Strategy::{Herd as H, Predecessor as P};
     const ZK: System = System::Zookeeper;
     const ETCD: System = System::Etcd;
@@ -546,7 +546,7 @@ fn normalizing_by_strategy_holds_a_herd_cell_against_herd_cells() {
             3.0,
         )
     };
-    let (base, current) = ci_run_of_stop_47(38.0);
+    let (base, current) = ci_run_of_2026_12_04(38.0);
     let base = baseline_of(&base);
     let current = aggregate(&current);
     let row = |o: &Outcome, cell: &str, metric: &str| {
@@ -621,13 +621,13 @@ fn normalizing_by_strategy_holds_a_herd_cell_against_herd_cells() {
         assert_eq!(o.failures(), 1, "{md}");
     };
     // A herd cell: Redlock herd at 20.9/s (−59.7 % against the herd's factor) ...
-    let (_, slower) = ci_run_of_stop_47(20.9);
+    let (_, slower) = ci_run_of_2026_12_04(20.9);
     fails_alone(&slower, "redlock-herd-w-c4", "throughput");
     // ... and a predecessor cell: etcd predecessor's handoff 2.5 times as slow (+90 %
     // against the predecessors' factor, which its own rise moves from ×1.53 to ×1.73: with
     // four cells a group's median is the mean of the middle two; twice as slow, +52 %, is
     // inside CI's +80 % floor, as it was against the suite's factor).
-    let (_, mut planted) = ci_run_of_stop_47(38.0);
+    let (_, mut planted) = ci_run_of_2026_12_04(38.0);
     for s in planted
         .iter_mut()
         .filter(|s| s.id.system == System::Etcd && s.id.strategy == Strategy::Predecessor)

@@ -494,8 +494,7 @@ pub trait EventSink: Send + Sync {
 
 // An event travels by value: the channel stores its items in blocks it allocates once per 32
 // and reuses, where a boxed event cost an allocation in the client and a free in the writer,
-// on another thread (glibc then takes the arena's lock), six times a lock cycle (issue 22,
-// item 2).
+// on another thread (glibc then takes the arena's lock), six times a lock cycle.
 #[allow(clippy::large_enum_variant)]
 enum Msg {
     Event(Event),
@@ -625,7 +624,7 @@ async fn write_events(
         // Someone acts on events as they happen (a nemesis waiting for a grant): each event
         // wakes this task. Otherwise the queue is drained on a short tick, so a client's
         // `record` wakes no task: a wake-up per event cost the clients a task switch, often
-        // onto the other worker, each cycle (issue 22, item 2).
+        // onto the other worker, each cycle.
         let listened = tap.receiver_count() > 0;
         tokio::select! {
             msg = rx.recv(), if listened => match msg {

@@ -60,7 +60,7 @@ impl<R: Recipe> DynRecipe for R {
 
 /// A lock client of whichever system the cluster runs. Each acquire and release boxes its
 /// future once (a trait object cannot name it); the calls themselves already allocate (keys,
-/// requests), so this adds one small allocation to each, measured in the report of issue 18.
+/// requests), so this adds one small allocation to each.
 pub struct AnyRecipe(Box<dyn DynRecipe>);
 
 impl AnyRecipe {

@@ -4,7 +4,7 @@
 //! path by exactly that much (waited with [`crate::pace::sleep`], within tens of
 //! microseconds: tokio's own sleep has a 1 ms tick and turned a 0.23 ms delay into more than
 //! 1 ms). Without the feature these are empty functions: no build a user makes (`cargo build`,
-//! `cargo install`, the README's commands) enables it.
+//! `cargo install`, the guide's commands) enables it.
 //!
 //! The variable holds a duration for every cell (`1ms`) or comma-separated `WHO=DURATION`
 //! parts, where WHO is the start of a cell id: a system (`zookeeper=950us`) or more of the id

@@ -234,9 +234,10 @@ pub enum LockError {
         strategy: Strategy,
         valid: String,
     },
-    /// This system's recipe has no lock of this kind (see the README's lock kinds table).
+    /// This system's recipe has no lock of this kind (see the guide's lock kinds table).
     #[error(
-        "{system} has no '{claim}' lock: the README's lock kinds table says which systems offer it"
+        "{system} has no '{claim}' lock: the guide's lock kinds table \
+         (docs/book/src/workloads.md#lock-kinds) says which systems offer it"
     )]
     KindUnsupported { system: System, claim: &'static str },
     /// The outcome is unknown: a connection dropped or a request timed out mid-flight.

@@ -329,7 +329,7 @@ fn faults_section(cells: &[CellSummary]) -> String {
          end of the history if it was not healed; applying ms is the time from asking for the \
          fault to its effect, and acquisitions and the first grant count from the effect. The \
          clock fault is {CLOCK_MODEL} (see \
-         <code>docs/results-schema.md</code>, <code>faults</code>).</p>",
+         <code>docs/book/src/results-schema.md</code>, <code>faults</code>).</p>",
     );
     for c in chaotic {
         let id = c.id.to_string();

@@ -1,6 +1,6 @@
 //! `summary.json`: each cell's [`CellSummary`] in its folder, and the run's summary (every
 //! finished cell, the cells not run, whether the run was interrupted) in the run folder. The
-//! fields are documented in `docs/results-schema.md`.
+//! fields are documented in `docs/book/src/results-schema.md`.
 
 use serde::Serialize;
 

@@ -218,7 +218,7 @@ pub fn faults_section(cells: &[CellSummary]) -> String {
     for c in cells.iter().filter(|c| !c.faults.is_empty()) {
         if s.is_empty() {
             s.push_str(&format!(
-                "\n## Faults\n\nEach nemesis fault window, with the findings, lost leases and errors from its start to its heal + a settle of 2 × the longest lease (at least 1 s), or to the end of the history if it was not healed; applying ms is the time from asking for the fault to its effect, and acquisitions and the first grant count from the effect. The clock fault is {CLOCK_MODEL} (see `docs/results-schema.md`, `faults`).\n",
+                "\n## Faults\n\nEach nemesis fault window, with the findings, lost leases and errors from its start to its heal + a settle of 2 × the longest lease (at least 1 s), or to the end of the history if it was not healed; applying ms is the time from asking for the fault to its effect, and acquisitions and the first grant count from the effect. The clock fault is {CLOCK_MODEL} (see `docs/book/src/results-schema.md`, `faults`).\n",
             ));
         }
         let (t, notes) = table::faults(c);

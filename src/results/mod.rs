@@ -3,7 +3,7 @@
 //! ([`crate::stats`]) fill these types, the exporters ([`crate::report`]) write them, the gate
 //! ([`crate::gate`]) and capacity ([`crate::capacity`]) read them back; none of those imports
 //! another upward for a field's type or a file's name. The fields are documented in
-//! `docs/results-schema.md`.
+//! `docs/book/src/results-schema.md`.
 //!
 //! A run folder holds `summary.json` (every finished cell), `plan.toml` and `cells/<id>/`; each
 //! cell folder holds [`CELL_FILE`], [`HISTORY_FILE`] and [`SUMMARY_FILE`] (and what the

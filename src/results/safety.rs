@@ -93,7 +93,7 @@ pub struct Violation {
 }
 
 /// The cell's safety: the merged verdict, what it was expected to be, the counts behind it and
-/// the first findings (`safety` in `summary.json`; see `docs/results-schema.md`). Each count is
+/// the first findings (`safety` in `summary.json`; see `docs/book/src/results-schema.md`). Each count is
 /// filled by the checker that owns it (its `Counts`); the default has none and an unknown verdict.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Safety {

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use super::{Safety, SafetyVerdict};
 use crate::plan::CellId;
 
-/// The per-cell results (`summary.json`); see `docs/results-schema.md`.
+/// The per-cell results (`summary.json`); see `docs/book/src/results-schema.md`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CellSummary {
     /// [`super::SCHEMA_VERSION`].

@@ -77,8 +77,8 @@ impl AttemptCosts {
 ///
 /// Events are paired into operations once ([`Events::operations`]); the folds below then read the
 /// events in time order, each outcome with where its operation started: waits and their
-/// costs, holds and handoffs ([`holds::Holds`]), fairness ([`FifoTracker`], [`QueueOrder`]),
-/// pacing ([`pacing::Pacing`]) and the failed outcomes ([`outcomes::Outcomes`]).
+/// costs, holds and handoffs (`holds::Holds`), fairness ([`FifoTracker`], [`QueueOrder`]),
+/// pacing ([`pacing::Pacing`]) and the failed outcomes (`outcomes::Outcomes`).
 pub fn analyze(events: &Events, cell: &CellInfo) -> Analysis {
     analyze_with(events, &events.operations(), cell)
 }

@@ -1,7 +1,7 @@
 //! The one list of systems. Each line names a system's folder, `service/<name>/`, and its facts
 //! file in it (a `#[path]` must be a literal, so the path is written out; a test checks it is
 //! `../service/<name>/facts.rs`). The list declares the facts modules here, in [`crate::system`]
-//! ([`SYSTEMS`]), and the service modules in [`crate::service`]
+//! (`SYSTEMS`), and the service modules in [`crate::service`]
 //! ([`crate::service::SERVICES`]): parsing, `--systems` and its default, the plan, doctor,
 //! `images`, the plots and every per-system fact read it. A new system is one folder and one
 //! line here; the order is the order reports list systems in.

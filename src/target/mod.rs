@@ -1,5 +1,5 @@
 //! A target: a cluster the user already runs, named by a TOML file (`lockbench run --target
-//! FILE`, issue 21). This module reads and checks the file and says what of it may be recorded;
+//! FILE`). This module reads and checks the file and says what of it may be recorded;
 //! it starts nothing and connects nowhere.
 //!
 //! ```toml

@@ -16,6 +16,12 @@ use std::path::Path;
 use std::time::Duration;
 
 pub use crate::spec_error::SpecError;
+
+/// A workload file's fields, per table (`"workload"` for the top level, then `"hold, think"`,
+/// `"key_distribution, arrival"` and `"stampede"`): what the guide's field tables must list.
+pub fn file_fields() -> Vec<(&'static str, &'static [&'static str])> {
+    raw::file_fields()
+}
 pub use expect::{Expect, Expectations};
 pub use lock::{DEFAULT_REENTRY_DEPTH, LockKind, PERMITS, REENTRY_DEPTH};
 
@@ -161,7 +167,7 @@ pub struct Workload {
     /// wrote; 0 = never. Recipes whose acquire is one atomic step ignore it.
     pub crash_between_steps_every: u32,
     /// The kind of lock taken (`lock`, with its `read_ratio`, `permits` or `reentry_depth`);
-    /// only [`LockKind::Mutex`] has recipes so far (issue 19), and the plan refuses the others.
+    /// the plan skips a system whose recipes do not offer it.
     pub lock: LockKind,
     /// Latency added between every client and every server it talks to (`client_latency`,
     /// one way, each direction, plus up to `client_jitter` per chunk): the cell's clients

@@ -114,3 +114,43 @@ impl<'de, T: Deserialize<'de> + FromBare> Deserialize<'de> for StrOrTable<T> {
         d.deserialize_any(V(PhantomData))
     }
 }
+
+/// The field names serde's derive gives a struct `T` (the ones `deny_unknown_fields` accepts),
+/// read by asking `T` to deserialize itself from a deserializer that only records them: the
+/// guide's field tables are checked against these (`tests/docs_drift.rs`).
+pub(crate) fn struct_fields<T: de::DeserializeOwned>() -> &'static [&'static str] {
+    struct Capture<'a>(&'a mut &'static [&'static str]);
+    impl<'de> de::Deserializer<'de> for Capture<'_> {
+        type Error = de::value::Error;
+        fn deserialize_any<V: Visitor<'de>>(self, _: V) -> Result<V::Value, Self::Error> {
+            Err(de::Error::custom("not a struct"))
+        }
+        fn deserialize_struct<V: Visitor<'de>>(
+            self,
+            _: &'static str,
+            fields: &'static [&'static str],
+            _: V,
+        ) -> Result<V::Value, Self::Error> {
+            *self.0 = fields;
+            Err(de::Error::custom("fields recorded"))
+        }
+        serde::forward_to_deserialize_any! {
+            bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes byte_buf
+            option unit unit_struct newtype_struct seq tuple tuple_struct map enum identifier
+            ignored_any
+        }
+    }
+    let mut fields: &'static [&'static str] = &[];
+    let _ = T::deserialize(Capture(&mut fields));
+    fields
+}
+
+/// A workload file's fields, per table: the top level, then the tables some fields take.
+pub(crate) fn file_fields() -> Vec<(&'static str, &'static [&'static str])> {
+    vec![
+        ("workload", struct_fields::<RawWorkload>()),
+        ("hold, think", struct_fields::<RawDist>()),
+        ("key_distribution, arrival", struct_fields::<RawKind>()),
+        ("stampede", struct_fields::<RawStampede>()),
+    ]
+}

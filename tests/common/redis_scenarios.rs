@@ -879,8 +879,8 @@ pub async fn wakeups_survive_a_pubsub_kill<R, F, Fut>(
 
 /// Four waiters queue behind a 3 s hold. Only the first of them expects a message any moment and
 /// polls every 500 ms; the others, with waiters ahead, refresh their entries every third of the
-/// entry TTL (1.83 s here) and are not fallback polls. Every waiter polling every 500 ms (as
-/// before issue 7) made 4 × 6.
+/// entry TTL (1.83 s here) and are not fallback polls. Every waiter polling every 500 ms would
+/// make 4 × 6.
 pub async fn queued_waiters_do_not_poll<R, F, Fut>(make: &F, label: &str, cfg: RecipeConfig)
 where
     R: Recipe,

@@ -29,6 +29,12 @@ use crate::workload::{Expectations, SpecError, parse_error};
 pub use crate::fault::{Param, ParamType, Params};
 pub use timeline::PlannedFault;
 
+/// A chaos file's top-level fields, and the timing fields every `[[faults]]` table takes besides
+/// `kind` and its kind's parameters: what the guide's chaos reference must list.
+pub fn file_fields() -> (&'static [&'static str], &'static [&'static str]) {
+    raw::file_fields()
+}
+
 /// The name of the schedule with no faults: cells without chaos carry it, and their folder
 /// names leave it out.
 pub const NO_CHAOS: &str = "none";

@@ -55,6 +55,15 @@ pub(super) enum RawValue {
 
 const TIMING: [&str; 4] = ["start", "every", "jitter", "duration"];
 
+/// A chaos file's top-level fields, and the timing fields of a `[[faults]]` table (the kinds'
+/// own parameters are [`crate::fault::KINDS`]').
+pub(super) fn file_fields() -> (&'static [&'static str], &'static [&'static str]) {
+    (
+        crate::workload::raw::struct_fields::<RawSchedule>(),
+        &TIMING,
+    )
+}
+
 /// Every field a `[[faults]]` table takes: `kind`, each registered kind's parameters (each name
 /// once, first kind first), then the timing; with each parameter's type.
 fn fields() -> &'static (Vec<&'static str>, Vec<Option<ParamType>>) {

@@ -395,7 +395,7 @@ pub(crate) fn entry_ttl(cfg: &crate::recipe::RecipeConfig) -> Duration {
 /// How often a waiter with others ahead of it refreshes its queue entry: a third of the entry
 /// TTL, which leaves the refresh two thirds (at least two request timeouts) to land. A waiter
 /// deep in a long queue pays one request per refresh: about wait / refresh of them (see
-/// docs/results-schema.md, "What a request is").
+/// docs/book/src/results-schema.md#what-a-request-is-per-recipe).
 pub(crate) fn entry_refresh(cfg: &crate::recipe::RecipeConfig) -> Duration {
     entry_ttl(cfg) / 3
 }

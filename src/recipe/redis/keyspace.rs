@@ -1,6 +1,6 @@
 //! What the Redis recipes wrote under a prefix on one server, for runs on a cluster lockbench
 //! did not start (a target): listed before the run, removed after it. Every key the recipes
-//! write is `<prefix>/...` ([`super::scripts::Keys`]), so `SCAN MATCH <prefix>/*` finds exactly
+//! write is `<prefix>/...` (`scripts::Keys`), so `SCAN MATCH <prefix>/*` finds exactly
 //! theirs (a target's prefix holds no glob character: `target::validate` allows letters,
 //! digits, `.`, `_`, `-` and `/`).
 

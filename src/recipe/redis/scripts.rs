@@ -33,7 +33,7 @@ pub const DEADLINES_SUFFIX: &str = ":qx";
 pub(crate) struct Keys(Arc<KeyNames>);
 
 /// The names themselves (see the layout above), all in one string: building them costs one
-/// allocation rather than one per name, on every acquisition (issue 22, item 2).
+/// allocation rather than one per name, on every acquisition.
 #[derive(Debug)]
 pub(crate) struct KeyNames {
     names: String,
@@ -312,8 +312,8 @@ return released
 /// A script of its own, with two keys and three arguments and without [`HELPERS`] (whose three
 /// functions every call of a script that starts with them makes anew): with the one-call take
 /// above, the herd cycle's two scripts took 17.2–19.4 µs of the server's time against
-/// 21.9–22.5 before, at 8 clients on one master (`INFO commandstats`; the ninth machine of
-/// docs/harness-overhead.md). Starts with [`GIVE_BACK`]; this is what follows it.
+/// 21.9–22.5 before, at 8 clients on one master (`INFO commandstats`; a 2-core machine,
+/// 2026-12-05). Starts with [`GIVE_BACK`]; this is what follows it.
 const HERD_RELEASE: &str = r#"
 if released == 1 and ARGV[3] ~= '' then redis.call('PUBLISH', KEYS[1] .. ':released', ARGV[3]) end
 return released

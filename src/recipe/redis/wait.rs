@@ -85,8 +85,8 @@ pub(crate) async fn acquire_loop<T: Taker>(
 ) -> Result<Grant, LockError> {
     let deadline = budget.deadline();
     // Made at the first wait: an acquisition granted at its first take (every uncontended
-    // one) needs no channel to hear wake-ups on (issue 22, item 2: its allocations were half
-    // a microsecond of every lock cycle).
+    // one) needs no channel to hear wake-ups on (its allocations were half a microsecond of
+    // every lock cycle).
     let mut waiter: Option<Waiter> = None;
     let mut progress = Progress::default();
     let mut backoff = budget.backoff();

@@ -18,7 +18,7 @@ use crate::system::System;
 /// The exporter's name in errors.
 pub const EXPORTER: &str = "plots";
 
-/// The family every plot's text uses (registered by [`ensure_font`]).
+/// The family every plot's text uses (registered by `ensure_font`).
 pub const FONT: &str = "sans-serif";
 
 /// A figure that can draw itself on any plotters backend: the same code makes the PNG and the

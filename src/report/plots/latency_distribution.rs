@@ -114,7 +114,7 @@ impl LatencyDistribution {
 }
 
 /// (percentile, µs) → (log10(1/(1−p)), µs), leaving out p = 1 (infinitely far right) and what
-/// lies past [`MAX_NINES`].
+/// lies past `MAX_NINES`.
 pub fn to_nines(points: &[(f64, f64)]) -> Vec<(f64, f64)> {
     points
         .iter()

@@ -234,7 +234,7 @@ fn client_tls(target: &Target, tls: &crate::target::Tls) -> anyhow::Result<Clien
     })
 }
 
-/// Up to [`KEYS_SHOWN`] keys under `prefix` on `target`.
+/// Up to `KEYS_SHOWN` keys under `prefix` on `target`.
 pub async fn keys_under(
     target: &Target,
     info: &ConnectInfo,

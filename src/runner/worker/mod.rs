@@ -1,9 +1,9 @@
 //! Lock clients in `lockbench worker` processes, so that one client process can be paused as a
 //! whole (SIGSTOP): its keep-alives, session heartbeats and renewal watchdogs stop with it, which
 //! is what a GC-pause fault means. Each worker runs the same client loop as in-process clients
-//! ([`super::client::drive`]) and streams its events, stamped on the cell's one monotonic clock,
+//! (`client::drive`) and streams its events, stamped on the cell's one monotonic clock,
 //! to the runner, which records them in the cell's one history (the protocol is in
-//! [`protocol`]).
+//! `protocol`).
 //!
 //! [`Workers`] owns the processes: they are killed and reaped when it is dropped, whatever
 //! ended the cell (its end, an error, Ctrl-C, a panic). [`WorkerControl`] is the cheap handle a
