@@ -154,6 +154,22 @@ fn systems_chapter_lists_every_system() {
 }
 
 #[test]
+fn systems_chapter_lists_every_version() {
+    let file = format!("{BOOK}/systems.md");
+    let text = read(&file);
+    let code = lockbench::system::FACTS
+        .iter()
+        .flat_map(|f| {
+            f.system
+                .versions()
+                .into_iter()
+                .map(move |v| format!("{}@{}", f.name, v.name()))
+        })
+        .collect();
+    same("versions", &file, code, table_after(&text, &file, "versions"));
+}
+
+#[test]
 fn image_environment_table_is_the_entrypoints() {
     let file = format!("{BOOK}/systems.md");
     let text = read(&file);
