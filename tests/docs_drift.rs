@@ -166,7 +166,12 @@ fn systems_chapter_lists_every_version() {
                 .map(move |v| format!("{}@{}", f.name, v.name()))
         })
         .collect();
-    same("versions", &file, code, table_after(&text, &file, "versions"));
+    same(
+        "versions",
+        &file,
+        code,
+        table_after(&text, &file, "versions"),
+    );
 }
 
 #[test]
