@@ -367,7 +367,7 @@ fn assert_errors_exit_2(out: &Path, baseline: &Path, base_run: &PathBuf, unsafe_
     std::fs::write(
         &old,
         std::fs::read_to_string(baseline).unwrap().replacen(
-            "\"schema_version\": 1",
+            "\"schema_version\": 2",
             "\"schema_version\": 0",
             1,
         ),

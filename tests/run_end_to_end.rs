@@ -41,9 +41,20 @@ fn tiny_run_writes_every_file_and_herd_wakes_more() {
     assert!(res.status.success(), "lockbench run failed: {stderr}");
     let stdout = String::from_utf8_lossy(&res.stdout);
     assert!(
-        stdout.contains("| system | strategy |"),
+        stdout.contains("| system | version | strategy |"),
         "no comparison table: {stdout}"
     );
+    // The version column is what the servers reported, at the default versions.
+    let default = |s: lockbench::system::System| s.default_version().name().to_string();
+    for (system, version) in [
+        ("redis", default(lockbench::system::System::Redis)),
+        ("etcd", default(lockbench::system::System::Etcd)),
+    ] {
+        assert!(
+            stdout.contains(&format!("| {system} | {version}.")),
+            "{system} did not report version {version}: {stdout}"
+        );
+    }
 
     let run = std::fs::canonicalize(out.join("latest")).expect("results/latest points at the run");
     let plan: toml::Value =
