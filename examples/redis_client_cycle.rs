@@ -10,8 +10,8 @@
 //!   and then the compare-and-delete `EVAL` (by its SHA, as the `redis` crate's `Script` sends
 //!   it). What this loses to redis-benchmark is the client library's cost.
 //! - `recipe`: the herd recipe's own take and release scripts
-//!   ([`lockbench::recipe::redis::herd_cycle_sources`]), with the arguments it sends. What this
-//!   loses to `pair` is what the recipe's scripts cost (the fencing token and
+//!   ([`lockbench::service::redis::recipe::herd_cycle_sources`]), with the arguments it sends.
+//!   What this loses to `pair` is what the recipe's scripts cost (the fencing token and
 //!   the release's message); what lockbench loses to this is the harness's cost.
 //! - `recipe-multi`, `recipe-lean`: the herd recipe's release script, after another take, to
 //!   measure what the take's script costs (neither is what the recipe sends; on a 2-core
@@ -99,7 +99,7 @@ async fn main() {
             }
         }
     }
-    let (take, release) = lockbench::recipe::redis::herd_cycle_sources();
+    let (take, release) = lockbench::service::redis::recipe::herd_cycle_sources();
     // `recipe-lean`'s take: the grant and its token, nothing for a refused take.
     let lean_take = "if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return redis.call('INCR', KEYS[2]) end return 0";
     let scripts: Arc<Scripts> = Arc::new((
@@ -146,7 +146,7 @@ async fn load_recipe_scripts(endpoint: &str) {
     let loading = async {
         let client = redis::Client::open(format!("redis://{endpoint}/"))?;
         let mut conn = client.get_multiplexed_async_connection().await?;
-        let (take, release) = lockbench::recipe::redis::herd_cycle_sources();
+        let (take, release) = lockbench::service::redis::recipe::herd_cycle_sources();
         let mut shas = Vec::new();
         for source in [take, release] {
             shas.push(redis::Script::new(source).load_async(&mut conn).await?);

@@ -6,9 +6,10 @@
 //! its name and facts as data in [`system`], and behind [`service::LockService`] what starts,
 //! probes and connects to it); **clients** run a
 //! **workload** ([`workload`] reads `workloads/*.toml` and draws its random choices; [`pace`]
-//! keeps its holds, thinks and arrivals on time) through a lock **recipe** ([`recipe`]: one folder of logic per system, both
-//! strategies side by side; [`recipe::mock`] stands in for a server only in Docker-free tests of
-//! the runner), each critical section reading and writing a protected **resource**
+//! keeps its holds, thinks and arrivals on time) through a lock **recipe** (each system's in its
+//! `service/<name>/` folder, both strategies side by side; [`recipe`] holds what every recipe
+//! shares, and [`recipe::mock`] stands in for a server only in Docker-free tests of the
+//! runner), each critical section reading and writing a protected **resource**
 //! ([`resource::Register`], fenced or not, kept by the runner); the **nemesis** ([`nemesis`])
 //! reads the chaos schedules `chaos/*.toml` ([`nemesis::schedule`]) and plays their faults
 //! ([`fault`]: one file per kind, as verb pairs) against the cluster;
@@ -40,13 +41,15 @@
 //! system                                                 a system's name and facts, as data
 //! image                                                  server images, built offline
 //! cluster                                                clusters, asking a Provider
-//! recipe                                                 the lock recipes (and the mock)
+//! recipe                                                 what every recipe shares (and the
+//!                                                        mock)
 //! fault                                                  fault kinds, one file each
 //! workload                                               workload files and their random
 //!                                                        choices
 //! target                                                 target files: a cluster the user
 //!                                                        runs (used by the runner)
-//! service                                                each system's Provider and connect
+//! service                                                each system's Provider, recipe and
+//!                                                        connect
 //! nemesis                                                reads chaos files and plays their
 //!                                                        faults beside the clients, on the
 //!                                                        stage it defines
@@ -69,8 +72,11 @@
 //! ([`system::System`], [`system::Facts`], including [`system::Facts::lease_clock`], which
 //! says how a clock fault reaches it) are data in [`system`], which imports only [`strategy`]
 //! (the [`strategy::Strategy`] names its facts list); what a system does lives above the
-//! clusters and recipes it uses, in [`service`] (its [`cluster::Provider`], handed to
-//! [`cluster::Cluster::start`], and its recipe connect). The partition [`cluster::Grudge`]
+//! clusters and the shared recipe parts it uses, in [`service`] (its [`cluster::Provider`],
+//! handed to [`cluster::Cluster::start`], its recipe and the recipe's connect). What a fault
+//! kind needs of a system's recipe is data in [`system`] too: the clock model names Redis'
+//! queue deadline sets by [`system::LeaseClock::REDIS_DEADLINES_SUFFIX`], which the recipe's
+//! scripts use. The partition [`cluster::Grudge`]
 //! lives with the cluster that keeps and applies it, so the cluster imports no fault kind; the
 //! mock's pretend servers meet the nemesis in the runner's mock backend, so the recipes import
 //! no fault kind either. A fault kind reads its parameters through [`fault::Params`] over a
@@ -92,9 +98,9 @@
 //!   keeps `system` off every circle. The folder implements [`cluster::Provider`] in its
 //!   `provider.rs` (node shapes, readiness, leader, per-node health, version probe, a wiped
 //!   node's rejoin) and [`service::LockService`] (recipe connect: [`recipe::AnyRecipe::new`]
-//!   over any [`recipe::Recipe`]) as `SERVICE` in its `mod.rs`; its recipe may live in the
-//!   folder too. The four existing systems keep their recipes in `recipe/<name>/` (`redis/`
-//!   holding Redlock's), which their folders connect. The CLI's `--zookeeper-image`,
+//!   over any [`recipe::Recipe`]) as `SERVICE` in its `mod.rs`; its recipe lives in the folder
+//!   too (`recipe.rs`, or `recipe/` when it takes several files; Redlock's uses the scripts and
+//!   connections of `service/redis/recipe/`). The CLI's `--zookeeper-image`,
 //!   `--etcd-image` and `--redis-image` flags name the three existing images; a new image is
 //!   overridden through its `LOCKBENCH_<NAME>_IMAGE` variable. (Macro-declared modules are
 //!   invisible to `cargo fmt`: `scripts/fmt` formats every file);

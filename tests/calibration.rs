@@ -84,7 +84,7 @@ fn holds_past_the_lease(system: &str) {
     // when two holders carry the same token or the newer one a smaller token. etcd's
     // revisions and Redis's single counter never regress; Redlock's token (the largest
     // counter of the winning quorum) may when a lease expires while held, before the
-    // release raises every master's counter (src/recipe/redis/redlock.rs says so): there a
+    // release raises every master's counter (src/service/redlock/recipe.rs says so): there a
     // lost update must come with the token regression that let it through.
     let (lost, regressions) = (n(&f, &["lost_updates"]), n(&f, &["token_regressions"]));
     if system == "redlock" {

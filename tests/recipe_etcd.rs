@@ -13,7 +13,8 @@ use std::time::Duration;
 
 use etcd_client::{GetOptions, PutOptions};
 use lockbench::System;
-use lockbench::recipe::{EtcdRecipe, RecipeConfig, Strategy};
+use lockbench::recipe::{RecipeConfig, Strategy};
+use lockbench::service::etcd::recipe::EtcdRecipe;
 
 use common::session_scenarios::{self as sc, Expect, Expiry, Leftover, PREFIX, config};
 use common::shared::Shared;

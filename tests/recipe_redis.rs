@@ -10,8 +10,8 @@ use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use lockbench::cluster::{DataOnRestart, NodeRole};
-use lockbench::recipe::redis::{RedisRecipe, RedisTarget};
 use lockbench::recipe::{Recipe, RecipeConfig, Strategy};
+use lockbench::service::redis::recipe::{RedisRecipe, RedisTarget};
 use lockbench::{Cluster, System};
 
 use common::broken_scenarios as broken;
@@ -422,7 +422,7 @@ fn predecessor_shared_kinds_grant_by_the_rule_and_leave_nothing() {
     shared_kinds(Strategy::Predecessor);
 }
 
-/// The read-write lock and the semaphore (`recipe/redis/shared.rs`): readers share, a writer
+/// The read-write lock and the semaphore (`service/redis/recipe/shared.rs`): readers share, a writer
 /// waits for them and a reader behind a waiting writer waits for it (FIFO); N permits hold
 /// at once and the next waits; an acquisition that times out leaves no queue entry behind; a
 /// release wakes the waiter it lets in well before the fallback poll.

@@ -9,8 +9,8 @@ mod common;
 use std::time::{Duration, Instant};
 
 use lockbench::cluster::DataOnRestart;
-use lockbench::recipe::redlock::{RedlockOptions, RedlockRecipe};
 use lockbench::recipe::{LockError, Recipe, RecipeConfig, Strategy, Tally};
+use lockbench::service::redlock::recipe::{RedlockOptions, RedlockRecipe};
 use lockbench::{Cluster, System};
 
 use common::contention::contend;

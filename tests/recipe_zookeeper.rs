@@ -12,7 +12,8 @@ use std::pin::Pin;
 use std::time::Duration;
 
 use lockbench::System;
-use lockbench::recipe::{RecipeConfig, Strategy, ZookeeperRecipe};
+use lockbench::recipe::{RecipeConfig, Strategy};
+use lockbench::service::zookeeper::recipe::ZookeeperRecipe;
 use zookeeper_client as zk;
 
 use common::session_scenarios::{self as sc, Expect, Expiry, Leftover, PREFIX, config};

@@ -4,11 +4,13 @@
 //! when named, never in the default comparison.
 //!
 //! One recipe value is one client: one ZooKeeper session, one etcd lease, one Redis connection
-//! set. Contention is many recipe values on the same key. Each system's recipe is one folder here
-//! (`etcd/`, `zookeeper/`, `redis/` with Redlock beside the single-master lock), which its
-//! `service/<name>/` folder connects; its strategies ([`Strategy`], named in
-//! [`crate::strategy`]) live side by side in that folder, so the difference is visible in one
-//! place. [`AnyRecipe`] holds a client of any system.
+//! set. Contention is many recipe values on the same key. Each system's recipe lives in its
+//! `service/<name>/` folder (`recipe.rs`, or `recipe/` when it takes several files; Redlock's
+//! `recipe.rs` runs the scripts and connections of `service/redis/recipe/`), beside the service
+//! that connects it; its strategies ([`Strategy`], named in [`crate::strategy`]) live side by
+//! side there, so the difference is visible in one place. This module holds what every recipe
+//! shares: the [`Recipe`] trait and its errors, claims, deadlines, retries, the janitor,
+//! re-entry and the mock. [`AnyRecipe`] holds a client of any system.
 
 use std::any::Any;
 use std::fmt;
@@ -22,29 +24,20 @@ use crate::system::System;
 mod any;
 pub mod claim;
 mod credentials;
-mod deadline;
-pub mod etcd;
-mod holders;
+pub(crate) mod deadline;
+pub(crate) mod holders;
 pub mod inject;
-mod janitor;
+pub(crate) mod janitor;
 pub mod mock;
-pub mod redis;
 pub mod reentry;
 pub mod retry;
-pub mod zookeeper;
-
-pub use redis::redlock;
 
 pub use any::AnyRecipe;
 pub(crate) use any::CONNECT_TIMEOUT;
 pub use claim::{Claim, Turn};
 pub use credentials::{ClientTls, Credentials};
 pub(crate) use deadline::drift;
-pub use etcd::EtcdRecipe;
-pub use redis::{RedisRecipe, RedisTarget};
-pub use redlock::{RedlockOptions, RedlockRecipe};
 pub use retry::RetryPolicy;
-pub use zookeeper::ZookeeperRecipe;
 
 pub use crate::strategy::{ALL_STRATEGIES, BOTH_STRATEGIES, Strategy, UNSAFE_LABEL};
 

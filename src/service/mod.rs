@@ -1,20 +1,22 @@
 //! What each lock service *does*: its cluster provider ([`crate::cluster::Provider`]: node
-//! shapes, readiness, leader, per-node health, version probe, a wiped node's rejoin) and how its
-//! recipe client connects ([`LockService::connect`]). One folder per system, `service/<name>/`,
-//! listed once, by its line in [`crate::system::registry`]. The folder's `facts.rs` (its name,
-//! sizes, strategies, image: data) is compiled into [`crate::system`], below everything, so the
-//! clusters, recipes, fault kinds and files name a system without reaching this module; the
-//! rest of the folder is compiled here, above the clusters and the recipes it connects.
+//! shapes, readiness, leader, per-node health, version probe, a wiped node's rejoin), its lock
+//! recipe (`recipe.rs` or `recipe/`) and how its recipe client connects
+//! ([`LockService::connect`]). One folder per system, `service/<name>/`, listed once, by its
+//! line in [`crate::system::registry`]. The folder's `facts.rs` (its name, sizes, strategies,
+//! image: data) is compiled into [`crate::system`], below everything, so the clusters, the
+//! shared recipe code, fault kinds and files name a system without reaching this module; the
+//! rest of the folder is compiled here, above the clusters and what every recipe shares
+//! ([`crate::recipe`]).
 //!
-//! Adding a system: a folder `service/<name>/` with its `facts.rs`, its provider and a
-//! [`LockService`] as `SERVICE` in its `mod.rs` (its recipe may live in the folder too), plus one
-//! line in [`crate::system::registry`]. No other file.
+//! Adding a system: a folder `service/<name>/` with its `facts.rs`, its provider, its recipe
+//! (`recipe.rs`, or `recipe/` for several files) and a [`LockService`] as `SERVICE` in its
+//! `mod.rs`, plus one line in [`crate::system::registry`]. No other file.
 
 /// Declares each system's service module (`service/<name>/`, its facts file left to
 /// [`crate::system`]) and [`SERVICES`].
 macro_rules! service_modules {
     ($($name:ident: $facts:literal),+ $(,)?) => {
-        $(mod $name;)+
+        $(pub mod $name;)+
 
         /// Every system's service, in report order (the order of [`crate::system::SYSTEMS`]).
         pub static SERVICES: &[&dyn LockService] = &[$($name::SERVICE),+];

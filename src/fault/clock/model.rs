@@ -9,11 +9,11 @@
 //! cell's key prefix by Δ, deleting those it expires. A fast clock repeats that every tick. Keys
 //! without a TTL (fencing counters) are untouched, as a jump leaves them too. The recipes' queue
 //! scripts also keep server-clock times of their own: each queue entry's deadline, `TIME` plus
-//! a TTL, as a score in the lock's deadline set ([`DEADLINES_SUFFIX`]). A jump brings those Δ
-//! closer too (the scripts compare them with a `TIME` that jumped), so the same script lowers
-//! every score there by Δ; the next script that purges the queue drops the entries whose
-//! deadline has passed, as it would after a real jump. What the model still leaves out: the
-//! replicas see the cut as the master's `PEXPIRE`/`DEL`/`ZADD`.
+//! a TTL, as a score in the lock's deadline set ([`LeaseClock::REDIS_DEADLINES_SUFFIX`]). A
+//! jump brings those Δ closer too (the scripts compare them with a `TIME` that jumped), so the
+//! same script lowers every score there by Δ; the next script that purges the queue drops the
+//! entries whose deadline has passed, as it would after a real jump. What the model still
+//! leaves out: the replicas see the cut as the master's `PEXPIRE`/`DEL`/`ZADD`.
 //!
 //! ZooKeeper sessions and etcd leases are timed with monotonic clocks: a wall-clock jump does
 //! not shorten them, so the fault is accepted there and reported as [`ClockEffect::Monotonic`].
@@ -24,7 +24,7 @@ use std::time::Duration;
 use serde::Serialize;
 use tokio::task::JoinHandle;
 
-use crate::recipe::redis::DEADLINES_SUFFIX;
+use crate::system::LeaseClock;
 
 /// Deadline of one cut on one server (connect plus the script).
 pub const CUT_TIMEOUT: Duration = Duration::from_secs(4);
@@ -229,7 +229,7 @@ pub async fn jump(endpoint: &str, prefix: &str, delta: Duration) -> Result<Cut, 
             .await?;
         CUT.arg(pattern)
             .arg(delta.as_millis() as u64)
-            .arg(DEADLINES_SUFFIX)
+            .arg(LeaseClock::REDIS_DEADLINES_SUFFIX)
             .invoke_async::<(u64, u64, u64)>(&mut con)
             .await
     };

@@ -1,6 +1,6 @@
 //! What lockbench's etcd recipes wrote under a target's prefix: listed before a run (to refuse a
 //! prefix that holds someone else's keys) and removed after it. Every key the recipes write is
-//! `<prefix>/...` (see `recipe/etcd`), so a range over `<prefix>/` is exactly theirs.
+//! `<prefix>/...` (see `recipe/`), so a range over `<prefix>/` is exactly theirs.
 
 use std::time::Instant;
 
@@ -8,8 +8,8 @@ use etcd_client::{Client, ConnectOptions, DeleteOptions, GetOptions};
 
 use crate::cluster::{ConnectInfo, PROBE_TIMEOUT};
 use crate::recipe::Credentials;
-use crate::recipe::etcd::etcd_err;
 use crate::recipe::retry::{RetryPolicy, retrying};
+use crate::service::etcd::recipe::etcd_err;
 use crate::service::{KEYS_RETRY_FOR, TargetOps, tries_note};
 
 /// What the retries of a listing or removal ride out.
@@ -35,7 +35,7 @@ async fn leads(endpoint: &str) -> Result<bool, String> {
 }
 
 async fn client(info: &ConnectInfo, login: Option<&Credentials>) -> Result<Client, String> {
-    let (urls, opts) = crate::recipe::etcd::with_access(
+    let (urls, opts) = crate::service::etcd::recipe::with_access(
         &info.endpoints,
         ConnectOptions::new()
             .with_connect_timeout(PROBE_TIMEOUT)

@@ -1,10 +1,11 @@
 //! etcd 3.4: members `etcd1..etcdN` (provider in `provider.rs`), locked through the
-//! revision-ordered recipe or the server's own Lock API in `recipe/etcd/`. Leases run on
+//! revision-ordered recipe or the server's own Lock API in `recipe/`. Leases run on
 //! monotonic time, so a clock fault has nothing to move.
 
 mod floor;
 mod keys;
 mod provider;
+pub mod recipe;
 
 use std::time::Instant;
 
@@ -13,7 +14,7 @@ use crate::cluster::{
     BoxFuture, Cluster, ClusterError, ClusterOptions, ConnectInfo, Node, NodeSpec, PROBE_TIMEOUT,
     Provider,
 };
-use crate::recipe::{AnyRecipe, EtcdRecipe, LockError, RecipeConfig};
+use crate::recipe::{AnyRecipe, LockError, RecipeConfig};
 use crate::system::System;
 
 /// etcd behind [`Provider`] and [`LockService`].
@@ -83,7 +84,7 @@ impl LockService for Etcd {
     ) -> BoxFuture<'a, Result<AnyRecipe, LockError>> {
         Box::pin(async move {
             Ok(AnyRecipe::new(
-                EtcdRecipe::connect(&info.endpoints, config).await?,
+                recipe::EtcdRecipe::connect(&info.endpoints, config).await?,
             ))
         })
     }

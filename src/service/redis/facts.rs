@@ -22,6 +22,15 @@ impl ImageKind {
     );
 }
 
+impl LeaseClock {
+    /// What a Redis lock's queue-entry deadline set is named after the lock key (`K:qx`): the
+    /// one place the recipes' scripts keep server-clock times (`TIME` + a TTL, as sorted-set
+    /// scores), so the modelled clock fault moves these along with the TTLs
+    /// ([`LeaseClock::RedisTtl`]). Kept here, below the fault kinds, so that the recipes'
+    /// scripts and the clock model both name it.
+    pub const REDIS_DEADLINES_SUFFIX: &str = ":qx";
+}
+
 pub(super) static FACTS: Facts = Facts {
     system: System::Redis,
     name: "redis",

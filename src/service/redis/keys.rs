@@ -5,9 +5,9 @@ use std::future::Future;
 use std::time::{Duration, Instant};
 
 use crate::cluster::ConnectInfo;
-use crate::recipe::redis::keyspace;
 use crate::recipe::retry::{RetryPolicy, retrying};
 use crate::recipe::{Credentials, LockError, RecipeConfig};
+use crate::service::redis::recipe::keyspace;
 use crate::service::{KEYS_RETRY_FOR, TargetOps, tries_note};
 use crate::system::System;
 

@@ -1,18 +1,20 @@
 //! Redis 7.0 with Sentinel: one master with replicas and three Sentinels (provider in
-//! `provider.rs`), locked through the single-instance recipe in `recipe/redis/`. Keys
+//! `provider.rs`), locked through the single-instance recipe in `recipe/`. Keys
 //! expire by wall clock, so a clock fault shortens their TTLs.
 
 pub(super) mod floor;
 pub(super) mod keys;
 pub(super) mod provider;
+pub mod recipe;
 
 use std::time::Instant;
 
+use self::recipe::{RedisRecipe, RedisTarget};
 use super::{LockService, TargetOps};
 use crate::cluster::{
     BoxFuture, Cluster, ClusterError, ClusterOptions, ConnectInfo, Node, NodeSpec, Provider,
 };
-use crate::recipe::{AnyRecipe, LockError, RecipeConfig, RedisRecipe, RedisTarget};
+use crate::recipe::{AnyRecipe, LockError, RecipeConfig};
 use crate::system::System;
 
 /// Redis with Sentinel behind [`Provider`] and [`LockService`].

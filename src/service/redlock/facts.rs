@@ -26,7 +26,7 @@ pub(super) static FACTS: Facts = Facts {
     manual_failover: false,
     lease_clock: LeaseClock::RedisTtl,
     // No semaphore: over a majority of masters it is unsafe from 2 permits on
-    // (recipe/redis/redlock.rs says why).
+    // (service/redlock/recipe.rs says why).
     lock_kinds: &["mutex", "reentrant", "rwlock"],
     colour: (204, 121, 167),
 };

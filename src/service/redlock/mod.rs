@@ -1,16 +1,19 @@
 //! Redlock: independent Redis masters `redlock1..N` on the Redis image (provider in
-//! `provider.rs`), locked by quorum through `recipe/redis/redlock.rs`. No node leads;
-//! keys expire by wall clock, so a clock fault shortens their TTLs.
+//! `provider.rs`), locked by quorum through `recipe.rs`, which runs the scripts and connections
+//! of the Redis recipe (`service/redis/recipe/`). No node leads; keys expire by wall clock, so
+//! a clock fault shortens their TTLs.
 
 mod provider;
+pub mod recipe;
 
 use std::time::Instant;
 
+use self::recipe::{RedlockOptions, RedlockRecipe};
 use super::{LockService, TargetOps};
 use crate::cluster::{
     BoxFuture, Cluster, ClusterError, ClusterOptions, ConnectInfo, Node, NodeSpec, Provider,
 };
-use crate::recipe::{AnyRecipe, LockError, RecipeConfig, RedlockOptions, RedlockRecipe};
+use crate::recipe::{AnyRecipe, LockError, RecipeConfig};
 use crate::system::System;
 
 /// Redlock behind [`Provider`] and [`LockService`].

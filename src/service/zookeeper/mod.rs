@@ -1,10 +1,11 @@
 //! Apache ZooKeeper 3.8: an ensemble `zk1..zkN` (provider in `provider.rs`), locked
-//! through the sequential-ephemeral recipe in `recipe/zookeeper/`. Sessions run on monotonic
+//! through the sequential-ephemeral recipe in `recipe/`. Sessions run on monotonic
 //! time, so a clock fault has nothing to move.
 
 mod floor;
 mod keys;
 mod provider;
+pub mod recipe;
 
 use std::time::Instant;
 
@@ -12,7 +13,7 @@ use super::{LockService, TargetOps};
 use crate::cluster::{
     self, BoxFuture, Cluster, ClusterError, ClusterOptions, ConnectInfo, Node, NodeSpec, Provider,
 };
-use crate::recipe::{AnyRecipe, LockError, RecipeConfig, ZookeeperRecipe};
+use crate::recipe::{AnyRecipe, LockError, RecipeConfig};
 use crate::system::System;
 
 /// ZooKeeper behind [`Provider`] and [`LockService`].
@@ -61,7 +62,7 @@ impl LockService for Zookeeper {
     ) -> BoxFuture<'a, Result<AnyRecipe, LockError>> {
         Box::pin(async move {
             Ok(AnyRecipe::new(
-                ZookeeperRecipe::connect(&info.endpoints, config).await?,
+                recipe::ZookeeperRecipe::connect(&info.endpoints, config).await?,
             ))
         })
     }

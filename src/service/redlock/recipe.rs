@@ -81,18 +81,18 @@ use rand::Rng;
 
 use crate::recipe::deadline::Budget;
 use crate::recipe::janitor::{Janitor, confirmed};
-use crate::recipe::redis::cleanup::{GiveBack, RedisJanitorCtx, Target};
-use crate::recipe::redis::common::{
-    Held, NodeSource, Poll, RedisHandle, ReleaseKind, Waiter, Watchdogs, entry_ttl,
-    is_rwlock_owner, new_client_id, owner_value, queue_prompt, valid_until, wake_message,
-};
-use crate::recipe::redis::scripts::{Keys, Notify, QueueEntry, TicketMode};
-use crate::recipe::redis::server::{Attempt, FairTake, Server};
-use crate::recipe::redis::shared::SharedTake;
-use crate::recipe::redis::wait::{Grant, Progress, Take, Taker, acquire_loop};
 use crate::recipe::{
     Claim, Lease, LockError, Recipe, RecipeConfig, Strategy, Tally, check_strategy,
 };
+use crate::service::redis::recipe::cleanup::{GiveBack, RedisJanitorCtx, Target};
+use crate::service::redis::recipe::common::{
+    Held, NodeSource, Poll, RedisHandle, ReleaseKind, Waiter, Watchdogs, entry_ttl,
+    is_rwlock_owner, new_client_id, owner_value, queue_prompt, valid_until, wake_message,
+};
+use crate::service::redis::recipe::scripts::{Keys, Notify, QueueEntry, TicketMode};
+use crate::service::redis::recipe::server::{Attempt, FairTake, Server};
+use crate::service::redis::recipe::shared::SharedTake;
+use crate::service::redis::recipe::wait::{Grant, Progress, Take, Taker, acquire_loop};
 use crate::system::System;
 
 /// Redlock tuning beyond [`RecipeConfig`].

@@ -22,8 +22,8 @@
 use std::time::Duration;
 
 use crate::recipe::LockError;
-use crate::recipe::redis::scripts::Keys;
-use crate::recipe::redis::server::{Attempt, Server};
+use crate::service::redis::recipe::scripts::Keys;
+use crate::service::redis::recipe::server::{Attempt, Server};
 
 fn ms(d: Duration) -> u64 {
     d.as_millis().max(1) as u64

@@ -43,13 +43,13 @@ use crate::recipe::deadline::Budget;
 use crate::recipe::holders::Holders;
 use crate::recipe::janitor::Janitor;
 use crate::recipe::retry::Unanswered;
-use crate::recipe::zookeeper::cleanup::{ZkChore, ZkJanitorCtx};
-use crate::recipe::zookeeper::session::{
-    Mine, SEQ_PREFIX, ZkSession, attempt_data, attempt_of, delete_own, idempotent, is_live,
-    maybe_applied, open_session, sequence, session_tag, sweep_own, zk_err,
-};
 use crate::recipe::{
     Claim, Lease, LockError, Recipe, RecipeConfig, Strategy, Tally, Turn, check_strategy,
+};
+use crate::service::zookeeper::recipe::cleanup::{ZkChore, ZkJanitorCtx};
+use crate::service::zookeeper::recipe::session::{
+    Mine, SEQ_PREFIX, ZkSession, attempt_data, attempt_of, delete_own, idempotent, is_live,
+    maybe_applied, open_session, sequence, session_tag, sweep_own, zk_err,
 };
 use crate::sync::LockUnpoisoned;
 use crate::system::System;

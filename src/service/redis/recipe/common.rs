@@ -10,11 +10,11 @@ use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
 use tokio::task::AbortHandle;
 
 use crate::recipe::deadline::drift;
-use crate::recipe::redis::Master;
-use crate::recipe::redis::pubsub::LOOK_AGAIN;
-use crate::recipe::redis::scripts::Keys;
-use crate::recipe::redis::server::Server;
 use crate::recipe::{Lease, LostSignal, LostTrigger, Tally};
+use crate::service::redis::recipe::Master;
+use crate::service::redis::recipe::pubsub::LOOK_AGAIN;
+use crate::service::redis::recipe::scripts::Keys;
+use crate::service::redis::recipe::server::Server;
 use crate::sync::LockUnpoisoned;
 
 /// A fresh client identity: owner values are `<client>:<sequence>`, unique per acquisition, so

@@ -17,9 +17,9 @@ use zookeeper_client as zk;
 
 use crate::recipe::deadline::Budget;
 use crate::recipe::janitor::{Chore, Tried, TryFuture};
-use crate::recipe::zookeeper::HERD_NODE;
-use crate::recipe::zookeeper::session::{Mine, delete_owned, sweep_owned};
 use crate::recipe::{RecipeConfig, Tally};
+use crate::service::zookeeper::recipe::HERD_NODE;
+use crate::service::zookeeper::recipe::session::{Mine, delete_owned, sweep_owned};
 
 /// A clean-up a ZooKeeper lock client leaves to its janitor.
 #[derive(Debug, Clone)]

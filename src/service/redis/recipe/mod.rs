@@ -53,16 +53,15 @@
 //! lock and tokens may repeat. That is Redis replication, measured by the chaos runs, not hidden.
 
 mod broken;
-mod cleanup;
-mod common;
+pub(crate) mod cleanup;
+pub(crate) mod common;
 pub mod keyspace;
 mod pubsub;
-pub mod redlock;
-mod scripts;
+pub(crate) mod scripts;
 pub use scripts::{DEADLINES_SUFFIX, herd_cycle_sources};
-mod server;
-mod shared;
-mod wait;
+pub(crate) mod server;
+pub(crate) mod shared;
+pub(crate) mod wait;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -71,19 +70,21 @@ use std::time::{Duration, Instant};
 
 use crate::recipe::deadline::Budget;
 use crate::recipe::janitor::Janitor;
-use crate::recipe::redis::broken::{crashes_between_steps, simulated_crash};
-use crate::recipe::redis::cleanup::{Claim as LostGrant, GiveBack, RedisJanitorCtx, Target};
-use crate::recipe::redis::common::{
-    Held, NodeSource, Poll, RedisHandle, ReleaseKind, Waiter, Watchdogs, entry_ttl, new_client_id,
-    owner_value, queue_prompt, wake_message,
-};
-use crate::recipe::redis::scripts::{Keys, QueueEntry, TicketMode};
-use crate::recipe::redis::server::{Attempt, FairTake, Server};
-use crate::recipe::redis::shared::SharedTake;
-use crate::recipe::redis::wait::{Grant, Progress, Take, Taker, acquire_loop};
 use crate::recipe::{
     Claim, Lease, LockError, Recipe, RecipeConfig, Strategy, Tally, check_strategy,
 };
+use crate::service::redis::recipe::broken::{crashes_between_steps, simulated_crash};
+use crate::service::redis::recipe::cleanup::{
+    Claim as LostGrant, GiveBack, RedisJanitorCtx, Target,
+};
+use crate::service::redis::recipe::common::{
+    Held, NodeSource, Poll, RedisHandle, ReleaseKind, Waiter, Watchdogs, entry_ttl, new_client_id,
+    owner_value, queue_prompt, wake_message,
+};
+use crate::service::redis::recipe::scripts::{Keys, QueueEntry, TicketMode};
+use crate::service::redis::recipe::server::{Attempt, FairTake, Server};
+use crate::service::redis::recipe::shared::SharedTake;
+use crate::service::redis::recipe::wait::{Grant, Progress, Take, Taker, acquire_loop};
 use crate::system::System;
 
 /// What one take attempt came to.

@@ -15,11 +15,11 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::recipe::janitor::{Chore, Tried, TryFuture};
-use crate::recipe::redis::Master;
-use crate::recipe::redis::common::wake_message;
-use crate::recipe::redis::scripts::{Keys, QueueEntry};
-use crate::recipe::redis::server::Server;
 use crate::recipe::{RecipeConfig, Tally};
+use crate::service::redis::recipe::Master;
+use crate::service::redis::recipe::common::wake_message;
+use crate::service::redis::recipe::scripts::{Keys, QueueEntry};
+use crate::service::redis::recipe::server::Server;
 use crate::sync::LockUnpoisoned;
 
 /// How a give-back treats the queue entry: it leaves (the entry TTL is then unused).
@@ -213,7 +213,7 @@ impl Chore for GiveBack {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::recipe::redis::common::Waiter;
+    use crate::service::redis::recipe::common::Waiter;
 
     #[tokio::test]
     async fn a_retried_give_back_publishes_its_release_message_so_a_waiter_counts_one() {

@@ -18,7 +18,7 @@ use tokio::sync::mpsc::UnboundedSender;
 use tokio::task::AbortHandle;
 
 use crate::recipe::LockError;
-use crate::recipe::redis::server::lock_error;
+use crate::service::redis::recipe::server::lock_error;
 use crate::sync::LockUnpoisoned;
 
 type Routes = Arc<Mutex<HashMap<String, Vec<(u64, UnboundedSender<Vec<u8>>)>>>>;

@@ -8,7 +8,8 @@
 //! fencing counter (kept forever so tokens never restart); `K:tickets` the queue ticket counter;
 //! `K:q` the FIFO queue (sorted set, score = ticket); `K:qx` each queue entry's expiry in server
 //! milliseconds (sorted set), so a waiter that dies stops blocking the queue once its entry
-//! expires; `K:tent` the tentative entries (Redlock's two-phase ticket, see `redlock.rs`).
+//! expires; `K:tent` the tentative entries (Redlock's two-phase ticket, see
+//! `service/redlock/recipe.rs`).
 //! Channels: `K:released` for herd waiters, `K:w:<owner>` for one queued waiter.
 //! The kinds that share the lock (read-write lock, semaphore; see [`SHARED_HELPERS`]) keep their
 //! queue in `K:q`, `K:qx` and `K:tickets` too, with `K:h` (hash: granted entry → its fencing
@@ -21,10 +22,13 @@ use std::sync::{Arc, LazyLock};
 
 use ::redis::Script;
 
+use crate::system::LeaseClock;
+
 /// What a lock's queue-entry deadline set is named after the lock key (`K:qx`): the one place
 /// the scripts keep server-clock times (`TIME` + a TTL, as sorted-set scores), so the modelled
-/// clock fault moves these too (`fault::clock::model`).
-pub const DEADLINES_SUFFIX: &str = ":qx";
+/// clock fault moves these too (`fault::clock::model`, which reads it as
+/// [`LeaseClock::REDIS_DEADLINES_SUFFIX`]).
+pub const DEADLINES_SUFFIX: &str = LeaseClock::REDIS_DEADLINES_SUFFIX;
 
 /// Key names of one lock, built once per acquisition and shared (a clone is a reference
 /// count): the holder's handle, its watchdog and any give-back the janitor retries read the

@@ -31,7 +31,7 @@
 //! third of the entry TTL (herd: every fallback poll) and is woken when its turn comes.
 //!
 //! Redlock runs the same scripts on each of its masters for its read-write lock, with the
-//! predecessor's two-phase tickets (`redlock.rs`).
+//! predecessor's two-phase tickets (`service/redlock/recipe.rs`).
 //!
 //! **Why not Redisson's shapes.** Redisson's `RReadWriteLock` keeps one hash per lock (a mode
 //! field, `read` or `write`, and a hold count per owner, each with a timeout key) and wakes
@@ -47,11 +47,11 @@
 use std::time::Duration;
 
 use crate::recipe::LockError;
-use crate::recipe::redis::scripts::{
+use crate::service::redis::recipe::scripts::{
     Keys, QueueEntry, SHARED_ACQUIRE_SCRIPT, SHARED_RELEASE_SCRIPT, SHARED_RESOLVE_SCRIPT,
     TicketMode,
 };
-use crate::recipe::redis::server::{Attempt, Server, ms};
+use crate::service::redis::recipe::server::{Attempt, Server, ms};
 
 /// How one take of a kind that shares the lock goes, beyond the lock and its owner.
 #[derive(Debug, Clone, Copy)]

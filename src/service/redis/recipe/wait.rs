@@ -7,8 +7,8 @@
 use std::time::{Duration, Instant};
 
 use crate::recipe::deadline::Budget;
-use crate::recipe::redis::common::{Poll, Waiter};
 use crate::recipe::{LockError, Tally};
+use crate::service::redis::recipe::common::{Poll, Waiter};
 
 /// A lock granted by the loop (or by a resolution that found a lost take granted it).
 #[derive(Debug, Clone, Copy)]

@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use crate::recipe::claim::turn;
 use crate::recipe::deadline::Budget;
-use crate::recipe::etcd::cleanup::etcd_err;
 use crate::recipe::{Claim, LockError, Tally, Turn};
+use crate::service::etcd::recipe::cleanup::etcd_err;
 
 /// Opens a watch for deletions of `key` from now on and waits until the server confirms
 /// it; returns the stream and the revision the watch starts after. Watching from "now"

@@ -11,12 +11,12 @@ use ::redis::{
 };
 use tokio::sync::mpsc::UnboundedSender;
 
-use crate::recipe::redis::pubsub::PubSub;
-use crate::recipe::redis::scripts::{
+use crate::recipe::{Credentials, LockError};
+use crate::service::redis::recipe::pubsub::PubSub;
+use crate::service::redis::recipe::scripts::{
     FAIR_ACQUIRE_SCRIPT, HERD_ACQUIRE_SCRIPT, HERD_RELEASE_SCRIPT, Keys, QueueEntry,
     RELEASE_SCRIPT, RENEW_SCRIPT, RESOLVE_SCRIPT, SHARED_RENEW_SCRIPT, TicketMode,
 };
-use crate::recipe::{Credentials, LockError};
 
 /// One Redis server.
 pub(crate) struct Server {
@@ -60,13 +60,13 @@ impl Attempt {
 pub(crate) struct FairTake<'a> {
     /// How long the queue entry lives without a refresh ([`entry_ttl`]).
     ///
-    /// [`entry_ttl`]: crate::recipe::redis::common::entry_ttl
+    /// [`entry_ttl`]: crate::service::redis::recipe::common::entry_ttl
     pub entry_ttl: Duration,
     /// Which ticket the take proposes or settles on.
     pub mode: TicketMode,
     /// The message for a waiter this take may make first (see [`wake_message`]).
     ///
-    /// [`wake_message`]: crate::recipe::redis::common::wake_message
+    /// [`wake_message`]: crate::service::redis::recipe::common::wake_message
     pub wake: &'a str,
 }
 
@@ -338,7 +338,7 @@ impl Server {
     /// Compare-and-delete plus queue exit; true if this call deleted `owner`'s lock. `wake` is
     /// the message for the waiters this may let in (see [`wake_message`]); `None` is silent.
     ///
-    /// [`wake_message`]: crate::recipe::redis::common::wake_message
+    /// [`wake_message`]: crate::service::redis::recipe::common::wake_message
     pub async fn release(
         &self,
         keys: &Keys,

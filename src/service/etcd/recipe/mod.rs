@@ -30,16 +30,16 @@ use etcd_client::{
 };
 
 use crate::recipe::deadline::Budget;
-pub(crate) use crate::recipe::etcd::cleanup::etcd_err;
-use crate::recipe::etcd::cleanup::{EtcdChore, maybe_applied};
-use crate::recipe::etcd::lease::EtcdSession;
-use crate::recipe::etcd::wait::{Wait, wait_claim, wait_deletes, watch_deletes};
 use crate::recipe::holders::Holders;
 use crate::recipe::janitor::Janitor;
 use crate::recipe::retry::Unanswered;
 use crate::recipe::{
     Claim, Lease, LockError, Recipe, RecipeConfig, Strategy, Tally, check_strategy,
 };
+pub(crate) use crate::service::etcd::recipe::cleanup::etcd_err;
+use crate::service::etcd::recipe::cleanup::{EtcdChore, maybe_applied};
+use crate::service::etcd::recipe::lease::EtcdSession;
+use crate::service::etcd::recipe::wait::{Wait, wait_claim, wait_deletes, watch_deletes};
 use crate::sync::LockUnpoisoned;
 use crate::system::System;
 

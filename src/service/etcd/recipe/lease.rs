@@ -7,9 +7,9 @@ use std::time::{Duration, Instant};
 use etcd_client::{Client, LeaseKeepAliveStream, LeaseKeeper};
 
 use crate::recipe::deadline::drift;
-use crate::recipe::etcd::cleanup::etcd_err;
 use crate::recipe::holders::Holders;
 use crate::recipe::{LockError, RecipeConfig};
+use crate::service::etcd::recipe::cleanup::etcd_err;
 use crate::sync::LockUnpoisoned;
 
 /// One granted lease and its keep-alive task; dropping it stops the keep-alive.
