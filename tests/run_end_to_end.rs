@@ -63,7 +63,10 @@ fn tiny_run_writes_every_file_and_herd_wakes_more() {
     assert!(
         std::fs::read_to_string(run.join("report.md"))
             .unwrap()
-            .contains("| redis | herd |")
+            .contains(&format!(
+                "| redis | {}.",
+                lockbench::system::System::Redis.default_version().name()
+            ))
     );
     let summary = read_json(&run.join("summary.json"));
     assert_eq!(summary["schema_version"], lockbench::stats::SCHEMA_VERSION);
