@@ -6,16 +6,14 @@
 //!
 //! Regenerate the generated pages with `LOCKBENCH_BLESS=1 cargo test --test docs_drift`.
 
+mod repo_support;
+use repo_support::{root, tracked};
+
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 
 const BOOK: &str = "docs/book/src";
 const BLESS_HINT: &str = "regenerate with LOCKBENCH_BLESS=1 cargo test --test docs_drift";
-
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
 
 fn read(rel: &str) -> String {
     std::fs::read_to_string(root().join(rel)).unwrap_or_else(|e| panic!("reading {rel}: {e}"))
@@ -290,21 +288,6 @@ fn results_schema_tables_list_every_field() {
             table_after(&text, &file, &format!("fields: {name}")),
         );
     }
-}
-
-fn tracked() -> Vec<String> {
-    let out = Command::new("git")
-        .args(["ls-files", "-z"])
-        .current_dir(root())
-        .output()
-        .expect("git ls-files");
-    String::from_utf8(out.stdout)
-        .unwrap()
-        .split('\0')
-        .filter(|s| !s.is_empty())
-        .filter(|s| root().join(s).is_file())
-        .map(str::to_string)
-        .collect()
 }
 
 /// mdBook's id for a heading: lower case, spaces to `-`, only letters, digits, `-` and `_`.

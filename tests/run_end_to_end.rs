@@ -44,17 +44,7 @@ fn tiny_run_writes_every_file_and_herd_wakes_more() {
         stdout.contains("| system | version | strategy |"),
         "no comparison table: {stdout}"
     );
-    // The version column is what the servers reported, at the default versions.
-    let default = |s: lockbench::system::System| s.default_version().name().to_string();
-    for (system, version) in [
-        ("redis", default(lockbench::system::System::Redis)),
-        ("etcd", default(lockbench::system::System::Etcd)),
-    ] {
-        assert!(
-            stdout.contains(&format!("| {system} | {version}.")),
-            "{system} did not report version {version}: {stdout}"
-        );
-    }
+    assert_reported_versions(&stdout);
 
     let run = std::fs::canonicalize(out.join("latest")).expect("results/latest points at the run");
     let plan: toml::Value =
@@ -221,4 +211,18 @@ fn read_plan_run_id(run: &Path) -> String {
     let plan: toml::Value =
         toml::from_str(&std::fs::read_to_string(run.join("plan.toml")).unwrap()).unwrap();
     plan["run_id"].as_str().unwrap().to_string()
+}
+
+/// The comparison table's version column is what the servers reported, at the default versions.
+fn assert_reported_versions(stdout: &str) {
+    let default = |s: lockbench::system::System| s.default_version().name().to_string();
+    for (system, version) in [
+        ("redis", default(lockbench::system::System::Redis)),
+        ("etcd", default(lockbench::system::System::Etcd)),
+    ] {
+        assert!(
+            stdout.contains(&format!("| {system} | {version}.")),
+            "{system} did not report version {version}: {stdout}"
+        );
+    }
 }

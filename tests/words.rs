@@ -3,9 +3,8 @@
 //! issues are fine when the project is named (etcd issue 11456, `#11456`). A measured figure
 //! stays, with its command, its date and the kind of machine.
 
-use std::path::PathBuf;
-use std::process::Command;
-
+mod repo_support;
+use repo_support::{root, tracked};
 /// What a sentence about the project's own history looks like.
 const DIARY: &[(&str, &str)] = &[
     (r"(?i)\bstops? \d+\b", "a development step (\"stop N\")"),
@@ -30,24 +29,6 @@ const ALLOWED: &[&str] = &[
     // A SIGSTOP/SIGCONT order of worker processes in a test, as the nemesis writes it.
     r#""stop \d+""#,
 ];
-
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn tracked() -> Vec<String> {
-    let out = Command::new("git")
-        .args(["ls-files", "-z"])
-        .current_dir(root())
-        .output()
-        .expect("git ls-files");
-    String::from_utf8(out.stdout)
-        .unwrap()
-        .split('\0')
-        .filter(|s| !s.is_empty())
-        .map(str::to_string)
-        .collect()
-}
 
 /// Every diary phrase in `text`, as (line number, what it is, the line).
 fn diary_words(text: &str) -> Vec<(usize, &'static str, String)> {
