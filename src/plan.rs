@@ -71,11 +71,29 @@ impl Cell {
         }
     }
 
+    /// Repetition `r` (1-based) of this cell: its seeds moved on by `r - 1` (the schedule's
+    /// only where it draws, so a calm schedule stays `none`).
+    pub fn repetition(&self, r: u32) -> Cell {
+        let step = u64::from(r.saturating_sub(1));
+        let mut cell = Cell {
+            repetition: Some(r),
+            ..self.clone()
+        };
+        cell.workload.seed = cell.workload.seed.wrapping_add(step) % SEED_LIMIT;
+        if !cell.chaos.is_calm() {
+            cell.chaos.seed = cell.chaos.seed.wrapping_add(step) % SEED_LIMIT;
+        }
+        cell
+    }
+
     /// The number of server nodes its cluster runs.
     pub fn cluster_size(&self) -> usize {
         self.chaos.size_for(self.system)
     }
 }
+
+/// Seeds are stored as TOML integers: a repetition's seed stays below `i64::MAX`.
+const SEED_LIMIT: u64 = i64::MAX as u64;
 
 fn no_chaos() -> String {
     NO_CHAOS.to_string()
@@ -570,7 +588,9 @@ impl Plan {
     /// the median of the repetitions sees past one slow cluster. Within a round the cells of
     /// each cluster turn by one place a round (round 2 starts with a cluster's second cell), so
     /// being first on a fresh cluster, or last on an aged one, falls on every cell in turn.
-    /// `n` of 1 changes nothing.
+    /// Repetition `r` runs with the seeds `seed + r - 1`, the workload's and (where it draws)
+    /// the schedule's, so the repetitions of a cell are distinct samples: a verdict over them
+    /// is a rate over seeds, not one draw run again. `n` of 1 changes nothing.
     pub fn repeated(mut self, n: u32) -> Plan {
         if n <= 1 {
             return self;
@@ -586,10 +606,7 @@ impl Plan {
             for g in &clusters {
                 let turn = (r as usize - 1) % g.len();
                 self.cells
-                    .extend(g[turn..].iter().chain(&g[..turn]).map(|c| Cell {
-                        repetition: Some(r),
-                        ..c.clone()
-                    }));
+                    .extend(g[turn..].iter().chain(&g[..turn]).map(|c| c.repetition(r)));
             }
         }
         self
@@ -1084,6 +1101,32 @@ mod tests {
                 (System::Redlock, 5, 6),
             ]
         );
+
+        // Repetitions run on seeds of their own: the workload's and a drawing schedule's
+        // seed move on by one a repetition, a calm schedule keeps its own.
+        let repeated = plan.clone().repeated(3);
+        for id in ["etcd-herd-hot-lock-kill-leader-c16", "etcd-herd-hot-lock-c16"] {
+            let reps: Vec<&Cell> = repeated
+                .cells
+                .iter()
+                .filter(|c| c.id().base().to_string() == id)
+                .collect();
+            assert_eq!(reps.len(), 3, "{id}");
+            for c in reps {
+                let step = u64::from(c.repetition.unwrap() - 1);
+                assert_eq!(c.workload.seed, 42 + step, "{}", c.id());
+                let chaos = if c.chaos.is_calm() { 1 } else { 42 + step };
+                assert_eq!(c.chaos.seed, chaos, "{}", c.id());
+            }
+        }
+        let back = Plan::from_toml(&repeated.to_toml(), "plan.toml").unwrap();
+        let seeds = |p: &Plan| {
+            p.cells
+                .iter()
+                .map(|c| (c.workload.seed, c.chaos.seed))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(seeds(&back), seeds(&repeated));
 
         let text = plan.to_toml();
         let back = Plan::from_toml(&text, "plan.toml").unwrap();

@@ -278,7 +278,7 @@ pub struct RunArgs {
     #[arg(help_heading = RUN_HOW_LONG, long, value_parser = run_duration)]
     pub duration: Option<std::time::Duration>,
     /// Run every cell N times, 1 to 100, in rounds (every cell once, then again), each round
-    /// on fresh clusters; the run's summary.json keeps every repetition and their median and
+    /// on fresh clusters and on seeds of its own (round k: the seed plus k - 1); the run's summary.json keeps every repetition and their median and
     /// spread, which `lockbench baseline save` and `lockbench gate` read.
     #[arg(help_heading = RUN_HOW_LONG, long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=100))]
     pub repeat: u32,
