@@ -1105,7 +1105,10 @@ mod tests {
         // Repetitions run on seeds of their own: the workload's and a drawing schedule's
         // seed move on by one a repetition, a calm schedule keeps its own.
         let repeated = plan.clone().repeated(3);
-        for id in ["etcd-herd-hot-lock-kill-leader-c16", "etcd-herd-hot-lock-c16"] {
+        for id in [
+            "etcd-herd-hot-lock-kill-leader-c16",
+            "etcd-herd-hot-lock-c16",
+        ] {
             let reps: Vec<&Cell> = repeated
                 .cells
                 .iter()
