@@ -513,25 +513,34 @@ return {0, ticket, math.max(soonest - now, 0)}
 /// queue entry (1/0), entry ttl ms.
 /// Drops expired entries, then the owner's grant and (unless kept: a Redlock waiter giving
 /// back a partial grant stays in line) its entry; raises the fencing counter to `token` (as
-/// `RELEASE` does); wakes whom that lets in. Returns 1 if the owner held (its lease had not
-/// ended), else 0.
+/// `RELEASE` does); wakes whom that lets in, and the herd after an entry left the queue. A
+/// give-back that keeps its place wakes the herd only when it lets someone in. Returns 1 if the
+/// owner held (its lease had not ended), else 0.
 const SHARED_RELEASE: &str = r#"
 local owner = ARGV[1]
 local now, permits, before, changed = removal_start()
+-- An entry left the queue (an expired one, or the owner's): the herd hears it.
+local removed = changed > 0
 local released = redis.call('HEXISTS', K.h, owner)
 local t = tonumber(ARGV[4])
 if t > 0 and tonumber(redis.call('GET', K.fence) or '0') < t then redis.call('SET', K.fence, t) end
 if ARGV[5] == '1' then
+  -- A grant given back with the place kept: the entry still blocks those behind it, so only
+  -- those it lets in (by the holders check) hear of it, never the whole herd. A herd wake on
+  -- each of these, after a Redlock majority restart, had every waiter's partial grants given
+  -- back wake every other waiter: hundreds of requests per client-second.
   redis.call('HDEL', K.h, owner)
   if redis.call('ZSCORE', K.q, owner) then
     redis.call('ZADD', K.qx, now + tonumber(ARGV[6]), owner)
   end
   changed = changed + released
 else
-  changed = changed + leave(owner)
+  local left = leave(owner)
+  changed = changed + left
+  removed = removed or left > 0
 end
 if changed > 0 then
-  wake_granted(ARGV[3], permits, before, owner, ARGV[2], true)
+  wake_granted(ARGV[3], permits, before, owner, ARGV[2], removed)
 end
 return released
 "#;
