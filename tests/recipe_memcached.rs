@@ -144,12 +144,17 @@ fn stale_release(strategy: Strategy) {
     let name = format!("memcached/{strategy}/stale_release");
     MEMCACHED.run(&name.clone(), |f| async move {
         let prefix = format!("/t/stale/{strategy}");
-        let cfg = config(&prefix, Duration::from_secs(1), false);
+        // a's lease is short, so that b takes over soon; b's and c's are long. With one short
+        // TTL for all three, b's key (stored `T2`) could end 1 s after b's grant, on the
+        // server's whole-second clock: on a loaded machine the steps below took longer than
+        // that, and c then took the lock b's key no longer held: not the stale release's doing.
+        let short = config(&prefix, Duration::from_secs(1), false);
+        let long = config(&prefix, Duration::from_secs(6), false);
         let key = format!("{prefix}/k");
         let (a, b, c) = (
-            client(&f.cluster, cfg.clone()).await,
-            client(&f.cluster, cfg.clone()).await,
-            client(&f.cluster, cfg).await,
+            client(&f.cluster, short).await,
+            client(&f.cluster, long.clone()).await,
+            client(&f.cluster, long).await,
         );
         let stale = a
             .acquire("k", strategy, Instant::now() + Duration::from_secs(2))
@@ -172,7 +177,7 @@ fn stale_release(strategy: Strategy) {
         assert!(before.is_some(), "{name}: b's key");
         let released = a.release(stale).await;
         let after = raw(&endpoint, &format!("mg {key} v")).await.1;
-        // C tries at once, well inside b's one-second lease.
+        // C tries at once, well inside b's six-second lease.
         let third = c
             .acquire("k", strategy, Instant::now() + Duration::from_millis(300))
             .await;
