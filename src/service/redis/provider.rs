@@ -163,8 +163,7 @@ pub(crate) async fn ready(cluster: &Cluster) -> Result<(), String> {
     cmd.arg("replication");
     let info = command(&master.endpoint(), &cmd).await?;
     let info = parse_info(&redis::from_redis_value_ref::<String>(&info).unwrap_or_default());
-    if info.get("role").map(String::as_str) != Some("master")
-        || info.get("connected_slaves") != Some(&replicas.to_string())
+    if info.get("role").map(String::as_str) != Some("master") || replicas_online(&info) != replicas
     {
         return Err(format!("master {} reports {info:?}", master.name()));
     }
@@ -349,15 +348,36 @@ fn replica_unready(listed: &[Vec<String>], host: &str, run_id: &str) -> Option<S
 
 async fn master_settled(cluster: &Cluster, info: &HashMap<String, String>) -> Result<(), String> {
     let replicas = cluster.servers().count() - 1;
-    if info.get("connected_slaves") != Some(&replicas.to_string()) {
+    let online = replicas_online(info);
+    if online != replicas {
         return Err(format!(
-            "master with {} of {replicas} replicas connected",
-            info.get("connected_slaves")
-                .map(String::as_str)
-                .unwrap_or("no")
+            "master with {online} of {replicas} replicas online: {info:?}"
         ));
     }
     master_unflagged(cluster).await
+}
+
+/// The replicas a master's `INFO replication` lists as `online`, each host once. Not
+/// `connected_slaves`: that counts replication connections, and Redis 8's full sync over an RDB
+/// channel can leave a replica listed twice, online and again in `wait_bgsave` from an attempt
+/// that was given up, until the master drops the stale one (a cluster found healthy by every
+/// other check was judged not ready for 60 s on that count).
+fn replicas_online(info: &HashMap<String, String>) -> usize {
+    let mut hosts: Vec<&str> = info
+        .iter()
+        .filter(|(k, _)| {
+            k.strip_prefix("slave")
+                .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+        })
+        .filter_map(|(_, v)| {
+            let fields: HashMap<&str, &str> =
+                v.split(',').filter_map(|kv| kv.split_once('=')).collect();
+            (fields.get("state") == Some(&"online")).then(|| fields.get("ip").copied())?
+        })
+        .collect();
+    hosts.sort_unstable();
+    hosts.dedup();
+    hosts.len()
 }
 
 /// The running Sentinels.
@@ -510,6 +530,32 @@ mod tests {
         assert!(
             missing.contains("does not list the replica r2"),
             "{missing}"
+        );
+    }
+
+    #[test]
+    fn replicas_online_counts_each_online_host_once() {
+        // A master's answer after a failover on Redis 8.0.2 (from a failed readiness check):
+        // three replication connections for two replicas, redis1 listed online and again in
+        // `wait_bgsave` with offset 0.
+        let info = parse_info(
+            "# Replication\r\nrole:master\r\nconnected_slaves:3\r\n\
+             slave0:ip=lb-x-redis1,port=6379,state=wait_bgsave,offset=0,lag=0\r\n\
+             slave1:ip=lb-x-redis2,port=6379,state=online,offset=1229932,lag=1\r\n\
+             slave2:ip=lb-x-redis1,port=6379,state=online,offset=1230242,lag=1\r\n\
+             slave_read_repl_offset:7\r\nmaster_repl_offset:1230397\r\n",
+        );
+        assert_eq!(replicas_online(&info), 2);
+        // One replica still syncing is not online.
+        let syncing = parse_info(
+            "role:master\r\nconnected_slaves:2\r\n\
+             slave0:ip=a,port=6379,state=wait_bgsave,offset=0,lag=0\r\n\
+             slave1:ip=b,port=6379,state=online,offset=9,lag=0\r\n",
+        );
+        assert_eq!(replicas_online(&syncing), 1);
+        assert_eq!(
+            replicas_online(&parse_info("role:master\r\nconnected_slaves:0\r\n")),
+            0
         );
     }
 
