@@ -27,7 +27,10 @@ while [ $# -gt 0 ]; do
   shift
 done
 command -v python3 >/dev/null || { echo "versions-safety: needs python3 for the table" >&2; exit 2; }
-if [ "$profile" = release ]; then cargo build --release --quiet; else cargo build --quiet; fi
+# LOCKBENCH_BIN: a lockbench binary to run instead of building one.
+if [ -z "${LOCKBENCH_BIN:-}" ]; then
+  if [ "$profile" = release ]; then cargo build --release --quiet; else cargo build --quiet; fi
+fi
 bin="${LOCKBENCH_BIN:-${CARGO_TARGET_DIR:-target}/$profile/lockbench}"
 versions=zookeeper@3.8,zookeeper@3.9,etcd@3.4,etcd@3.5,redis@7.0,redis@8.0,redis@valkey-8.1
 status=0
