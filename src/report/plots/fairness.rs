@@ -52,7 +52,7 @@ impl Figure for Fairness<'_> {
             .map(|j| format!("{j:.3}"))
             .unwrap_or_else(|| "n/a".into());
         let title = format!(
-            "Acquisitions per client: {} — mean {mean:.1} (dashed), Jain {jain}, longest wait {}",
+            "Acquisitions per client: {} — mean {mean:.2} (dashed), Jain {jain}, longest wait {}",
             self.title,
             duration_label(self.max_wait_us as f64)
         );
@@ -82,7 +82,10 @@ impl Figure for Fairness<'_> {
             })
             .x_desc("client")
             .y_desc("granted acquisitions")
-            .y_label_formatter(&|v| format!("{v:.0}"))
+            // Counts are whole: label only whole values, or a low maximum (2) gets its fractional
+            // ticks printed rounded, as 0, 0, 1, 2, 2, 2.
+            .y_labels(((max * 1.15).floor() as usize + 1).clamp(2, 11))
+            .y_label_formatter(&|v| whole_label(*v))
             .label_style((FONT, 12))
             .draw()
             .map_err(drawing)?;
@@ -104,5 +107,29 @@ impl Figure for Fairness<'_> {
             ))
             .map_err(drawing)?;
         Ok(())
+    }
+}
+
+/// A tick's label on a count axis: the whole number it sits on, or nothing between two.
+fn whole_label(v: f64) -> String {
+    let r = v.round();
+    if (v - r).abs() < 1e-6 && r >= 0.0 {
+        format!("{r:.0}")
+    } else {
+        String::new()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::whole_label;
+
+    #[test]
+    fn a_count_axis_labels_whole_values_only() {
+        let labels: Vec<String> = [0.0, 0.5, 1.0, 1.5, 2.0, 2.3]
+            .into_iter()
+            .map(whole_label)
+            .collect();
+        assert_eq!(labels, ["0", "", "1", "", "2", ""]);
     }
 }
