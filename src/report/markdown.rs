@@ -66,6 +66,8 @@ fn findings_section(f: &super::findings::Findings) -> String {
             s.push_str(&format!("  - {d}\n"));
         }
     }
+    // A blank line ends the list: the comparison table after it is no part of its last item.
+    s.push('\n');
     s
 }
 

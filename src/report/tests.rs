@@ -473,6 +473,10 @@ fn findings_come_first_in_both_reports_when_both_strategies_ran() {
         md.contains("  - throughput (acquisitions/s): predecessor higher at 32 clients (2.5×"),
         "{md}"
     );
+    assert!(
+        md.contains(".\n\n| system |"),
+        "a blank line before the table: {md}"
+    );
     let page = html::page(&run);
     let at = |s: &str| page.find(s).unwrap_or_else(|| panic!("{s} in {page}"));
     assert!(at("<section id=\"findings\">") < at("<section id=\"comparison\">"));
