@@ -30,6 +30,7 @@ fn run(name: &str, args: &[&str]) -> PathBuf {
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .arg("run")
         .args(["--floor-samples", "0"]) // the floor is not what this test reads
+        .args(["--workload", "workloads/hot-lock.toml"])
         .args(args)
         .arg("--out")
         .arg(&out)

@@ -42,7 +42,8 @@ fn peer_latency_adds_at_least_a_round_trip_to_every_handoff() {
         "--duration",
         "4s",
     ];
-    let res = cli_run::run(&out, &args, &[]);
+    let hot_lock = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("workloads/hot-lock.toml");
+    let res = cli_run::run(&out, &args, &[hot_lock]);
     assert!(
         res.status.success(),
         "lockbench run failed: {}",

@@ -69,13 +69,18 @@ async fn every_plot_is_drawn_listed_and_well_formed() {
     };
     assert_eq!(
         kinds(false),
-        ["herd-handoff", "herd-wakeups", "latency-distribution"]
+        [
+            "herd-handoff",
+            "herd-throughput",
+            "herd-wakeups",
+            "latency-distribution"
+        ]
     );
     assert_eq!(
         kinds(true),
         ["fairness", "latency-over-time", "safety-timeline"]
     );
-    assert_eq!(index.plots.len(), 3 + 4 * 3);
+    assert_eq!(index.plots.len(), 4 + 4 * 3);
     for p in &index.plots {
         let svg_path = run.join("plots").join(&p.svg);
         let svg = std::fs::read_to_string(&svg_path).expect("svg written");

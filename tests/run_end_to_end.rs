@@ -1,5 +1,5 @@
 //! `lockbench run` end to end on real clusters: a tiny comparison (two systems, both strategies,
-//! 5 s cells) writes every promised file, each parses, and herd wakes more than predecessor;
+//! hot-lock's 16 clients, 5 s cells) writes every promised file, each parses, and herd wakes more than predecessor;
 //! Ctrl-C keeps the finished cells, names the rest, and leaves no container behind.
 
 mod common;
@@ -9,6 +9,9 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use lockbench::stats::CellSummary;
+
+/// One workload at one client count (the default run sweeps three).
+const HOT_LOCK: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/workloads/hot-lock.toml");
 
 fn scratch(name: &str) -> PathBuf {
     let p = std::env::temp_dir().join(format!("lockbench-test-{name}-{}", std::process::id()));
@@ -30,6 +33,8 @@ fn tiny_run_writes_every_file_and_herd_wakes_more() {
             "run",
             "--systems",
             "redis,etcd",
+            "--workload",
+            HOT_LOCK,
             "--duration",
             "5s",
             "--out",
@@ -153,6 +158,8 @@ fn ctrl_c_keeps_finished_cells_and_names_the_rest() {
             "run",
             "--systems",
             "redlock,redis",
+            "--workload",
+            HOT_LOCK,
             "--duration",
             "3s",
             "--out",

@@ -10,20 +10,38 @@ use crate::runner::{Backend, DockerBackend, RunOutcome, TargetBackend};
 use crate::system::SystemAt;
 use crate::workload::Workload;
 
-/// The built-in default workload (the file in workloads/, embedded so the binary runs anywhere).
+/// `lockbench capacity`'s built-in workload (the file in workloads/, embedded so the binary
+/// runs anywhere).
 const DEFAULT_WORKLOAD: &str = include_str!("../../workloads/hot-lock.toml");
+
+/// `lockbench run`'s built-in workload, swept over [`DEFAULT_CLIENTS`].
+const DEFAULT_RUN_WORKLOAD: &str = include_str!("../../workloads/client-sweep.toml");
+
+/// The client counts of the default comparison (no `--workload`, no `--clients`): enough
+/// points that wake-ups, handoff and throughput against clients are curves, few enough that
+/// the default run stays within 5 minutes.
+pub const DEFAULT_CLIENTS: [u32; 3] = [2, 8, 32];
+
+/// The workloads `run` plays and the client counts it sweeps (`None`: each workload's own):
+/// the files named, or the built-in sweep when none is.
+fn run_workloads(args: &RunArgs) -> anyhow::Result<(Vec<Workload>, Option<Vec<u32>>)> {
+    if !args.workloads.is_empty() {
+        let files = args
+            .workloads
+            .iter()
+            .map(|p| Workload::from_file(p))
+            .collect::<Result<Vec<_>, _>>()?;
+        return Ok((files, args.clients.clone()));
+    }
+    let sweep = Workload::from_str(DEFAULT_RUN_WORKLOAD, "client-sweep")?;
+    let clients = args.clients.clone().or(Some(DEFAULT_CLIENTS.to_vec()));
+    Ok((vec![sweep], clients))
+}
 
 /// `lockbench run`: the comparison; exit 1 when a cell is not as its workload expects.
 pub async fn run(args: RunArgs) -> anyhow::Result<Exit> {
     // Everything is validated before any container starts.
-    let workloads = if args.workloads.is_empty() {
-        vec![Workload::from_str(DEFAULT_WORKLOAD, "hot-lock")?]
-    } else {
-        args.workloads
-            .iter()
-            .map(|p| Workload::from_file(p))
-            .collect::<Result<Vec<_>, _>>()?
-    };
+    let (workloads, clients) = run_workloads(&args)?;
     let schedules = args
         .chaos
         .iter()
@@ -34,7 +52,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<Exit> {
         schedules,
         clients_as,
         strategies: args.strategies,
-        clients: args.clients,
+        clients,
         duration: args.duration,
         seed: args.seed,
         client_latency: args.client_latency,
@@ -236,4 +254,40 @@ pub async fn clean_target(file: &std::path::Path, run_id: Option<&str>) -> anyho
         serde_json::json!({ "target": target.name, "removed": removed })
     );
     Ok(Exit::Ok)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    fn run_args(args: &[&str]) -> RunArgs {
+        let argv = ["lockbench", "run"].iter().chain(args);
+        match crate::cli::Cli::try_parse_from(argv).unwrap().command {
+            crate::cli::Command::Run(a) => a,
+            other => panic!("not a run: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn the_default_run_sweeps_the_client_count_and_a_named_workload_keeps_its_own() {
+        let (w, clients) = run_workloads(&run_args(&[])).unwrap();
+        assert_eq!(w.len(), 1);
+        assert_eq!(w[0].name, "client-sweep");
+        assert_eq!(clients, Some(vec![2, 8, 32]));
+        assert_eq!(
+            w[0].stop,
+            crate::workload::Stop::Duration(std::time::Duration::from_secs(8))
+        );
+        // --clients replaces the sweep; --duration leaves it.
+        let (_, clients) = run_workloads(&run_args(&["--clients", "4"])).unwrap();
+        assert_eq!(clients, Some(vec![4]));
+        let (_, clients) = run_workloads(&run_args(&["--duration", "3s"])).unwrap();
+        assert_eq!(clients, Some(vec![2, 8, 32]));
+        // A workload file runs at its own count, as the CI smoke's hot-lock does (16).
+        let hot = concat!(env!("CARGO_MANIFEST_DIR"), "/workloads/hot-lock.toml");
+        let (w, clients) = run_workloads(&run_args(&["--workload", hot])).unwrap();
+        assert_eq!((w[0].name.as_str(), w[0].clients), ("hot-lock", 16));
+        assert_eq!(clients, None);
+    }
 }

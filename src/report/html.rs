@@ -76,6 +76,7 @@ pub fn page(run: &RunView) -> String {
 /// One section of `run` in HTML; empty for the cells not run, which the header says.
 pub fn section(run: &RunView, s: &Section) -> String {
     match s {
+        Section::Findings(f) => findings_section(f),
         Section::Comparison => comparison_section(&run.cells),
         Section::Repetitions(t) => repetitions_section(t),
         Section::Versions(t) => titled(s.id(), "Versions", super::versions::VERSIONS_TEXT, t),
@@ -91,6 +92,28 @@ pub fn section(run: &RunView, s: &Section) -> String {
         Section::Plan => plan_section(&run.plan),
         Section::Environment => environment_section(&run.environment),
     }
+}
+
+/// What the figures say: the method, then per system its summary and one item per metric.
+fn findings_section(f: &super::findings::Findings) -> String {
+    let mut h = format!(
+        "<section id=\"findings\">\n<h2>Findings</h2>\n<p>{}</p>\n<ul>\n",
+        escape(&f.method)
+    );
+    for x in &f.findings {
+        let _ = write!(
+            h,
+            "<li><strong>{}</strong>: {}.\n<ul>\n",
+            escape(&x.subject),
+            escape(&x.summary)
+        );
+        for d in &x.details {
+            let _ = writeln!(h, "<li>{}</li>", escape(d));
+        }
+        h.push_str("</ul>\n</li>\n");
+    }
+    h.push_str("</ul>\n</section>\n");
+    h
 }
 
 /// A section `id` of a title, a paragraph saying what its table shows, and the table.

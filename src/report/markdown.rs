@@ -39,6 +39,7 @@ pub fn render(run: &RunView) -> String {
 /// which `plan.toml` beside the report holds) or that has nothing to say.
 pub fn section(run: &RunView, s: &Section) -> String {
     match s {
+        Section::Findings(f) => findings_section(f),
         Section::Comparison => comparison_table(&run.cells),
         Section::Repetitions(t) => repetitions_section(t),
         Section::Versions(t) => titled("Versions", super::versions::VERSIONS_TEXT, t),
@@ -54,6 +55,20 @@ pub fn section(run: &RunView, s: &Section) -> String {
         Section::Plan => String::new(),
         Section::Environment => environment_section(&run.environment),
     }
+}
+
+/// What the figures say: the method, then per system its summary and one line per metric.
+fn findings_section(f: &super::findings::Findings) -> String {
+    let mut s = format!("\n## Findings\n\n{}\n\n", f.method);
+    for x in &f.findings {
+        s.push_str(&format!("- **{}**: {}.\n", x.subject, x.summary));
+        for d in &x.details {
+            s.push_str(&format!("  - {d}\n"));
+        }
+    }
+    // A blank line ends the list: the comparison table after it is no part of its last item.
+    s.push('\n');
+    s
 }
 
 /// Each cell over its repetitions (`--repeat`).

@@ -8,6 +8,7 @@
 //!
 //! The reports, Markdown and HTML, format one list of sections ([`sections::sections`]).
 
+pub mod findings;
 pub mod hgrm;
 pub mod html;
 pub mod json;

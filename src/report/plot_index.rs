@@ -39,7 +39,7 @@ pub struct PlotIndex {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PlotEntry {
     /// What the plot shows: `latency-distribution`, `herd-wakeups`, `herd-handoff`,
-    /// `capacity`, `fairness` (run-level), `latency-over-time`, `safety-timeline` (per cell).
+    /// `herd-throughput`, `capacity`, `fairness` (run-level), `latency-over-time`, `safety-timeline` (per cell).
     pub kind: String,
     /// The figure's title.
     pub title: String,

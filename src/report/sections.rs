@@ -15,6 +15,9 @@ use crate::results::CellSummary;
 /// but never moves one.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Section {
+    /// What the figures say in words: which strategy wins where, and by how much
+    /// ([`super::findings`]).
+    Findings(super::findings::Findings),
     /// The comparison table, one row per finished cell.
     Comparison,
     /// Each cell over its repetitions (`--repeat`).
@@ -54,6 +57,7 @@ impl Section {
     /// A short name, the same in both formats (the HTML section's id).
     pub fn id(&self) -> &'static str {
         match self {
+            Section::Findings(_) => "findings",
             Section::Comparison => "comparison",
             Section::Repetitions(_) => "repetitions",
             Section::Versions(_) => "versions",
@@ -72,10 +76,14 @@ impl Section {
     }
 }
 
-/// The sections of `run`'s reports, in order: the ones only some runs have (repetitions,
-/// capacity, cells not run) only when the run has them.
+/// The sections of `run`'s reports, in order: the ones only some runs have (findings,
+/// repetitions, capacity, cells not run) only when the run has them.
 pub fn sections(run: &RunView) -> Vec<Section> {
-    let mut out = vec![Section::Comparison];
+    let mut out: Vec<Section> = super::findings::findings(&run.cells, super::findings::NOISE_BAND)
+        .map(Section::Findings)
+        .into_iter()
+        .collect();
+    out.push(Section::Comparison);
     out.extend(repetitions(&run.cells).map(Section::Repetitions));
     out.extend(super::versions::table(&run.cells).map(Section::Versions));
     out.extend(reentry(&run.cells).map(Section::Reentry));

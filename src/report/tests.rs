@@ -446,3 +446,42 @@ fn a_chaos_cell_whose_faults_never_started_is_marked_untested_unless_it_broke() 
     assert_eq!(verdict(&broke), "UNSAFE");
     assert_eq!(standing(&broke), Standing::Broken);
 }
+
+#[test]
+fn findings_come_first_in_both_reports_when_both_strategies_ran() {
+    let mut run = RunView::empty(Path::new(NOWHERE));
+    for (strategy, tput) in [
+        (crate::recipe::Strategy::Herd, 40.0),
+        (crate::recipe::Strategy::Predecessor, 100.0),
+    ] {
+        let mut c = cell(32, tput, 20_000, 500);
+        c.id.strategy = strategy;
+        run.cells.push(c);
+    }
+    let ids: Vec<&str> = sections(&run).iter().map(Section::id).collect();
+    assert_eq!(ids[..2], ["findings", "comparison"]);
+    let md = markdown::render(&run);
+    assert!(
+        md.starts_with("# lockbench report\n\n\n## Findings\n"),
+        "{md}"
+    );
+    assert!(
+        md.contains("- **etcd**: predecessor wins 1 of 1 comparisons"),
+        "{md}"
+    );
+    assert!(
+        md.contains("  - throughput (acquisitions/s): predecessor higher at 32 clients (2.5×"),
+        "{md}"
+    );
+    assert!(
+        md.contains(".\n\n| system |"),
+        "a blank line before the table: {md}"
+    );
+    let page = html::page(&run);
+    let at = |s: &str| page.find(s).unwrap_or_else(|| panic!("{s} in {page}"));
+    assert!(at("<section id=\"findings\">") < at("<section id=\"comparison\">"));
+    assert!(page.contains("<li><strong>etcd</strong>: predecessor wins 1 of 1 comparisons"));
+    // One strategy alone: no findings section.
+    run.cells.pop();
+    assert_eq!(sections(&run)[0].id(), "comparison");
+}

@@ -32,6 +32,7 @@ fn every_shipped_workload_parses() {
             "broken-semaphore",
             "broken-setnx-expire",
             "broken-shared-session",
+            "client-sweep",
             "harness-overhead",
             "held-locks",
             "held-locks-unfenced",
@@ -453,6 +454,7 @@ fn unsafe_strategies_run_only_when_named() {
     assert_eq!(session.expect_for(System::Mariadb, Strategy::Herd), Safe);
     // Every other shipped workload leaves them out.
     for n in [
+        "client-sweep",
         "hot-lock",
         "long-hold",
         "open-loop",

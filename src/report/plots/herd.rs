@@ -1,7 +1,8 @@
 //! The herd, seen: wake-ups per acquisition against the number of clients (from a `--clients`
-//! sweep), herd dashed against predecessor solid, one colour per system; and the handoff
-//! latency (release → next grant, p50) against clients, the same way. A run with one client
-//! count draws one point per line.
+//! sweep, as the default run's 2, 8 and 32), herd dashed against predecessor solid, one colour
+//! per system; and the handoff latency (release → next grant, p50) and the throughput against
+//! clients, the same way. Repetitions of a cell are one point, their median. A run with one
+//! client count draws one point per line.
 
 use std::collections::BTreeMap;
 
@@ -23,6 +24,8 @@ pub enum HerdMeasure {
     Wakeups,
     /// Handoff latency p50 (log axis).
     Handoff,
+    /// Granted acquisitions per second (linear axis).
+    Throughput,
 }
 
 /// One line: a system × strategy (× workload × chaos) across client counts.
@@ -37,7 +40,7 @@ pub struct HerdLine {
     pub shade: usize,
     /// Herd dashed.
     pub strategy: Strategy,
-    /// (log2 of clients, value), by growing clients.
+    /// (log2 of clients, value), by growing clients, one point per client count.
     pub points: Vec<(f64, f64)>,
 }
 
@@ -75,6 +78,7 @@ impl Herd {
                 HerdMeasure::Handoff => {
                     (c.handoff_latency_us.count > 0).then_some(c.handoff_latency_us.p50 as f64)
                 }
+                HerdMeasure::Throughput => Some(c.throughput_per_s),
             };
             let Some(value) = value.filter(|v| v.is_finite()) else {
                 continue;
@@ -110,7 +114,7 @@ impl Herd {
                 if many {
                     line.label += &format!(" {} {}", k.3, k.4);
                 }
-                line.points.sort_by(|a, b| a.0.total_cmp(&b.0));
+                line.points = medians_by_x(std::mem::take(&mut line.points));
                 line
             })
             .collect();
@@ -132,6 +136,9 @@ impl Figure for Herd {
         let title = match self.measure {
             HerdMeasure::Wakeups => "The herd: wake-ups per acquisition against clients",
             HerdMeasure::Handoff => "Handoff latency (release → next grant, p50) against clients",
+            HerdMeasure::Throughput => {
+                "Throughput (granted acquisitions per second) against clients"
+            }
         };
         let root = root.titled(title, (FONT, 20)).map_err(drawing)?;
         let (plot, side) = root.split_horizontally(900);
@@ -156,7 +163,7 @@ impl Figure for Herd {
             });
         }
         match self.measure {
-            HerdMeasure::Wakeups => {
+            HerdMeasure::Wakeups | HerdMeasure::Throughput => {
                 let mut chart = ChartBuilder::on(&plot)
                     .margin(15)
                     .x_label_area_size(45)
@@ -166,7 +173,11 @@ impl Figure for Herd {
                 chart
                     .configure_mesh()
                     .x_desc("clients contending (log)")
-                    .y_desc("wake-ups per acquisition")
+                    .y_desc(if self.measure == HerdMeasure::Wakeups {
+                        "wake-ups per acquisition"
+                    } else {
+                        "acquisitions per second"
+                    })
                     .disable_x_mesh()
                     .x_labels(0)
                     .label_style((FONT, 12))
@@ -209,6 +220,23 @@ impl Figure for Herd {
     }
 }
 
+/// `points` (x, value) as one point per x, the median of its values, by growing x: the
+/// repetitions of a cell make one point of the curve, not a zigzag at one x.
+fn medians_by_x(mut points: Vec<(f64, f64)>) -> Vec<(f64, f64)> {
+    points.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.total_cmp(&b.1)));
+    let mut out: Vec<(f64, f64)> = Vec::new();
+    for group in points.chunk_by(|a, b| a.0 == b.0) {
+        let n = group.len();
+        let median = if n % 2 == 1 {
+            group[n / 2].1
+        } else {
+            (group[n / 2 - 1].1 + group[n / 2].1) / 2.0
+        };
+        out.push((group[0].0, median));
+    }
+    out
+}
+
 /// Draws `lines` on `chart`: herd dashed with hollow points, predecessor solid, one colour
 /// and marker per system (the figures that compare strategies share it).
 pub(super) fn lines_on<DB: DrawingBackend, X, Y>(
@@ -242,4 +270,26 @@ where
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_sweep_is_one_line_per_system_and_strategy_through_each_count_median() {
+        let mut cells = Vec::new();
+        for (clients, reps) in [(32u32, [30.0, 10.0, 20.0]), (2, [100.0, 120.0, 110.0])] {
+            for (k, tput) in reps.into_iter().enumerate() {
+                let mut c = crate::capacity::report::tests::cell(clients, tput, 1000, 10);
+                c.id.repetition = Some(k as u32 + 1);
+                cells.push(c);
+            }
+        }
+        let h = Herd::of_run(&cells, HerdMeasure::Throughput);
+        assert_eq!(h.lines.len(), 1);
+        // log2 2 = 1 and log2 32 = 5, each at its repetitions' median, by growing clients.
+        assert_eq!(h.lines[0].points, [(1.0, 110.0), (5.0, 20.0)]);
+        assert_eq!(medians_by_x(vec![(1.0, 4.0), (1.0, 2.0)]), [(1.0, 3.0)]);
+    }
 }

@@ -169,7 +169,7 @@ fn draw_run(run: &RunView, plots: &Path) -> Result<(Vec<OutFile>, Vec<PlotEntry>
     add(
         "herd-wakeups",
         "The herd: wake-ups per acquisition against clients",
-        "how many waiters each release wakes, by number of contending clients (a --clients sweep draws the curve); herd dashed, predecessor solid",
+        "how many waiters each release wakes, by number of contending clients (the default run's 2, 8 and 32, or a --clients sweep, draws the curve); herd dashed, predecessor solid",
         &|| render(&wake, plots, "herd-wakeups"),
     )?;
     let handoff = herd::Herd::of_run(&run.cells, herd::HerdMeasure::Handoff);
@@ -178,6 +178,13 @@ fn draw_run(run: &RunView, plots: &Path) -> Result<(Vec<OutFile>, Vec<PlotEntry>
         "Handoff latency against clients",
         "release → next grant on the same key, p50, by number of contending clients; herd dashed, predecessor solid",
         &|| render(&handoff, plots, "herd-handoff"),
+    )?;
+    let throughput = herd::Herd::of_run(&run.cells, herd::HerdMeasure::Throughput);
+    add(
+        "herd-throughput",
+        "Throughput against clients",
+        "granted acquisitions per second, by number of contending clients; herd dashed, predecessor solid",
+        &|| render(&throughput, plots, "herd-throughput"),
     )?;
     use latency_cost::{LatencyCost, Link};
     let cost = LatencyCost::of_run(&run.cells, Link::Clients);
@@ -370,6 +377,10 @@ mod tests {
         svg_ok(&draws(&latency_distribution::LatencyDistribution::default()));
         svg_ok(&draws(&herd::Herd::of_run(&[], herd::HerdMeasure::Wakeups)));
         svg_ok(&draws(&herd::Herd::of_run(&[], herd::HerdMeasure::Handoff)));
+        svg_ok(&draws(&herd::Herd::of_run(
+            &[],
+            herd::HerdMeasure::Throughput,
+        )));
         svg_ok(&draws(&latency_over_time::LatencyOverTime {
             title: "empty".into(),
             data: &data,
