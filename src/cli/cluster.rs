@@ -73,6 +73,7 @@ pub async fn up(
         size,
         ready_timeout: None,
         redis: RedisOptions { persistence },
+        server_defaults: false,
         tls,
         peer_latency: match peer_latency {
             Some(base) if !base.is_zero() => Some(crate::cluster::PeerLatency {

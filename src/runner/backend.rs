@@ -15,6 +15,7 @@ use crate::recipe::{AnyRecipe, Credentials, LockError, Recipe, RecipeConfig};
 use crate::results::floor::HandoffFloor;
 use crate::sync::LockUnpoisoned;
 use crate::system::System;
+use crate::system::settings::SettingsRecord;
 
 use super::worker::WorkerTarget;
 
@@ -165,6 +166,14 @@ pub trait Backend: Sync {
         async { None }
     }
 
+    /// The server settings `cluster` started with that differ from the packages' defaults;
+    /// recorded in each of its cells. `None` where lockbench started no server (the default:
+    /// the mock; a target).
+    fn server_settings(&self, cluster: &Self::Cluster) -> Option<SettingsRecord> {
+        let _ = cluster;
+        None
+    }
+
     /// What runs the clusters, for the run's `environment.json`: its version, or why it is
     /// not known. The default says there is no engine (the clusters live in this process).
     fn engine(&self) -> impl Future<Output = String> + Send {
@@ -199,6 +208,9 @@ pub struct DockerBackend {
     /// The `lockbench` executable worker processes run; `None` for this program itself
     /// (a test binary names `env!("CARGO_BIN_EXE_lockbench")` here).
     pub worker_exe: Option<PathBuf>,
+    /// Start every server with its package's defaults (`--server-defaults`; see
+    /// [`ClusterOptions::server_defaults`]).
+    pub server_defaults: bool,
 }
 
 impl Backend for DockerBackend {
@@ -239,6 +251,7 @@ impl Backend for DockerBackend {
             size: Some(size),
             peer_latency,
             version: Some(version),
+            server_defaults: self.server_defaults,
             ..ClusterOptions::default()
         };
         let cluster = Cluster::start_with_run_id(crate::service::of(system), options, run_id)
@@ -258,6 +271,10 @@ impl Backend for DockerBackend {
 
     async fn server_version(&self, cluster: &Cluster) -> Option<String> {
         Some(cluster.server_version().await)
+    }
+
+    fn server_settings(&self, cluster: &Cluster) -> Option<SettingsRecord> {
+        Some(cluster.settings())
     }
 
     async fn floor(
