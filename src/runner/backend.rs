@@ -227,7 +227,10 @@ impl Backend for DockerBackend {
         let (system, size) = (shape.system, shape.size);
         let version = shape.version.unwrap_or_else(|| system.default_version());
         crate::image::ensure(&[version], &|l| progress.line(l)).await?;
-        let label = format!("{system}@{version}");
+        let mut label = format!("{system}@{version}");
+        if self.server_defaults {
+            label.push_str(" (its package's defaults)");
+        }
         let peer_latency = if shape.peer_latency.is_zero() {
             progress.line(&format!("starting {label} cluster of {size}"));
             None
