@@ -156,6 +156,7 @@ fn suite(c: &mut Criterion) {
 fn synthetic_cell(clients: u32) -> CellInfo {
     CellInfo {
         server_version: None,
+        server_settings: None,
         id: CellId {
             version: None,
             system: System::Redis,

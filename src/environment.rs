@@ -132,6 +132,9 @@ pub struct RecordedCluster {
     pub leader: String,
     /// Seconds the cluster took to start.
     pub start_seconds: Option<f64>,
+    /// The server settings that differed from the packages' defaults; `None` in folders from
+    /// before they were recorded, and on a target.
+    pub settings: Option<crate::system::settings::SettingsRecord>,
 }
 
 /// What a report shows of where a run ran.
@@ -150,6 +153,31 @@ pub struct RunEnvironment {
 pub const NOT_RECORDED: &str = "not recorded";
 
 impl RecordedCluster {
+    /// Which settings its servers ran with, as a report says it: `lockbench's`, the packages'
+    /// defaults, or "not recorded".
+    pub fn settings_mode(&self) -> &'static str {
+        self.settings
+            .as_ref()
+            .map_or(NOT_RECORDED, crate::system::settings::SettingsRecord::mode)
+    }
+
+    /// Its settings as report rows: (node, setting, value, package default), one a setting
+    /// that differed.
+    pub fn setting_rows(&self) -> Vec<[&str; 4]> {
+        self.settings
+            .iter()
+            .flat_map(|r| &r.differ)
+            .map(|s| {
+                [
+                    s.node.as_str(),
+                    s.name.as_str(),
+                    s.value.as_str(),
+                    s.default.as_str(),
+                ]
+            })
+            .collect()
+    }
+
     /// The cluster's size as a report says it: `3`, or `3 + 3 sentinels`.
     pub fn size(&self) -> String {
         if self.sentinels == 0 {
@@ -248,6 +276,9 @@ fn recorded_cluster(path: &Path, v: &serde_json::Value) -> RecordedCluster {
         server_version: text("server_version").unwrap_or_else(|| NOT_RECORDED.into()),
         leader: text("leader").unwrap_or_else(|| "none".into()),
         start_seconds: v.get("start_seconds").and_then(|x| x.as_f64()),
+        settings: v
+            .get("server_settings")
+            .and_then(|x| serde_json::from_value(x.clone()).ok()),
     }
 }
 

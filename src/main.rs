@@ -63,9 +63,16 @@ async fn run(cli: Cli) -> anyhow::Result<Exit> {
             system,
             size,
             persistence,
+            server_defaults,
             tls,
             peer_latency,
-        } => verb::cluster::up(system, size, persistence, tls.as_deref(), peer_latency).await,
+        } => {
+            let opts = verb::cluster::UpOptions {
+                persistence,
+                server_defaults,
+            };
+            verb::cluster::up(system, size, opts, tls.as_deref(), peer_latency).await
+        }
         // Exit here: the worker's stdin thread may still be blocked in a read, which would
         // hold up the runtime's shutdown.
         Command::Worker => std::process::exit(lockbench::runner::worker::serve().await),

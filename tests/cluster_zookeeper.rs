@@ -1,5 +1,6 @@
 //! ZooKeeper ensemble on real containers: readiness, a write and read through zookeeper-client,
-//! leader failover, an even (2|2) split that leaves no quorum, and clean teardown.
+//! leader failover, an even (2|2) split that leaves no quorum, clean teardown, and the server
+//! settings an ensemble reports with lockbench's settings and with the package's defaults.
 
 mod common;
 
@@ -189,4 +190,91 @@ async fn even_split_of_four_leaves_no_quorum_until_healed() {
         .await
         .expect("one leader after heal");
     common::teardown_and_assert_gone(cluster).await;
+}
+
+/// `key=value` of a `conf` reply.
+fn conf_value(conf: &str, key: &str) -> Option<String> {
+    conf.lines()
+        .find_map(|l| l.trim().strip_prefix(&format!("{key}=")))
+        .map(str::to_string)
+}
+
+/// Every server's `conf`, with the JVM's command line (where the election's wait is given).
+async fn confs(cluster: &lockbench::Cluster) -> Vec<(String, String, String)> {
+    let mut out = Vec::new();
+    for n in cluster.servers() {
+        let conf = lockbench::service::zookeeper::four_letter_word(&n.endpoint(), "conf")
+            .await
+            .unwrap_or_else(|e| panic!("conf of {}: {e}", n.name()));
+        let cmdline = n
+            .exec_script("tr '\\0' ' ' < /proc/1/cmdline")
+            .await
+            .unwrap_or_else(|e| panic!("the command line of {}: {e}", n.name()));
+        out.push((n.name().to_string(), conf, cmdline));
+    }
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_servers_run_the_settings_table_or_the_packages_defaults() {
+    use lockbench::system::settings::Source;
+    let table = System::Zookeeper.facts().settings;
+    for server_defaults in [true, false] {
+        let opts = lockbench::ClusterOptions {
+            server_defaults,
+            ..Default::default()
+        };
+        let run_id = lockbench::docker::new_run_id();
+        let cluster = common::start_with_options(System::Zookeeper, opts, &run_id)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        let record = cluster.settings();
+        assert_eq!(record.server_defaults, server_defaults);
+        for (node, conf, cmdline) in confs(&cluster).await {
+            let tick = conf_value(&conf, "tickTime");
+            eprintln!(
+                "zookeeper {node} (server_defaults {server_defaults}): tickTime {tick:?}, \
+                 minSessionTimeout {:?}, maxSessionTimeout {:?}",
+                conf_value(&conf, "minSessionTimeout"),
+                conf_value(&conf, "maxSessionTimeout")
+            );
+            if server_defaults {
+                // The package's: its zoo.cfg's 2 s ticks, and sessions of 2 to 20 ticks.
+                assert_eq!(tick.as_deref(), Some("2000"), "{node}: {conf}");
+                assert_eq!(conf_value(&conf, "syncLimit").as_deref(), Some("5"));
+                assert_eq!(conf_value(&conf, "initLimit").as_deref(), Some("10"));
+                assert_eq!(
+                    conf_value(&conf, "minSessionTimeout").as_deref(),
+                    Some("4000")
+                );
+                assert_eq!(
+                    conf_value(&conf, "maxSessionTimeout").as_deref(),
+                    Some("40000")
+                );
+                assert!(
+                    !cmdline.contains("maxNotificationInterval"),
+                    "{node}: {cmdline}"
+                );
+                assert!(record.differ.iter().all(|s| !s.tuned), "{record:?}");
+            } else {
+                assert_eq!(tick.as_deref(), Some("250"), "{node}: {conf}");
+                // Every tuned setting as the table gives it: in zoo.cfg, or the JVM's property.
+                for s in table {
+                    let Source::Env { value, .. } = s.source else {
+                        continue;
+                    };
+                    match conf_value(&conf, s.name) {
+                        Some(v) => assert_eq!(v, value, "{node}: {}", s.name),
+                        None => assert!(
+                            cmdline.contains(&format!("-D{}={value}", s.name)),
+                            "{node}: {} is neither in conf nor on the command line: {cmdline}",
+                            s.name
+                        ),
+                    }
+                }
+                assert_eq!(record.differ.len(), table.len());
+            }
+        }
+        common::teardown_and_assert_gone(cluster).await;
+    }
 }

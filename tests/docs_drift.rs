@@ -172,6 +172,38 @@ fn systems_chapter_lists_every_version() {
     );
 }
 
+/// The systems chapter's table of server settings is the code's
+/// (`system::settings::markdown_table`, from each system's `settings.rs`); LOCKBENCH_BLESS=1
+/// writes it in place.
+#[test]
+fn systems_chapter_settings_table_is_the_code() {
+    let file = format!("{BOOK}/systems.md");
+    let text = read(&file);
+    let tag = "<!-- server settings -->\n";
+    let start = text
+        .find(tag)
+        .unwrap_or_else(|| panic!("{file} has no {tag:?} before the table of server settings"))
+        + tag.len();
+    let len: usize = text[start..]
+        .split_inclusive('\n')
+        .take_while(|l| l.starts_with('|'))
+        .map(str::len)
+        .sum();
+    let (committed, now) = (
+        &text[start..start + len],
+        lockbench::system::settings::markdown_table(),
+    );
+    if committed == now {
+        return;
+    }
+    if std::env::var_os("LOCKBENCH_BLESS").is_some() {
+        let fixed = format!("{}{now}{}", &text[..start], &text[start + len..]);
+        std::fs::write(root().join(&file), fixed).unwrap();
+        return;
+    }
+    panic!("{file}: the table of server settings is not the code's:\n{now}\n{BLESS_HINT}");
+}
+
 #[test]
 fn image_environment_table_is_the_entrypoints() {
     let file = format!("{BOOK}/systems.md");

@@ -74,6 +74,7 @@ rounds = 3
 fn backend() -> DockerBackend {
     DockerBackend {
         worker_exe: Some(PathBuf::from(env!("CARGO_BIN_EXE_lockbench"))),
+        ..DockerBackend::default()
     }
 }
 

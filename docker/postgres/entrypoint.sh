@@ -3,6 +3,12 @@
 #   PG_ROLE    primary | replica: what an EMPTY node becomes (default primary)
 #   PG_HOST    this node's host name on the cluster network
 #   PG_PEERS   the other nodes' host names, space-separated
+#   PG_CONNECTION_CHECK  client_connection_check_interval (default: not written, so 0: none)
+#   PG_KEEPALIVES_IDLE, PG_KEEPALIVES_INTERVAL, PG_KEEPALIVES_COUNT  tcp_keepalives_* in s
+#              (default: not written, so the system's)
+# lockbench passes those from src/service/postgres/settings.rs, which says why, unless a run asks
+# for --server-defaults. They are written when a primary is made (initdb); a replica copies
+# them with its primary's data.
 # At every start, whatever PG_ROLE says: if a peer answers as a primary (not in recovery), this
 # node becomes its replica, keeping its data when it already replicates from that peer and
 # re-cloning it (pg_basebackup) otherwise (an old primary after a promotion). If no peer is a
@@ -40,6 +46,9 @@ find_primary() {
   return 1
 }
 
+# Appends "$1 = $2" to postgresql.conf, unless $2 is empty (the server's default then stands).
+put() { [ -z "$2" ] || echo "$1 = $2" >> "$pgdata/postgresql.conf"; }
+
 configure() {
   cat >> "$pgdata/postgresql.conf" <<CFG
 listen_addresses = '*'
@@ -50,12 +59,12 @@ max_wal_senders = 10
 wal_keep_size = 256MB
 hot_standby = on
 wal_receiver_status_interval = 1s
-client_connection_check_interval = 1s
-tcp_keepalives_idle = 5
-tcp_keepalives_interval = 2
-tcp_keepalives_count = 3
 log_line_prefix = '%m [%p] '
 CFG
+  put client_connection_check_interval "${PG_CONNECTION_CHECK:-}"
+  put tcp_keepalives_idle "${PG_KEEPALIVES_IDLE:-}"
+  put tcp_keepalives_interval "${PG_KEEPALIVES_INTERVAL:-}"
+  put tcp_keepalives_count "${PG_KEEPALIVES_COUNT:-}"
   cat >> "$pgdata/pg_hba.conf" <<HBA
 host replication all 0.0.0.0/0 trust
 host all all 0.0.0.0/0 trust

@@ -5,7 +5,11 @@
 #   REDIS_HOST      this node's host name on the cluster network (announced to peers)
 #   REDIS_MASTER    the initial master's host name (replica, sentinel)
 #   REDIS_PERSIST   none | aof (default none: a restart loses every key, as in the Redlock spec)
-#   SENTINEL_QUORUM, SENTINEL_DOWN_MS, SENTINEL_FAILOVER_MS
+#   SENTINEL_QUORUM
+#   SENTINEL_DOWN_MS, SENTINEL_FAILOVER_MS   down-after-milliseconds and failover-timeout
+#                   (default 30000 and 180000, Sentinel's own); lockbench passes its own from
+#                   src/service/redis/settings.rs, which says why, unless a run asks for
+#                   --server-defaults
 #   LB_TLS_CA, LB_TLS_CERT, LB_TLS_KEY   PEM text (lockbench up --tls): a data node also serves
 #                   clients on tls-port 6380, asking each for a certificate the CA signed
 #                   (replication and Sentinel stay on the plain port)
@@ -35,8 +39,8 @@ sentinel resolve-hostnames yes
 sentinel announce-hostnames yes
 sentinel announce-ip $host
 sentinel monitor mymaster $REDIS_MASTER 6379 ${SENTINEL_QUORUM:-2}
-sentinel down-after-milliseconds mymaster ${SENTINEL_DOWN_MS:-1000}
-sentinel failover-timeout mymaster ${SENTINEL_FAILOVER_MS:-5000}
+sentinel down-after-milliseconds mymaster ${SENTINEL_DOWN_MS:-30000}
+sentinel failover-timeout mymaster ${SENTINEL_FAILOVER_MS:-180000}
 sentinel parallel-syncs mymaster 1
 CFG
   fi

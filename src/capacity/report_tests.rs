@@ -18,6 +18,7 @@ pub(crate) const SYNTHETIC: [(u32, f64); 6] = [
 pub(crate) fn cell(clients: u32, throughput: f64, p99_us: u64, count: u64) -> CellSummary {
     let info = CellInfo {
         server_version: None,
+        server_settings: None,
         id: CellId::new(System::Etcd, Strategy::Predecessor, "w", clients),
         warmup: std::time::Duration::ZERO,
         end_us: Some(1_000_000),

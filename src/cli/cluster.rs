@@ -39,10 +39,19 @@ pub async fn doctor() -> anyhow::Result<Exit> {
 
 /// `lockbench up`: starts a cluster, prints its connection details as JSON, and removes it
 /// again on Ctrl-C or SIGTERM (also when they come during start-up).
+/// What `lockbench up` starts its servers with beyond size, TLS and latency.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct UpOptions {
+    /// Redis and Redlock: an append-only file, fsync always (`--persistence`).
+    pub persistence: bool,
+    /// The packages' defaults for the tuned settings (`--server-defaults`).
+    pub server_defaults: bool,
+}
+
 pub async fn up(
     at: system::SystemAt,
     size: Option<usize>,
-    persistence: bool,
+    up: UpOptions,
     tls: Option<&std::path::Path>,
     peer_latency: Option<std::time::Duration>,
 ) -> anyhow::Result<Exit> {
@@ -72,7 +81,10 @@ pub async fn up(
     let opts = ClusterOptions {
         size,
         ready_timeout: None,
-        redis: RedisOptions { persistence },
+        redis: RedisOptions {
+            persistence: up.persistence,
+        },
+        server_defaults: up.server_defaults,
         tls,
         peer_latency: match peer_latency {
             Some(base) if !base.is_zero() => Some(crate::cluster::PeerLatency {

@@ -94,6 +94,11 @@ pub enum Command {
         /// Redis/Redlock: keep keys across restarts (appendonly, fsync always).
         #[arg(long)]
         persistence: bool,
+        /// Start the servers with their packages' defaults: the settings lockbench tunes (the
+        /// guide's systems chapter lists them) are not given; the JSON's server_settings says
+        /// which differ.
+        #[arg(long)]
+        server_defaults: bool,
         /// etcd and Redis: also serve TLS (etcd on its TLS client port, Redis data nodes on
         /// tls-port), asking clients for a certificate; a throw-away CA and the client's
         /// certificate and key are written into DIR (ca.pem, client.pem, client-key.pem) and
@@ -246,6 +251,12 @@ pub struct RunArgs {
     /// target's prefix and is removed at the end. The systems are the targets'.
     #[arg(help_heading = RUN_WHAT, long = "target", value_name = "FILE", conflicts_with_all = ["systems", "all_systems"])]
     pub targets: Vec<std::path::PathBuf>,
+    /// Start the servers with their packages' defaults: the settings lockbench tunes (ZooKeeper's
+    /// tickTime and election wait, Sentinel's down-after, ...; the guide's systems chapter lists
+    /// them) are not given, the ones the containers need are. Each cell records which
+    /// (server_settings in cell.json). Docker clusters only.
+    #[arg(help_heading = RUN_WHAT, long, conflicts_with = "targets")]
+    pub server_defaults: bool,
     /// Strategies, comma-separated; default: the workload's.
     #[arg(help_heading = RUN_WHAT, long, value_delimiter = ',', help = strategies_help())]
     pub strategies: Option<Vec<crate::recipe::Strategy>>,

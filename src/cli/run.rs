@@ -110,7 +110,10 @@ pub async fn run(args: RunArgs) -> anyhow::Result<Exit> {
     }
     docker::connect().await?;
     let heading = format!("{} cells", plan.cells.len());
-    let backend = DockerBackend::default();
+    let backend = DockerBackend {
+        server_defaults: args.server_defaults,
+        ..DockerBackend::default()
+    };
     let Some(outcome) = play(&backend, plan, args.out.as_deref(), &name, &heading, "").await?
     else {
         return Ok(Exit::Interrupted);

@@ -97,6 +97,10 @@ pub struct ClusterOptions {
     /// The server version to run (one of the system's [`System::versions`]); `None` for its
     /// default version.
     pub version: Option<crate::system::Version>,
+    /// Start the servers with their packages' defaults (`--server-defaults`): the tuned
+    /// settings of the system's table ([`crate::system::settings`]) are not passed, the fixed
+    /// ones stay.
+    pub server_defaults: bool,
 }
 
 /// Options of the systems that run on the Redis image (Redis with Sentinel, Redlock).
@@ -120,6 +124,8 @@ pub struct Cluster {
     pub(crate) cuts: std::sync::Mutex<Vec<Grudge>>,
     /// The delay between nodes it was started with, if any.
     peer_latency: Option<crate::latency::Delay>,
+    /// Whether its servers started with their packages' defaults ([`ClusterOptions`]).
+    server_defaults: bool,
     /// The server version it runs.
     version: crate::system::Version,
     torn_down: bool,
@@ -143,6 +149,9 @@ pub struct ClusterInfo {
     pub version: String,
     /// The server version one running node reported, or `unknown (why)`.
     pub server_version: String,
+    /// Every server setting that differed from its package's default, and whether the servers
+    /// started with the packages' defaults.
+    pub server_settings: crate::system::settings::SettingsRecord,
     /// The one-way delay added between every two nodes (`peer_latency`), µs; absent without.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub peer_latency_us: Option<u64>,
@@ -231,6 +240,7 @@ impl Cluster {
             cuts: std::sync::Mutex::new(Vec::new()),
             peer_latency: opts.peer_latency.as_ref().map(|p| p.delay),
             version,
+            server_defaults: opts.server_defaults,
             torn_down: false,
         };
         let wrapper = match &opts.peer_latency {
@@ -241,6 +251,17 @@ impl Cluster {
             None => None,
         };
         let mut specs = provider.node_specs(run_id, size, &opts);
+        for s in &mut specs {
+            let node = match s.role {
+                NodeRole::Server => "server",
+                NodeRole::Sentinel => "sentinel",
+            };
+            s.env.extend(crate::system::settings::tuned_env(
+                system.facts().settings,
+                node,
+                opts.server_defaults,
+            ));
+        }
         if let Some(bundle) = &opts.tls {
             let port = tls_port(provider)?;
             for s in specs.iter_mut().filter(|s| s.role == NodeRole::Server) {
@@ -285,6 +306,14 @@ impl Cluster {
             }
         }
         out
+    }
+
+    /// The server settings it started with that differ from the packages' defaults.
+    pub fn settings(&self) -> crate::system::settings::SettingsRecord {
+        crate::system::settings::SettingsRecord::of(
+            self.system.facts().settings,
+            self.server_defaults,
+        )
     }
 
     /// The version a running server reports (`3.5.16`), or `unknown (why)`; never fails.
@@ -470,6 +499,7 @@ impl Cluster {
             nodes,
             version: self.version.name().to_string(),
             server_version: version::server_version(self).await,
+            server_settings: self.settings(),
             peer_latency_us: self.peer_latency.map(|d| d.base.as_micros() as u64),
             peer_jitter_us: self.peer_latency.map(|d| d.jitter.as_micros() as u64),
         }

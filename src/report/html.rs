@@ -590,28 +590,58 @@ fn environment_section(env: &RunEnvironment) -> String {
         s.push_str(
             "<div class=\"scroll\"><table>\n<thead><tr><th>cluster file</th><th>system</th>\
              <th class=\"num\">nodes</th><th>server version</th><th>leader</th>\
-             <th class=\"num\">start s</th></tr></thead>\n<tbody>\n",
+             <th class=\"num\">start s</th><th>settings</th></tr></thead>\n<tbody>\n",
         );
         for c in &env.clusters {
             let _ = writeln!(
                 s,
-                "<tr><td><code>{}</code></td><td>{}</td><td class=\"num\">{}</td><td>{}</td><td>{}</td><td class=\"num\">{}</td></tr>",
+                "<tr><td><code>{}</code></td><td>{}</td><td class=\"num\">{}</td><td>{}</td><td>{}</td><td class=\"num\">{}</td><td>{}</td></tr>",
                 escape(&c.file),
                 escape(&c.system),
                 c.size(),
                 escape(&c.server_version),
                 escape(&c.leader),
                 c.start_seconds
-                    .map_or_else(|| "n/a".to_string(), |x| format!("{x:.1}"))
+                    .map_or_else(|| "n/a".to_string(), |x| format!("{x:.1}")),
+                escape(c.settings_mode())
             );
         }
         s.push_str("</tbody>\n</table></div>\n");
+        s.push_str(&settings_table(env));
     }
     for p in &env.problems {
         let _ = writeln!(s, "<p class=\"missing\">{}</p>", escape(p));
     }
     s.push_str("</section>\n");
     s
+}
+
+/// The server settings each cluster ran with that differed from the packages' defaults;
+/// nothing when no cluster recorded any.
+pub(super) fn settings_table(env: &RunEnvironment) -> String {
+    let mut rows = String::new();
+    for c in &env.clusters {
+        for [node, name, value, default] in c.setting_rows() {
+            let _ = writeln!(
+                rows,
+                "<tr><td><code>{}</code></td><td>{}</td><td><code>{}</code></td><td>{}</td><td>{}</td></tr>",
+                escape(&c.file),
+                escape(node),
+                escape(name),
+                escape(value),
+                escape(default)
+            );
+        }
+    }
+    if rows.is_empty() {
+        return rows;
+    }
+    format!(
+        "<p>Server settings that differed from the packages' defaults (the guide's systems \
+         chapter says why each):</p>\n<div class=\"scroll\"><table>\n<thead><tr><th>cluster \
+         file</th><th>node</th><th>setting</th><th>value</th><th>package default</th></tr>\
+         </thead>\n<tbody>\n{rows}</tbody>\n</table></div>\n"
+    )
 }
 
 /// Readable in greyscale too: a broken verdict is bold and underlined, not only red.

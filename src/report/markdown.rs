@@ -259,24 +259,52 @@ pub fn environment_section(env: &crate::environment::RunEnvironment) -> String {
         s.push_str("- clusters: not recorded\n");
     } else {
         s.push_str(
-            "\n| cluster file | system | nodes | server version | leader | start s |\n|---|---|---:|---|---|---:|\n",
+            "\n| cluster file | system | nodes | server version | leader | start s | settings |\n|---|---|---:|---|---|---:|---|\n",
         );
         for c in &env.clusters {
             s.push_str(&format!(
-                "| {} | {} | {} | {} | {} | {} |\n",
+                "| {} | {} | {} | {} | {} | {} | {} |\n",
                 c.file,
                 c.system,
                 c.size(),
                 c.server_version,
                 c.leader,
                 c.start_seconds
-                    .map_or_else(|| "n/a".to_string(), |x| format!("{x:.1}"))
+                    .map_or_else(|| "n/a".to_string(), |x| format!("{x:.1}")),
+                c.settings_mode()
             ));
         }
+        s.push_str(&settings_table(env));
     }
     for p in &env.problems {
         s.push_str(&format!("\n{p}\n"));
     }
+    s
+}
+
+/// The server settings each cluster ran with that differed from the packages' defaults, one
+/// row a setting; empty when no cluster recorded any.
+fn settings_table(env: &crate::environment::RunEnvironment) -> String {
+    let rows: Vec<String> = env
+        .clusters
+        .iter()
+        .flat_map(|c| {
+            c.setting_rows()
+                .into_iter()
+                .map(move |[node, name, value, default]| {
+                    format!("| {} | {node} | `{name}` | {value} | {default} |\n", c.file)
+                })
+        })
+        .collect();
+    if rows.is_empty() {
+        return String::new();
+    }
+    let mut s = String::from(
+        "\nServer settings that differed from the packages' defaults (the guide's systems \
+         chapter says why each):\n\n| cluster file | node | setting | value | package default |\n\
+         |---|---|---|---|---|\n",
+    );
+    s.extend(rows);
     s
 }
 
@@ -304,6 +332,7 @@ mod tests {
         use crate::results::{FaultWindow, SafetyVerdict};
         let cell = CellInfo {
             server_version: None,
+            server_settings: None,
             id: crate::plan::CellId::new(
                 crate::system::System::Etcd,
                 crate::recipe::Strategy::Herd,
@@ -412,6 +441,7 @@ mod tests {
         ];
         let cell = CellInfo {
             server_version: None,
+            server_settings: None,
             id: crate::plan::CellId::new(
                 crate::system::System::Zookeeper,
                 crate::recipe::Strategy::Predecessor,

@@ -485,3 +485,51 @@ fn findings_come_first_in_both_reports_when_both_strategies_ran() {
     run.cells.pop();
     assert_eq!(sections(&run)[0].id(), "comparison");
 }
+
+#[test]
+fn the_environment_lists_each_clusters_settings_and_an_old_cluster_file_says_not_recorded() {
+    use crate::environment::RunEnvironment;
+    use crate::system::settings::SettingsRecord;
+    let dir = std::env::temp_dir().join(format!("lockbench-settings-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("clusters")).unwrap();
+    let zk = crate::system::System::Zookeeper.facts().settings;
+    for (file, defaults) in [("zookeeper.json", false), ("zookeeper-n4.json", true)] {
+        let record = serde_json::json!({
+            "system": "zookeeper",
+            "server_settings": SettingsRecord::of(zk, defaults),
+        });
+        std::fs::write(dir.join("clusters").join(file), record.to_string()).unwrap();
+    }
+    std::fs::write(dir.join("clusters/etcd.json"), r#"{"system":"etcd"}"#).unwrap();
+    let env = RunEnvironment::read(&dir);
+    let md = markdown::environment_section(&env);
+    assert!(
+        md.contains("| etcd.json | etcd | 0 | not recorded | none | n/a | not recorded |"),
+        "{md}"
+    );
+    assert!(md.contains("| lockbench's |"), "{md}");
+    assert!(
+        md.contains("| the packages' defaults (--server-defaults) |"),
+        "{md}"
+    );
+    assert!(
+        md.contains("| zookeeper.json | server | `tickTime` | 250 ms | 2000 ms |"),
+        "{md}"
+    );
+    // With the packages' defaults only the fixed settings differ.
+    assert!(
+        !md.contains("| zookeeper-n4.json | server | `tickTime` |"),
+        "{md}"
+    );
+    assert!(
+        md.contains("| zookeeper-n4.json | server | `maxClientCnxns` | 0 (no limit) | 60 |"),
+        "{md}"
+    );
+    let page = html::settings_table(&env);
+    assert!(
+        page.contains("<td><code>tickTime</code></td><td>250 ms</td><td>2000 ms</td>"),
+        "{page}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

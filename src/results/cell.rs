@@ -39,6 +39,11 @@ pub struct CellInfo {
     /// absent where nothing was asked (the mock) and in cells from before it was recorded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server_version: Option<String>,
+    /// The server settings that differed from the packages' defaults, and whether the servers
+    /// started with those defaults (`--server-defaults`); absent where lockbench started no
+    /// server (the mock, a target) and in cells from before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_settings: Option<crate::system::settings::SettingsRecord>,
 }
 
 /// The workload's `acquire_timeout` as the text of a `cell.json` gives it (its `workload_spec`,
@@ -109,5 +114,35 @@ mod tests {
         old.as_object_mut().unwrap().remove("lock");
         let back: CellInfo = serde_json::from_value(old).unwrap();
         assert_eq!(back.lock, LockKind::Mutex);
+    }
+
+    #[test]
+    fn the_server_settings_are_written_and_a_cell_json_without_them_reads() {
+        let zk = crate::system::System::Zookeeper.facts().settings;
+        let with = CellInfo {
+            server_settings: Some(crate::system::settings::SettingsRecord::of(zk, true)),
+            ..cell(2)
+        };
+        let json = serde_json::to_value(&with).unwrap();
+        assert_eq!(json["server_settings"]["server_defaults"], true);
+        assert_eq!(
+            serde_json::from_value::<CellInfo>(json.clone()).unwrap(),
+            with
+        );
+        let mut old = json;
+        old.as_object_mut().unwrap().remove("server_settings");
+        assert_eq!(
+            serde_json::from_value::<CellInfo>(old)
+                .unwrap()
+                .server_settings,
+            None
+        );
+        // Not written where nothing was started.
+        assert!(
+            serde_json::to_value(cell(2))
+                .unwrap()
+                .get("server_settings")
+                .is_none()
+        );
     }
 }

@@ -8,6 +8,7 @@ use super::CellInfo;
 pub fn cell(clients: u32) -> CellInfo {
     CellInfo {
         server_version: None,
+        server_settings: None,
         id: crate::plan::CellId {
             version: None,
             system: crate::system::System::Etcd,

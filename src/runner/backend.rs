@@ -15,6 +15,7 @@ use crate::recipe::{AnyRecipe, Credentials, LockError, Recipe, RecipeConfig};
 use crate::results::floor::HandoffFloor;
 use crate::sync::LockUnpoisoned;
 use crate::system::System;
+use crate::system::settings::SettingsRecord;
 
 use super::worker::WorkerTarget;
 
@@ -165,6 +166,14 @@ pub trait Backend: Sync {
         async { None }
     }
 
+    /// The server settings `cluster` started with that differ from the packages' defaults;
+    /// recorded in each of its cells. `None` where lockbench started no server (the default:
+    /// the mock; a target).
+    fn server_settings(&self, cluster: &Self::Cluster) -> Option<SettingsRecord> {
+        let _ = cluster;
+        None
+    }
+
     /// What runs the clusters, for the run's `environment.json`: its version, or why it is
     /// not known. The default says there is no engine (the clusters live in this process).
     fn engine(&self) -> impl Future<Output = String> + Send {
@@ -199,6 +208,9 @@ pub struct DockerBackend {
     /// The `lockbench` executable worker processes run; `None` for this program itself
     /// (a test binary names `env!("CARGO_BIN_EXE_lockbench")` here).
     pub worker_exe: Option<PathBuf>,
+    /// Start every server with its package's defaults (`--server-defaults`; see
+    /// [`ClusterOptions::server_defaults`]).
+    pub server_defaults: bool,
 }
 
 impl Backend for DockerBackend {
@@ -215,7 +227,10 @@ impl Backend for DockerBackend {
         let (system, size) = (shape.system, shape.size);
         let version = shape.version.unwrap_or_else(|| system.default_version());
         crate::image::ensure(&[version], &|l| progress.line(l)).await?;
-        let label = format!("{system}@{version}");
+        let mut label = format!("{system}@{version}");
+        if self.server_defaults {
+            label.push_str(" (its package's defaults)");
+        }
         let peer_latency = if shape.peer_latency.is_zero() {
             progress.line(&format!("starting {label} cluster of {size}"));
             None
@@ -239,6 +254,7 @@ impl Backend for DockerBackend {
             size: Some(size),
             peer_latency,
             version: Some(version),
+            server_defaults: self.server_defaults,
             ..ClusterOptions::default()
         };
         let cluster = Cluster::start_with_run_id(crate::service::of(system), options, run_id)
@@ -258,6 +274,10 @@ impl Backend for DockerBackend {
 
     async fn server_version(&self, cluster: &Cluster) -> Option<String> {
         Some(cluster.server_version().await)
+    }
+
+    fn server_settings(&self, cluster: &Cluster) -> Option<SettingsRecord> {
+        Some(cluster.settings())
     }
 
     async fn floor(

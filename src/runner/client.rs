@@ -526,6 +526,7 @@ mod tests {
         let _ = std::fs::remove_dir_all(&dir);
         let cell = CellInfo {
             server_version: None,
+            server_settings: None,
             id: crate::plan::CellId::new(
                 crate::system::System::Redis,
                 crate::recipe::Strategy::Predecessor,

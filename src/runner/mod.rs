@@ -116,6 +116,7 @@ pub async fn run_on<B: Backend>(
             }
         };
         let server_version = backend.server_version(&cluster).await;
+        let server_settings = backend.server_settings(&cluster);
         let failed_so_far = failed.clone();
         let books = Books::default();
         let work = async {
@@ -126,6 +127,7 @@ pub async fn run_on<B: Backend>(
                 books: &books,
                 floor: floor.as_ref(),
                 server_version: server_version.as_deref(),
+                server_settings: server_settings.as_ref(),
             };
             let counted = Counted {
                 done,
@@ -283,6 +285,8 @@ struct Where<'a> {
     floor: Option<&'a crate::results::floor::HandoffFloor>,
     /// The version the cluster's servers reported, where the backend asks.
     server_version: Option<&'a str>,
+    /// The settings the cluster's servers started with, where the backend started them.
+    server_settings: Option<&'a crate::system::settings::SettingsRecord>,
 }
 
 /// Where a cluster's cells stand in the run: cells done before them, all cells, and the cells
@@ -355,6 +359,7 @@ async fn run_cell<B: Backend>(
         books,
         floor,
         server_version,
+        server_settings,
     } = at;
     let dir = folder.cell_dir(cell)?;
     let prefix = format!(
@@ -411,6 +416,7 @@ async fn run_cell<B: Backend>(
         settle_ms: Some(settle.as_secs_f64() * 1000.0),
         lock: cell.workload.lock,
         server_version: server_version.map(str::to_string),
+        server_settings: server_settings.cloned(),
     };
     folder.write_cell_info(cell, &info, floor)?;
     // The same evaluation `lockbench check` makes later from the folder alone.

@@ -35,6 +35,7 @@ fn granted(t: u64, c: u32, position: Option<u64>) -> Event {
 fn cell(clients: u32) -> CellInfo {
     CellInfo {
         server_version: None,
+        server_settings: None,
         id: crate::plan::CellId::new(
             crate::system::System::Redis,
             crate::recipe::Strategy::Predecessor,

@@ -12,6 +12,7 @@
 //! folder as its service.
 
 pub mod registry;
+pub mod settings;
 pub mod version;
 
 pub use version::{Release, SystemAt, Version};
@@ -124,6 +125,9 @@ pub struct Facts {
     /// Its colour in plots, as RGB; chosen with the others' so all stay apart (see
     /// `report::plots::canvas::system_colour`).
     pub colour: (u8, u8, u8),
+    /// Every server setting lockbench gives that differs from the package's default, from the
+    /// folder's `settings.rs` ([`settings`]).
+    pub settings: &'static [settings::ServerSetting],
 }
 
 /// What times a system's leases, as the clock fault sees it.

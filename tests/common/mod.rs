@@ -28,14 +28,25 @@ pub async fn start_with_run_id(
     size: Option<usize>,
     run_id: &str,
 ) -> Result<Cluster, String> {
-    // Images are built on first use, as for `lockbench up` and `lockbench run`.
-    lockbench::image::ensure(&[system.default_version()], &|l| eprintln!("{l}"))
-        .await
-        .map_err(|e| format!("could not build the {system} image: {e}"))?;
     let opts = ClusterOptions {
         size,
         ..Default::default()
     };
+    start_with_options(system, opts, run_id).await
+}
+
+/// Starts a cluster with `opts` under `run_id`, building its image first where it is missing
+/// or stale; `Err` says why it could not (and the fix it names).
+pub async fn start_with_options(
+    system: System,
+    opts: ClusterOptions,
+    run_id: &str,
+) -> Result<Cluster, String> {
+    // Images are built on first use, as for `lockbench up` and `lockbench run`.
+    lockbench::image::ensure(&[system.default_version()], &|l| eprintln!("{l}"))
+        .await
+        .map_err(|e| format!("could not build the {system} image: {e}"))?;
+    let size = opts.size;
     let c = Cluster::start_with_run_id(lockbench::service::of(system), opts, run_id)
         .await
         .map_err(|e| format!("could not start {system}: {e}"))?;

@@ -22,6 +22,10 @@ impl ImageKind {
     );
 }
 
+/// The server settings that differ from the package's defaults.
+#[path = "settings.rs"]
+mod settings;
+
 pub(super) static FACTS: Facts = Facts {
     system: System::Etcd,
     name: "etcd",
@@ -37,4 +41,5 @@ pub(super) static FACTS: Facts = Facts {
     lease_clock: LeaseClock::Monotonic,
     lock_kinds: &["mutex", "reentrant", "rwlock", "semaphore"],
     colour: (230, 159, 0),
+    settings: settings::SETTINGS,
 };

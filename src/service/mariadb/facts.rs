@@ -22,6 +22,10 @@ impl ImageKind {
     );
 }
 
+/// The server settings that differ from the package's defaults.
+#[path = "settings.rs"]
+mod settings;
+
 pub(super) static FACTS: Facts = Facts {
     system: System::Mariadb,
     name: "mariadb",
@@ -47,4 +51,5 @@ pub(super) static FACTS: Facts = Facts {
     lease_clock: LeaseClock::Monotonic,
     lock_kinds: &["mutex", "reentrant"],
     colour: (213, 94, 0),
+    settings: settings::SETTINGS,
 };

@@ -44,4 +44,5 @@ pub(super) static FACTS: Facts = Facts {
     lease_clock: LeaseClock::Monotonic,
     lock_kinds: &["mutex", "reentrant"],
     colour: (140, 90, 30),
+    settings: &[],
 };

@@ -22,6 +22,10 @@ impl ImageKind {
     );
 }
 
+/// The server settings that differ from the package's defaults.
+#[path = "settings.rs"]
+mod settings;
+
 pub(super) static FACTS: Facts = Facts {
     system: System::Postgres,
     name: "postgres",
@@ -40,4 +44,5 @@ pub(super) static FACTS: Facts = Facts {
     lease_clock: LeaseClock::Monotonic,
     lock_kinds: &["mutex", "reentrant"],
     colour: (86, 180, 233),
+    settings: settings::SETTINGS,
 };

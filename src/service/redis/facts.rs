@@ -31,6 +31,10 @@ impl LeaseClock {
     pub const REDIS_DEADLINES_SUFFIX: &str = ":qx";
 }
 
+/// The server settings that differ from the package's defaults.
+#[path = "settings.rs"]
+pub(crate) mod settings;
+
 pub(super) static FACTS: Facts = Facts {
     system: System::Redis,
     name: "redis",
@@ -54,4 +58,5 @@ pub(super) static FACTS: Facts = Facts {
     lease_clock: LeaseClock::RedisTtl,
     lock_kinds: &["mutex", "reentrant", "rwlock", "semaphore"],
     colour: (0, 140, 100),
+    settings: settings::SETTINGS,
 };

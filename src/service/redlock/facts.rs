@@ -29,4 +29,5 @@ pub(super) static FACTS: Facts = Facts {
     // (service/redlock/recipe.rs says why).
     lock_kinds: &["mutex", "reentrant", "rwlock"],
     colour: (204, 121, 167),
+    settings: super::redis::settings::SERVER,
 };

@@ -22,6 +22,10 @@ impl ImageKind {
     );
 }
 
+/// The server settings that differ from the package's defaults.
+#[path = "settings.rs"]
+mod settings;
+
 pub(super) static FACTS: Facts = Facts {
     system: System::Zookeeper,
     name: "zookeeper",
@@ -41,4 +45,5 @@ pub(super) static FACTS: Facts = Facts {
     lease_clock: LeaseClock::Monotonic,
     lock_kinds: &["mutex", "reentrant", "rwlock", "semaphore"],
     colour: (0, 64, 140),
+    settings: settings::SETTINGS,
 };

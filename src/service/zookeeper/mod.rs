@@ -5,6 +5,8 @@
 mod floor;
 mod keys;
 mod provider;
+
+pub use provider::four_letter_word;
 pub mod recipe;
 
 use std::time::Instant;
