@@ -3,6 +3,8 @@
 //! answers out of order, each ending the client's operation as unknown (`info`), never as a
 //! hang, with a message naming the driver and the line.
 
+mod mock_support;
+
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -12,6 +14,7 @@ use lockbench::driver::protocol::{Hello, PROTOCOL};
 use lockbench::driver::{Deadlines, DriverClient, DriverProcess};
 use lockbench::recipe::{LockError, Recipe, Strategy};
 use lockbench::resource::AccessOp;
+use lockbench::results::SafetyVerdict;
 use lockbench::system::System;
 
 const DEADLINES: Deadlines = Deadlines {
@@ -154,4 +157,101 @@ async fn a_crash_ends_the_operation_unknown() {
 #[tokio::test]
 async fn an_answer_nobody_awaits_ends_the_operation_unknown() {
     misbehaves("out-of-order", "answered out of order: `{\"id\": 1006").await;
+}
+
+const WORKLOAD: &str = r#"
+clients = 4
+keys = 2
+hold = { kind = "fixed", value = "1ms" }
+think = { kind = "fixed", value = "1ms" }
+arrival = "closed"
+duration = "1s"
+warmup = "0s"
+lease_ttl = "10s"
+acquire_timeout = "1s"
+strategies = ["herd"]
+seed = 7
+"#;
+
+/// Plays the workload above on the in-memory mock with the recipe and the library of the
+/// manifest `name` (tests/data): the run's summaries and folder.
+async fn run_with_library(name: &str) -> lockbench::runner::RunOutcome {
+    use lockbench::driver::Manifest;
+    use lockbench::plan::{ClientLibrary, Overrides, Plan};
+    use lockbench::recipe::mock::MockOptions;
+    use lockbench::workload::Workload;
+
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data")
+        .join(name);
+    let m = Manifest::load(&path).unwrap();
+    let ov = Overrides {
+        libraries: vec![ClientLibrary {
+            name: m.library.clone(),
+            manifest: m.path.clone(),
+            systems: m.systems.clone(),
+            tokens: m.tokens,
+        }],
+        ..Overrides::default()
+    };
+    let wl = Workload::from_str(WORKLOAD, "w").unwrap();
+    let plan = Plan::expand("drv", &[System::Redis], &[wl], &ov).unwrap();
+    let out = std::env::temp_dir().join(format!(
+        "lockbench-drv-{}-{}",
+        m.library,
+        std::process::id()
+    ));
+    let _ = std::fs::remove_dir_all(&out);
+    mock_support::play(MockOptions::default(), plan, &out, "w").await
+}
+
+/// `--clients-from`: the library's cells run beside the recipes', named by the library, through
+/// the whole runner on the in-memory mock (the scripted driver keeps its own lock); the cell's
+/// folder has the driver's record (its pipe's round trip) and its stderr.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_library_is_a_cell_coordinate_run_beside_the_recipes() {
+    let outcome = run_with_library("scripted-driver.toml").await;
+    let ids: Vec<String> = outcome.summaries.iter().map(|s| s.id.to_string()).collect();
+    assert_eq!(ids, ["redis-herd-w-c4", "redis-scripted-w-c4"]);
+    let lib = &outcome.summaries[1];
+    assert_eq!(lib.id.library.as_deref(), Some("scripted"));
+    assert!(lib.acquisitions > 0, "the driver's clients acquired");
+    assert_eq!(lib.indeterminate, 0, "every request was answered");
+    let safety = lib.safety.as_ref().expect("a verdict");
+    assert_eq!(safety.verdict, SafetyVerdict::Safe, "{safety:?}");
+    let cell = outcome.folder.join("cells/redis-scripted-w-c4");
+    let record: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(cell.join("driver.json")).unwrap()).unwrap();
+    assert_eq!(record["library"], "scripted");
+    assert_eq!(record["reported_version"], "scripted-1");
+    assert_eq!(record["processes"], 1);
+    assert!(
+        record["round_trip_p50_us"].as_u64().unwrap() > 0,
+        "{record}"
+    );
+    assert!(record["broken"].as_array().unwrap().is_empty(), "{record}");
+    let stderr = std::fs::read_to_string(cell.join("driver-0.stderr")).unwrap();
+    assert!(stderr.contains("acquire"), "{stderr}");
+}
+
+/// A lock that is not shared is no lock: two driver processes with a lock table each grant one
+/// key twice, and the checkers say so from the history alone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_driver_whose_processes_do_not_share_the_lock_is_judged_unsafe() {
+    let outcome = run_with_library("scripted-driver-split.toml").await;
+    let lib = &outcome.summaries[1];
+    assert_eq!(lib.id.to_string(), "redis-scripted-split-w-c4");
+    let safety = lib.safety.as_ref().expect("a verdict");
+    assert_eq!(safety.verdict, SafetyVerdict::Unsafe, "{safety:?}");
+    assert!(safety.overlaps.granted_twice > 0, "{safety:?}");
+    let record: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            outcome
+                .folder
+                .join("cells/redis-scripted-split-w-c4/driver.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(record["processes"], 2, "4 clients, 2 a process");
 }

@@ -7,10 +7,12 @@
 //! its answer arrives.
 
 mod client;
+mod group;
 mod manifest;
 mod process;
 pub mod protocol;
 
 pub use client::{Deadlines, DriverClient};
+pub use group::{DriverGroup, DriverRecord, GroupSpec, HELLO_TIMEOUT};
 pub use manifest::{Manifest, ManifestError};
 pub use process::{DriverProcess, NoAnswer};
