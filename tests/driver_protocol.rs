@@ -59,7 +59,7 @@ async fn start(mode: &str) -> (Arc<DriverProcess>, DriverClient, DriverClient, P
         .expect("the scripted driver says hello");
     assert_eq!(version.as_deref(), Some("scripted-1"));
     let ttl = Duration::from_secs(2);
-    let c = |i| DriverClient::new(p.clone(), i, System::Redis, ttl, true, DEADLINES);
+    let c = |i| DriverClient::new(p.clone(), i, System::Redis, ttl, true, DEADLINES, "");
     (p.clone(), c(0), c(1), stderr)
 }
 

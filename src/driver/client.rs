@@ -29,11 +29,14 @@ pub struct DriverClient {
     ttl: Duration,
     tokens: bool,
     deadlines: Deadlines,
+    /// The cell's key prefix: the driver is sent `<prefix>/<key>`, so cells never share a key.
+    prefix: String,
 }
 
 impl DriverClient {
     /// Client `client` of `process`, locking on `system` with leases of `ttl`; `tokens` says
-    /// whether the library gives fencing tokens.
+    /// whether the library gives fencing tokens. Keys go to the driver under `prefix` (none
+    /// when empty).
     pub fn new(
         process: Arc<DriverProcess>,
         client: u32,
@@ -41,6 +44,7 @@ impl DriverClient {
         ttl: Duration,
         tokens: bool,
         deadlines: Deadlines,
+        prefix: &str,
     ) -> DriverClient {
         DriverClient {
             process,
@@ -49,6 +53,16 @@ impl DriverClient {
             ttl,
             tokens,
             deadlines,
+            prefix: prefix.to_string(),
+        }
+    }
+
+    /// `key` as the driver is sent it.
+    fn wire(&self, key: &str) -> String {
+        if self.prefix.is_empty() {
+            key.to_string()
+        } else {
+            format!("{}/{key}", self.prefix)
         }
     }
 }
@@ -90,10 +104,11 @@ impl Recipe for DriverClient {
             return Err(LockError::Connection(why));
         }
         let (trigger, lost) = LostSignal::new();
-        self.process.watch_lost(self.client, key, trigger);
+        let wire = self.wire(key);
+        self.process.watch_lost(self.client, &wire, trigger);
         let op = RequestOp::Acquire {
             client: self.client,
-            key: key.to_string(),
+            key: wire.clone(),
             timeout_ms: deadline.saturating_duration_since(started).as_millis() as u64,
         };
         let answered = self
@@ -128,7 +143,7 @@ impl Recipe for DriverClient {
                 handle: Box::new(()),
             }),
             Outcome::Fail => {
-                self.process.unwatch_lost(self.client, key);
+                self.process.unwatch_lost(self.client, &wire);
                 Err(LockError::Timeout {
                     key: key.to_string(),
                     waited: started.elapsed(),
@@ -139,15 +154,16 @@ impl Recipe for DriverClient {
     }
 
     async fn release(&self, lease: Lease) -> Result<(), LockError> {
+        let wire = self.wire(&lease.key);
         let op = RequestOp::Release {
             client: self.client,
-            key: lease.key.clone(),
+            key: wire.clone(),
         };
         let answered = self
             .process
             .request(op, Instant::now() + self.deadlines.access)
             .await;
-        self.process.unwatch_lost(self.client, &lease.key);
+        self.process.unwatch_lost(self.client, &wire);
         let a = answered.map_err(unknown)?;
         match a.outcome {
             Outcome::Ok => Ok(()),
@@ -164,7 +180,7 @@ impl Recipe for DriverClient {
     }
 
     async fn before_access(&self, lease: &Lease, op: AccessOp) -> Result<(), LockError> {
-        let (client, key) = (self.client, lease.key.clone());
+        let (client, key) = (self.client, self.wire(&lease.key));
         let op = match op {
             AccessOp::Write => RequestOp::Write { client, key },
             AccessOp::Read | AccessOp::SharedRead => RequestOp::Read { client, key },

@@ -100,6 +100,7 @@ impl DriverGroup {
                     spec.lease_ttl,
                     m.tokens,
                     spec.deadlines,
+                    &spec.prefix,
                 ));
             }
             served.push((first..first + count).collect());
