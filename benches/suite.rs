@@ -165,6 +165,7 @@ fn synthetic_cell(clients: u32) -> CellInfo {
             chaos: NO_CHAOS.into(),
             clients,
             repetition: None,
+            library: None,
         },
         warmup: Duration::ZERO,
         end_us: None,

@@ -137,6 +137,7 @@ pub mod cli;
 pub mod cluster;
 pub mod docker;
 pub mod doctor;
+pub mod driver;
 pub mod environment;
 pub mod fault;
 pub mod gate;

@@ -30,6 +30,23 @@ pub struct Cell {
     pub chaos: Schedule,
     /// Which run of this cell it is under `--repeat N` (1 to N); `None` without repetitions.
     pub repetition: Option<u32>,
+    /// The lock library whose driver runs the clients (`--clients-from`); `None` for
+    /// lockbench's own recipe under `strategy`.
+    pub library: Option<ClientLibrary>,
+}
+
+/// A lock library as a coordinate: its name and the manifest of the driver that runs it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClientLibrary {
+    /// The library's name (`redis-py`), as its manifest gives it.
+    pub name: String,
+    /// The driver's manifest (`drivers/example-redis-py/driver.toml`).
+    pub manifest: std::path::PathBuf,
+    /// The systems the driver locks on.
+    pub systems: Vec<System>,
+    /// The library gives fencing tokens; without them it has no fenced cell.
+    #[serde(default)]
+    pub tokens: bool,
 }
 
 impl Cell {
@@ -42,6 +59,7 @@ impl Cell {
             workload,
             chaos: Schedule::none(),
             repetition: None,
+            library: None,
         }
     }
 
@@ -55,6 +73,7 @@ impl Cell {
             chaos: self.chaos.name.clone(),
             clients: self.workload.clients,
             repetition: self.repetition,
+            library: self.library.as_ref().map(|l| l.name.clone()),
         }
     }
 
@@ -124,6 +143,10 @@ pub struct CellId {
     /// Which run of the cell this is under `--repeat N` (1 to N); absent without repetitions.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub repetition: Option<u32>,
+    /// The lock library whose driver ran the clients, which then wait the library's own way
+    /// (its name stands for the strategy in the id); absent for lockbench's own recipes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub library: Option<String>,
 }
 
 impl CellId {
@@ -137,6 +160,7 @@ impl CellId {
             chaos: NO_CHAOS.to_string(),
             clients,
             repetition: None,
+            library: None,
         }
     }
 
@@ -157,7 +181,10 @@ impl fmt::Display for CellId {
         {
             write!(f, "@{v}")?;
         }
-        write!(f, "-{}-{}", self.strategy, self.workload)?;
+        match &self.library {
+            Some(l) => write!(f, "-{l}-{}", self.workload)?,
+            None => write!(f, "-{}-{}", self.strategy, self.workload)?,
+        }
         if self.chaos != NO_CHAOS {
             write!(f, "-{}", self.chaos)?;
         }
@@ -245,6 +272,9 @@ struct CellRow {
     /// Which repetition of the cell (`--repeat`); absent without repetitions.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     repetition: Option<u32>,
+    /// The library whose driver runs the clients; absent for lockbench's own recipes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    library: Option<ClientLibrary>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -404,6 +434,9 @@ pub struct Overrides {
     /// matrix: every workload runs at each (on a cluster of its own), renamed
     /// `<name>-peer<latency>` when there are several.
     pub peer_latency: Option<Vec<Duration>>,
+    /// Lock libraries whose drivers run cells of their own beside the recipes'
+    /// (`--clients-from`), on the systems each names.
+    pub libraries: Vec<ClientLibrary>,
 }
 
 /// `workloads` at each of the `--client-latency` values (their own `client_latency` when none
@@ -451,6 +484,55 @@ pub fn latency_label(d: Duration) -> String {
     } else {
         format!("{us}us")
     }
+}
+
+/// The cells of each `--clients-from` library that locks on `system`: one per client count,
+/// beside the recipes'. A library takes the whole lock only, and has no fenced cell unless its
+/// driver gives tokens (the manifest says; checked where the driver is loaded).
+fn library_cells(
+    system: System,
+    version: Option<Version>,
+    wl: &Workload,
+    chaos: &Schedule,
+    ov: &Overrides,
+    cells: &mut Vec<Cell>,
+    skip: &mut impl FnMut(String),
+) -> Result<(), PlanError> {
+    for lib in ov.libraries.iter().filter(|l| l.systems.contains(&system)) {
+        if wl.lock != LockKind::Mutex {
+            skip(format!(
+                "{system}/{} × lock = \"{}\": a library driver takes the whole lock only",
+                lib.name,
+                wl.lock.name()
+            ));
+            continue;
+        }
+        if wl.resource == crate::resource::ResourceMode::Fenced && !lib.tokens {
+            skip(format!(
+                "{system}/{} × resource = \"fenced\": the library gives no fencing token, so it \
+                 has no fenced cell",
+                lib.name
+            ));
+            continue;
+        }
+        for &c in ov.clients.as_deref().unwrap_or(&[wl.clients]) {
+            let w = with_overrides(wl, c, ov);
+            if let Some(why) = faultless(chaos, &w) {
+                return Err(PlanError::Conflict(why));
+            }
+            cells.push(Cell {
+                system,
+                version,
+                // The library waits its own way; the id names the library instead.
+                strategy: system.strategies()[0],
+                workload: w,
+                chaos: chaos.clone(),
+                repetition: None,
+                library: Some(lib.clone()),
+            });
+        }
+    }
+    Ok(())
 }
 
 /// `--clients-as` over a workload's `clients_as`.
@@ -552,9 +634,11 @@ impl Plan {
                                 workload: w,
                                 chaos: chaos.clone(),
                                 repetition: None,
+                                library: None,
                             });
                         }
                     }
+                    library_cells(system, version, wl, chaos, ov, &mut cells, &mut skip)?;
                 }
             }
         }
@@ -661,6 +745,7 @@ impl Plan {
                     workload: c.workload.to_table(),
                     schedule: (c.chaos != Schedule::none()).then(|| c.chaos.to_table()),
                     repetition: c.repetition,
+                    library: c.library.clone(),
                 })
                 .collect(),
         };
@@ -710,6 +795,7 @@ impl Plan {
                     workload,
                     chaos,
                     repetition: row.repetition,
+                    library: row.library,
                 })
             })
             .collect::<Result<Vec<_>, PlanError>>()?;
@@ -995,6 +1081,7 @@ mod tests {
             chaos: NO_CHAOS.into(),
             clients: 16,
             repetition: None,
+            library: None,
         };
         assert_eq!(id.to_string(), "redis-herd-hot-lock-c16");
         id.chaos = "kill-leader".into();

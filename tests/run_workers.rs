@@ -104,6 +104,7 @@ where
         workload: Workload::from_str(workload, name).expect("a valid test workload"),
         chaos: lockbench::nemesis::schedule::Schedule::none(),
         repetition: None,
+        library: None,
     };
     let dir = scratch(&format!("{system}-{name}"));
     let path = dir.join("history.jsonl");

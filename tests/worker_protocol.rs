@@ -301,6 +301,7 @@ async fn the_mock_refuses_worker_processes_and_says_why() {
         .unwrap(),
         chaos: lockbench::nemesis::schedule::Schedule::none(),
         repetition: None,
+        library: None,
     };
     let service = lockbench::recipe::mock::MockService::new(MockOptions::default());
     let e = run_clients(

@@ -260,6 +260,13 @@ pub struct RunArgs {
     /// Strategies, comma-separated; default: the workload's.
     #[arg(help_heading = RUN_WHAT, long, value_delimiter = ',', help = strategies_help())]
     pub strategies: Option<Vec<crate::recipe::Strategy>>,
+    /// Lock libraries whose drivers run cells of their own beside the recipes',
+    /// comma-separated: a driver's manifest, its folder, or a name found as
+    /// drivers/<name>/driver.toml (see the guide's "Library drivers", docs/book/src/drivers.md).
+    /// Each runs on the systems its manifest names, its name standing for the strategy in the
+    /// cell id; default: none.
+    #[arg(help_heading = RUN_WHAT, long, value_delimiter = ',', value_name = "DRIVER")]
+    pub clients_from: Vec<String>,
     /// Workload files (repeatable); default: the built-in client-sweep workload at 2, 8 and 32
     /// clients.
     #[arg(help_heading = RUN_WHAT, long = "workload")]

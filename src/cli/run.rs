@@ -57,6 +57,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<Exit> {
         seed: args.seed,
         client_latency: args.client_latency,
         peer_latency: args.peer_latency,
+        libraries: libraries(&args.clients_from)?,
     };
     let run_id = docker::new_run_id();
     let name = workloads
@@ -122,6 +123,38 @@ pub async fn run(args: RunArgs) -> anyhow::Result<Exit> {
         verdicts(&outcome.summaries, args.strict),
         &outcome.failed,
     ))
+}
+
+/// The `--clients-from` drivers' libraries, each manifest read (and refused with the file and
+/// field at fault) before anything starts.
+fn libraries(named: &[String]) -> anyhow::Result<Vec<crate::plan::ClientLibrary>> {
+    named
+        .iter()
+        .map(|n| {
+            let given = Path::new(n);
+            let path = if given.exists() {
+                given.to_path_buf()
+            } else if !n.contains('/') {
+                Path::new("drivers").join(n)
+            } else {
+                anyhow::bail!("--clients-from {n}: no such file or folder");
+            };
+            if !path.exists() {
+                anyhow::bail!(
+                    "--clients-from {n}: no such file, and no driver at {}: give a driver's \
+                     manifest (driver.toml) or its folder",
+                    path.display()
+                );
+            }
+            let m = crate::driver::Manifest::load(&path)?;
+            Ok(crate::plan::ClientLibrary {
+                name: m.library,
+                manifest: m.path,
+                systems: m.systems,
+                tokens: m.tokens,
+            })
+        })
+        .collect()
 }
 
 /// Refuses an image override (`--etcd-image`, `LOCKBENCH_ETCD_IMAGE`) beside a version named

@@ -401,6 +401,25 @@ pub trait Recipe: Send + Sync + 'static {
         lease: Lease,
     ) -> impl std::future::Future<Output = Result<(), LockError>> + Send;
 
+    /// Whether a grant's [`Lease::token`] is a fencing token the lock service gave. A client
+    /// whose library exposes none answers false, and its grants are recorded without a token.
+    fn has_tokens(&self) -> bool {
+        true
+    }
+
+    /// Called by the client loop while holding `lease`, right before it reads or writes the
+    /// protected register; the access is made when this returns `Ok`, and skipped otherwise.
+    /// Lockbench's recipes access at once (the default); a library driver asks its process, so
+    /// a paused driver accesses late, as a paused application would.
+    fn before_access(
+        &self,
+        lease: &Lease,
+        op: crate::resource::AccessOp,
+    ) -> impl std::future::Future<Output = Result<(), LockError>> + Send {
+        let _ = (lease, op);
+        async { Ok(()) }
+    }
+
     /// Drops every connection and background task without releasing anything, as a crashed
     /// process would: locks it held stay until their TTL or session timeout ends them.
     fn crash(self) -> impl std::future::Future<Output = ()> + Send;

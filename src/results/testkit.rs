@@ -17,6 +17,7 @@ pub fn cell(clients: u32) -> CellInfo {
             chaos: crate::plan::NO_CHAOS.into(),
             clients,
             repetition: None,
+            library: None,
         },
         warmup: Duration::ZERO,
         end_us: None,

@@ -246,7 +246,7 @@ async fn one_cycle<R: Recipe>(
     shared.granted.fetch_add(1, Ordering::Relaxed);
     let (granted_at, granted_us) = shared.stamp();
     let mut ok = Event::new(granted_us, id, EventKind::Ok, Op::Acquire, key);
-    ok.token = Some(lease.token);
+    ok.token = recipe.has_tokens().then_some(lease.token);
     with_counts(&mut ok, &tally);
     ok.queue_position = lease.queue_position;
     ok.ttl_ms = Some(lease.ttl.as_millis() as u64);
@@ -272,10 +272,15 @@ async fn one_cycle<R: Recipe>(
         Claim::Read => AccessOp::SharedRead,
         _ => AccessOp::Read,
     };
-    let read = shared
-        .resource
-        .access(id, key, lease.token, read_op, 0)
-        .await;
+    let read = match recipe.before_access(&lease, read_op).await {
+        Ok(()) => {
+            shared
+                .resource
+                .access(id, key, lease.token, read_op, 0)
+                .await
+        }
+        Err(_) => Err(AccessFailed::Unanswered),
+    };
     // A write costs what the read just did (next to nothing in-process, a pipe round trip to
     // the runner from a worker): started that much before the hold's end, it ends about there,
     // so the measured hold stays the one asked for. A read slower than WRITE_LEAD_MAX was
@@ -319,10 +324,13 @@ async fn one_cycle<R: Recipe>(
         && claim != Claim::Read
     {
         // Accepted or not, the register recorded it; the client goes on to release either way.
-        let _ = shared
-            .resource
-            .access(id, key, lease.token, AccessOp::Write, v + 1)
-            .await;
+        // A client that declines to write (its library saw the lease lost) writes nothing.
+        if recipe.before_access(&lease, AccessOp::Write).await.is_ok() {
+            let _ = shared
+                .resource
+                .access(id, key, lease.token, AccessOp::Write, v + 1)
+                .await;
+        }
     }
     // The write started early by what the read cost; when it was quicker than the read, the
     // hold would end those few µs before the time asked for (CI once measured 19 992 µs of a

@@ -3,6 +3,7 @@
 
 mod backend;
 mod client;
+mod drivers;
 mod outcome;
 mod output;
 pub mod progress;
@@ -487,6 +488,13 @@ where
     let links = relays
         .as_ref()
         .map(|(r, _)| r.clone() as Arc<dyn crate::fault::ClientLinks>);
+    if let Some(library) = &cell.library {
+        let info = match via {
+            Some(via) => Some(via.clone()),
+            None => backend.connect_info(cluster),
+        };
+        return drivers::in_drivers(library, cell, info, &config, links, history, beside).await;
+    }
     match wl.clients_as {
         ClientsAs::Tasks => {
             in_tasks(
@@ -570,14 +578,44 @@ where
         };
         clients.push(client.with_context(|| format!("connecting a {} client", cell.system))?);
     }
+    let processes = Processes {
+        workers: None,
+        links,
+    };
+    drive_tasks(clients, cell, processes, history, beside).await
+}
+
+/// What a nemesis reaches of a cell's clients besides the cluster.
+pub(crate) struct Processes {
+    /// The processes a client pause stops, where the clients run in processes of their own.
+    pub workers: Option<Arc<dyn crate::fault::WorkerProcesses>>,
+    /// The clients' links to the servers, behind latency relays.
+    pub links: Option<Arc<dyn crate::fault::ClientLinks>>,
+}
+
+/// Runs `clients` (connected, one a cell client, in order) as tasks of this process to the
+/// cell's end, `beside` alongside, recording into `history`.
+pub(crate) async fn drive_tasks<R, F, Fut>(
+    clients: Vec<R>,
+    cell: &Cell,
+    processes: Processes,
+    history: &Path,
+    beside: F,
+) -> anyhow::Result<ClientsRun>
+where
+    R: Recipe,
+    F: FnOnce(Running) -> Fut,
+    Fut: Future<Output = ()>,
+{
+    let wl = &cell.workload;
     let recorder = Recorder::create(history)?;
     let (stop, stopped) = watch::channel(false);
     let running = Running {
         clock: recorder.clock(),
         history: recorder.handle(),
         events: recorder.subscribe(),
-        workers: None,
-        links,
+        workers: processes.workers,
+        links: processes.links,
         stopped,
     };
     let register = cell_register(wl, Arc::new(recorder.handle()));
