@@ -1013,6 +1013,37 @@ mod tests {
         Workload::from_file(&dir.join("hot-lock.toml")).unwrap()
     }
 
+    /// Repetitions run on seeds of their own: the workload's and a drawing schedule's seed
+    /// (42 in `plan`) move on by one a repetition, a calm schedule keeps its own.
+    fn repetitions_move_the_seeds_on(plan: &Plan) {
+        let repeated = plan.clone().repeated(3);
+        for id in [
+            "etcd-herd-hot-lock-kill-leader-c16",
+            "etcd-herd-hot-lock-c16",
+        ] {
+            let reps: Vec<&Cell> = repeated
+                .cells
+                .iter()
+                .filter(|c| c.id().base().to_string() == id)
+                .collect();
+            assert_eq!(reps.len(), 3, "{id}");
+            for c in reps {
+                let step = u64::from(c.repetition.unwrap() - 1);
+                assert_eq!(c.workload.seed, 42 + step, "{}", c.id());
+                let chaos = if c.chaos.is_calm() { 1 } else { 42 + step };
+                assert_eq!(c.chaos.seed, chaos, "{}", c.id());
+            }
+        }
+        let back = Plan::from_toml(&repeated.to_toml(), "plan.toml").unwrap();
+        let seeds = |p: &Plan| {
+            p.cells
+                .iter()
+                .map(|c| (c.workload.seed, c.chaos.seed))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(seeds(&back), seeds(&repeated));
+    }
+
     #[test]
     fn chaos_is_a_coordinate_with_its_systems_sizes_and_expectations() {
         use crate::workload::Expect::{Safe, Unsafe};
@@ -1102,34 +1133,7 @@ mod tests {
             ]
         );
 
-        // Repetitions run on seeds of their own: the workload's and a drawing schedule's
-        // seed move on by one a repetition, a calm schedule keeps its own.
-        let repeated = plan.clone().repeated(3);
-        for id in [
-            "etcd-herd-hot-lock-kill-leader-c16",
-            "etcd-herd-hot-lock-c16",
-        ] {
-            let reps: Vec<&Cell> = repeated
-                .cells
-                .iter()
-                .filter(|c| c.id().base().to_string() == id)
-                .collect();
-            assert_eq!(reps.len(), 3, "{id}");
-            for c in reps {
-                let step = u64::from(c.repetition.unwrap() - 1);
-                assert_eq!(c.workload.seed, 42 + step, "{}", c.id());
-                let chaos = if c.chaos.is_calm() { 1 } else { 42 + step };
-                assert_eq!(c.chaos.seed, chaos, "{}", c.id());
-            }
-        }
-        let back = Plan::from_toml(&repeated.to_toml(), "plan.toml").unwrap();
-        let seeds = |p: &Plan| {
-            p.cells
-                .iter()
-                .map(|c| (c.workload.seed, c.chaos.seed))
-                .collect::<Vec<_>>()
-        };
-        assert_eq!(seeds(&back), seeds(&repeated));
+        repetitions_move_the_seeds_on(&plan);
 
         let text = plan.to_toml();
         let back = Plan::from_toml(&text, "plan.toml").unwrap();
