@@ -13,10 +13,19 @@
 #   pause   pause-clients (a holder stopped 15 s, past its 10 s lease) on every system and
 #           strategy, workloads/held-locks.toml (8 s holds), with the fenced register and with
 #           the unfenced one (worker processes)
-#   rates   Redis + Sentinel under kill-leader, and Redlock under redlock-restart-empty and
-#           redlock-restart-delayed, N seeds each (default 5) × both strategies,
-#           workloads/held-locks.toml (held across the faults): how often a cell is judged
-#           unsafe
+#   rates   every shipped schedule (chaos/*.toml but none) × every system it applies to × both
+#           strategies, `--repeat N` (default 5: repetition k on the seeds plus k - 1, each
+#           round on fresh clusters), workloads/held-locks.toml (held across the faults;
+#           pause-clients with worker processes), 20 s cells (pause-node 30 s, isolate-leader
+#           and split-even-20s 40 s, so that each schedule's first fault lands inside every
+#           cell). One `lockbench run` per schedule and system, into OUT/rates/<schedule>/<system>/;
+#           a group whose folder holds `complete` is skipped, so a matrix stopped by Ctrl-C (or
+#           a reboot) resumes where it stopped when run again with the same OUT: the group it
+#           stopped in runs again from its start, in a new run folder beside the unfinished one.
+#           A group that failed (exit 2: a cluster did not start) is not marked and runs again
+#           next time. Prints each cell's rates from the runs' summary.json: unsafe in k of n
+#           with the 95 % Wilson interval, the classes of finding that showed, recovery median
+#           and range (OUT/rates.md). Hours: 30-40 s a cell with its cluster's start, N rounds.
 #   split   the even split's figures: chaos/split-even-20s (4-node ZooKeeper and etcd cut 2 | 2
 #           from 8 s to 28 s), 8 clients of hot-lock, 40 s cells, both strategies, N repetitions
 #           (--repeat N, fresh clusters each round): verdicts, acquisitions left unknown, the
@@ -95,11 +104,68 @@ if [ "$only" = all ] || [ "$only" = pause ]; then
     --workload "$inputs/held-locks.toml" --workload workloads/held-locks-unfenced.toml
 fi
 if [ "$only" = all ] || [ "$only" = rates ]; then
-  # shellcheck disable=SC2046
-  run --out "$out/rates" --systems redis --workload "$inputs/held-locks.toml" $(seeded kill-leader)
-  # shellcheck disable=SC2046
-  run --out "$out/rates" --systems redlock --workload "$inputs/held-locks.toml" \
-    $(seeded redlock-restart-empty) $(seeded redlock-restart-delayed)
+  all_systems="zookeeper etcd redis redlock postgres mariadb memcached"
+  # The systems a schedule applies to: its `systems = [...]` line, or every system.
+  systems_of() {
+    local line
+    line=$(grep -m1 '^systems *=' "$1" || true)
+    if [ -z "$line" ]; then echo "$all_systems"; else echo "$line" | tr -d '[]",' | sed 's/^systems *= *//'; fi
+  }
+  for file in chaos/*.toml; do
+    name=$(basename "$file" .toml)
+    [ "$name" = none ] && continue
+    d=20s extra=()
+    case "$name" in
+      pause-node) d=30s ;;
+      isolate-leader|split-even-20s) d=40s ;;
+      pause-clients) extra=(--clients-as processes) ;;
+    esac
+    for system in $(systems_of "$file"); do
+      group="$out/rates/$name/$system"
+      if [ -f "$group/complete" ]; then
+        echo "chaos-matrix: rates $name × $system: done ($(cat "$group/complete")), skipped" >&2
+        continue
+      fi
+      mkdir -p "$group"
+      rc=0
+      # stderr both on the terminal and in the group's folder; pipefail gives lockbench's exit.
+      { "$bin" run --duration "$d" --repeat "$repeats" --out "$group" --systems "$system" \
+          --workload "$inputs/held-locks.toml" --chaos "$file" "${extra[@]}" 2>&1 1>&3 3>&- |
+          tee "$group/stderr.log" >&2; } 3>&1 || rc=$?
+      case "$rc" in
+        0|1) echo "exit $rc, $(date -u +%FT%TZ)" > "$group/complete"; [ "$rc" = 0 ] || status=1 ;;
+        130) echo "chaos-matrix: interrupted in rates $name × $system; run again with the same OUT to resume" >&2; exit 130 ;;
+        *) if grep -q "nothing to run" "$group/stderr.log"; then
+             echo "nothing to run" > "$group/complete"
+           else
+             echo "chaos-matrix: rates $name × $system failed (exit $rc): not marked, runs again next time" >&2
+             status=1
+           fi ;;
+      esac
+    done
+  done
+  python3 - "$out/rates" <<'PY' | tee "$out/rates.md"
+import glob, json, os, sys
+rows = []
+for path in sorted(glob.glob(os.path.join(sys.argv[1], "*", "*", "latest", "summary.json"))):
+    for a in json.load(open(path)).get("repeated", []):
+        r = a.get("rates")
+        if not r:
+            continue
+        u = r["unsafe_rate"]
+        rate = f"{u['k']} of {u['n']} ({100 * u['low']:.0f}–{100 * u['high']:.0f} %)"
+        classes = "; ".join(f"{k.replace('_', ' ')} {c['k']} of {c['n']}"
+                            for k, c in r["classes"].items() if c["k"] > 0) or "none"
+        rec = r.get("recovery") or {}
+        recovery = (f"{rec['median_ms'] / 1000:.2f} s ({rec['min_ms'] / 1000:.2f}–{rec['max_ms'] / 1000:.2f})"
+                    if rec.get("median_ms") is not None else "n/a")
+        rows.append((a["id"]["chaos"], a["id"]["system"], a["id"]["strategy"],
+                     a["safety"]["expected"], rate, r["unknown"], classes, recovery))
+print("| chaos | system | strategy | expected | unsafe in (95 % interval) | unknown | findings by class | recovery median (range) |")
+print("|---|---|---|---|---|---:|---|---|")
+for row in rows:
+    print("| " + " | ".join(str(v) for v in row) + " |")
+PY
 fi
 
 if [ "$only" = all ] || [ "$only" = promises ]; then

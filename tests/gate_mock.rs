@@ -149,6 +149,14 @@ fn assert_repetitions_kept(base_run: &Path) {
     let x = &repeated[0]["metrics"]["throughput"];
     assert_eq!(x["values"].as_array().unwrap().len(), 3);
     assert!(x["median"].as_f64().unwrap() > 0.0);
+    // The verdicts of the three as a rate: the mock lock is safe, 0 of 3 unsafe, 0–56 %.
+    let rate = &repeated[0]["rates"]["unsafe_rate"];
+    assert_eq!((rate["k"].as_u64(), rate["n"].as_u64()), (Some(0), Some(3)));
+    assert!(
+        (rate["high"].as_f64().unwrap() - 0.5615).abs() < 1e-3,
+        "{rate}"
+    );
+    assert_eq!(repeated[0]["rates"]["safe"], 3);
     assert!(
         base_run
             .join("cells/redis-predecessor-gate-c4-r3/summary.json")
@@ -233,8 +241,9 @@ fn assert_unsafe_fails_with_evidence(baseline: &Path, unsafe_run: &PathBuf, juni
     assert_eq!(g.status.code(), Some(1), "{}", text(&g));
     let stdout = String::from_utf8_lossy(&g.stdout);
     let row = line_of(&stdout, "| redis-predecessor-gate-c4 | safety |");
-    assert!(row.contains("| safe 3/3 | unsafe"), "{row}");
-    assert!(row.ends_with("| baseline safe | UNSAFE |"), "{row}");
+    // 0 of 3 unsafe: the Wilson interval 0–56 %.
+    assert!(row.contains("| safe 3/3 (unsafe 0–56 %) | unsafe"), "{row}");
+    assert!(row.ends_with("| expected safe | UNSAFE |"), "{row}");
     // A cell the baseline lacks is still held to its expectation.
     let row = line_of(&stdout, "| redis-herd-gate-c4 | safety |");
     assert!(row.contains("| not in baseline | unsafe"), "{row}");

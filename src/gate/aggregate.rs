@@ -12,6 +12,7 @@ use crate::plan::CellId;
 use crate::results::CellSummary;
 use crate::results::Expect;
 use crate::results::SafetyVerdict;
+use crate::stats::rates::{Rates, rates};
 
 /// A cell over its repetitions.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -27,6 +28,11 @@ pub struct CellAggregate {
     pub metrics: BTreeMap<String, Spread>,
     /// The repetitions' safety.
     pub safety: SafetyRecord,
+    /// The repetitions as rates: verdicts and each class of finding as k of n with a 95 %
+    /// Wilson interval, recovery after the faults as median and range ([`crate::stats::rates`]);
+    /// absent in baselines and summaries written before rates were.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rates: Option<Rates>,
 }
 
 /// The safety of a cell's repetitions.
@@ -152,5 +158,6 @@ fn of_repetitions(id: CellId, reps: &[&CellSummary]) -> CellAggregate {
         id,
         metrics,
         safety,
+        rates: Some(rates(reps)),
     }
 }

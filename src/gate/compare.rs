@@ -11,6 +11,7 @@ use super::metric::Metric;
 use super::spread::Spread;
 use crate::results::Expect;
 use crate::results::SafetyVerdict;
+use crate::stats::rates::Rate;
 
 /// How many standard errors of the difference of two medians a change must exceed before the
 /// baseline's spread stops explaining it (3: a fence an A/A comparison crosses about once in
@@ -453,19 +454,24 @@ fn percent_change(from: f64, to: f64) -> f64 {
     }
 }
 
-/// The safety row: unsafe where the baseline was safe, or any violation in a cell expected
-/// safe, fails whatever the noise.
+/// The safety row. Any violation in a cell expected safe fails, whatever the baseline. Against
+/// a baseline, a rate that rose fails: the cell's unsafe repetitions, or the repetitions showing
+/// one class of finding, whose 95 % Wilson interval lies wholly above the baseline's
+/// ([`Rate::rose_above`]); intervals that overlap are no evidence of a change and pass. One
+/// wholly below is reported as improved.
 pub(super) fn safety_row(base: Option<&CellAggregate>, cur: &CellAggregate) -> Row {
     let s = &cur.safety;
     let worst = s.worst();
     let violated = s.repetitions_with_violations > 0 || worst == SafetyVerdict::Unsafe;
-    let base_safe = base.is_some_and(|b| b.safety.worst() == SafetyVerdict::Safe);
-    let (verdict, threshold) = if violated && base_safe {
-        (Judgement::Unsafe, "baseline safe".to_string())
-    } else if violated && s.expected == Expect::Safe {
+    let (rose, fell) = base.map_or((Vec::new(), false), |b| rate_changes(b, cur));
+    let (verdict, threshold) = if violated && s.expected == Expect::Safe {
         (Judgement::Unsafe, "expected safe".to_string())
-    } else if violated {
-        (Judgement::Pass, "expected unsafe".to_string())
+    } else if !rose.is_empty() {
+        (Judgement::Unsafe, format!("rate rose: {}", rose.join("; ")))
+    } else if fell {
+        (Judgement::Improved, RATE_TEST.to_string())
+    } else if base.is_some() && violated {
+        (Judgement::Pass, format!("expected unsafe; {RATE_TEST}"))
     } else {
         (Judgement::Pass, format!("expected {}", s.expected.name()))
     };
@@ -480,16 +486,68 @@ pub(super) fn safety_row(base: Option<&CellAggregate>, cur: &CellAggregate) -> R
             e.what
         )
     });
+    let show = |a: &CellAggregate| {
+        format!(
+            "{} (unsafe {})",
+            a.safety.describe(),
+            unsafe_rate(&a.safety).interval()
+        )
+    };
     Row {
         cell: cur.cell.clone(),
         metric: "safety".into(),
-        baseline: base.map_or("not in baseline".into(), |b| b.safety.describe()),
-        current: s.describe(),
+        baseline: base.map_or("not in baseline".into(), show),
+        current: show(cur),
         change: String::new(),
         threshold,
         verdict,
         evidence: if violated { evidence } else { None },
     }
+}
+
+/// What the safety row's threshold says of a rate that did not rise.
+const RATE_TEST: &str = "rates within the baseline's (Wilson 95 % intervals overlap)";
+
+/// Unsafe repetitions of all of them, from the verdicts (which every baseline has, rates or
+/// not).
+fn unsafe_rate(s: &super::aggregate::SafetyRecord) -> Rate {
+    let k = s
+        .verdicts
+        .iter()
+        .filter(|v| **v == SafetyVerdict::Unsafe)
+        .count();
+    Rate::of(k as u32, s.verdicts.len() as u32)
+}
+
+/// The rates of `cur` that rose above `base`'s, said with both sides (the unsafe verdicts
+/// first, then each class both sides rate), and whether the unsafe rate fell below.
+fn rate_changes(base: &CellAggregate, cur: &CellAggregate) -> (Vec<String>, bool) {
+    let said = |what: &str, c: &Rate, b: &Rate| {
+        format!(
+            "{what} {} of {} ({}) against {} of {} ({})",
+            c.k,
+            c.n,
+            c.interval(),
+            b.k,
+            b.n,
+            b.interval()
+        )
+    };
+    let (b, c) = (unsafe_rate(&base.safety), unsafe_rate(&cur.safety));
+    let mut rose = Vec::new();
+    if c.rose_above(&b) {
+        rose.push(said("unsafe", &c, &b));
+    }
+    if let (Some(br), Some(cr)) = (&base.rates, &cur.rates) {
+        for (name, cc) in &cr.classes {
+            if let Some(bc) = br.classes.get(name)
+                && cc.rate.rose_above(&bc.rate)
+            {
+                rose.push(said(&name.replace('_', " "), &cc.rate, &bc.rate));
+            }
+        }
+    }
+    (rose, b.rose_above(&c))
 }
 
 /// The environment facts that differ between the baseline and the current run.

@@ -209,8 +209,9 @@ fn safety_is_strict_and_the_evidence_names_the_history_lines() {
     assert!(!o.passed());
     let row = o.rows.iter().find(|r| r.metric == "safety").unwrap();
     assert_eq!(row.verdict, Judgement::Unsafe);
-    assert_eq!(row.baseline, "safe 5/5");
-    assert_eq!(row.current, "unsafe 1/5");
+    // 0 of 5 unsafe: 0–43 %; 1 of 5: 4–62 % (src/stats/rates_tests.rs works them out).
+    assert_eq!(row.baseline, "safe 5/5 (unsafe 0–43 %)");
+    assert_eq!(row.current, "unsafe 1/5 (unsafe 4–62 %)");
     assert_eq!(
         row.evidence.as_deref(),
         Some(
@@ -248,6 +249,8 @@ fn safety_is_strict_and_the_evidence_names_the_history_lines() {
     )
     .unwrap();
     assert!(o.passed(), "{}", output::markdown(&o));
+    // Against a baseline safe in 5 of 5, one unsafe repetition of 5 is no evidence of a
+    // change: 4–62 % overlaps 0–43 %.
     let o = compare(
         Some(&base),
         &aggregate(&expected_unsafe),
@@ -255,7 +258,12 @@ fn safety_is_strict_and_the_evidence_names_the_history_lines() {
         &Thresholds::default(),
     )
     .unwrap();
-    assert!(!o.passed(), "the baseline had it safe");
+    assert!(o.passed(), "{}", output::markdown(&o));
+    let row = o.rows.iter().find(|r| r.metric == "safety").unwrap();
+    assert_eq!(
+        row.threshold,
+        "expected unsafe; rates within the baseline's (Wilson 95 % intervals overlap)"
+    );
 
     // Without a baseline: the safety gate alone, one row per cell.
     let o = compare(None, &aggregate(&cur), None, &Thresholds::default()).unwrap();
@@ -708,4 +716,74 @@ fn a_layout_1_baseline_is_upgraded_to_the_bookworm_versions_it_measured_and_gate
             .contains("already layout")
     );
     std::fs::remove_dir_all(&dir).ok();
+}
+
+/// Five repetitions of a cell expected unsafe: the first `unsafe_reps` unsafe, each of those
+/// with `twice` overlaps granted twice and `lost` lost updates.
+fn expected_unsafe(unsafe_reps: u32, twice: u64, lost: u64) -> Vec<CellSummary> {
+    let mut cells = five(0.02, 1.0);
+    for (i, c) in cells.iter_mut().enumerate() {
+        let mut s = safety(SafetyVerdict::Safe, Expect::Unsafe);
+        if (i as u32) < unsafe_reps {
+            s.verdict = SafetyVerdict::Unsafe;
+            s.overlaps.granted_twice = twice;
+            s.lost_updates = lost;
+        }
+        c.safety = Some(s);
+    }
+    cells
+}
+
+#[test]
+fn a_rate_fails_only_when_its_interval_lies_wholly_above_the_baselines() {
+    let gate = |base: &[CellSummary], cur: &[CellSummary]| {
+        let o = compare(
+            Some(&baseline_of(base)),
+            &aggregate(cur),
+            None,
+            &Thresholds::default(),
+        )
+        .unwrap();
+        o.rows.into_iter().find(|r| r.metric == "safety").unwrap()
+    };
+    // Unsafe in 5 of 5 (57–100 %) against 0 of 5 (0–43 %): apart, so it fails.
+    let row = gate(&expected_unsafe(0, 0, 0), &expected_unsafe(5, 1, 0));
+    assert_eq!(row.verdict, Judgement::Unsafe);
+    assert_eq!(
+        row.threshold,
+        "rate rose: unsafe 5 of 5 (57–100 %) against 0 of 5 (0–43 %); granted twice 5 of 5 \
+         (57–100 %) against 0 of 5 (0–43 %)"
+    );
+    // 2 of 5 (12–77 %) against 0 of 5: they overlap, so it passes.
+    let row = gate(&expected_unsafe(0, 0, 0), &expected_unsafe(2, 1, 0));
+    assert_eq!(row.verdict, Judgement::Pass, "{row:?}");
+    // The same unsafe rate, 5 of 5 both, but a class of finding that never showed now shows
+    // in every repetition: the lock breaks in a new way.
+    let row = gate(&expected_unsafe(5, 0, 3), &expected_unsafe(5, 2, 3));
+    assert_eq!(row.verdict, Judgement::Unsafe);
+    assert_eq!(
+        row.threshold,
+        "rate rose: granted twice 5 of 5 (57–100 %) against 0 of 5 (0–43 %)"
+    );
+    // A baseline saved before rates were has its verdicts only: the unsafe rate is still
+    // judged, the classes are not.
+    let mut old = baseline_of(&expected_unsafe(5, 0, 3));
+    old.cells[0].rates = None;
+    let o = compare(
+        Some(&old),
+        &aggregate(&expected_unsafe(5, 2, 3)),
+        None,
+        &Thresholds::default(),
+    )
+    .unwrap();
+    assert!(o.passed(), "{}", output::markdown(&o));
+    // Falling wholly below is reported, never failed.
+    let row = gate(&expected_unsafe(5, 1, 0), &expected_unsafe(0, 0, 0));
+    assert_eq!(row.verdict, Judgement::Improved);
+    // A cell expected safe fails on any violation, whatever the intervals.
+    let mut one = five(0.02, 1.0);
+    one[0].safety = Some(safety(SafetyVerdict::Unsafe, Expect::Safe));
+    let row = gate(&five(0.02, 1.0), &one);
+    assert_eq!(row.verdict, Judgement::Unsafe);
+    assert_eq!(row.threshold, "expected safe");
 }

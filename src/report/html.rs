@@ -79,6 +79,7 @@ pub fn section(run: &RunView, s: &Section) -> String {
         Section::Findings(f) => findings_section(f),
         Section::Comparison => comparison_section(&run.cells),
         Section::Repetitions(t) => repetitions_section(t),
+        Section::Rates(t) => titled(s.id(), "Rates", super::rates::RATES_TEXT, t),
         Section::Versions(t) => titled(s.id(), "Versions", super::versions::VERSIONS_TEXT, t),
         Section::Reentry(t) => titled(s.id(), "Re-entries", super::markdown::REENTRY_TEXT, t),
         Section::RwLock(t) => titled(s.id(), "Read-write lock", super::markdown::RWLOCK_TEXT, t),

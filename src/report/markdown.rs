@@ -42,6 +42,7 @@ pub fn section(run: &RunView, s: &Section) -> String {
         Section::Findings(f) => findings_section(f),
         Section::Comparison => comparison_table(&run.cells),
         Section::Repetitions(t) => repetitions_section(t),
+        Section::Rates(t) => titled("Rates", super::rates::RATES_TEXT, t),
         Section::Versions(t) => titled("Versions", super::versions::VERSIONS_TEXT, t),
         Section::Reentry(t) => titled("Re-entries", REENTRY_TEXT, t),
         Section::RwLock(t) => titled("Read-write lock", RWLOCK_TEXT, t),

@@ -18,6 +18,7 @@ pub mod model;
 pub mod pacing;
 pub mod plot_index;
 pub mod plots;
+pub mod rates;
 pub mod rebuild;
 pub mod sections;
 pub mod table;

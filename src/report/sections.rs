@@ -22,6 +22,8 @@ pub enum Section {
     Comparison,
     /// Each cell over its repetitions (`--repeat`).
     Repetitions(Table),
+    /// Each repeated chaos cell's verdicts as rates ([`super::rates`]).
+    Rates(Table),
     /// A system's server versions side by side ([`super::versions`]).
     Versions(Table),
     /// What re-entries cost, per reentrant cell.
@@ -60,6 +62,7 @@ impl Section {
             Section::Findings(_) => "findings",
             Section::Comparison => "comparison",
             Section::Repetitions(_) => "repetitions",
+            Section::Rates(_) => "rates",
             Section::Versions(_) => "versions",
             Section::Reentry(_) => "reentry",
             Section::RwLock(_) => "rwlock",
@@ -77,7 +80,7 @@ impl Section {
 }
 
 /// The sections of `run`'s reports, in order: the ones only some runs have (findings,
-/// repetitions, capacity, cells not run) only when the run has them.
+/// repetitions, rates, capacity, cells not run) only when the run has them.
 pub fn sections(run: &RunView) -> Vec<Section> {
     let mut out: Vec<Section> = super::findings::findings(&run.cells, super::findings::NOISE_BAND)
         .map(Section::Findings)
@@ -85,6 +88,7 @@ pub fn sections(run: &RunView) -> Vec<Section> {
         .collect();
     out.push(Section::Comparison);
     out.extend(repetitions(&run.cells).map(Section::Repetitions));
+    out.extend(super::rates::table(&run.cells).map(Section::Rates));
     out.extend(super::versions::table(&run.cells).map(Section::Versions));
     out.extend(reentry(&run.cells).map(Section::Reentry));
     out.extend(super::kind_tables::rwlock(&run.cells).map(Section::RwLock));

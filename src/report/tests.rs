@@ -533,3 +533,62 @@ fn the_environment_lists_each_clusters_settings_and_an_old_cluster_file_says_not
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Three repetitions of a chaos cell: unsafe (granted twice) in the first and third, safe in
+/// the second; each with one fault window, recovering after 800, 1 000 and 3 000 ms.
+fn repeated_chaos_cells() -> Vec<CellSummary> {
+    (1..=3u32)
+        .map(|r| {
+            let mut c = unsafe_cell();
+            c.id.repetition = Some(r);
+            let s = c.safety.as_mut().expect("a safety");
+            if r == 2 {
+                *s = Safety {
+                    verdict: SafetyVerdict::Safe,
+                    ..Safety::default()
+                };
+            } else {
+                s.overlaps.granted_twice = 1;
+            }
+            c.faults[0].recovery_ms = Some([800.0, 1000.0, 3000.0][r as usize - 1]);
+            c
+        })
+        .collect()
+}
+
+#[test]
+fn repeated_chaos_cells_show_their_rates_in_both_reports_and_the_summary() {
+    let mut run = RunView::empty(Path::new(NOWHERE));
+    run.cells = repeated_chaos_cells();
+    let ids: Vec<&str> = sections(&run).iter().map(Section::id).collect();
+    assert_eq!(ids[..3], ["comparison", "repetitions", "rates"]);
+    // 2 of 3: 21–94 % (worked out in src/stats/rates_tests.rs); the median of 800, 1 000 and
+    // 3 000 ms is 1 000.
+    let row = "| etcd-predecessor-w-kill-c3 | safe | 3 | unsafe in 2 of 3 (95 % interval 21–94 %) \
+               | 0 | granted twice 2 of 3 (21–94 %; 2 in all) | median 1.00 s, range 0.80–3.00 s \
+               over 3 of 3 windows |";
+    let md = markdown::render(&run);
+    assert!(md.contains("\n## Rates\n"), "{md}");
+    assert!(md.contains(row), "{md}");
+    let page = html::page(&run);
+    assert!(page.contains("<section id=\"rates\">"), "{page}");
+    assert!(
+        page.contains("<td>unsafe in 2 of 3 (95 % interval 21–94 %)</td>"),
+        "{page}"
+    );
+    let files = super::Exporter::run_files(&super::json::Json, &run).expect("summary.json");
+    let summary: serde_json::Value = serde_json::from_slice(&files[0].bytes).expect("JSON");
+    let rates = &summary["repeated"][0]["rates"];
+    assert_eq!(rates["unsafe_rate"]["k"], 2);
+    assert_eq!(rates["classes"]["granted_twice"]["n"], 3);
+    assert_eq!(rates["recovery"]["median_ms"], 1000.0);
+
+    // Calm cells repeated, or a chaos cell run once: no rates section.
+    let mut calm = run.clone();
+    for c in &mut calm.cells {
+        c.id.chaos = crate::plan::NO_CHAOS.into();
+    }
+    assert!(!sections(&calm).iter().any(|s| s.id() == "rates"));
+    run.cells.truncate(1);
+    assert!(!sections(&run).iter().any(|s| s.id() == "rates"));
+}

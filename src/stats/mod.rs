@@ -11,6 +11,9 @@ pub mod latency;
 pub mod occupancy;
 mod outcomes;
 pub mod pacing;
+pub mod rates;
+#[cfg(test)]
+mod rates_tests;
 pub mod reentry;
 pub mod rwlock;
 pub mod semaphore;
