@@ -93,9 +93,9 @@ seeded() { # schedule, then the flags of the files made
 }
 
 if [ "$only" = all ] || [ "$only" = faults ]; then
-  run --out "$out/faults" --chaos chaos/kill-leader.toml --chaos chaos/partition-halves.toml \
+  run --out "$out/faults" --workload workloads/hot-lock.toml --chaos chaos/kill-leader.toml --chaos chaos/partition-halves.toml \
     --chaos chaos/partition-even.toml
-  run --out "$out/faults" --systems redis --chaos chaos/isolate-leader.toml
+  run --out "$out/faults" --workload workloads/hot-lock.toml --systems redis --chaos chaos/isolate-leader.toml
 fi
 if [ "$only" = all ] || [ "$only" = pause ]; then
   # Held locks, fenced and unfenced: a hot-lock hold (1-5 ms) is over before the pause lands
@@ -213,6 +213,7 @@ fi
 
 if [ "$only" = all ] || [ "$only" = split ]; then
   "$bin" run --out "$out/split" --systems zookeeper,etcd --chaos chaos/split-even-20s.toml \
+    --workload workloads/hot-lock.toml \
     --clients 8 --duration 40s --repeat "$repeats" || status=1
   python3 benches/split-figures.py "$out/split/latest" | tee "$out/split.md"
 fi
