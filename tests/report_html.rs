@@ -155,11 +155,12 @@ fn assert_environment(run: &Path, html: &str) {
     assert!(read(&run.join("report.md")).contains(&format!("- cores: {cores}\n")));
 }
 
-/// Every plot of plots/index.json is inline, as its SVG or its PNG as `shows_svg` says: 3
-/// run-level ones and 3 per cell; returns the index.
+/// Every plot of plots/index.json is inline, as its SVG or its PNG as `shows_svg` says: 4
+/// run-level ones (latency distribution; wake-ups, handoff and throughput against clients) and
+/// 3 per cell; returns the index.
 fn assert_plots_inline(run: &Path, html: &str, ids: &[String]) -> PlotIndex {
     let index = PlotIndex::read(run).expect("plots/index.json");
-    assert_eq!(index.plots.len(), 3 + 3 * ids.len(), "{index:?}");
+    assert_eq!(index.plots.len(), 4 + 3 * ids.len(), "{index:?}");
     assert_eq!(html.matches("<figure ").count(), index.plots.len());
     for p in &index.plots {
         let svg = std::fs::read(run.join(PLOTS_DIR).join(&p.svg)).unwrap();
