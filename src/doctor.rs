@@ -1,5 +1,5 @@
-//! `lockbench doctor`: is a Docker engine reachable, which images are present, and the command
-//! that fixes each problem.
+//! `lockbench doctor`: is a Docker engine reachable, which images are present, do the library
+//! drivers start, and the command that fixes each problem.
 
 use crate::image::{self, ImageState};
 use crate::system::Version;
@@ -72,6 +72,83 @@ pub async fn diagnose() -> Vec<Problem> {
             ok,
             detail,
             fix,
+        });
+    }
+    out
+}
+
+/// The library drivers: each named one (as `--clients-from` names it) started and pinged;
+/// without names, each shipped driver under `drivers/` checked for its manifest and program,
+/// none started.
+pub async fn drivers(named: &[String]) -> Vec<Problem> {
+    use crate::driver::{Manifest, check};
+    let problem = |what: String, detail: String, fix: Option<String>| Problem {
+        what,
+        ok: fix.is_none(),
+        detail,
+        fix,
+    };
+    let mut out = Vec::new();
+    if named.is_empty() {
+        for m in check::shipped(std::path::Path::new(".")) {
+            out.push(match m.and_then(|m| check::program_found(&m).map(|()| m)) {
+                Ok(m) => problem(
+                    format!("driver {}", m.library),
+                    format!(
+                        "{} {} on {}: manifest reads, program found (not started: \
+                         `lockbench doctor --clients-from {}` starts it)",
+                        m.library,
+                        m.version,
+                        m.systems
+                            .iter()
+                            .map(|s| s.to_string())
+                            .collect::<Vec<_>>()
+                            .join(", "),
+                        m.library
+                    ),
+                    None,
+                ),
+                Err(e) => problem(
+                    "driver".into(),
+                    e,
+                    Some("fix the manifest or install the program it names".into()),
+                ),
+            });
+        }
+        return out;
+    }
+    for name in named {
+        let m = check::find(name).and_then(|p| Manifest::load(&p).map_err(|e| e.to_string()));
+        let m = match m {
+            Ok(m) => m,
+            Err(e) => {
+                out.push(problem(
+                    format!("driver {name}"),
+                    e,
+                    Some("name a driver's manifest, its folder, or a folder under drivers/".into()),
+                ));
+                continue;
+            }
+        };
+        out.push(match check::ping(&m).await {
+            Ok(took) => problem(
+                format!("driver {}", m.library),
+                format!(
+                    "{} {}: started and answered a ping in {} ms",
+                    m.library,
+                    m.version,
+                    took.as_millis()
+                ),
+                None,
+            ),
+            Err(e) => problem(
+                format!("driver {}", m.library),
+                e,
+                Some(format!(
+                    "see the driver's folder ({}) for what it needs",
+                    m.folder().display()
+                )),
+            ),
         });
     }
     out

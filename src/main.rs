@@ -58,7 +58,7 @@ async fn run(cli: Cli) -> anyhow::Result<Exit> {
             versions,
             all_versions,
         } => verb::cluster::images(&versions, all_versions).await,
-        Command::Doctor => verb::cluster::doctor().await,
+        Command::Doctor { clients_from } => verb::cluster::doctor(&clients_from).await,
         Command::Up {
             system,
             size,

@@ -164,6 +164,15 @@ impl CellId {
         }
     }
 
+    /// How the cell's clients wait: the library's name for a library's cell (it waits its own
+    /// way), else the recipe's strategy. Reports show it in the strategy column.
+    pub fn waiting(&self) -> String {
+        match &self.library {
+            Some(library) => library.clone(),
+            None => self.strategy.to_string(),
+        }
+    }
+
     /// The cell's coordinates without the repetition: what every repetition of a cell shares.
     pub fn base(&self) -> CellId {
         CellId {

@@ -193,23 +193,24 @@ impl Register {
     /// Client `client` reads `key`'s register with fencing token `token`: its value, or the
     /// refusal of the fenced register (the token is lower than one already seen on `key`).
     pub fn read(&self, client: u32, key: &str, token: u64) -> Result<u64, Refused> {
-        self.access(client, key, token, AccessOp::Read, 0)
+        self.access(client, key, Some(token), AccessOp::Read, 0)
     }
 
     /// Client `client` writes `value` to `key`'s register with fencing token `token`, unless
     /// the fenced register refuses it (the token is lower than one already seen on `key`).
     pub fn write(&self, client: u32, key: &str, token: u64, value: u64) -> Result<(), Refused> {
-        self.access(client, key, token, AccessOp::Write, value)
+        self.access(client, key, Some(token), AccessOp::Write, value)
             .map(|_| ())
     }
 
     /// [`Register::read`] or [`Register::write`] (`value` is ignored for a read); returns the
-    /// value read or written.
+    /// value read or written. `token` is `None` for a holder whose lock gives no fencing token
+    /// (a library's): its events carry none, and only an unfenced register takes it.
     pub fn access(
         &self,
         client: u32,
         key: &str,
-        token: u64,
+        token: Option<u64>,
         op: AccessOp,
         value: u64,
     ) -> Result<u64, Refused> {
@@ -219,6 +220,8 @@ impl Register {
         let slot_no = self.slot_of(client, key, op);
         let index = slot_no.unwrap_or(0) as usize;
         let slot = of_key(&mut slots, key, Slots::default).get_or_add(index);
+        let given = token;
+        let token = token.unwrap_or(0);
         // A semaphore's slots are taken at the read, not in token order: its registers are
         // not fenced (the semaphore checker judges its holders).
         let fenced = self.mode == ResourceMode::Fenced && self.pools.is_none();
@@ -229,7 +232,7 @@ impl Register {
         // Stamped under the lock: no other access can take effect between the check and the
         // stamp, nor reach the history before this one.
         let mut ev = Event::new(self.sink.now_us(), client, EventKind::Ok, op.op(), key);
-        ev.token = Some(token);
+        ev.token = given;
         ev.slot = slot_no;
         let result = match stale {
             Some(highest) => {
@@ -456,8 +459,8 @@ mod tests {
     fn a_semaphore_s_holders_each_take_a_free_slot_and_the_one_too_many_shares_slot_0() {
         let (r, sink) = register(ResourceMode::Unfenced);
         let r = r.with_permits(2);
-        let read = |c| r.access(c, "k", 1, AccessOp::Read, 0).unwrap();
-        let write = |c, v| r.access(c, "k", 1, AccessOp::Write, v).unwrap();
+        let read = |c| r.access(c, "k", Some(1), AccessOp::Read, 0).unwrap();
+        let write = |c, v| r.access(c, "k", Some(1), AccessOp::Write, v).unwrap();
         read(1);
         read(2);
         write(1, 5); // client 1 leaves slot 0
@@ -483,7 +486,7 @@ mod tests {
         );
         // Without permits, one register per key and no slot.
         let (plain, sink) = register(ResourceMode::Unfenced);
-        plain.access(1, "k", 1, AccessOp::Write, 3).unwrap();
+        plain.access(1, "k", Some(1), AccessOp::Write, 3).unwrap();
         assert_eq!(plain.value("k"), 3);
         assert_eq!(sink.events.locked()[0].slot, None);
     }
@@ -497,8 +500,8 @@ mod tests {
                 let r = r.clone();
                 std::thread::spawn(move || {
                     for _ in 0..2000 {
-                        let v = r.access(c, "k", 1, AccessOp::Read, 0).unwrap();
-                        r.access(c, "k", 1, AccessOp::Write, v + 1).unwrap();
+                        let v = r.access(c, "k", Some(1), AccessOp::Read, 0).unwrap();
+                        r.access(c, "k", Some(1), AccessOp::Write, v + 1).unwrap();
                     }
                 })
             })

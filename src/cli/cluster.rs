@@ -23,8 +23,10 @@ pub async fn images(versions: &[system::SystemAt], all: bool) -> anyhow::Result<
 }
 
 /// `lockbench doctor`: one line per check, with the fix for each problem; exit 2 on any.
-pub async fn doctor() -> anyhow::Result<Exit> {
-    let findings = doctor::diagnose().await;
+/// `drivers` (as `--clients-from` names them) are started and pinged.
+pub async fn doctor(drivers: &[String]) -> anyhow::Result<Exit> {
+    let mut findings = doctor::diagnose().await;
+    findings.extend(doctor::drivers(drivers).await);
     let mut ok = true;
     for f in &findings {
         let mark = if f.ok { "ok     " } else { "PROBLEM" };

@@ -79,9 +79,16 @@ pub enum Command {
         #[arg(long, conflicts_with = "versions")]
         all_versions: bool,
     },
-    /// Check the Docker engine and the images, and say how to fix what is missing.
+    /// Check the Docker engine, the images and the library drivers, and say how to fix what is
+    /// missing.
     #[command(after_long_help = EXAMPLES_DOCTOR)]
-    Doctor,
+    Doctor {
+        /// Start these drivers (as `run --clients-from` names them) and check each answers a
+        /// ping, readying what its first start makes (a virtual environment, a compile); without
+        /// it, the shipped drivers' manifests and programs are checked, none started.
+        #[arg(long, value_delimiter = ',', value_name = "DRIVER")]
+        clients_from: Vec<String>,
+    },
     /// Start a cluster, print its endpoints and leader as JSON, keep it until Ctrl-C.
     #[command(after_long_help = EXAMPLES_UP)]
     Up {
@@ -205,6 +212,7 @@ const EXAMPLES_IMAGES: &str = "Examples:
   LOCKBENCH_DEBIAN_MIRROR=http://deb.debian.org/debian lockbench images --all-versions";
 const EXAMPLES_DOCTOR: &str = "Examples:
   lockbench doctor
+  lockbench doctor --clients-from kazoo,curator
   DOCKER_HOST=unix:///run/docker.sock lockbench doctor";
 const EXAMPLES_UP: &str = "Examples:
   lockbench up etcd
@@ -510,8 +518,9 @@ pub struct GateArgs {
     /// the same cell of A in the same `--repeat` round (the same minute of the machine), judged
     /// on the median of the rounds' ratios B ÷ A. A and B are two workloads (`base=candidate`),
     /// two versions of one system (`etcd@3.4=etcd@3.5`), or two values of another coordinate
-    /// (`strategy:herd=predecessor`, `chaos:none=kill-leader`, `system:zookeeper=etcd`). Run
-    /// both in one run: `lockbench run --systems etcd@3.4,etcd@3.5 --repeat 3`.
+    /// (`strategy:herd=predecessor`, `chaos:none=kill-leader`, `system:zookeeper=etcd`; a lock
+    /// library stands in the strategy: `strategy:predecessor=kazoo`). Run both in one run:
+    /// `lockbench run --systems etcd@3.4,etcd@3.5 --repeat 3`.
     #[arg(long, value_name = "A=B", value_parser = crate::gate::parse_pair,
           conflicts_with_all = ["baseline", "normalize"])]
     pub pair: Option<crate::gate::Pair>,

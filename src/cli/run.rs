@@ -131,21 +131,8 @@ fn libraries(named: &[String]) -> anyhow::Result<Vec<crate::plan::ClientLibrary>
     named
         .iter()
         .map(|n| {
-            let given = Path::new(n);
-            let path = if given.exists() {
-                given.to_path_buf()
-            } else if !n.contains('/') {
-                Path::new("drivers").join(n)
-            } else {
-                anyhow::bail!("--clients-from {n}: no such file or folder");
-            };
-            if !path.exists() {
-                anyhow::bail!(
-                    "--clients-from {n}: no such file, and no driver at {}: give a driver's \
-                     manifest (driver.toml) or its folder",
-                    path.display()
-                );
-            }
+            let path =
+                crate::driver::check::find(n).map_err(|e| anyhow::anyhow!("--clients-from {e}"))?;
             let m = crate::driver::Manifest::load(&path)?;
             Ok(crate::plan::ClientLibrary {
                 name: m.library,

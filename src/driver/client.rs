@@ -118,12 +118,15 @@ impl Recipe for DriverClient {
         let a = match answered {
             Ok(a) => a,
             Err(e) => {
+                self.process.unwatch_lost(self.client, &wire);
                 tally.hide_wakeups();
+                tally.hide_requests();
                 return Err(unknown(e));
             }
         };
-        if let Some(n) = a.requests {
-            tally.requests(n);
+        match a.requests {
+            Some(n) => tally.requests(n),
+            None => tally.hide_requests(),
         }
         match a.wakeups {
             Some(n) => tally.wakeups(n),
@@ -149,7 +152,10 @@ impl Recipe for DriverClient {
                     waited: started.elapsed(),
                 })
             }
-            Outcome::Info => Err(LockError::Connection(why(&a))),
+            Outcome::Info => {
+                self.process.unwatch_lost(self.client, &wire);
+                Err(LockError::Connection(why(&a)))
+            }
         }
     }
 

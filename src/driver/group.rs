@@ -8,19 +8,19 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use serde::Serialize;
-
 use super::client::{Deadlines, DriverClient};
 use super::manifest::Manifest;
 use super::process::{DriverProcess, NoAnswer};
 use super::protocol::{Hello, PROTOCOL};
 use crate::cluster::ConnectInfo;
 use crate::fault::WorkerProcesses;
+pub use crate::results::DriverRecord;
 use crate::system::System;
 
 /// How long a driver may take to start and answer `hello` (a JVM, a virtual environment's
-/// imports).
-pub const HELLO_TIMEOUT: Duration = Duration::from_secs(60);
+/// imports; on its first start, making its environment: `pip install`, a compile). A driver
+/// that hangs is still ended: its cell fails, naming it.
+pub const HELLO_TIMEOUT: Duration = super::check::FIRST_START;
 /// Pings sent after `hello` to measure each process's pipe before the cell.
 const PINGS: u32 = 20;
 
@@ -32,6 +32,9 @@ pub struct GroupSpec<'a> {
     /// Where the clients connect (relays included).
     pub cluster: ConnectInfo,
     pub clients: u32,
+    /// Clients a process serves when the cell says (`--clients-per-process`, a workload's
+    /// `clients_as = "processes"`): a client pause then stops that many; else the manifest's.
+    pub per_process: Option<u32>,
     pub lease_ttl: Duration,
     pub prefix: String,
     pub deadlines: Deadlines,
@@ -62,7 +65,7 @@ impl DriverGroup {
     /// the cell's client order).
     pub async fn start(spec: GroupSpec<'_>) -> Result<(DriverGroup, Vec<DriverClient>), NoAnswer> {
         let m = spec.manifest;
-        let per = m.clients_per_process.max(1);
+        let per = spec.per_process.unwrap_or(m.clients_per_process).max(1);
         let n = spec.clients.div_ceil(per);
         let mut processes = Vec::new();
         let mut clients = Vec::new();
@@ -151,31 +154,6 @@ impl DriverGroup {
             p.finish(Duration::from_secs(2)).await;
         }
     }
-}
-
-/// `driver.json`: which library ran the cell's clients, how, and its pipe's round trip.
-#[derive(Debug, Clone, Serialize)]
-pub struct DriverRecord {
-    pub protocol: u32,
-    pub library: String,
-    /// The version the manifest pins.
-    pub version: String,
-    /// The version the driver reported in its answer to `hello`.
-    pub reported_version: Option<String>,
-    pub manifest: String,
-    /// The library setting the workload's `lease_ttl` set.
-    pub lease_ttl_maps_to: String,
-    /// The driver checks the library's lost signal before writing.
-    pub checks_lost_before_write: bool,
-    /// The library exposes fencing tokens.
-    pub tokens: bool,
-    pub processes: usize,
-    /// Round trips measured (pings and register accesses) on lockbench's monotonic clock.
-    pub round_trips: usize,
-    pub round_trip_p50_us: Option<u64>,
-    pub round_trip_p99_us: Option<u64>,
-    /// Why a process stopped answering, naming the driver and the line, for each that did.
-    pub broken: Vec<String>,
 }
 
 impl DriverGroup {

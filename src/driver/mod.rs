@@ -6,6 +6,7 @@
 //! lockbench: the driver is asked before each read and write, and the access is applied when
 //! its answer arrives.
 
+pub mod check;
 mod client;
 mod group;
 mod manifest;

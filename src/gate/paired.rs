@@ -35,7 +35,8 @@ pub enum Coordinate {
     Workload,
     /// The server version (`3.4`), within one system.
     Version,
-    /// The waiting strategy.
+    /// The waiting strategy, or the library whose driver ran the clients (a library waits its
+    /// own way): `strategy:predecessor=kazoo`, `strategy:kazoo=curator`.
     Strategy,
     /// The fault schedule's name.
     Chaos,
@@ -68,7 +69,7 @@ impl Coordinate {
         match self {
             Coordinate::Workload => Some(id.workload.clone()),
             Coordinate::Version => id.version.clone(),
-            Coordinate::Strategy => Some(id.strategy.to_string()),
+            Coordinate::Strategy => Some(id.waiting()),
             Coordinate::Chaos => Some(id.chaos.clone()),
             Coordinate::System => Some(id.system.to_string()),
         }
@@ -80,7 +81,14 @@ impl Coordinate {
         match self {
             Coordinate::Workload => out.workload = value.to_string(),
             Coordinate::Version => out.version = Some(value.to_string()),
-            Coordinate::Strategy => out.strategy = value.parse().ok()?,
+            Coordinate::Strategy => match value.parse() {
+                Ok(strategy) => (out.strategy, out.library) = (strategy, None),
+                // A library's cell: its strategy field is the system's first, as planned.
+                Err(_) => {
+                    out.strategy = id.system.strategies()[0];
+                    out.library = Some(value.to_string());
+                }
+            },
             Coordinate::Chaos => out.chaos = value.to_string(),
             Coordinate::System => out.system = value.parse().ok()?,
         }
@@ -123,6 +131,12 @@ impl Pair {
 pub fn parse_pair(text: &str) -> Result<Pair, String> {
     let (coordinate, rest) = match text.split_once(':') {
         Some((name, rest)) => {
+            // `library` names the strategy coordinate too: libraries stand in it.
+            let name = if name.trim() == "library" {
+                "strategy"
+            } else {
+                name
+            };
             let c = Coordinate::ALL
                 .into_iter()
                 .find(|c| c.name() == name.trim())
@@ -441,5 +455,36 @@ mod tests {
         // A version pair judges only its own system's cells.
         let other = parse_pair("etcd@3.4=etcd@3.5").unwrap();
         assert!(compare_paired(&runs, &other, &th(10.0)).is_err());
+    }
+
+    #[test]
+    fn a_library_pairs_against_a_recipe_strategy_or_another_library() {
+        // The same rounds, B a library's cell and A the predecessor recipe's.
+        let mut runs = rounds(1.2);
+        for c in &mut runs[0].1 {
+            if c.id.workload == "b" {
+                c.id.library = Some("kazoo".into());
+                c.id.strategy = c.id.system.strategies()[0];
+            } else {
+                c.id.strategy = Strategy::Predecessor;
+            }
+            c.id.workload = "w".into();
+        }
+        for text in ["strategy:predecessor=kazoo", "library:predecessor=kazoo"] {
+            let pair = parse_pair(text).unwrap();
+            assert_eq!(pair.coordinate, Coordinate::Strategy, "{text}");
+            let o = compare_paired(&runs, &pair, &th(10.0)).unwrap();
+            assert_eq!(verdict(&o, "handoff_p50"), Judgement::Regressed, "{o:?}");
+        }
+        // Two libraries: the recipe's cells are no part of it.
+        for c in &mut runs[0].1 {
+            if c.id.library.is_none() {
+                c.id.library = Some("curator".into());
+                c.id.strategy = c.id.system.strategies()[0];
+            }
+        }
+        let pair = parse_pair("strategy:curator=kazoo").unwrap();
+        let o = compare_paired(&runs, &pair, &th(10.0)).unwrap();
+        assert_eq!(verdict(&o, "handoff_p50"), Judgement::Regressed, "{o:?}");
     }
 }

@@ -120,6 +120,7 @@ pub struct Tally {
     fallback_polls: AtomicU64,
     queue_wakeups: AtomicU64,
     wakeups_hidden: AtomicBool,
+    requests_hidden: AtomicBool,
 }
 
 impl Tally {
@@ -157,9 +158,18 @@ impl Tally {
     pub fn queue_wakeup_count(&self) -> u64 {
         self.queue_wakeups.load(Ordering::Relaxed)
     }
+    /// This client cannot tell how many server requests it sent (a library's driver that
+    /// does not say): report them as absent, never as zero.
+    pub fn hide_requests(&self) {
+        self.requests_hidden.store(true, Ordering::Relaxed);
+    }
     /// Requests so far.
     pub fn request_count(&self) -> u64 {
         self.requests.load(Ordering::Relaxed)
+    }
+    /// Requests so far, `None` where the client cannot tell ([`Tally::hide_requests`]).
+    pub fn shown_request_count(&self) -> Option<u64> {
+        (!self.requests_hidden.load(Ordering::Relaxed)).then(|| self.request_count())
     }
     /// Fallback polls so far.
     pub fn fallback_poll_count(&self) -> u64 {

@@ -112,7 +112,11 @@ fn pair_up(aggs: &[CellAggregate]) -> Vec<Group> {
         ..id.base()
     };
     let mut groups: Vec<Group> = Vec::new();
-    for herd in aggs.iter().filter(|a| a.id.strategy == Strategy::Herd) {
+    // A library's cell waits its own way: it has no strategy to pair.
+    for herd in aggs
+        .iter()
+        .filter(|a| a.id.strategy == Strategy::Herd && a.id.library.is_none())
+    {
         let Some(pred) = aggs.iter().find(|a| {
             a.id.strategy == Strategy::Predecessor
                 && key(&a.id) == key(&herd.id)

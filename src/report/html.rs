@@ -81,6 +81,7 @@ pub fn section(run: &RunView, s: &Section) -> String {
         Section::Repetitions(t) => repetitions_section(t),
         Section::Rates(t) => titled(s.id(), "Rates", super::rates::RATES_TEXT, t),
         Section::Versions(t) => titled(s.id(), "Versions", super::versions::VERSIONS_TEXT, t),
+        Section::Libraries(t) => titled(s.id(), "Libraries", super::libraries::LIBRARIES_TEXT, t),
         Section::Reentry(t) => titled(s.id(), "Re-entries", super::markdown::REENTRY_TEXT, t),
         Section::RwLock(t) => titled(s.id(), "Read-write lock", super::markdown::RWLOCK_TEXT, t),
         Section::Semaphore(t) => titled(s.id(), "Semaphore", super::markdown::SEMAPHORE_TEXT, t),

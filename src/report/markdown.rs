@@ -44,6 +44,7 @@ pub fn section(run: &RunView, s: &Section) -> String {
         Section::Repetitions(t) => repetitions_section(t),
         Section::Rates(t) => titled("Rates", super::rates::RATES_TEXT, t),
         Section::Versions(t) => titled("Versions", super::versions::VERSIONS_TEXT, t),
+        Section::Libraries(t) => titled("Libraries", super::libraries::LIBRARIES_TEXT, t),
         Section::Reentry(t) => titled("Re-entries", REENTRY_TEXT, t),
         Section::RwLock(t) => titled("Read-write lock", RWLOCK_TEXT, t),
         Section::Semaphore(t) => titled("Semaphore", SEMAPHORE_TEXT, t),

@@ -13,6 +13,7 @@ pub mod hgrm;
 pub mod html;
 pub mod json;
 pub mod kind_tables;
+pub mod libraries;
 pub mod markdown;
 pub mod model;
 pub mod pacing;

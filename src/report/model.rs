@@ -47,6 +47,8 @@ pub struct RunView {
     pub plots: StoredPlots,
     /// Each cell's `acquire.hgrm` text, by cell id (cells without one are absent).
     pub histograms: BTreeMap<String, String>,
+    /// Each library cell's `driver.json`, by cell id (absent where it does not read).
+    pub drivers: BTreeMap<String, crate::results::DriverRecord>,
     /// The histories of the cells whose plots are not all in `plots/` (drawn again from
     /// them), by cell id; an error names the file and why it did not read.
     pub histories: BTreeMap<String, Result<Vec<Event>, String>>,
@@ -120,6 +122,7 @@ impl RunView {
             capacity: Ok(None),
             plots: StoredPlots::default(),
             histograms: BTreeMap::new(),
+            drivers: BTreeMap::new(),
             histories: BTreeMap::new(),
         }
     }
@@ -146,6 +149,13 @@ impl RunView {
             let cell_dir = dir.join("cells").join(&id);
             if let Ok(text) = std::fs::read_to_string(cell_dir.join(super::hgrm::ACQUIRE_FILE)) {
                 view.histograms.insert(id.clone(), text);
+            }
+            if cell.id.library.is_some()
+                && let Some(record) = std::fs::read_to_string(cell_dir.join("driver.json"))
+                    .ok()
+                    .and_then(|t| serde_json::from_str(&t).ok())
+            {
+                view.drivers.insert(id.clone(), record);
             }
             if super::plots::cell_plots_missing(&view.plots.names, cell) {
                 view.histories.insert(id, load_history(&cell_dir));

@@ -26,6 +26,8 @@ pub enum Section {
     Rates(Table),
     /// A system's server versions side by side ([`super::versions`]).
     Versions(Table),
+    /// What each library cell's driver recorded ([`super::libraries`]).
+    Libraries(Table),
     /// What re-entries cost, per reentrant cell.
     Reentry(Table),
     /// Readers and writers apart, per read-write lock cell ([`super::kind_tables::rwlock`]).
@@ -64,6 +66,7 @@ impl Section {
             Section::Repetitions(_) => "repetitions",
             Section::Rates(_) => "rates",
             Section::Versions(_) => "versions",
+            Section::Libraries(_) => "libraries",
             Section::Reentry(_) => "reentry",
             Section::RwLock(_) => "rwlock",
             Section::Semaphore(_) => "semaphore",
@@ -90,6 +93,7 @@ pub fn sections(run: &RunView) -> Vec<Section> {
     out.extend(repetitions(&run.cells).map(Section::Repetitions));
     out.extend(super::rates::table(&run.cells).map(Section::Rates));
     out.extend(super::versions::table(&run.cells).map(Section::Versions));
+    out.extend(super::libraries::table(&run.cells, &run.drivers).map(Section::Libraries));
     out.extend(reentry(&run.cells).map(Section::Reentry));
     out.extend(super::kind_tables::rwlock(&run.cells).map(Section::RwLock));
     out.extend(super::kind_tables::semaphore(&run.cells).map(Section::Semaphore));

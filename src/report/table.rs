@@ -124,7 +124,7 @@ pub fn comparison(cells: &[CellSummary]) -> Table {
             if versioned {
                 row.push(version(c).unwrap_or_default());
             }
-            row.extend([c.id.strategy.to_string(), c.id.workload.clone()]);
+            row.extend([c.id.waiting(), c.id.workload.clone()]);
             if chaos {
                 row.push(c.id.chaos.clone());
             }

@@ -10,6 +10,7 @@
 //! exporters draw from them).
 
 mod cell;
+mod driver;
 pub mod floor;
 mod safety;
 mod summary;
@@ -18,6 +19,7 @@ pub(crate) mod testkit;
 
 pub use crate::workload::{Expect, LockKind};
 pub use cell::{CellInfo, spec_acquire_timeout, spec_duration};
+pub use driver::DriverRecord;
 pub use safety::{Overlaps, Safety, SafetyVerdict, Violation};
 pub use summary::{
     CellSummary, FaultWindow, FifoBasis, LatencySummary, ModeFigures, ReentryCost, RwLockFigures,

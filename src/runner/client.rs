@@ -13,7 +13,7 @@ use super::worker::RemoteRegister;
 use crate::history::{Event, EventKind, EventSink, Mode, Op};
 use crate::pace;
 use crate::recipe::reentry::HoldCount;
-use crate::recipe::{Claim, Lease, Recipe, Strategy, Tally};
+use crate::recipe::{Claim, Lease, LostSignal, Recipe, Strategy, Tally};
 use crate::resource::{AccessOp, Refused, Register};
 use crate::workload::distribution::{KeyChooser, client_rng};
 use crate::workload::{LockKind, Stop, Workload};
@@ -63,7 +63,7 @@ impl Resource {
         &self,
         client: u32,
         key: &str,
-        token: u64,
+        token: Option<u64>,
         op: AccessOp,
         value: u64,
     ) -> Result<u64, AccessFailed> {
@@ -71,7 +71,8 @@ impl Resource {
             Resource::Local(r) => r
                 .access(client, key, token, op, value)
                 .map_err(AccessFailed::Refused),
-            Resource::Remote(r) => r.access(client, key, token, op, value).await,
+            // A worker runs lockbench's own recipes, which always give a token.
+            Resource::Remote(r) => r.access(client, key, token.unwrap_or(0), op, value).await,
         }
     }
 }
@@ -267,18 +268,15 @@ async fn one_cycle<R: Recipe>(
 
     // The critical section's work (Jepsen's lock-set): read the register now, write it back
     // plus one when the hold ends. A refused or unanswered read leaves nothing to write.
+    // A lock without fencing tokens (a library's) stamps none on the register's events.
+    let token = recipe.has_tokens().then_some(lease.token);
     let read_started = Instant::now();
     let read_op = match claim {
         Claim::Read => AccessOp::SharedRead,
         _ => AccessOp::Read,
     };
     let read = match recipe.before_access(&lease, read_op).await {
-        Ok(()) => {
-            shared
-                .resource
-                .access(id, key, lease.token, read_op, 0)
-                .await
-        }
+        Ok(()) => shared.resource.access(id, key, token, read_op, 0).await,
         Err(_) => Err(AccessFailed::Unanswered),
     };
     // A write costs what the read just did (next to nothing in-process, a pipe round trip to
@@ -292,9 +290,11 @@ async fn one_cycle<R: Recipe>(
     // section: that is what a checker must catch).
     let hold = wl.hold.sample(rng);
     let mut lost = lease.lost.clone();
+    let mut lost_told = false;
     if hold.is_zero() {
         // Not even a yield: a zero hold measures the lock cycle alone.
         if lost.is_lost() {
+            lost_told = true;
             shared.record(Event::new(
                 shared.now_us(),
                 id,
@@ -313,6 +313,7 @@ async fn one_cycle<R: Recipe>(
         tokio::select! {
             _ = pace::sleep_until(hold_end) => {}
             _ = lost.wait() => {
+                lost_told = true;
                 shared.record(Event::new(shared.now_us(), id, EventKind::Info, Op::LeaseLost, key));
                 pace::sleep_until(hold_end).await;
             }
@@ -325,10 +326,14 @@ async fn one_cycle<R: Recipe>(
     {
         // Accepted or not, the register recorded it; the client goes on to release either way.
         // A client that declines to write (its library saw the lease lost) writes nothing.
-        if recipe.before_access(&lease, AccessOp::Write).await.is_ok() {
+        let asked = recipe.before_access(&lease, AccessOp::Write);
+        if told_meanwhile(asked, &mut lost, &mut lost_told, id, key, shared)
+            .await
+            .is_ok()
+        {
             let _ = shared
                 .resource
-                .access(id, key, lease.token, AccessOp::Write, v + 1)
+                .access(id, key, token, AccessOp::Write, v + 1)
                 .await;
         }
     }
@@ -345,13 +350,38 @@ async fn one_cycle<R: Recipe>(
     release.hold_us = Some(hold.as_micros() as u64);
     release.depth = (depth > 1).then_some(1);
     shared.record(release);
-    let outcome = recipe.release(lease).await;
+    let released = recipe.release(lease);
+    let outcome = told_meanwhile(released, &mut lost, &mut lost_told, id, key, shared).await;
     let (at, t_us) = shared.stamp();
     match outcome {
         Ok(()) => shared.record(Event::new(t_us, id, EventKind::Ok, Op::Release, key)),
         Err(e) => shared.record(outcome::failed(t_us, id, Op::Release, key, &e)),
     }
     at
+}
+
+/// Runs `work` (the write's check, the release) and records a `lease_lost` if the loss is told
+/// meanwhile and was not told before: a paused library learns of its expired session as it
+/// thaws, while its answer to the write or the release is still on the way.
+async fn told_meanwhile<T>(
+    work: impl Future<Output = T>,
+    lost: &mut LostSignal,
+    told: &mut bool,
+    id: u32,
+    key: &str,
+    shared: &CellShared,
+) -> T {
+    tokio::pin!(work);
+    loop {
+        tokio::select! {
+            biased;
+            done = &mut work => return done,
+            _ = lost.wait(), if !*told => {
+                *told = true;
+                shared.record(Event::new(shared.now_us(), id, EventKind::Info, Op::LeaseLost, key));
+            }
+        }
+    }
 }
 
 /// What the next acquisition claims: a read-write lock's reads its `read_ratio` of the time
@@ -421,7 +451,7 @@ fn exit_reentries(held: &mut HoldCount, key: &str, id: u32, shared: &CellShared)
 /// Copies what an acquisition cost onto its outcome event.
 fn with_counts(ev: &mut Event, tally: &Tally) {
     ev.wakeups = tally.wakeup_count();
-    ev.requests = Some(tally.request_count());
+    ev.requests = tally.shown_request_count();
     ev.fallback_polls = Some(tally.fallback_poll_count());
 }
 
@@ -435,7 +465,7 @@ mod tests {
     use crate::history::{Recorder, read_history};
     use crate::pace::tests::{within, within_tolerance_in_one_of_attempts};
     use crate::recipe::mock::{MockOptions, MockService};
-    use crate::recipe::{BOTH_STRATEGIES, Lease, LockError, LostSignal};
+    use crate::recipe::{BOTH_STRATEGIES, Lease, LockError};
     use crate::results::{CellInfo, CellSummary};
     use crate::stats::analyze_events as analyze;
     use crate::system::System;

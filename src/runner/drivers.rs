@@ -14,6 +14,7 @@ use crate::driver::{Deadlines, DriverGroup, GroupSpec, Manifest};
 use crate::nemesis::Running;
 use crate::plan::{Cell, ClientLibrary};
 use crate::recipe::RecipeConfig;
+use crate::workload::ClientsAs;
 
 /// Runs `cell`'s clients through `library`'s driver, connecting to `info`.
 pub(super) async fn in_drivers<F, Fut>(
@@ -46,6 +47,10 @@ where
         system: cell.system,
         cluster,
         clients: wl.clients,
+        per_process: match wl.clients_as {
+            ClientsAs::Processes { per_process } => Some(per_process),
+            ClientsAs::Tasks => None,
+        },
         lease_ttl: wl.lease_ttl,
         prefix: config.prefix.clone(),
         deadlines: Deadlines {

@@ -87,14 +87,14 @@ impl Herd {
             let key = (
                 id.system.to_string(),
                 crate::report::table::version(c).unwrap_or_default(),
-                id.strategy.to_string(),
+                id.waiting(),
                 id.workload.clone(),
                 id.chaos.clone(),
             );
             groups
                 .entry(key)
                 .or_insert_with(|| HerdLine {
-                    label: format!("{} {}", super::canvas::series_name(c), id.strategy),
+                    label: format!("{} {}", super::canvas::series_name(c), id.waiting()),
                     system: id.system,
                     shade: shades.of_cell(c),
                     strategy: id.strategy,

@@ -105,7 +105,7 @@ impl LatencyCost {
             let id = &c.id;
             let key = (
                 id.system,
-                id.strategy.to_string(),
+                id.waiting(),
                 base_workload(c, link),
                 id.chaos.clone(),
                 id.clients,

@@ -90,7 +90,7 @@ impl LatencyDistribution {
             .iter()
             .filter_map(|c| {
                 let text = histograms.get(&c.id.to_string())?;
-                let mut label = format!("{} {}", super::canvas::series_name(c), c.id.strategy);
+                let mut label = format!("{} {}", super::canvas::series_name(c), c.id.waiting());
                 if by_workload {
                     label += &format!(" {}", c.id.workload);
                 }

@@ -517,7 +517,7 @@ impl Workers {
                         return Err(self.protocol(index, format!("write {id} without a value")));
                     }
                 };
-                let result = cell.register.access(client, &key, token, op, value);
+                let result = cell.register.access(client, &key, Some(token), op, value);
                 let result = AccessResult::from(result);
                 self.send(index, &ToWorker::Accessed { id, result }).await;
                 Ok(())
