@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The lock libraries beside lockbench's recipes, on the same clusters (the guide's "Library
 # drivers: findings"). Two runs:
-#   speed  workloads/hot-lock.toml at 16 clients, no faults: every shipped library beside both
-#          recipe strategies of its system (--duration, default 10s)
+#   speed  workloads/hot-lock-unfenced.toml at 16 clients, no faults: every shipped library
+#          beside both recipe strategies of its system (--duration, default 10s)
 #   pause  workloads/held-locks-unfenced.toml under chaos/pause-clients.toml, one client per
 #          driver process (--clients-as processes), --repeat N rounds on fresh clusters (default
 #          3: seeds seed .. seed+N-1); no library gives a fencing token, so unfenced only
@@ -40,7 +40,7 @@ drivers=curator,kazoo,python-etcd3,pottery,example-redis-py
 status=0
 # Exit 1 is a verdict (a cell expected safe judged unsafe): the reports show it.
 "$bin" run --floor-samples 0 --systems zookeeper,etcd,redis,redlock --clients-from "$drivers" \
-  --workload workloads/hot-lock.toml --duration "$duration" --out "$out/speed" || status=$?
+  --workload workloads/hot-lock-unfenced.toml --duration "$duration" --out "$out/speed" || status=$?
 "$bin" run --floor-samples 0 --systems zookeeper,etcd,redis,redlock --clients-from "$drivers" \
   --workload workloads/held-locks-unfenced.toml --chaos chaos/pause-clients.toml \
   --clients-as processes --repeat "$repeat" --out "$out/pause" || status=$?

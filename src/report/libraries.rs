@@ -15,8 +15,10 @@ pub const LIBRARIES_TEXT: &str = "Each cell whose clients were a lock library's,
      driver: the version pinned and the one the driver reported, the library setting the \
      workload's lease_ttl set, whether the driver checks the library's lost signal before \
      writing (as the library's documentation tells its users to), whether the library gives a \
-     fencing token, and the driver pipe's round trip on lockbench's clock. A figure the driver \
-     cannot tell (requests, wake-ups) reads n/a in the tables above, never 0.";
+     fencing token, the driver pipe's round trip on lockbench's clock, and, where the server \
+     can list them (etcd), the leases the cell's clients left alive at its end per measured \
+     acquisition. A figure the driver cannot tell (requests, wake-ups) reads n/a in the tables \
+     above, never 0.";
 
 /// The section's table; `None` when no cell ran a library.
 pub fn table(cells: &[CellSummary], drivers: &BTreeMap<String, DriverRecord>) -> Option<Table> {
@@ -27,7 +29,7 @@ pub fn table(cells: &[CellSummary], drivers: &BTreeMap<String, DriverRecord>) ->
             let id = c.id.to_string();
             let Some(d) = drivers.get(&id) else {
                 let mut row = vec![id, c.id.waiting()];
-                row.extend(std::iter::repeat_n("n/a".to_string(), 7));
+                row.extend(std::iter::repeat_n("n/a".to_string(), 8));
                 row.push("driver.json not found".into());
                 return row;
             };
@@ -47,6 +49,11 @@ pub fn table(cells: &[CellSummary], drivers: &BTreeMap<String, DriverRecord>) ->
                 d.processes.to_string(),
                 us(d.round_trip_p50_us),
                 us(d.round_trip_p99_us),
+                match d.leases_left {
+                    None => "n/a".to_string(),
+                    Some(n) if c.acquisitions == 0 => format!("{n} (no acquisition)"),
+                    Some(n) => format!("{n} ({:.2}/acq)", n as f64 / c.acquisitions as f64),
+                },
                 if d.broken.is_empty() {
                     "-".to_string()
                 } else {
@@ -69,6 +76,7 @@ pub fn table(cells: &[CellSummary], drivers: &BTreeMap<String, DriverRecord>) ->
             number("processes"),
             number("pipe p50 µs"),
             number("pipe p99 µs"),
+            number("leases left"),
             text("broken"),
         ],
         rows,
@@ -99,6 +107,7 @@ mod tests {
             round_trips: 40,
             round_trip_p50_us: Some(180),
             round_trip_p99_us: Some(900),
+            leases_left: None,
             broken: Vec::new(),
         }
     }
@@ -125,10 +134,11 @@ mod tests {
                 "3",
                 "180",
                 "900",
+                "n/a",
                 "-"
             ]
         );
         let missing = table(&[library], &BTreeMap::new()).unwrap();
-        assert_eq!(missing.rows[0][9], "driver.json not found");
+        assert_eq!(missing.rows[0][10], "driver.json not found");
     }
 }

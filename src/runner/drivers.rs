@@ -61,6 +61,14 @@ where
         },
         dir,
     };
+    // The leases alive before the drivers start, where the server can list them: those alive
+    // at the end and not now are the ones the library's clients left.
+    let leases = crate::service::of(cell.system).live_leases();
+    let before = match (leases, spec.cluster.endpoints.is_empty()) {
+        (Some(list), false) => list(&spec.cluster).await.ok(),
+        _ => None,
+    };
+    let cluster = spec.cluster.clone();
     let (group, clients) = DriverGroup::start(spec)
         .await
         .map_err(|e| anyhow::anyhow!("cell {}: {}", cell.id(), e.0))?;
@@ -71,7 +79,12 @@ where
     };
     let ran = drive_tasks(clients, cell, processes, history, beside).await;
     // Recorded before the drivers are told to exit: their exit is no break.
-    let record = group.record(&manifest);
+    let mut record = group.record(&manifest);
+    if let (Some(list), Some(before)) = (leases, before)
+        && let Ok(after) = list(&cluster).await
+    {
+        record.leases_left = Some(after.iter().filter(|id| !before.contains(id)).count() as u64);
+    }
     group.finish().await;
     std::fs::write(
         dir.join("driver.json"),

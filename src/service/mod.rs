@@ -57,7 +57,18 @@ pub trait LockService: Provider {
     fn floor(&self) -> Option<FloorProbe> {
         None
     }
+
+    /// Lists the leases alive on the cluster, where its server can (etcd's `LeaseLeases`): a
+    /// library cell counts those its clients left alive. `None` for a system whose server
+    /// cannot list them.
+    fn live_leases(&self) -> Option<LiveLeases> {
+        None
+    }
 }
+
+/// The ids of the leases alive on the cluster `info` describes, with a deadline
+/// ([`LockService::live_leases`]).
+pub type LiveLeases = for<'a> fn(&'a ConnectInfo) -> BoxFuture<'a, Result<Vec<i64>, String>>;
 
 /// A system's handoff floor probe ([`LockService::floor`]).
 #[derive(Clone, Copy)]

@@ -40,6 +40,7 @@ fn every_shipped_workload_parses() {
             "held-reentrant",
             "held-rwlock",
             "hot-lock",
+            "hot-lock-unfenced",
             "long-hold",
             "long-hold-no-renew",
             "long-hold-no-renew-unfenced",

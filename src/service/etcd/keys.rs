@@ -34,7 +34,11 @@ async fn leads(endpoint: &str) -> Result<bool, String> {
     Ok(member != 0 && member == st.leader())
 }
 
-async fn client(info: &ConnectInfo, login: Option<&Credentials>) -> Result<Client, String> {
+/// A client of the cluster `info` describes, logged in with `login`, each request with a deadline.
+pub(super) async fn client(
+    info: &ConnectInfo,
+    login: Option<&Credentials>,
+) -> Result<Client, String> {
     let (urls, opts) = crate::service::etcd::recipe::with_access(
         &info.endpoints,
         ConnectOptions::new()

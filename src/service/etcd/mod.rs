@@ -4,6 +4,7 @@
 
 mod floor;
 mod keys;
+mod leases;
 mod provider;
 pub mod recipe;
 
@@ -93,5 +94,8 @@ impl LockService for Etcd {
     }
     fn floor(&self) -> Option<super::FloorProbe> {
         Some(floor::PROBE)
+    }
+    fn live_leases(&self) -> Option<super::LiveLeases> {
+        Some(|info| Box::pin(leases::live(info)))
     }
 }
