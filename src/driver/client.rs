@@ -132,6 +132,9 @@ impl Recipe for DriverClient {
             Some(n) => tally.wakeups(n),
             None => tally.hide_wakeups(),
         }
+        if a.outcome == Outcome::Ok {
+            self.process.granted_one();
+        }
         match a.outcome {
             Outcome::Ok => Ok(Lease {
                 key: key.to_string(),

@@ -144,6 +144,7 @@ impl DriverGroup {
             round_trips: rtts.len(),
             round_trip_p50_us: at(0.5),
             round_trip_p99_us: at(0.99),
+            acquisitions: self.processes.iter().map(|p| p.granted()).sum(),
             leases_left: None,
             broken: self.processes.iter().filter_map(|p| p.broken()).collect(),
         }

@@ -50,6 +50,8 @@ pub struct DriverProcess {
     stdin: tokio::sync::Mutex<Option<ChildStdin>>,
     state: Arc<Mutex<State>>,
     next_id: std::sync::atomic::AtomicU64,
+    /// Acquisitions the driver granted (answered `ok`).
+    granted: std::sync::atomic::AtomicU64,
     reader: tokio::task::JoinHandle<()>,
 }
 
@@ -108,8 +110,20 @@ impl DriverProcess {
             stdin: tokio::sync::Mutex::new(stdin),
             state,
             next_id: std::sync::atomic::AtomicU64::new(0),
+            granted: std::sync::atomic::AtomicU64::new(0),
             reader,
         })
+    }
+
+    /// Counts one acquisition the driver granted.
+    pub fn granted_one(&self) {
+        self.granted
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Acquisitions the driver granted so far.
+    pub fn granted(&self) -> u64 {
+        self.granted.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// The process group's id (the driver's pid): what `pause-clients` stops.

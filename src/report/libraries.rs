@@ -16,8 +16,8 @@ pub const LIBRARIES_TEXT: &str = "Each cell whose clients were a lock library's,
      workload's lease_ttl set, whether the driver checks the library's lost signal before \
      writing (as the library's documentation tells its users to), whether the library gives a \
      fencing token, the driver pipe's round trip on lockbench's clock, and, where the server \
-     can list them (etcd), the leases the cell's clients left alive at its end per measured \
-     acquisition. A figure the driver cannot tell (requests, wake-ups) reads n/a in the tables \
+     can list them (etcd), the leases the cell's clients left alive at its end, per acquisition \
+     of the whole cell (warm-up included). A figure the driver cannot tell (requests, wake-ups) reads n/a in the tables \
      above, never 0.";
 
 /// The section's table; `None` when no cell ran a library.
@@ -51,8 +51,8 @@ pub fn table(cells: &[CellSummary], drivers: &BTreeMap<String, DriverRecord>) ->
                 us(d.round_trip_p99_us),
                 match d.leases_left {
                     None => "n/a".to_string(),
-                    Some(n) if c.acquisitions == 0 => format!("{n} (no acquisition)"),
-                    Some(n) => format!("{n} ({:.2}/acq)", n as f64 / c.acquisitions as f64),
+                    Some(n) if d.acquisitions == 0 => format!("{n} (no acquisition)"),
+                    Some(n) => format!("{n} ({:.2}/acq)", n as f64 / d.acquisitions as f64),
                 },
                 if d.broken.is_empty() {
                     "-".to_string()
@@ -107,7 +107,8 @@ mod tests {
             round_trips: 40,
             round_trip_p50_us: Some(180),
             round_trip_p99_us: Some(900),
-            leases_left: None,
+            acquisitions: 40,
+            leases_left: Some(30),
             broken: Vec::new(),
         }
     }
@@ -134,7 +135,7 @@ mod tests {
                 "3",
                 "180",
                 "900",
-                "n/a",
+                "30 (0.75/acq)",
                 "-"
             ]
         );

@@ -24,6 +24,10 @@ pub struct DriverRecord {
     pub round_trips: usize,
     pub round_trip_p50_us: Option<u64>,
     pub round_trip_p99_us: Option<u64>,
+    /// Acquisitions the driver granted over the whole cell, warm-up included (what
+    /// `leases_left` is per).
+    #[serde(default)]
+    pub acquisitions: u64,
     /// Leases the cell's clients left alive on the server at its end (alive then and not at its
     /// start), where the server can list them (etcd); absent elsewhere.
     #[serde(default, skip_serializing_if = "Option::is_none")]
