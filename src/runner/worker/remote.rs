@@ -17,6 +17,12 @@ use crate::sync::LockUnpoisoned;
 /// reads the line; this long without an answer means it is wedged or gone.
 pub(crate) const ACCESS_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// How much longer an access whose timeout fired waits for its answer. A worker stopped past the
+/// timeout (a client pause) thaws with the runner's answer in its pipe, and its timer can fire
+/// before its control task has read it: the access would end unanswered although the register
+/// applied it (a read recorded, then no write). One short wait more reads it.
+const THAW_GRACE: Duration = Duration::from_millis(250);
+
 /// The register as a worker's clients see it: requests sent through `send`, answers handed in
 /// by the worker's control task through [`RemoteRegister::answer`].
 pub(crate) struct RemoteRegister {
@@ -60,7 +66,11 @@ impl RemoteRegister {
             op,
             value: (op == AccessOp::Write).then_some(value),
         });
-        let answer = tokio::time::timeout(self.timeout, rx).await;
+        let mut rx = rx;
+        let mut answer = tokio::time::timeout(self.timeout, &mut rx).await;
+        if answer.is_err() {
+            answer = tokio::time::timeout(THAW_GRACE, &mut rx).await;
+        }
         self.pending.locked().remove(&id);
         match answer {
             Ok(Ok(AccessResult::Ok(v))) => Ok(v),
@@ -143,5 +153,24 @@ mod tests {
             other => panic!("{other:?}"),
         };
         r.answer(id, AccessResult::Ok(1));
+    }
+
+    #[tokio::test]
+    async fn an_answer_read_just_after_the_timeout_still_counts() {
+        // A worker thawed after its timeout: the answer is handed in right after the timer
+        // fired, within the grace.
+        let (r, sent) = remote(Duration::from_millis(50));
+        let a = r.clone();
+        let read = tokio::spawn(async move { a.access(0, "k", 1, AccessOp::Read, 0).await });
+        while sent.locked().is_empty() {
+            tokio::task::yield_now().await;
+        }
+        tokio::time::sleep(Duration::from_millis(80)).await;
+        let id = match &sent.locked()[0] {
+            FromWorker::Access { id, .. } => *id,
+            other => panic!("{other:?}"),
+        };
+        r.answer(id, AccessResult::Ok(4));
+        assert_eq!(read.await.unwrap(), Ok(4));
     }
 }
