@@ -186,9 +186,8 @@ pub struct Lease {
     /// When `acquire` saw the grant.
     pub acquired_at: Instant,
     /// What the holder may count on from the grant: the session timeout (ZooKeeper), the
-    /// granted lease TTL less the time since the last acknowledged renewal was sent (etcd), or
-    /// for Redis and Redlock the validity window (TTL minus the acquiring round trip minus the
-    /// drift allowance of 1 % of the TTL + 2 ms).
+    /// granted lease TTL (etcd), or for Redis and Redlock the validity window (TTL minus the
+    /// acquiring round trip minus the drift allowance of 1 % of the TTL + 2 ms).
     pub ttl: Duration,
     /// Notifications received while waiting, useful or not: the herd, counted. `None` where the
     /// client cannot see them (etcd's server-side Lock wakes its waiters on the server).

@@ -322,10 +322,7 @@ impl EtcdRecipe {
             key: key.to_string(),
             token: rev as u64,
             acquired_at: Instant::now(),
-            // What is left of the lease from the grant on: the server keeps it a TTL from the
-            // last renewal it acknowledged, sent before this grant (a holder stopped at once
-            // is overtaken that much sooner than a TTL after its grant).
-            ttl: session.ttl.saturating_sub(session.renewed_at().elapsed()),
+            ttl: session.ttl,
             wakeups: tally.wakeup_count(),
             requests: tally.request_count(),
             fallback_polls: tally.fallback_poll_count(),
