@@ -294,14 +294,7 @@ async fn one_cycle<R: Recipe>(
     if hold.is_zero() {
         // Not even a yield: a zero hold measures the lock cycle alone.
         if lost.is_lost() {
-            lost_told = true;
-            shared.record(Event::new(
-                shared.now_us(),
-                id,
-                EventKind::Info,
-                Op::LeaseLost,
-                key,
-            ));
+            record_lost(&mut lost_told, id, key, shared);
         }
     } else {
         let hold_end = match read {
@@ -313,8 +306,7 @@ async fn one_cycle<R: Recipe>(
         tokio::select! {
             _ = pace::sleep_until(hold_end) => {}
             _ = lost.wait() => {
-                lost_told = true;
-                shared.record(Event::new(shared.now_us(), id, EventKind::Info, Op::LeaseLost, key));
+                record_lost(&mut lost_told, id, key, shared);
                 pace::sleep_until(hold_end).await;
             }
         }
@@ -376,12 +368,21 @@ async fn told_meanwhile<T>(
         tokio::select! {
             biased;
             done = &mut work => return done,
-            _ = lost.wait(), if !*told => {
-                *told = true;
-                shared.record(Event::new(shared.now_us(), id, EventKind::Info, Op::LeaseLost, key));
-            }
+            _ = lost.wait(), if !*told => record_lost(told, id, key, shared),
         }
     }
+}
+
+/// Records that client `id` was told its lease on `key` is lost, and notes it in `told`.
+fn record_lost(told: &mut bool, id: u32, key: &str, shared: &CellShared) {
+    *told = true;
+    shared.record(Event::new(
+        shared.now_us(),
+        id,
+        EventKind::Info,
+        Op::LeaseLost,
+        key,
+    ));
 }
 
 /// What the next acquisition claims: a read-write lock's reads its `read_ratio` of the time
