@@ -245,6 +245,73 @@ fn a_waiter_whose_key_vanished_is_lost_when_its_turn_comes() {
     });
 }
 
+/// A client that ends cleanly (`close`, at a cell's end) gives its lease back: the server
+/// no longer knows it, so a put under it that the cluster commits late (an attempt given up
+/// on during a partition) is refused instead of leaving a key for the lease's TTL, where a
+/// crashed client's lease lives on.
+#[test]
+fn a_closed_client_leaves_no_lease_a_late_put_could_use() {
+    ETCD.run("closed-client", |f| async move {
+        use lockbench::recipe::Recipe;
+        let key = "closed-client";
+        let ttl = Duration::from_secs(10);
+        let deadline = || std::time::Instant::now() + Duration::from_secs(8);
+        let (closed, crashed) = (
+            client(&f.endpoints, ttl).await,
+            client(&f.endpoints, ttl).await,
+        );
+        for c in [&closed, &crashed] {
+            let held = c
+                .acquire(key, Strategy::Predecessor, deadline())
+                .await
+                .expect("acquires");
+            c.release(held).await.expect("releases");
+        }
+        let closed_id = closed.lease_id().await.expect("a lease");
+        let crashed_id = crashed.lease_id().await.expect("a lease");
+        closed.close().await;
+        crashed.crash().await;
+        let mut raw = f.state.clone();
+        let left = |id| {
+            let mut raw = raw.clone();
+            async move {
+                raw.lease_time_to_live(id, None)
+                    .await
+                    .expect("lease time-to-live")
+                    .ttl()
+            }
+        };
+        // etcd answers -1 for a lease it does not know.
+        assert_eq!(
+            left(closed_id).await,
+            -1,
+            "the closed client's lease is revoked"
+        );
+        assert!(
+            left(crashed_id).await > 0,
+            "a crashed client's lease lives on"
+        );
+        let late = raw
+            .put(
+                format!("{PREFIX}/{key}/late"),
+                "x",
+                Some(PutOptions::new().with_lease(closed_id)),
+            )
+            .await;
+        assert!(
+            late.is_err(),
+            "a put under a revoked lease is refused: {late:?}"
+        );
+        assert!(
+            keys(&f.state, key).await.is_empty(),
+            "nothing of the closed client is left under the lock"
+        );
+        raw.lease_revoke(crashed_id)
+            .await
+            .expect("revoke the crashed lease");
+    });
+}
+
 /// Freezes the whole cluster; the next test's readiness wait covers its recovery.
 #[test]
 fn lost_when_silent() {

@@ -141,6 +141,7 @@ impl Recipe for DriverClient {
                 token: a.token.unwrap_or(0),
                 acquired_at: Instant::now(),
                 ttl: self.ttl,
+                ttl_spent: Duration::ZERO,
                 wakeups: tally.wakeup_count(),
                 requests: tally.request_count(),
                 fallback_polls: 0,

@@ -29,6 +29,7 @@ trait DynRecipe: Send + Sync {
     ) -> Boxed<'a, Result<Lease, LockError>>;
     fn release(&self, lease: Lease) -> Boxed<'_, Result<(), LockError>>;
     fn crash(self: Box<Self>) -> Boxed<'static, ()>;
+    fn close(self: Box<Self>) -> Boxed<'static, ()>;
 }
 
 impl<R: Recipe> DynRecipe for R {
@@ -55,6 +56,9 @@ impl<R: Recipe> DynRecipe for R {
     }
     fn crash(self: Box<Self>) -> Boxed<'static, ()> {
         Box::pin(Recipe::crash(*self))
+    }
+    fn close(self: Box<Self>) -> Boxed<'static, ()> {
+        Box::pin(Recipe::close(*self))
     }
 }
 
@@ -99,5 +103,9 @@ impl Recipe for AnyRecipe {
 
     async fn crash(self) {
         self.0.crash().await
+    }
+
+    async fn close(self) {
+        self.0.close().await
     }
 }

@@ -216,6 +216,7 @@ impl MockRecipe {
             token,
             acquired_at: Instant::now(),
             ttl: self.service.inner.opts.ttl,
+            ttl_spent: Duration::ZERO,
             wakeups: tally.wakeup_count(),
             requests: tally.request_count(),
             fallback_polls: tally.fallback_poll_count(),

@@ -189,6 +189,12 @@ pub struct Lease {
     /// granted lease TTL (etcd), or for Redis and Redlock the validity window (TTL minus the
     /// acquiring round trip minus the drift allowance of 1 % of the TTL + 2 ms).
     pub ttl: Duration,
+    /// How much of `ttl` the server had already counted at the grant: etcd keeps a lease a TTL
+    /// from the last renewal it acknowledged, sent before the grant, so its holder is overtaken
+    /// that much sooner than a TTL after the grant. Zero where the count starts at the grant.
+    /// The history's `ttl_ms` is `ttl` less this; `ttl` stays what the holder's warning counts
+    /// against.
+    pub ttl_spent: Duration,
     /// Notifications received while waiting, useful or not: the herd, counted. `None` where the
     /// client cannot see them (etcd's server-side Lock wakes its waiters on the server).
     pub wakeups: Option<u64>,
@@ -206,12 +212,33 @@ pub struct Lease {
     pub(crate) handle: Box<dyn Any + Send + Sync>,
 }
 
+#[cfg(test)]
+impl Lease {
+    /// A lease of `key` with token 7 and a 10 s TTL, for unit tests of what reads one.
+    pub(crate) fn for_test(key: &str, lost: LostSignal) -> Lease {
+        Lease {
+            key: key.into(),
+            token: 7,
+            acquired_at: Instant::now(),
+            ttl: Duration::from_secs(10),
+            ttl_spent: Duration::ZERO,
+            wakeups: None,
+            requests: 1,
+            fallback_polls: 0,
+            queue_position: None,
+            lost,
+            handle: Box::new(()),
+        }
+    }
+}
+
 impl fmt::Debug for Lease {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Lease")
             .field("key", &self.key)
             .field("token", &self.token)
             .field("ttl", &self.ttl)
+            .field("ttl_spent", &self.ttl_spent)
             .field("wakeups", &self.wakeups)
             .field("requests", &self.requests)
             .field("fallback_polls", &self.fallback_polls)
@@ -433,6 +460,19 @@ pub trait Recipe: Send + Sync + 'static {
     /// Drops every connection and background task without releasing anything, as a crashed
     /// process would: locks it held stay until their TTL or session timeout ends them.
     fn crash(self) -> impl std::future::Future<Output = ()> + Send;
+
+    /// Ends the client as an application that shuts down cleanly does, once it holds nothing:
+    /// what the server keeps for it (an etcd lease) is given back, so nothing it sent that the
+    /// server commits late (an attempt's put given up on) can outlive the client. Bounded by
+    /// one request deadline; a cluster that does not answer leaves it as [`Recipe::crash`]
+    /// does. The default is `crash`: a session that ends with the connection, or keys that
+    /// carry their own TTL, leave nothing more to give back.
+    fn close(self) -> impl std::future::Future<Output = ()> + Send
+    where
+        Self: Sized,
+    {
+        self.crash()
+    }
 }
 
 /// For a recipe that has the whole lock only: refuses any other claim with

@@ -66,24 +66,12 @@ impl HoldCount {
 
 #[cfg(test)]
 mod tests {
-    use std::time::{Duration, Instant};
 
     use super::*;
     use crate::recipe::LostSignal;
 
     fn lease(key: &str, lost: LostSignal) -> Lease {
-        Lease {
-            key: key.into(),
-            token: 7,
-            acquired_at: Instant::now(),
-            ttl: Duration::from_secs(10),
-            wakeups: None,
-            requests: 1,
-            fallback_polls: 0,
-            queue_position: None,
-            lost,
-            handle: Box::new(()),
-        }
+        Lease::for_test(key, lost)
     }
 
     #[test]

@@ -250,7 +250,7 @@ async fn one_cycle<R: Recipe>(
     ok.token = recipe.has_tokens().then_some(lease.token);
     with_counts(&mut ok, &tally);
     ok.queue_position = lease.queue_position;
-    ok.ttl_ms = Some(lease.ttl.as_millis() as u64);
+    ok.ttl_ms = Some(history_ttl_ms(&lease));
     ok.mode = mode_of(claim);
     // Only a reentrant lock counts its holds (a count of one, per cycle, cost a map entry).
     let mut held = HoldCount::default();
@@ -421,7 +421,7 @@ fn reenter(held: &mut HoldCount, lease: &Lease, depth: u64, id: u32, shared: &Ce
             Ok(d) => {
                 let mut ok = Event::new(shared.now_us(), id, EventKind::Ok, Op::Acquire, key);
                 (ok.token, ok.depth, ok.requests) = (Some(lease.token), Some(d), Some(0));
-                ok.ttl_ms = Some(lease.ttl.as_millis() as u64);
+                ok.ttl_ms = Some(history_ttl_ms(lease));
                 shared.record(ok);
             }
             Err(e) => {
@@ -447,6 +447,14 @@ fn exit_reentries(held: &mut HoldCount, key: &str, id: u32, shared: &CellShared)
         ok.depth = released.ok();
         shared.record(ok);
     }
+}
+
+/// The lease an acquire `ok` records, ms: what is left of the TTL from the grant on
+/// ([`Lease::ttl_spent`]). At least 1 ms where the recipe reports a TTL: the checkers read 0
+/// as a TTL the recipe did not report.
+fn history_ttl_ms(lease: &Lease) -> u64 {
+    let left = lease.ttl.saturating_sub(lease.ttl_spent).as_millis() as u64;
+    if lease.ttl.is_zero() { 0 } else { left.max(1) }
 }
 
 /// Copies what an acquisition cost onto its outcome event.
@@ -505,6 +513,7 @@ mod tests {
                 token: 1,
                 acquired_at: Instant::now(),
                 ttl: Duration::from_secs(10),
+                ttl_spent: Duration::ZERO,
                 wakeups: tally.wakeup_count(),
                 requests: tally.request_count(),
                 fallback_polls: 0,
@@ -581,6 +590,23 @@ mod tests {
         };
         let summary = analyze(&events, &cell).summary;
         (events, summary, register)
+    }
+
+    /// The history's lease is the TTL less what the server had counted before the grant
+    /// (etcd: since the last acknowledged renewal's send), never the 0 that means "not
+    /// reported" when a TTL was.
+    #[test]
+    fn history_ttl_is_what_is_left_from_the_grant() {
+        let (_keep, lost) = crate::recipe::LostSignal::new();
+        let mut lease = Lease::for_test("k", lost);
+        lease.ttl = Duration::from_secs(2);
+        assert_eq!(history_ttl_ms(&lease), 2000);
+        lease.ttl_spent = Duration::from_millis(39);
+        assert_eq!(history_ttl_ms(&lease), 1961);
+        lease.ttl_spent = Duration::from_secs(3);
+        assert_eq!(history_ttl_ms(&lease), 1);
+        lease.ttl = Duration::ZERO;
+        assert_eq!(history_ttl_ms(&lease), 0);
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

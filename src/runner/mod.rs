@@ -645,6 +645,7 @@ where
     let join = async {
         let started = Instant::now();
         let mut stuck = Vec::new();
+        let mut finished = Vec::new();
         for (i, mut t) in tasks.into_iter().enumerate() {
             let remaining = limit.map(|l| l.saturating_sub(started.elapsed()));
             let joined = match remaining {
@@ -652,7 +653,7 @@ where
                 None => Some((&mut t).await),
             };
             match joined {
-                Some(Ok(recipe)) => recipe.crash().await,
+                Some(Ok(recipe)) => finished.push(recipe),
                 // Stuck past every deadline: stop it, so it cannot act during the next cell.
                 None => {
                     t.abort();
@@ -661,10 +662,11 @@ where
                 Some(Err(_)) => {}
             }
         }
-        Ok(ClientsRun {
-            end_us: clock.now_us(),
-            stuck,
-        })
+        let end_us = clock.now_us();
+        // The clients that ended their loop shut down cleanly, together (each bounded by one
+        // request deadline), after the cell's last event.
+        futures::future::join_all(finished.into_iter().map(Recipe::close)).await;
+        Ok(ClientsRun { end_us, stuck })
     };
     let ran = alongside(join, beside(running), stop).await?;
     recorder.finish().await?;

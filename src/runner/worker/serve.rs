@@ -268,13 +268,16 @@ async fn run(out: &Output, mut input: mpsc::UnboundedReceiver<Input>) -> Result<
         .map(|(id, r)| tokio::spawn(drive(r, id, shared.clone())))
         .collect();
     let mut panicked = false;
+    let mut finished = Vec::new();
     for t in tasks {
         match t.await {
-            Ok(r) => r.crash().await,
+            Ok(r) => finished.push(r),
             // The panic message is on stderr already; the runner shows it.
             Err(_) => panicked = true,
         }
     }
+    // As the runner ends its own clients: cleanly, together, each bounded by one deadline.
+    futures::future::join_all(finished.into_iter().map(Recipe::close)).await;
     control.abort();
     if panicked {
         return Err(Failure::Crashed);

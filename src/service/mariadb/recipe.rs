@@ -485,6 +485,7 @@ impl Recipe for MariadbRecipe {
                         token,
                         acquired_at: Instant::now(),
                         ttl: self.config.ttl,
+                        ttl_spent: Duration::ZERO,
                         wakeups: tally.wakeup_count(),
                         requests: tally.request_count(),
                         fallback_polls: 0,

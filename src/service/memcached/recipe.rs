@@ -693,6 +693,7 @@ impl Recipe for MemcachedRecipe {
             token,
             acquired_at,
             ttl: valid.saturating_duration_since(acquired_at),
+            ttl_spent: Duration::ZERO,
             wakeups: tally.wakeup_count(),
             requests: tally.request_count(),
             fallback_polls: 0,

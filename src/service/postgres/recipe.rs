@@ -610,6 +610,7 @@ impl Recipe for PostgresRecipe {
             token: grant.token as u64,
             acquired_at: Instant::now(),
             ttl: self.cfg.ttl,
+            ttl_spent: Duration::ZERO,
             wakeups: tally.wakeup_count(),
             requests: tally.request_count(),
             fallback_polls: tally.fallback_poll_count(),

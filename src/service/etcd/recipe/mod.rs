@@ -318,11 +318,15 @@ impl EtcdRecipe {
             self.live.locked().insert(value.clone());
         }
         let (holder, lost) = session.holders.register();
+        let acquired_at = Instant::now();
         Ok(Lease {
             key: key.to_string(),
             token: rev as u64,
-            acquired_at: Instant::now(),
+            acquired_at,
             ttl: session.ttl,
+            // The server counts the lease from the last renewal it acknowledged, sent before
+            // this grant: a holder stopped now is overtaken this much sooner than a TTL on.
+            ttl_spent: acquired_at.saturating_duration_since(session.renewed_at()),
             wakeups: tally.wakeup_count(),
             requests: tally.request_count(),
             fallback_polls: tally.fallback_poll_count(),
@@ -778,5 +782,19 @@ impl Recipe for EtcdRecipe {
         // takes our keys with it. No revoke, no delete: that is the point.
         drop(self.session.into_inner());
         drop(self.client);
+    }
+
+    async fn close(self) {
+        // As etcd's concurrency package closes a session: the lease is revoked, so a put of
+        // an attempt given up on, which the cluster may still commit (a proposal delayed by a
+        // partition), is refused, and no key of ours waits out the TTL. Leases handed to the
+        // janitor before go on being revoked meanwhile.
+        if let Some(session) = self.session.into_inner() {
+            let until = Instant::now() + self.config.request_timeout;
+            let revoked = EtcdChore::Revoke(session.id);
+            self.janitor
+                .confirm(revoked, until, &Tally::default())
+                .await;
+        }
     }
 }

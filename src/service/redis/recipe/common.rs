@@ -304,6 +304,7 @@ impl Watchdogs {
             token,
             acquired_at,
             ttl: valid.saturating_duration_since(acquired_at),
+            ttl_spent: Duration::ZERO,
             wakeups: tally.wakeup_count(),
             requests: tally.request_count(),
             fallback_polls: tally.fallback_poll_count(),

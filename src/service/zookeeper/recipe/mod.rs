@@ -275,6 +275,7 @@ impl ZookeeperRecipe {
             token: czxid as u64,
             acquired_at: Instant::now(),
             ttl: s.client.session_timeout(),
+            ttl_spent: Duration::ZERO,
             wakeups: tally.wakeup_count(),
             requests: tally.request_count(),
             fallback_polls: tally.fallback_poll_count(),
