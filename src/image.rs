@@ -7,6 +7,7 @@
 //! `lockbench/base:<release>`, made here with `debootstrap` and `docker import` (no registry
 //! needed).
 
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
@@ -356,7 +357,10 @@ async fn build_one(version: Version, name: &str, base: &str) -> Result<(), Image
     let kind = version.image();
     let dir = ScratchDir::new(kind.name())?;
     std::fs::write(dir.path().join("Dockerfile"), kind.dockerfile())?;
-    std::fs::write(dir.path().join("entrypoint.sh"), kind.entrypoint())?;
+    // Executable here: the Dockerfile's COPY keeps the context's mode, with no step after it.
+    let entrypoint = dir.path().join("entrypoint.sh");
+    std::fs::write(&entrypoint, kind.entrypoint())?;
+    std::fs::set_permissions(&entrypoint, std::fs::Permissions::from_mode(0o755))?;
     let ctx = dir.path().to_string_lossy().to_string();
     let hash_label = format!("{HASH_LABEL}={}", content_hash(version));
     let base_arg = format!("BASE={base}");
