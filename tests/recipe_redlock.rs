@@ -9,7 +9,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use lockbench::cluster::DataOnRestart;
-use lockbench::recipe::{LockError, Recipe, RecipeConfig, Strategy, Tally};
+use lockbench::recipe::{Lease, LockError, Recipe, RecipeConfig, Strategy, Tally};
 use lockbench::service::redlock::recipe::{RedlockOptions, RedlockRecipe};
 use lockbench::{Cluster, System};
 
@@ -663,7 +663,21 @@ fn rwlock(st: Strategy) {
                 counts
             }
         };
-        let timed_out = |r: Result<_, LockError>| matches!(r, Err(LockError::Timeout { .. }));
+        // Not granted, and certainly holding nothing: the deadline passed while it waited
+        // (`Timeout`), or, on a loaded machine, while a round's requests were unanswered, after
+        // which every master confirmed the give-back (`Withdrawn`) or none could take it
+        // (`Unavailable`). A grant, or an outcome left unknown, fails.
+        let timed_out = |r: Result<Lease, LockError>| match r {
+            Err(LockError::Timeout { .. }) => true,
+            Err(e @ (LockError::Withdrawn { .. } | LockError::Unavailable(_))) => {
+                eprintln!("{label}: not granted within its wait, and certainly not held: {e}");
+                true
+            }
+            other => {
+                eprintln!("{label}: expected no grant, got {other:?}");
+                false
+            }
+        };
 
         let r1 = take(0, Claim::Read, 3000).await.expect("reader 1");
         let r2 = take(1, Claim::Read, 3000).await.expect("reader 2 shares");
@@ -687,6 +701,19 @@ fn rwlock(st: Strategy) {
             "{label}: the writer was granted {after:?} after the last reader left"
         );
         assert!(timed_out(take(3, Claim::Read, 400).await), "{label}: FIFO");
+        // The same wait with one master that does not answer within a round's per-node
+        // deadline (TTL/200, 50 ms here: a loaded machine's stall of one master or of this
+        // process does the same) ends `Withdrawn`, not `Timeout`: the take's outcome there
+        // was unknown until the other masters confirmed the give-back.
+        let slow = names(&f.cluster)[4].clone();
+        f.cluster.pause(&slow).await.expect("pause one master");
+        let stalled = take(3, Claim::Read, 400).await;
+        f.cluster.resume(&slow).await.expect("resume it");
+        assert!(
+            matches!(stalled, Err(LockError::Withdrawn { .. })),
+            "{label}: a take with one master silent: {stalled:?}"
+        );
+        assert!(timed_out(stalled), "{label}: not granted, certainly");
         clients[2].release(w).await.expect("release the writer");
         // A release returns once a majority confirmed; the other masters follow.
         let until = Instant::now() + Duration::from_secs(2);
