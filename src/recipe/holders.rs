@@ -3,6 +3,7 @@
 
 use std::collections::HashMap;
 use std::sync::Mutex;
+use std::time::Instant;
 
 use super::{LostSignal, LostTrigger};
 
@@ -12,6 +13,9 @@ use crate::sync::LockUnpoisoned;
 #[derive(Debug, Default)]
 pub(crate) struct Holders {
     state: Mutex<State>,
+    /// Where the session's validity is a clock reading (etcd's lease), the instant it ends
+    /// unless renewed: every signal handed out reads it.
+    valid_until: Option<tokio::sync::watch::Sender<Instant>>,
 }
 
 #[derive(Debug, Default)]
@@ -23,9 +27,29 @@ struct State {
 }
 
 impl Holders {
+    /// Holders of a session valid until `until` unless [`Holders::renewed_until`] moves it:
+    /// each signal is lost from that instant on by the clock alone.
+    pub(crate) fn valid_until(until: Instant) -> Holders {
+        Holders {
+            valid_until: Some(tokio::sync::watch::Sender::new(until)),
+            ..Holders::default()
+        }
+    }
+
+    /// A renewal moved the session's validity to `until`.
+    pub(crate) fn renewed_until(&self, until: Instant) {
+        if let Some(v) = &self.valid_until {
+            v.send_replace(until);
+        }
+    }
+
     /// Registers a new held lease; its signal fires when the session is lost.
     pub(crate) fn register(&self) -> (u64, LostSignal) {
         let (trigger, signal) = LostSignal::new();
+        let signal = match &self.valid_until {
+            Some(v) => signal.renewed_by(v.subscribe()),
+            None => signal,
+        };
         let mut st = self.lock();
         st.next_id += 1;
         let id = st.next_id;
@@ -74,6 +98,8 @@ impl Holders {
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
 
     #[test]
@@ -92,6 +118,38 @@ mod tests {
         );
         assert_eq!(h.dead().as_deref(), Some("expired"));
         h.forget(a);
+    }
+
+    /// A session valid by the clock: its holders are lost once the instant passes, with no
+    /// task firing anything, and a renewal moves the instant for every signal handed out.
+    #[tokio::test]
+    async fn a_lease_unrenewed_past_its_validity_is_lost_by_the_clock() {
+        let start = Instant::now();
+        let first = start + Duration::from_millis(100);
+        let h = Holders::valid_until(first);
+        let (_, mut sig) = h.register();
+        assert_eq!(sig.valid_until(), Some(first));
+        let renewed = start + Duration::from_secs(1);
+        h.renewed_until(renewed);
+        assert_eq!(
+            sig.valid_until(),
+            Some(renewed),
+            "the renewal moved the end"
+        );
+        tokio::time::sleep_until((first + Duration::from_millis(50)).into()).await;
+        assert!(!sig.is_lost() || Instant::now() >= renewed);
+        sig.wait().await;
+        assert!(
+            Instant::now() >= renewed,
+            "lost no sooner than the renewed end"
+        );
+        assert!(sig.is_lost());
+        assert!(h.dead().is_none(), "nobody fired: the clock alone");
+        let (_, late) = h.register();
+        assert!(
+            late.is_lost(),
+            "a lease taken after the end is lost from the start"
+        );
     }
 
     #[test]

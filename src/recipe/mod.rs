@@ -50,6 +50,10 @@ pub struct LostSignal {
     /// Lost at this instant whether or not anyone fires it: a lease nobody renews ends at
     /// its validity's end, a clock reading, with no task to wake for it.
     expires: Option<Instant>,
+    /// Lost from this instant on unless a renewal moves it later (etcd: the last acknowledged
+    /// renewal's send + TTL − drift). A clock reading too: a holder asking after it is told,
+    /// however late a loaded machine runs the task that would fire the signal.
+    renewed_until: Option<tokio::sync::watch::Receiver<Instant>>,
 }
 
 /// The sending half of a [`LostSignal`], kept by the recipe's background tasks.
@@ -63,8 +67,15 @@ impl LostSignal {
         let signal = LostSignal {
             fired: Some(fired),
             expires: None,
+            renewed_until: None,
         };
         (LostTrigger(std::sync::Arc::new(tx)), signal)
+    }
+    /// The same signal, lost also once the instant `until` holds has passed (see
+    /// [`LostSignal::valid_until`]).
+    pub fn renewed_by(mut self, until: tokio::sync::watch::Receiver<Instant>) -> LostSignal {
+        self.renewed_until = Some(until);
+        self
     }
     /// A signal that is lost from `at` on and never before (no trigger: nothing else can lose
     /// it), for a lease that is not renewed.
@@ -72,12 +83,23 @@ impl LostSignal {
         LostSignal {
             fired: None,
             expires: Some(at),
+            renewed_until: None,
         }
     }
     /// True once the lease is known lost.
     pub fn is_lost(&self) -> bool {
         self.fired.as_ref().is_some_and(|f| *f.borrow())
-            || self.expires.is_some_and(|at| Instant::now() >= at)
+            || self.valid_until().is_some_and(|at| Instant::now() >= at)
+    }
+    /// The instant from which the lease counts as lost by the clock alone, whether or not the
+    /// signal fired: the earlier of a fixed expiry and the renewed one; `None` where only a
+    /// fired signal ends it.
+    pub fn valid_until(&self) -> Option<Instant> {
+        let renewed = self.renewed_until.as_ref().map(|r| *r.borrow());
+        match (self.expires, renewed) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
     /// Resolves when the lease is lost (never, if it is released first and the trigger dropped
     /// and it has no expiry).
@@ -91,14 +113,36 @@ impl LostSignal {
                 std::future::pending::<()>().await;
             }
         };
-        match self.expires {
-            Some(at) => {
+        let expires = self.expires;
+        let renewed_until = self.renewed_until.clone();
+        let by_clock = async move {
+            let mut renewed_until = renewed_until;
+            loop {
+                let renewed = renewed_until.as_mut().map(|r| *r.borrow_and_update());
+                let at = match (expires, renewed) {
+                    (Some(a), Some(b)) => a.min(b),
+                    (Some(a), None) | (None, Some(a)) => a,
+                    (None, None) => std::future::pending().await,
+                };
+                let moved = async {
+                    let changed = match renewed_until.as_mut() {
+                        Some(r) => r.changed().await.is_ok(),
+                        None => false,
+                    };
+                    if !changed {
+                        // No renewal can move it any more: only the clock is left.
+                        std::future::pending::<()>().await;
+                    }
+                };
                 tokio::select! {
-                    () = fired => {}
-                    () = tokio::time::sleep_until(at.into()) => {}
+                    () = tokio::time::sleep_until(at.into()) => return,
+                    () = moved => {}
                 }
             }
-            None => fired.await,
+        };
+        tokio::select! {
+            () = fired => {}
+            () = by_clock => {}
         }
     }
 }

@@ -371,13 +371,24 @@ pub async fn lost_when_silent<R, F, Fut, H>(
     );
     eprintln!("{system} silent cluster: holder told after {after:?} (ttl {ttl:?})");
     if let Some(renewed) = renewed {
-        let margin = (renewed + ttl).saturating_duration_since(told_at);
-        eprintln!("{system} silent cluster: told {margin:?} before last renewal sent + TTL");
+        // The holder counts its lease lost from an instant of the clock (what `is_lost` reads
+        // before every access), not from when a loaded machine got round to waking this task.
+        let lost_from = held
+            .lost
+            .valid_until()
+            .expect("a lease renewed by acknowledged renewals is lost by the clock");
+        let margin = (renewed + ttl).saturating_duration_since(lost_from);
+        eprintln!(
+            "{system} silent cluster: lost from {margin:?} before last renewal sent + TTL, \
+             observed {:?} after it",
+            told_at.saturating_duration_since(renewed)
+        );
+        assert!(held.lost.is_lost());
         assert!(
-            told_at < renewed + ttl,
-            "told {:?} after the last acknowledged renewal was sent, not before the TTL {ttl:?} \
-             the server counts from its arrival",
-            told_at - renewed
+            lost_from < renewed + ttl,
+            "lost from {:?} after the last acknowledged renewal was sent, not before the TTL \
+             {ttl:?} the server counts from its arrival",
+            lost_from - renewed
         );
     }
     // The signal is due at most a TTL after the last heartbeat, which went out before

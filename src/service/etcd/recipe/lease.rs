@@ -56,7 +56,9 @@ impl EtcdSession {
                 }
             };
         let ttl = Duration::from_secs(granted.ttl().max(1) as u64);
-        let holders = Arc::new(Holders::default());
+        // Holders are lost by the clock from the grant request's send + TTL − drift on, and
+        // each acknowledged renewal moves that later.
+        let holders = Arc::new(Holders::valid_until(sent + ttl.saturating_sub(drift(ttl))));
         let renewed_at = Arc::new(Mutex::new(sent));
         let task = tokio::spawn(keep_alive(
             client.clone(),
@@ -157,6 +159,7 @@ async fn keep_alive(
             Ok(true) => {
                 alive_since = sent;
                 *renewed_at.locked() = sent;
+                holders.renewed_until(sent + valid);
                 retry_after = None;
             }
             Ok(false) => {
