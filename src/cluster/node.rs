@@ -374,16 +374,30 @@ impl Node {
     /// Freezes every process of the node (docker pause): it keeps its sockets but answers nothing.
     pub(crate) async fn pause(&self) -> Result<(), ClusterError> {
         self.expect_state(NodeState::Running, "running")?;
-        tokio::time::timeout(EXEC_TIMEOUT, self.container.pause())
-            .await
-            .map_err(|_| ClusterError::Timeout {
-                what: format!("pause of {}", self.name),
-                after: EXEC_TIMEOUT,
-            })?
-            .map_err(|e| ClusterError::Fault {
-                node: self.name.clone(),
-                error: e.to_string(),
-            })?;
+        let mut tries = 0;
+        loop {
+            tries += 1;
+            let paused = tokio::time::timeout(EXEC_TIMEOUT, self.container.pause())
+                .await
+                .map_err(|_| ClusterError::Timeout {
+                    what: format!("pause of {}", self.name),
+                    after: EXEC_TIMEOUT,
+                })?;
+            match paused {
+                Ok(()) => break,
+                // The cgroup freezer gives up when a task does not stop in time, which a busy
+                // machine makes likely, and runc thaws the container again: try anew.
+                Err(e) if tries < FREEZE_TRIES && freeze_gave_up(&e.to_string()) => {
+                    tokio::time::sleep(Duration::from_millis(200) * tries).await;
+                }
+                Err(e) => {
+                    return Err(ClusterError::Fault {
+                        node: self.name.clone(),
+                        error: format!("{e} ({tries} tries)"),
+                    });
+                }
+            }
+        }
         self.set_state(NodeState::Paused);
         Ok(())
     }
@@ -527,9 +541,30 @@ fn ustar_header(name: &[u8], kind: u8) -> [u8; 512] {
     header
 }
 
+/// How many times a pause is tried when the cgroup freezer gives up.
+const FREEZE_TRIES: u32 = 3;
+
+/// True for Docker's answer when runc's freezer did not get every task of the container to stop
+/// ("OCI runtime pause failed: unable to freeze"): runc thawed it again, and a later try may
+/// freeze it.
+fn freeze_gave_up(error: &str) -> bool {
+    error.contains("unable to freeze")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The freezer's give-up, as Docker reported it in a test run beside two other binaries, is
+    /// tried again; any other failure is not.
+    #[test]
+    fn only_the_freezers_give_up_is_tried_again() {
+        assert!(freeze_gave_up(
+            "Docker responded with status code 500: Cannot pause container d709: OCI runtime \
+             pause failed: unable to freeze: unknown"
+        ));
+        assert!(!freeze_gave_up("No such container: d709"));
+    }
 
     #[test]
     fn wipe_marker_is_a_valid_ustar_block() {
