@@ -95,11 +95,10 @@ impl LostSignal {
     /// signal fired: the earlier of a fixed expiry and the renewed one; `None` where only a
     /// fired signal ends it.
     pub fn valid_until(&self) -> Option<Instant> {
-        let renewed = self.renewed_until.as_ref().map(|r| *r.borrow());
-        match (self.expires, renewed) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        earlier(
+            self.expires,
+            self.renewed_until.as_ref().map(|r| *r.borrow()),
+        )
     }
     /// Resolves when the lease is lost (never, if it is released first and the trigger dropped
     /// and it has no expiry).
@@ -119,10 +118,8 @@ impl LostSignal {
             let mut renewed_until = renewed_until;
             loop {
                 let renewed = renewed_until.as_mut().map(|r| *r.borrow_and_update());
-                let at = match (expires, renewed) {
-                    (Some(a), Some(b)) => a.min(b),
-                    (Some(a), None) | (None, Some(a)) => a,
-                    (None, None) => std::future::pending().await,
+                let Some(at) = earlier(expires, renewed) else {
+                    return std::future::pending().await;
                 };
                 let moved = async {
                     let changed = match renewed_until.as_mut() {
@@ -144,6 +141,14 @@ impl LostSignal {
             () = fired => {}
             () = by_clock => {}
         }
+    }
+}
+
+/// The earlier of two instants where either may be absent.
+fn earlier(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
     }
 }
 
