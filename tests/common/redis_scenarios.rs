@@ -4,7 +4,7 @@
 use std::future::Future;
 use std::time::{Duration, Instant};
 
-use lockbench::recipe::{LockError, Recipe, RecipeConfig, Strategy};
+use lockbench::recipe::{Lease, LockError, Recipe, RecipeConfig, Strategy};
 
 use super::contention::{Outcome, contend};
 
@@ -105,6 +105,7 @@ pub enum Common {
     WatchdogReportsAStolenLock,
     DeadWaiterDoesNotBlockQueue,
     QueuedWaitersDoNotPoll,
+    DeafWaitersPoll,
 }
 
 /// Runs shared scenario `scenario` for `st`; `endpoints` are the servers that hold the locks.
@@ -156,6 +157,10 @@ pub async fn common<R, F, Fut>(
             let cfg = config("/t/queued", Duration::from_secs(10), true);
             queued_waiters_do_not_poll(make, label, cfg).await
         }
+        Common::DeafWaitersPoll => {
+            let cfg = config("/t/deaf", Duration::from_secs(10), true);
+            deaf_waiters_poll(make, label, cfg, endpoints).await
+        }
     }
 }
 
@@ -188,6 +193,11 @@ macro_rules! common_tests {
         fn queued_waiters_do_not_poll() {
             use $crate::common::redis_scenarios::Common;
             $run(Common::QueuedWaitersDoNotPoll, Strategy::Predecessor);
+        }
+        #[test]
+        fn deaf_waiters_poll() {
+            use $crate::common::redis_scenarios::Common;
+            $run(Common::DeafWaitersPoll, Strategy::Predecessor);
         }
     };
     (@each_strategy $run:ident, [$($name:ident: $variant:ident,)*]) => {
@@ -883,6 +893,57 @@ pub async fn wakeups_survive_a_pubsub_kill<R, F, Fut>(
     );
 }
 
+/// A client that takes `key` first (predecessor, within 5 s), and its lease.
+pub async fn first_holder<R, F, Fut>(make: &F, cfg: &RecipeConfig, key: &str) -> (R, Lease)
+where
+    R: Recipe,
+    F: Fn(RecipeConfig) -> Fut,
+    Fut: Future<Output = R>,
+{
+    let holder = make(cfg.clone()).await;
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let lease = holder
+        .acquire(key, Strategy::Predecessor, deadline)
+        .await
+        .expect("holder");
+    (holder, lease)
+}
+
+/// `n` predecessor waiters for `key`, each on its own client, queued in a known order (100 ms
+/// apart, each behind the one before), each releasing what it gets: per waiter, whether it
+/// acquired (within 20 s), its requests and its fallback polls.
+pub async fn queue_waiters<R, F, Fut>(
+    make: &F,
+    cfg: &RecipeConfig,
+    key: &'static str,
+    n: usize,
+) -> Vec<tokio::task::JoinHandle<(bool, u64, u64)>>
+where
+    R: Recipe,
+    F: Fn(RecipeConfig) -> Fut,
+    Fut: Future<Output = R>,
+{
+    let mut waiters = Vec::new();
+    for _ in 0..n {
+        let c = make(cfg.clone()).await;
+        waiters.push(tokio::spawn(async move {
+            let tally = lockbench::recipe::Tally::default();
+            let deadline = Instant::now() + Duration::from_secs(20);
+            let r = c
+                .acquire_counted(key, Strategy::Predecessor, deadline, &tally)
+                .await;
+            let acquired = r.is_ok();
+            if let Ok(lease) = r {
+                let _ = c.release(lease).await;
+            }
+            c.crash().await;
+            (acquired, tally.request_count(), tally.fallback_poll_count())
+        }));
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    waiters
+}
+
 /// Four waiters queue behind a 3 s hold. Only the first of them expects a message any moment and
 /// polls every 500 ms; the others, with waiters ahead, refresh their entries every third of the
 /// entry TTL (1.83 s here) and are not fallback polls. Every waiter polling every 500 ms would
@@ -894,40 +955,15 @@ where
     Fut: Future<Output = R>,
 {
     let key = "long-hold";
-    let strategy = Strategy::Predecessor;
-    let holder = make(cfg.clone()).await;
-    let lease = holder
-        .acquire(key, strategy, Instant::now() + Duration::from_secs(5))
-        .await
-        .expect("holder");
-    let mut waiters = Vec::new();
-    for _ in 0..4 {
-        let c = make(cfg.clone()).await;
-        waiters.push(tokio::spawn(async move {
-            let tally = lockbench::recipe::Tally::default();
-            let r = c
-                .acquire_counted(
-                    key,
-                    strategy,
-                    Instant::now() + Duration::from_secs(20),
-                    &tally,
-                )
-                .await;
-            if let Ok(lease) = r {
-                let _ = c.release(lease).await;
-            }
-            c.crash().await;
-            (tally.request_count(), tally.fallback_poll_count())
-        }));
-        // Queue in a known order, each behind the one before.
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    let (holder, lease) = first_holder(make, &cfg, key).await;
+    let waiters = queue_waiters(make, &cfg, key, 4).await;
     tokio::time::sleep(Duration::from_secs(3)).await;
     holder.release(lease).await.expect("release");
     holder.crash().await;
     let mut counts = Vec::new();
     for w in waiters {
-        counts.push(w.await.expect("waiter task"));
+        let (_, requests, polls) = w.await.expect("waiter task");
+        counts.push((requests, polls));
     }
     let polls: u64 = counts.iter().map(|c| c.1).sum();
     println!("{label}: (requests, fallback polls) of 4 waiters behind a 3 s hold: {counts:?}");
@@ -935,6 +971,71 @@ where
         polls <= 8,
         "{label}: {polls} fallback polls behind a 3 s hold (the head alone makes about 6)"
     );
+}
+
+/// Allows (`on`) or refuses the default user's SUBSCRIBE on every server in `endpoints`; PUBLISH,
+/// which every release sends, stays allowed, as do the subscriptions made before.
+pub async fn allow_subscribe(endpoints: &[String], on: bool) {
+    let rule = if on { "+subscribe" } else { "-subscribe" };
+    for e in endpoints {
+        raw(e, redis::cmd("ACL").arg("SETUSER").arg("default").arg(rule)).await;
+    }
+}
+
+/// Four waiters queue behind a 3 s hold on servers that refuse SUBSCRIBE (as a loaded server may
+/// fail to answer one in time, or an ACL forbids it): no release can wake them, so each asks
+/// again at the fallback poll (500 ms), counted, whatever its place in the queue. A waiter with
+/// others ahead that refreshed its entry every third of the entry TTL (1.83 s here), as a
+/// subscribed one does, would hear nothing the whole time: about 6 polls each during the hold,
+/// against 0 for the three behind the head.
+pub async fn deaf_waiters_poll<R, F, Fut>(
+    make: &F,
+    label: &str,
+    cfg: RecipeConfig,
+    endpoints: &[String],
+) where
+    R: Recipe,
+    F: Fn(RecipeConfig) -> Fut,
+    Fut: Future<Output = R>,
+{
+    let key = "deaf";
+    let (holder, lease) = first_holder(make, &cfg, key).await;
+    allow_subscribe(endpoints, false).await;
+    let mut refused = Vec::new();
+    for e in endpoints {
+        let client = redis::Client::open(format!("redis://{e}/")).expect("redis url");
+        let answer = match client.get_async_pubsub().await {
+            Ok(mut p) => p.subscribe("deaf-probe").await.map_err(|e| e.to_string()),
+            Err(e) => Err(e.to_string()),
+        };
+        refused.push(answer);
+    }
+    let waiters = queue_waiters(make, &cfg, key, 4).await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let released = holder.release(lease).await;
+    holder.crash().await;
+    let mut counts = Vec::new();
+    for w in waiters {
+        let (acquired, _, polls) = w.await.expect("waiter task");
+        counts.push((acquired, polls));
+    }
+    // Allowed again before any assertion, so the next scenario on these servers can subscribe.
+    allow_subscribe(endpoints, true).await;
+    println!("{label}: (acquired, fallback polls) of 4 deaf waiters behind a 3 s hold: {counts:?}");
+    assert!(
+        refused.iter().all(|r| r
+            .as_ref()
+            .is_err_and(|e| e.to_lowercase().contains("noperm"))),
+        "{label}: a server took a SUBSCRIBE its ACL refuses: {refused:?}"
+    );
+    released.expect("release");
+    for (i, (acquired, polls)) in counts.iter().enumerate() {
+        assert!(acquired, "{label}: deaf waiter {i} never acquired");
+        assert!(
+            *polls >= 3,
+            "{label}: deaf waiter {i} made {polls} fallback polls in a 3 s hold (500 ms each)"
+        );
+    }
 }
 
 /// What `key` holds on `endpoints` that is not `allowed`'s (`None`: nobody's): a lock value, a

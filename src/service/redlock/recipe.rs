@@ -78,6 +78,7 @@ use futures::StreamExt;
 use futures::future::join_all;
 use futures::stream::FuturesUnordered;
 use rand::Rng;
+use tokio::task::JoinHandle;
 
 use crate::recipe::deadline::Budget;
 use crate::recipe::janitor::{Janitor, confirmed};
@@ -92,7 +93,7 @@ use crate::service::redis::recipe::common::{
 use crate::service::redis::recipe::scripts::{Keys, Notify, QueueEntry, TicketMode};
 use crate::service::redis::recipe::server::{Attempt, FairTake, Server};
 use crate::service::redis::recipe::shared::SharedTake;
-use crate::service::redis::recipe::wait::{Grant, Progress, Take, Taker, acquire_loop};
+use crate::service::redis::recipe::wait::{Grant, Hearing, Progress, Take, Taker, acquire_loop};
 use crate::system::System;
 
 /// Redlock tuning beyond [`RecipeConfig`].
@@ -362,19 +363,42 @@ impl RedlockRecipe {
         .await
     }
 
-    async fn subscribe_all(&self, channel: &str, waiter: &Waiter) -> usize {
-        join_all(self.nodes.iter().map(|n| {
-            n.subscribe(
-                channel,
-                waiter.id,
-                waiter.tx.clone(),
-                self.per_node_timeout(),
-            )
-        }))
-        .await
-        .iter()
-        .filter(|r| r.is_ok())
-        .count()
+    /// Subscribes `waiter` to `channel` on every master, each within `limit`, and returns as
+    /// soon as one master has taken it (true) or every master has failed or `limit` passed
+    /// (false), with the subscribing tasks. A waiter needs one master to hear a release, which
+    /// every master publishes; the others go on in their tasks, so a slow or dead master holds
+    /// up neither this wait nor the next take, and none is cut off half-way (a subscription
+    /// dropped between its route and its SUBSCRIBE would stay routed).
+    async fn subscribe_all(
+        &self,
+        channel: &str,
+        waiter: &Waiter,
+        limit: Duration,
+    ) -> (bool, Vec<JoinHandle<()>>) {
+        let (done, mut answers) = tokio::sync::mpsc::channel(self.nodes.len());
+        let tasks = self
+            .nodes
+            .iter()
+            .map(|n| {
+                let (n, channel, done) = (n.clone(), channel.to_string(), done.clone());
+                let (id, tx) = (waiter.id, waiter.tx.clone());
+                tokio::spawn(async move {
+                    let ok = n.subscribe(&channel, id, tx, limit).await.is_ok();
+                    let _ = done.send(ok).await;
+                })
+            })
+            .collect();
+        drop(done);
+        let first = async {
+            while let Some(ok) = answers.recv().await {
+                if ok {
+                    return true;
+                }
+            }
+            false
+        };
+        let heard = tokio::time::timeout(limit, first).await.unwrap_or(false);
+        (heard, tasks)
     }
 }
 
@@ -390,7 +414,11 @@ struct RoundTaker<'a> {
     deadline: Instant,
     /// Where this attempt's wake-ups come (all releases for the herd, its own for a queue).
     channel: String,
+    /// Whether a master has taken the waiter's subscription.
     subscribed: bool,
+    /// The subscribing tasks, one a master and attempt (see `subscribe_all`): the unsubscribe
+    /// waits for them, so that no subscription outlives the acquisition.
+    subscribing: Vec<JoinHandle<()>>,
     /// The ticket phase (predecessor): tentative until a round names the largest ticket.
     mode: TicketMode,
     /// Herd: the owner the last round found holding a quorum, if any.
@@ -536,29 +564,51 @@ impl Taker for RoundTaker<'_> {
     async fn subscribe(
         &mut self,
         waiter: &Waiter,
-        _left: Duration,
+        left: Duration,
         progress: &mut Progress,
-    ) -> bool {
+    ) -> Hearing {
         if self.subscribed {
-            return false;
+            return Hearing::Already;
+        }
+        // An earlier attempt's master still answering: a second subscription of the same waiter
+        // there would be counted twice and never ended; it may yet take.
+        if self.subscribing.iter().any(|t| !t.is_finished()) {
+            return Hearing::Deaf;
         }
         progress.requests += self.recipe.nodes.len() as u64;
-        self.subscribed = self.recipe.subscribe_all(&self.channel, waiter).await > 0;
-        self.subscribed
+        // A subscription has no validity to protect, unlike a round: it gets a request's
+        // deadline, not the per-node one (a loaded machine answers a SUBSCRIBE in more than
+        // 50 ms, and a waiter no master took would hear nothing).
+        let limit = left.min(self.recipe.cfg.request_timeout);
+        let (heard, tasks) = self
+            .recipe
+            .subscribe_all(&self.channel, waiter, limit)
+            .await;
+        self.subscribing.extend(tasks);
+        self.subscribed = heard;
+        if heard {
+            Hearing::Subscribed
+        } else {
+            Hearing::Deaf
+        }
     }
 
     /// A round reports each master's error in its answers, never as a whole: nothing to redo.
     async fn reconnect(&mut self, _deadline: Instant) {}
 
     fn unsubscribe(&mut self, waiter: &Waiter, progress: &mut Progress) {
-        if self.subscribed {
-            let nodes = self.recipe.nodes.clone();
-            let (ch, id) = (self.channel.clone(), waiter.id);
-            tokio::spawn(async move {
-                join_all(nodes.iter().map(|n| n.unsubscribe(&ch, id))).await;
-            });
-            progress.requests += self.recipe.nodes.len() as u64;
+        if self.subscribing.is_empty() {
+            return;
         }
+        let subscribing = std::mem::take(&mut self.subscribing);
+        let nodes = self.recipe.nodes.clone();
+        let (ch, id) = (self.channel.clone(), waiter.id);
+        tokio::spawn(async move {
+            // Every subscription settles first, so none is made after its unsubscribe.
+            join_all(subscribing).await;
+            join_all(nodes.iter().map(|n| n.unsubscribe(&ch, id))).await;
+        });
+        progress.requests += self.recipe.nodes.len() as u64;
     }
 
     async fn resolve(
@@ -639,6 +689,7 @@ impl Recipe for RedlockRecipe {
             deadline,
             channel,
             subscribed: false,
+            subscribing: Vec::new(),
             mode: TicketMode::Tentative,
             quorum_holder: None,
         };

@@ -126,7 +126,7 @@ impl Waiter {
     ) {
         let (interval, counted) = match poll {
             Poll::Fallback(d) => (d, true),
-            Poll::Refresh(d) => (d, false),
+            Poll::Refresh { every, .. } => (every, false),
         };
         let until_free = ttl_left.map(|t| t + Duration::from_millis(1));
         let wait = until_free.map_or(interval, |t| t.min(interval));
@@ -145,8 +145,9 @@ pub(crate) enum Poll {
     /// A queued waiter with other waiters ahead of it: nothing to hear until it is first, and
     /// becoming first comes with a message (a release, or a dead waiter's entry dropped by
     /// someone's refresh). It asks again only to keep its entry alive ([`entry_refresh`]): not
-    /// counted as a fallback poll, though each is a request.
-    Refresh(Duration),
+    /// counted as a fallback poll, though each is a request. `fallback` is the waiter's
+    /// fallback poll, for when it cannot hear that message ([`Poll::unheard`]).
+    Refresh { every: Duration, fallback: Duration },
 }
 
 impl Poll {
@@ -158,9 +159,22 @@ impl Poll {
         cfg: &crate::recipe::RecipeConfig,
     ) -> Poll {
         if strategy == crate::recipe::Strategy::Predecessor && queued_behind {
-            Poll::Refresh(entry_refresh(cfg))
+            Poll::Refresh {
+                every: entry_refresh(cfg),
+                fallback: cfg.fallback_poll,
+            }
         } else {
             Poll::Fallback(cfg.fallback_poll)
+        }
+    }
+
+    /// The wait of a waiter that no server will tell (no subscription took): the message that
+    /// would end a queued wait cannot come, so it asks again at the fallback poll, never later,
+    /// and that poll is counted.
+    pub fn unheard(self) -> Poll {
+        match self {
+            Poll::Refresh { every, fallback } => Poll::Fallback(every.min(fallback)),
+            fallback => fallback,
         }
     }
 }

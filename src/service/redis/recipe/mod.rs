@@ -84,7 +84,7 @@ use crate::service::redis::recipe::common::{
 use crate::service::redis::recipe::scripts::{Keys, QueueEntry, TicketMode};
 use crate::service::redis::recipe::server::{Attempt, FairTake, Server};
 use crate::service::redis::recipe::shared::SharedTake;
-use crate::service::redis::recipe::wait::{Grant, Progress, Take, Taker, acquire_loop};
+use crate::service::redis::recipe::wait::{Grant, Hearing, Progress, Take, Taker, acquire_loop};
 use crate::system::System;
 
 /// What one take attempt came to.
@@ -429,14 +429,14 @@ impl Taker for MasterTaker<'_> {
         waiter: &Waiter,
         left: Duration,
         progress: &mut Progress,
-    ) -> bool {
+    ) -> Hearing {
         let node = &self.node;
         if self
             .subscribed
             .as_ref()
             .is_some_and(|s| Arc::ptr_eq(s, node))
         {
-            return false;
+            return Hearing::Already;
         }
         if let Some(old) = self.subscribed.take() {
             old.unsubscribe(&self.channel, waiter.id).await;
@@ -448,8 +448,10 @@ impl Taker for MasterTaker<'_> {
             .is_ok();
         if subscribed {
             self.subscribed = Some(node.clone());
+            Hearing::Subscribed
+        } else {
+            Hearing::Deaf
         }
-        subscribed
     }
 
     async fn reconnect(&mut self, deadline: Instant) {

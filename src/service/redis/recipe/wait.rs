@@ -38,6 +38,19 @@ pub(crate) enum Take {
     Abandon(LockError),
 }
 
+/// What a waiter's subscription came to, before it waits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Hearing {
+    /// Subscribed just now: a release that came before the subscription is looked for by a
+    /// new take.
+    Subscribed,
+    /// Subscribed by an earlier wait of the same acquisition: the wake-up will come.
+    Already,
+    /// No server took the subscription: no wake-up can come, so the wait is at most a fallback
+    /// poll ([`Poll::unheard`]), and the next wait tries to subscribe again.
+    Deaf,
+}
+
 /// What the loop keeps across attempts, for the steps to add to.
 #[derive(Default)]
 pub(crate) struct Progress {
@@ -53,10 +66,14 @@ pub(crate) trait Taker {
     /// (one that may have granted) in `progress`; `Err` is an error of the whole attempt.
     async fn take(&mut self, left: Duration, progress: &mut Progress) -> Result<Take, LockError>;
 
-    /// Makes sure `waiter` hears the wake-ups where the next take goes; true when it subscribed
-    /// just now, so a release that came before the subscription is looked for by a new take.
-    async fn subscribe(&mut self, waiter: &Waiter, left: Duration, progress: &mut Progress)
-    -> bool;
+    /// Makes sure `waiter` hears the wake-ups where the next take goes, within `left`, and says
+    /// what came of it (see [`Hearing`]).
+    async fn subscribe(
+        &mut self,
+        waiter: &Waiter,
+        left: Duration,
+        progress: &mut Progress,
+    ) -> Hearing;
 
     /// After a retryable error and its backoff, before the next take: find the server again
     /// (a Sentinel failover may have moved the master).
@@ -106,9 +123,11 @@ pub(crate) async fn acquire_loop<T: Taker>(
             Ok(Take::Again(Some(pause))) => tokio::time::sleep(pause.min(left)).await,
             Ok(Take::Wait { poll, ttl_left }) => {
                 let waiter = waiter.get_or_insert_with(Waiter::new);
-                if taker.subscribe(waiter, left, &mut progress).await {
-                    continue;
-                }
+                let poll = match taker.subscribe(waiter, left, &mut progress).await {
+                    Hearing::Subscribed => continue,
+                    Hearing::Already => poll,
+                    Hearing::Deaf => poll.unheard(),
+                };
                 waiter.wait_or_poll(poll, ttl_left, left, tally).await;
             }
             Err(e) if e.is_retryable() => {
