@@ -402,8 +402,14 @@ impl Cluster {
                 return Ok((l, start.elapsed()));
             }
             if start.elapsed() >= timeout {
+                let view = self.provider.leaderless_view(self).await;
+                let why = if view.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({view})")
+                };
                 return Err(ClusterError::Timeout {
-                    what: format!("election of a leader other than {old}"),
+                    what: format!("election of a leader other than {old}{why}"),
                     after: timeout,
                 });
             }

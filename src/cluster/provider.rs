@@ -51,6 +51,13 @@ pub trait Provider: Send + Sync + 'static {
         node: &'a Node,
     ) -> BoxFuture<'a, Result<(), String>>;
 
+    /// What the cluster's own failover machinery reports while no new leader is seen (for an
+    /// error that says why an election did not finish); empty (the default) when it has nothing
+    /// to add.
+    fn leaderless_view<'a>(&'a self, _cluster: &'a Cluster) -> BoxFuture<'a, String> {
+        Box::pin(async { String::new() })
+    }
+
     /// What must hold beyond readiness before a cell starts (e.g. no failover pending).
     fn settled<'a>(&'a self, _cluster: &'a Cluster) -> BoxFuture<'a, Result<(), String>> {
         Box::pin(async { Ok(()) })

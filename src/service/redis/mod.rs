@@ -51,6 +51,9 @@ impl Provider for Redis {
     ) -> BoxFuture<'a, Result<(), String>> {
         Box::pin(provider::serving(cluster, node))
     }
+    fn leaderless_view<'a>(&'a self, cluster: &'a Cluster) -> BoxFuture<'a, String> {
+        Box::pin(provider::sentinels_view(cluster))
+    }
     fn settled<'a>(&'a self, cluster: &'a Cluster) -> BoxFuture<'a, Result<(), String>> {
         // Agreeing on a master is not enough while a failover is pending: none may see it down.
         Box::pin(provider::master_unflagged(cluster))

@@ -167,7 +167,14 @@ pub(crate) async fn ready(cluster: &Cluster) -> Result<(), String> {
     {
         return Err(format!("master {} reports {info:?}", master.name()));
     }
-    replicas_seen_since_their_start(cluster, master).await
+    replicas_seen_since_their_start(cluster, master).await?;
+    // A Sentinel in TILT would not act on a fault injected now (30 s after its last late tick).
+    for s in sentinels(cluster) {
+        if let Some(t) = tilt(&s.endpoint()).await? {
+            return Err(format!("{} is {t}", s.name()));
+        }
+    }
+    Ok(())
 }
 
 /// Every Sentinel has read every replica since that replica last started: the run id it keeps
@@ -388,6 +395,57 @@ fn sentinels(cluster: &Cluster) -> impl Iterator<Item = &Node> {
         .filter(|n| n.role() == NodeRole::Sentinel && n.state() == NodeState::Running)
 }
 
+/// Whether the Sentinel at `sentinel` is in TILT mode, and for how long (`INFO sentinel`'s
+/// `sentinel_tilt` and `sentinel_tilt_since_seconds`): a Sentinel whose timer ran over 2 s late
+/// (a starved or stalled process) acts on nothing for 30 s after, neither calling a master down
+/// nor voting for a failover.
+pub(crate) async fn tilt(sentinel: &str) -> Result<Option<String>, String> {
+    let v = command(sentinel, ::redis::cmd("INFO").arg("sentinel")).await?;
+    let text: String = ::redis::from_redis_value_ref(&v).map_err(|e| e.to_string())?;
+    Ok(tilt_of(&parse_info(&text)))
+}
+
+/// TILT as `INFO sentinel` reports it, `None` when not in TILT.
+fn tilt_of(info: &HashMap<String, String>) -> Option<String> {
+    (info.get("sentinel_tilt").map(String::as_str) == Some("1")).then(|| {
+        match info.get("sentinel_tilt_since_seconds") {
+            Some(s) => format!("in TILT for {s} s"),
+            None => "in TILT".to_string(),
+        }
+    })
+}
+
+/// What each running Sentinel knows of the master while no new one is named: TILT, the
+/// master's flags and failover state (`SENTINEL MASTER`), so a failover that did not come says
+/// why (a Sentinel in TILT, an election or a replica selection that failed).
+pub(crate) async fn sentinels_view(cluster: &Cluster) -> String {
+    let mut out = Vec::new();
+    for s in sentinels(cluster) {
+        let tilt = match tilt(&s.endpoint()).await {
+            Ok(t) => t.unwrap_or_else(|| "not in TILT".to_string()),
+            Err(e) => e,
+        };
+        let mut cmd = redis::cmd("SENTINEL");
+        cmd.arg("MASTER").arg(MASTER_NAME);
+        let master = match command(&s.endpoint(), &cmd).await {
+            Ok(v) => {
+                let kv = as_strings(&v);
+                let f = |k: &str| field(&kv, k).unwrap_or_default();
+                format!(
+                    "master {} flags {}, failover state {}, {} replicas",
+                    f("name"),
+                    f("flags"),
+                    f("failover-state"),
+                    f("num-slaves")
+                )
+            }
+            Err(e) => e,
+        };
+        out.push(format!("{}: {tilt}; {master}", s.name()));
+    }
+    out.join("; ")
+}
+
 /// No running Sentinel flags the master (down, failing over): its `flags` are just `master`.
 pub(super) async fn master_unflagged(cluster: &Cluster) -> Result<(), String> {
     for s in sentinels(cluster) {
@@ -591,5 +649,17 @@ mod tests {
             ]
         );
         assert_eq!(specs[1].env[0].1, "replica");
+    }
+
+    #[test]
+    fn tilt_is_read_from_info_sentinel() {
+        let info = |text: &str| parse_info(text);
+        let tilted = info(
+            "# Sentinel\r\nsentinel_masters:1\r\nsentinel_tilt:1\r\nsentinel_tilt_since_seconds:12\r\n",
+        );
+        assert_eq!(tilt_of(&tilted).as_deref(), Some("in TILT for 12 s"));
+        let calm = info("# Sentinel\r\nsentinel_tilt:0\r\nsentinel_tilt_since_seconds:-1\r\n");
+        assert_eq!(tilt_of(&calm), None);
+        assert_eq!(tilt_of(&info("sentinel_masters:1\r\n")), None);
     }
 }
