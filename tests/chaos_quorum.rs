@@ -78,7 +78,7 @@ fn zookeeper_and_etcd_stay_safe_through_a_leader_kill_and_the_even_split() {
                 .collect::<Vec<_>>();
             assert!(unknown.is_empty(), "{cell}: {unknown:?}");
             // Retry discipline while the even split lasted: backoff, not a busy loop (the
-            // issue's bound is 20 requests per client-second), and with a 20 s acquire timeout
+            // recipes' bound is 20 requests per client-second), and with a 20 s acquire timeout
             // no client fails an acquisition inside a 4 s split.
             let split_window = &sum["faults"][2];
             assert_eq!(split_window["kind"], "partition", "{cell}: {split_window}");

@@ -20,6 +20,10 @@ const DIARY: &[(&str, &str)] = &[
         r"(?i)\b(?:the note of|'s note has|tried and not kept)",
         "a diary of tries",
     ),
+    (
+        r"(?i)\bthe issue's\b",
+        "the project's own issue (\"the issue's bound\")",
+    ),
 ];
 
 /// Mentions that look like the above but are about something else.
@@ -86,6 +90,7 @@ fn the_phrases_are_caught_and_other_projects_issues_are_not() {
         "on the sixteenth machine",
         "the 3rd machine of this kind",
         "the note of issue 12 has the tries",
+        "(the issue's bound is 20 requests per client-second)",
     ] {
         assert!(!diary_words(bad).is_empty(), "not caught: {bad}");
     }

@@ -3,7 +3,7 @@ use crate::plan::CellId;
 use crate::results::CellInfo;
 use crate::stats::analyze_events as analyze;
 
-/// The exact synthetic set: λ = 1, σ = κ = 0.02.
+/// The reference synthetic set: λ = 1, σ = κ = 0.02.
 pub(crate) const SYNTHETIC: [(u32, f64); 6] = [
     (1, 1.0),
     (2, 1.8868),

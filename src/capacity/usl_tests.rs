@@ -1,4 +1,4 @@
-//! The fit against data with known answers: the exact synthetic set, Gunther's SPEC
+//! The fit against data with known answers: the reference synthetic set, Gunther's SPEC
 //! SDM91 set, exact data with and without a single-client point, seeded noisy data, and bad input.
 
 use rand::rngs::StdRng;
@@ -6,7 +6,7 @@ use rand::{Rng, SeedableRng};
 
 use super::*;
 
-/// The synthetic set: `σ = κ = 0.02`, `λ = 1`, `X` rounded to 4 decimals.
+/// The reference synthetic set: `σ = κ = 0.02`, `λ = 1`, `X` rounded to 4 decimals.
 const SYNTHETIC: [(f64, f64); 6] = [
     (1.0, 1.0),
     (2.0, 1.8868),

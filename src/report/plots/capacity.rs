@@ -285,7 +285,7 @@ mod tests {
 
     #[test]
     fn draws_the_synthetic_sweep_with_fit_peak_and_slo() {
-        // The exact synthetic set, p99 = 2 × the cycle time N/X.
+        // The reference synthetic set, p99 = 2 × the cycle time N/X.
         let cells = synthetic();
         let cap = Capacity::of(&cells, Some(Slo { p99_us: 4_000_000 })).unwrap();
         let svg = super::super::draws(&CapacityFigure { capacity: &cap });
