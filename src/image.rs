@@ -17,8 +17,6 @@ use tokio::process::Command;
 
 use crate::system::{ImageKind, Release, Version};
 
-/// Image label holding the hash of the Dockerfile and files it copies.
-pub const HASH_LABEL: &str = "lockbench.content-hash";
 /// The official slim base of `release`, used when present or pullable.
 pub fn slim_base(release: Release) -> String {
     format!("debian:{release}-slim")
@@ -79,6 +77,19 @@ pub fn content_hash(version: Version) -> String {
     h.update(version.packages().as_bytes());
     let digest = h.finalize();
     digest.iter().take(8).map(|b| format!("{b:02x}")).collect()
+}
+
+/// The second tag of a built image, which records the inputs it was built from
+/// ([`content_hash`]): `lockbench/etcd:3.5-inputs-<hash>`. A tag is set at no cost, where a label
+/// would be one more build step, and each step after the package layer walks the whole image
+/// on a Docker engine without a native diff (fuse-overlayfs).
+pub fn inputs_tag(version: Version) -> String {
+    format!("{}{}", inputs_prefix(version), content_hash(version))
+}
+
+/// What every inputs tag of `version` starts with (`lockbench/etcd:3.5-inputs-`).
+fn inputs_prefix(version: Version) -> String {
+    format!("{}-inputs-", default_name(version))
 }
 
 /// The environment variable that overrides the name of an image's default version.
@@ -166,30 +177,46 @@ pub enum ImageState {
     Missing,
 }
 
-/// Looks the image up with `docker image inspect`.
+/// Looks the image up with `docker image inspect`: current when it carries the inputs tag of
+/// today's build inputs ([`inputs_tag`]); an image the user named is current when it exists.
 pub async fn state(version: Version) -> Result<ImageState, ImageError> {
     let image = image_name(version);
-    let fmt = format!("{{{{index .Config.Labels \"{HASH_LABEL}\"}}}}");
     let out = run_docker(
-        &["image", "inspect", "--format", &fmt, &image.name],
+        &[
+            "image",
+            "inspect",
+            "--format",
+            "{{join .RepoTags \" \"}}",
+            &image.name,
+        ],
         PULL_TIMEOUT,
     )
     .await;
     match out {
-        Ok(label) => {
-            let label = label.trim().to_string();
-            if image.overridden || label == content_hash(version) {
-                Ok(ImageState::Current)
-            } else {
-                Ok(ImageState::Stale { found: label })
-            }
-        }
+        Ok(_) if image.overridden => Ok(ImageState::Current),
+        Ok(tags) => Ok(state_of_tags(version, &tags)),
         Err(ImageError::Failed { output, .. })
             if output.to_lowercase().contains("no such image") =>
         {
             Ok(ImageState::Missing)
         }
         Err(e) => Err(e),
+    }
+}
+
+/// The state of the locally built image of `version` that carries `tags` (space-separated).
+fn state_of_tags(version: Version, tags: &str) -> ImageState {
+    let wanted = inputs_tag(version);
+    if tags.split_whitespace().any(|t| t == wanted) {
+        return ImageState::Current;
+    }
+    let prefix = inputs_prefix(version);
+    let found = tags
+        .split_whitespace()
+        .find_map(|t| t.strip_prefix(prefix.as_str()))
+        .unwrap_or("none recorded");
+    ImageState::Stale {
+        found: found.to_string(),
     }
 }
 
@@ -362,7 +389,7 @@ async fn build_one(version: Version, name: &str, base: &str) -> Result<(), Image
     std::fs::write(&entrypoint, kind.entrypoint())?;
     std::fs::set_permissions(&entrypoint, std::fs::Permissions::from_mode(0o755))?;
     let ctx = dir.path().to_string_lossy().to_string();
-    let hash_label = format!("{HASH_LABEL}={}", content_hash(version));
+    let inputs = inputs_tag(version);
     let base_arg = format!("BASE={base}");
     let packages_arg = format!("PACKAGES={}", version.packages());
     run_docker(
@@ -372,18 +399,38 @@ async fn build_one(version: Version, name: &str, base: &str) -> Result<(), Image
             &base_arg,
             "--build-arg",
             &packages_arg,
-            "--label",
-            &hash_label,
-            "--label",
-            "lockbench.image=1",
             "-t",
             name,
+            "-t",
+            &inputs,
             &ctx,
         ],
         BUILD_TIMEOUT,
     )
     .await?;
+    drop_older_inputs_tags(version).await;
     Ok(())
+}
+
+/// Removes the inputs tags of `version`'s earlier builds, so the images they kept are freed
+/// (an image a container still uses stays, untagged). Best effort: a tag left behind costs
+/// only disk.
+async fn drop_older_inputs_tags(version: Version) {
+    let (repo, _) = split_repo_tag(&default_name(version));
+    let Ok(listed) = run_docker(
+        &["image", "ls", "--format", "{{.Repository}}:{{.Tag}}", &repo],
+        PULL_TIMEOUT,
+    )
+    .await
+    else {
+        return;
+    };
+    let (prefix, current) = (inputs_prefix(version), inputs_tag(version));
+    for tag in listed.split_whitespace() {
+        if tag.starts_with(&prefix) && tag != current {
+            let _ = run_docker(&["image", "rm", tag], PULL_TIMEOUT).await;
+        }
+    }
 }
 
 async fn run_docker(args: &[&str], timeout: Duration) -> Result<String, ImageError> {
@@ -476,6 +523,54 @@ mod tests {
         assert_eq!(default_name(etcd[1]), "lockbench/etcd:3.4");
         assert_eq!(local_base(Release::Trixie), "lockbench/base:trixie");
         assert_eq!(slim_base(Release::Bookworm), "debian:bookworm-slim");
+    }
+
+    #[test]
+    fn an_image_is_current_only_with_the_inputs_tag_of_todays_inputs() {
+        let etcd = Version::default_of(ImageKind::Etcd);
+        let name = default_name(etcd);
+        let today = inputs_tag(etcd);
+        assert_eq!(
+            today,
+            format!("lockbench/etcd:3.5-inputs-{}", content_hash(etcd))
+        );
+        let tags = format!("{name} {today}");
+        assert_eq!(state_of_tags(etcd, &tags), ImageState::Current);
+        let older = format!("{name} lockbench/etcd:3.5-inputs-0123456789abcdef");
+        assert_eq!(
+            state_of_tags(etcd, &older),
+            ImageState::Stale {
+                found: "0123456789abcdef".into()
+            }
+        );
+        assert_eq!(
+            state_of_tags(etcd, &name),
+            ImageState::Stale {
+                found: "none recorded".into()
+            }
+        );
+        // Another version's tag on the same image is not this version's record.
+        let other = Version::of_image(ImageKind::Etcd).nth(1).unwrap();
+        let tags = format!("{name} {}", inputs_tag(other));
+        assert!(matches!(
+            state_of_tags(etcd, &tags),
+            ImageState::Stale { .. }
+        ));
+    }
+
+    /// `.ci/run` tags the images it builds with docker/inputs-hash.sh: the same hash as ours.
+    #[test]
+    fn the_ci_scripts_inputs_hash_is_this_hash() {
+        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/docker/inputs-hash.sh");
+        for v in Version::all() {
+            let out = std::process::Command::new("sh")
+                .args([script, v.image().name(), v.release().name(), v.packages()])
+                .output()
+                .expect("sh runs docker/inputs-hash.sh");
+            assert!(out.status.success(), "{v:?}: {out:?}");
+            let hash = String::from_utf8_lossy(&out.stdout).trim().to_string();
+            assert_eq!(hash, content_hash(v), "{v:?}");
+        }
     }
 
     #[test]

@@ -3,6 +3,7 @@
 # Curator and Jackson packages, then runs it. Needs libcurator-recipes-java and a JDK, installed
 # here on first use when run as root with apt-get:
 #   apt-get install libcurator-recipes-java libslf4j-java default-jdk-headless
+# `run.sh --prepare` only installs and compiles (`.ci/run` does so beside the compile).
 set -e
 cd "$(dirname "$0")"
 jars=/usr/share/java
@@ -45,6 +46,7 @@ if [ ! -f .build/Driver.class ] || [ Driver.java -nt .build/Driver.class ]; then
         fi
     ) 9>.build.lock
 fi
+[ "${1:-}" != --prepare ] || exit 0
 # A small heap and one compiler thread: a JVM per driver process on a 2-core machine.
 exec java -Xmx256m -XX:TieredStopAtLevel=1 -XX:CICompilerCount=1 -Dorg.slf4j.simpleLogger.defaultLogLevel=warn \
     -cp ".build:$cp" Driver

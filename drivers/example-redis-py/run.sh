@@ -1,6 +1,7 @@
 #!/bin/sh
 # Makes this driver's virtual environment on first use (one maker at a time: flock), then runs
-# the driver in it. The pinned version is the manifest's.
+# the driver in it (`run.sh --prepare` only makes the environment). The pinned version is the
+# manifest's.
 set -e
 cd "$(dirname "$0")"
 if [ ! -x .venv/bin/python ] || ! .venv/bin/python -c 'import redis' 2>/dev/null; then
@@ -12,4 +13,5 @@ if [ ! -x .venv/bin/python ] || ! .venv/bin/python -c 'import redis' 2>/dev/null
         fi
     ) 9>.venv.lock
 fi
+[ "${1:-}" != --prepare ] || exit 0
 exec .venv/bin/python driver.py

@@ -3,7 +3,11 @@
 # virtual environment is made in its folder on first use from its requirements.txt (pinned
 # versions, from PyPI), one maker at a time (flock), and made again when the requirements
 # change. The driver imports the protocol from this folder (lockbench_driver.py).
+# `run.sh --prepare <folder>/driver.py` only makes the environment (`.ci/run` does so beside
+# the compile).
 set -e
+prepare=
+if [ "${1:-}" = --prepare ]; then prepare=1; shift; fi
 here=$(cd "$(dirname "$0")" && pwd)
 dir=$(cd "$(dirname "$1")" && pwd)
 driver=$dir/$(basename "$1")
@@ -21,4 +25,5 @@ if ! ready; then
         fi
     ) 9>"$dir/.venv.lock"
 fi
+[ -z "$prepare" ] || exit 0
 PYTHONPATH=$here exec "$venv/bin/python" -u "$driver"
