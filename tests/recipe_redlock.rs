@@ -287,8 +287,14 @@ mod scenario {
             "redlock/predecessor behind a ghost on 3 of 5 masters for {wait:?}: {wakeups:?} wake-ups, {requests} requests, {} fallback polls",
             tally.fallback_poll_count()
         );
+        // Not granted: the deadline passed, or a master a loaded machine left silent past the
+        // round's 50 ms made the last take's outcome open until the give-back was confirmed
+        // (`Withdrawn`, seen beside two other test binaries): either way certainly not held.
         assert!(
-            matches!(r, Err(LockError::Timeout { .. })),
+            matches!(
+                r,
+                Err(LockError::Timeout { .. } | LockError::Withdrawn { .. })
+            ),
             "expected a timeout behind the ghost, got {r:?}"
         );
         assert_eq!(wakeups, Some(0), "the waiter woke itself");
