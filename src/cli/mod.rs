@@ -486,9 +486,11 @@ pub enum BaselineCommand {
 #[derive(Debug, clap::Args)]
 pub struct GateArgs {
     /// The baseline file (`lockbench baseline save`); without one only safety is gated (any
-    /// violation in a cell expected safe fails).
+    /// violation in a cell expected safe fails). Repeat it with one baseline per kind of host
+    /// (with --normalize): the run is compared with the one measured on the host most like its
+    /// own, the one whose machine factors lie nearest 1.
     #[arg(long)]
-    pub baseline: Option<std::path::PathBuf>,
+    pub baseline: Vec<std::path::PathBuf>,
     /// The run folder to judge (default: results/latest); repeat it to pool several runs of
     /// the same matrix (e.g. a confirmation run of the cells that regressed), whose
     /// repetitions are then taken together as one.

@@ -83,7 +83,7 @@ pub fn gate(args: GateArgs) -> anyhow::Result<Exit> {
     };
     let outcome = match &args.pair {
         Some(pair) => gate::gate_paired(&current, pair, &th)?,
-        None => gate::gate(args.baseline.as_deref(), &current, &th)?,
+        None => gate::gate(&args.baseline, &current, &th)?,
     };
     print!("{}", gate::output::markdown(&outcome));
     if let Some(path) = &args.junit {

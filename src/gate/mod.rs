@@ -10,6 +10,7 @@ pub mod compare;
 pub mod current;
 pub mod machine;
 pub mod metric;
+pub mod nearest;
 pub mod output;
 pub mod paired;
 pub mod spread;
@@ -17,7 +18,7 @@ pub mod spread;
 #[cfg(test)]
 mod tests;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 pub use aggregate::{CellAggregate, aggregate};
 pub use baseline::Baseline;
@@ -46,13 +47,26 @@ pub enum GateError {
 }
 
 /// Compares the runs in `current_dirs` (one, or several of the same matrix whose repetitions
-/// are pooled) with the baseline file `baseline`; without one, judges their safety alone.
+/// are pooled) with the baseline file in `baselines`; without one, judges their safety alone.
+/// Several baselines (one per kind of host) need `--normalize`: the run is compared with the
+/// one measured on the host most like its own ([`nearest`]), and a note says which and why.
 pub fn gate(
-    baseline: Option<&Path>,
+    baselines: &[PathBuf],
     current_dirs: &[PathBuf],
     th: &Thresholds,
 ) -> Result<Outcome, GateError> {
-    let base = baseline.map(Baseline::load).transpose()?;
+    if baselines.len() > 1 && th.normalize.is_none() {
+        return Err(GateError::Input {
+            path: baselines[1].clone(),
+            message: "a second --baseline is chosen between by the machine factor: add \
+                      --normalize, or give one baseline"
+                .into(),
+        });
+    }
+    let loaded = baselines
+        .iter()
+        .map(|p| Baseline::load(p))
+        .collect::<Result<Vec<_>, _>>()?;
     let mut runs = Vec::new();
     for dir in current_dirs {
         let run = current::RunResults::read(dir)?;
@@ -80,7 +94,37 @@ pub fn gate(
             }
         }
     }
-    compare(base.as_ref(), &cells, environment.as_ref(), th)
+    if loaded.len() < 2 {
+        return compare(loaded.first(), &cells, environment.as_ref(), th);
+    }
+    let (best, distances) = nearest::nearest(&loaded, &cells);
+    let mut outcome = compare(Some(&loaded[best]), &cells, environment.as_ref(), th)?;
+    outcome
+        .notes
+        .insert(0, chosen_note(baselines, best, &distances));
+    Ok(outcome)
+}
+
+/// Which of several baselines was taken, and every baseline's distance from this host.
+fn chosen_note(paths: &[PathBuf], best: usize, distances: &[Option<f64>]) -> String {
+    let each: Vec<String> = paths
+        .iter()
+        .zip(distances)
+        .map(|(p, d)| match d {
+            Some(d) => format!("{} {d:.2}", p.display()),
+            None => format!(
+                "{} (fewer than {} cells shared)",
+                p.display(),
+                machine::MIN_CELLS
+            ),
+        })
+        .collect();
+    format!(
+        "baseline: {}, measured on the host most like this one (mean |ln| of the suite's machine \
+         factors: {})",
+        paths[best].display(),
+        each.join("; ")
+    )
 }
 
 /// `--pair A=B`: within the runs in `current_dirs`, each cell of workload B against the same

@@ -508,6 +508,23 @@ fn cell_of(
         .collect()
 }
 
+/// `.ci/run`'s gate options (`CI_GATE_THRESHOLDS`), grouped `by`.
+fn ci_thresholds(by: machine::Grouping) -> Thresholds {
+    Thresholds {
+        normalize: Some(3.0),
+        normalize_by: by,
+        ..Thresholds::with(
+            &[
+                parse_threshold("throughput=40").unwrap(),
+                parse_threshold("acquire_p99=100").unwrap(),
+                parse_threshold("handoff_p50=80").unwrap(),
+                parse_threshold("wakeups_per_acquisition=15").unwrap(),
+            ],
+            3.0,
+        )
+    }
+}
+
 /// The CI run of 2026-12-04 that failed on Redlock herd on a slower host: each cell's
 /// baseline medians (9 repetitions) and current medians (3, Redlock's 8 after the rerun), with
 /// `redlock_herd_x` the current Redlock herd throughput (38.0 in that run).
@@ -541,19 +558,7 @@ fn ci_run_of_2026_12_04(redlock_herd_x: f64) -> (Vec<CellSummary>, Vec<CellSumma
 
 #[test]
 fn normalizing_by_strategy_holds_a_herd_cell_against_herd_cells() {
-    let ci = |by| Thresholds {
-        normalize: Some(3.0),
-        normalize_by: by,
-        ..Thresholds::with(
-            &[
-                parse_threshold("throughput=40").unwrap(),
-                parse_threshold("acquire_p99=100").unwrap(),
-                parse_threshold("handoff_p50=80").unwrap(),
-                parse_threshold("wakeups_per_acquisition=15").unwrap(),
-            ],
-            3.0,
-        )
-    };
+    let ci = ci_thresholds;
     let (base, current) = ci_run_of_2026_12_04(38.0);
     let base = baseline_of(&base);
     let current = aggregate(&current);
@@ -786,4 +791,94 @@ fn a_rate_fails_only_when_its_interval_lies_wholly_above_the_baselines() {
     let row = gate(&five(0.02, 1.0), &one);
     assert_eq!(row.verdict, Judgement::Unsafe);
     assert_eq!(row.threshold, "expected safe");
+}
+
+/// The smoke matrix's medians on two hosts: `results/baselines/ci-smoke.json` (9 repetitions,
+/// 2026-12-06) and the CI run of 2026-12-07 on a host about twice as fast (3 repetitions), as
+/// [throughput, p99 ms, handoff p50 ms, wake-ups] per cell.
+#[rustfmt::skip]
+const SLOW_AND_FAST_HOST: [(System, Strategy, [f64; 4], [f64; 4]); 8] = [
+    (System::Zookeeper, Strategy::Herd, [45.1, 1466.37, 14.42, 8.98], [107.9, 988.67, 4.52, 12.38]),
+    (System::Zookeeper, Strategy::Predecessor, [97.4, 192.51, 5.84, 1.0], [177.1, 104.70, 2.04, 1.0]),
+    (System::Etcd, Strategy::Herd, [52.8, 1222.65, 13.24, 12.19], [139.6, 724.99, 3.83, 13.79]),
+    (System::Etcd, Strategy::Predecessor, [89.8, 192.00, 7.08, 1.0], [174.4, 96.58, 2.58, 1.0]),
+    (System::Redis, Strategy::Herd, [189.4, 515.07, 1.99, 14.59], [258.7, 379.13, 0.71, 14.56]),
+    (System::Redis, Strategy::Predecessor, [207.3, 88.38, 1.52, 1.0], [268.2, 65.06, 0.53, 1.0]),
+    (System::Redlock, Strategy::Herd, [55.9, 1042.43, 10.02, 12.71], [173.3, 376.06, 2.25, 13.45]),
+    (System::Redlock, Strategy::Predecessor, [149.6, 120.77, 3.08, 1.0], [238.8, 73.47, 1.00, 1.0]),
+];
+
+/// The cells of [`SLOW_AND_FAST_HOST`], `n` repetitions each, on the slow host or the fast one.
+fn host_run(fast: bool, n: u32) -> Vec<CellSummary> {
+    SLOW_AND_FAST_HOST
+        .iter()
+        .flat_map(|&(system, strategy, slow, quick)| {
+            cell_of(system, strategy, n, if fast { quick } else { slow })
+        })
+        .collect()
+}
+
+#[test]
+fn several_baselines_compare_with_the_one_from_the_most_similar_host() {
+    let th = ci_thresholds(machine::Grouping::Strategy);
+    let slow = baseline_of(&host_run(false, 9));
+    let fast = baseline_of(&host_run(true, 9));
+    let on_fast = aggregate(&host_run(true, 3));
+    // Against the slow host's baseline alone, the fast host's run fails as that CI run did:
+    // Redis herd gained ×1.37 where the herd's factor is ×2.5.
+    let alone = compare(Some(&slow), &on_fast, None, &th).unwrap();
+    let md = output::markdown(&alone);
+    let failed: Vec<(&str, &str)> = alone
+        .rows
+        .iter()
+        .filter(|r| r.verdict.fails())
+        .map(|r| (r.cell.as_str(), r.metric.as_str()))
+        .collect();
+    assert_eq!(
+        failed,
+        [
+            ("zookeeper-herd-w-c4", "wakeups_per_acquisition"),
+            ("redis-herd-w-c4", "throughput")
+        ],
+        "{md}"
+    );
+    // With both, each host's run meets its own host's baseline.
+    let both = [slow.clone(), fast.clone()];
+    let (best, d) = nearest::nearest(&both, &on_fast);
+    assert_eq!(best, 1, "{d:?}");
+    assert!(d[1].unwrap() < 0.05 && d[0].unwrap() > 0.4, "{d:?}");
+    let on_slow = aggregate(&host_run(false, 3));
+    let (best, d) = nearest::nearest(&both, &on_slow);
+    assert_eq!(best, 0, "{d:?}");
+    // A regression is still caught against the chosen baseline: Redis herd at half the fast
+    // host's throughput.
+    let mut slower = host_run(true, 3);
+    for s in slower
+        .iter_mut()
+        .filter(|s| s.id.system == System::Redis && s.id.strategy == Strategy::Herd)
+    {
+        s.throughput_per_s /= 2.0;
+    }
+    let slower = aggregate(&slower);
+    let (best, _) = nearest::nearest(&both, &slower);
+    assert_eq!(best, 1);
+    let o = compare(Some(&both[best]), &slower, None, &th).unwrap();
+    let md = output::markdown(&o);
+    assert!(
+        o.rows.iter().any(|r| r.cell == "redis-herd-w-c4"
+            && r.metric == "throughput"
+            && r.verdict == Judgement::Regressed),
+        "{md}"
+    );
+}
+
+#[test]
+fn a_second_baseline_without_normalize_is_refused_before_anything_is_read() {
+    let paths = [PathBuf::from("a.json"), PathBuf::from("b.json")];
+    let e = gate(&paths, &[PathBuf::from("run")], &Thresholds::default()).unwrap_err();
+    let text = e.to_string();
+    assert!(
+        text.starts_with("b.json: ") && text.contains("--normalize"),
+        "{text}"
+    );
 }
