@@ -6,10 +6,11 @@
 //!
 //! How: tokio sleeps until [`COARSE_EARLY`] before the target; one shared timer thread (a
 //! deadline heap, sleeping on its channel until the earliest deadline) then wakes the task
-//! [`WAKE_MARGIN`] before the target, and the task yields to the scheduler in a loop for what
-//! is left. Why, measured with `cargo run --example pace_candidates` on this project's 2-core
-//! machine while other builds ran: 16 and 64 concurrent waiters, targets 0.2, 1 and 5 ms, the
-//! p50 of (woke − target) and the process CPU spent:
+//! [`wake_margin()`] before the target (the wake-up latency seen so far, at least
+//! [`WAKE_MARGIN`]), and the task yields to the scheduler in a loop for what is left. Why,
+//! measured with `cargo run --example pace_candidates` on this project's 2-core machine while
+//! other builds ran: 16 and 64 concurrent waiters, targets 0.2, 1 and 5 ms, the p50 of (woke −
+//! target) and the process CPU spent:
 //! - tokio alone: 0.94–1.33 ms late;
 //! - coarse sleep, then `spawn_blocking` + `std::thread::sleep`: 0.10–0.69 ms late, 0.15–1.6
 //!   cores (two thread hand-overs per wait, a blocking thread per waiter);
@@ -40,9 +41,57 @@ use tokio::sync::oneshot;
 /// can end up to about 1.3 ms late, which must still leave the precise part some time.
 pub const COARSE_EARLY: Duration = Duration::from_millis(2);
 
-/// How long before the target the timer thread wakes a waiter: its own timer slack (50 µs)
-/// plus the time a tokio worker takes to run the woken task, as measured (see the module docs).
+/// The least time before the target the timer thread wakes a waiter: its own timer slack
+/// (50 µs) plus the time a tokio worker takes to run the woken task on a busy machine, as
+/// measured (see the module docs). The margin in use adapts above it ([`wake_margin`]).
 pub const WAKE_MARGIN: Duration = Duration::from_micros(100);
+
+/// The most the margin may grow to: past it, the yield loop would burn a core for nothing.
+pub const WAKE_MARGIN_MAX: Duration = Duration::from_millis(1);
+
+/// What the margin keeps above the wake-up latency it has seen, so that a wake-up a little
+/// slower than the average still comes before the target.
+const WAKE_SLACK: Duration = Duration::from_micros(30);
+
+/// The wake-up latency seen so far (µs, from the timer's firing instant to the woken task
+/// running again), as a moving average; 0 before the first wait.
+static WAKE_LATENCY_US: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// How long before the target the timer thread wakes a waiter: the wake-up latency seen so
+/// far plus [`WAKE_SLACK`], within [`WAKE_MARGIN`]..=[`WAKE_MARGIN_MAX`].
+///
+/// A fixed margin was right only for the machine it was measured on. On an idle virtual
+/// machine each wake-up also waits for a halted virtual CPU to run again: there a 1 ms hold
+/// measured 1102–1141 µs (p50) with a 100 µs margin, quiet, and 1 ms beside a CPU hog, which
+/// keeps the CPUs awake. The margin now follows what the wake-ups take.
+pub fn wake_margin() -> Duration {
+    margin_for(WAKE_LATENCY_US.load(std::sync::atomic::Ordering::Relaxed))
+}
+
+/// The margin for a wake-up latency of `seen_us`.
+fn margin_for(seen_us: u64) -> Duration {
+    (Duration::from_micros(seen_us) + WAKE_SLACK).clamp(WAKE_MARGIN, WAKE_MARGIN_MAX)
+}
+
+/// The moving average `old` (0: none yet) with one more `sample`, both in µs, the sample capped
+/// at [`WAKE_MARGIN_MAX`].
+fn averaged(old: u64, sample: u64) -> u64 {
+    let sample = sample.min(WAKE_MARGIN_MAX.as_micros() as u64);
+    if old == 0 {
+        sample
+    } else {
+        (old * 7 + sample) / 8
+    }
+}
+
+/// Folds one wake-up's latency into the moving average (weight 1/8, so one slow wake-up moves
+/// the margin by an eighth of its excess). Races between waiters only drop a sample.
+fn note_wake_latency(latency: Duration) {
+    use std::sync::atomic::Ordering::Relaxed;
+    let old = WAKE_LATENCY_US.load(Relaxed);
+    let new = averaged(old, latency.as_micros() as u64);
+    let _ = WAKE_LATENCY_US.compare_exchange(old, new, Relaxed, Relaxed);
+}
 
 /// Waits until `target`, ending within tens of microseconds after it (never before). Returns at
 /// once, without yielding, when the target has passed. Cancel-safe: dropping the future simply
@@ -55,7 +104,7 @@ pub async fn sleep_until(target: Instant) {
     if target - now > COARSE_EARLY {
         tokio::time::sleep_until((target - COARSE_EARLY).into()).await;
     }
-    if let Some(fire_at) = target.checked_sub(WAKE_MARGIN)
+    if let Some(fire_at) = target.checked_sub(wake_margin())
         && fire_at > Instant::now()
     {
         match timer() {
@@ -63,7 +112,9 @@ pub async fn sleep_until(target: Instant) {
                 let (tx, rx) = oneshot::channel();
                 if timer.send(Deadline::new(fire_at, tx)).is_ok() {
                     // An error means the timer thread is gone; the loop below still finishes.
-                    let _ = rx.await;
+                    if rx.await.is_ok() {
+                        note_wake_latency(Instant::now().saturating_duration_since(fire_at));
+                    }
                 }
             }
             None => tokio::time::sleep_until(target.into()).await,
@@ -162,6 +213,24 @@ pub(crate) mod tests {
     /// Timing tests take turns: run side by side on two cores they would measure each other.
     pub(crate) static TIMING: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
     use super::*;
+
+    #[test]
+    fn the_wake_margin_follows_the_wake_ups_within_its_bounds() {
+        // A busy machine's wake-ups (20 µs) keep the least margin; an idle virtual machine's
+        // (about 205 µs: fired 100 µs early, the task ran 105 µs late) move it past them.
+        assert_eq!(margin_for(0), WAKE_MARGIN);
+        assert_eq!(margin_for(20), WAKE_MARGIN);
+        assert_eq!(margin_for(205), Duration::from_micros(235));
+        assert_eq!(margin_for(5_000), WAKE_MARGIN_MAX);
+        // The first sample is taken whole, later ones with weight 1/8, each capped.
+        assert_eq!(averaged(0, 205), 205);
+        let mut avg = averaged(0, 20);
+        for _ in 0..40 {
+            avg = averaged(avg, 205);
+        }
+        assert!((195..=205).contains(&avg), "{avg}");
+        assert_eq!(averaged(800, 1_000_000), (800 * 7 + 1000) / 8);
+    }
 
     /// How many times a timing check may run before it fails.
     const ATTEMPTS: usize = 5;
