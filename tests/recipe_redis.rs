@@ -286,7 +286,13 @@ async fn list_target_keys(cluster: &Cluster, killed_at: Instant) -> Vec<String> 
         "redis failover: a key listing started at the kill answered after {:?}: {listed:?}",
         killed_at.elapsed()
     );
-    listed.expect("the key listing rides out the failover")
+    match listed {
+        Ok(keys) => keys,
+        Err(e) => panic!(
+            "the key listing rides out the failover: {e}; the Sentinels: {}",
+            cluster.leadership_view().await
+        ),
+    }
 }
 
 /// Kills the master: a client that follows Sentinel can lock again.

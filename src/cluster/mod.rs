@@ -402,7 +402,7 @@ impl Cluster {
                 return Ok((l, start.elapsed()));
             }
             if start.elapsed() >= timeout {
-                let view = self.provider.leaderless_view(self).await;
+                let view = self.leadership_view().await;
                 let why = if view.is_empty() {
                     String::new()
                 } else {
@@ -553,6 +553,12 @@ impl Cluster {
         }
         Ok(())
     }
+    /// What the system's own failover machinery knows when no leader comes (Redis: each
+    /// Sentinel's master, TILT state and last failover events); empty where there is none to ask.
+    pub async fn leadership_view(&self) -> String {
+        self.provider.leaderless_view(self).await
+    }
+
     /// What the node printed so far.
     pub async fn logs(&self, node: &str) -> Result<String, ClusterError> {
         self.node(node)?.logs().await

@@ -441,9 +441,42 @@ pub(crate) async fn sentinels_view(cluster: &Cluster) -> String {
             }
             Err(e) => e,
         };
-        out.push(format!("{}: {tilt}; {master}", s.name()));
+        let events = match s.logs().await {
+            Ok(log) => sentinel_events(&log),
+            Err(e) => e.to_string(),
+        };
+        out.push(format!("{}: {tilt}; {master}; {events}", s.name()));
     }
     out.join("; ")
+}
+
+/// How many of a Sentinel's log lines [`sentinel_events`] keeps.
+const SENTINEL_EVENTS: usize = 8;
+
+/// The last lines of a Sentinel's log that tell why a failover did or did not come: TILT, a
+/// hostname it could not resolve (a blocking lookup stalls Sentinel's one thread, which is how
+/// Sentinels enter TILT behind a slow resolver), and the failover's own events.
+fn sentinel_events(log: &str) -> String {
+    const MARKS: [&str; 9] = [
+        "tilt",
+        "Failed to resolve",
+        "+sdown master",
+        "+odown",
+        "+try-failover",
+        "+elected-leader",
+        "+switch-master",
+        "-failover-abort",
+        "+failover-end",
+    ];
+    let lines: Vec<&str> = log
+        .lines()
+        .filter(|l| MARKS.iter().any(|m| l.contains(m)))
+        .collect();
+    if lines.is_empty() {
+        return "log: no TILT, resolver or failover event".to_string();
+    }
+    let from = lines.len().saturating_sub(SENTINEL_EVENTS);
+    format!("log: {}", lines[from..].join(" | "))
 }
 
 /// No running Sentinel flags the master (down, failing over): its `flags` are just `master`.
@@ -482,6 +515,31 @@ pub(in crate::service) fn version(info: &str) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_sentinels_log_gives_its_tilt_resolver_and_failover_events_last_eight() {
+        let log = "1:X 07 Dec 2026 13:08:13.328 # WARNING Memory overcommit must be enabled!\n\
+                   1:X 21 Aug 2024 16:19:15.621 # Failed to resolve hostname 'redis1'\n\
+                   1:X 21 Aug 2024 16:19:15.621 # +sdown master mymaster redis1 6379\n\
+                   1:X 21 Aug 2024 16:19:45.655 # +tilt #tilt mode entered\n";
+        let events = sentinel_events(log);
+        assert_eq!(
+            events,
+            "log: 1:X 21 Aug 2024 16:19:15.621 # Failed to resolve hostname 'redis1' | 1:X 21 \
+             Aug 2024 16:19:15.621 # +sdown master mymaster redis1 6379 | 1:X 21 Aug 2024 \
+             16:19:45.655 # +tilt #tilt mode entered"
+        );
+        let many: String = (0..20).map(|i| format!("+odown {i}\n")).collect();
+        assert!(sentinel_events(&many).ends_with("+odown 19"));
+        assert_eq!(
+            sentinel_events(&many).matches("+odown").count(),
+            SENTINEL_EVENTS
+        );
+        assert_eq!(
+            sentinel_events("ready to accept connections\n"),
+            "log: no TILT, resolver or failover event"
+        );
+    }
     use super::*;
 
     #[test]
