@@ -51,7 +51,7 @@ pub const WAKE_MARGIN_MAX: Duration = Duration::from_millis(1);
 
 /// What the margin keeps above the wake-up latency it has seen, so that a wake-up a little
 /// slower than the average still comes before the target.
-const WAKE_SLACK: Duration = Duration::from_micros(30);
+pub const WAKE_SLACK: Duration = Duration::from_micros(30);
 
 /// The wake-up latency seen so far (µs, from the timer's firing instant to the woken task
 /// running again), as a moving average; 0 before the first wait.
